@@ -1,0 +1,13 @@
+/**
+ * The registry: the one list of controllers. The relay reads it to know what to watch, the
+ * functions to know what to run, the Terraform RBAC generator to know what to grant.
+ * Adding a controller is one folder under `functions/controllers/` and one line here.
+ */
+import type { Controller } from './types.ts';
+
+export const controllers: readonly Controller[] = [];
+
+/** The registered controller called `name`, or `undefined`. */
+export function controllerByName(name: string): Controller | undefined {
+  return controllers.find((c) => c.name === name);
+}

@@ -1,0 +1,106 @@
+/**
+ * The controller module contract (DESIGN.md "Contracts"): what a controller declares so that the
+ * relay knows what to watch, `resync` knows what to enumerate and `reconcile` knows what to run.
+ */
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { Logger } from '../log.ts';
+import type { EventRecorder } from '../runtime/events.ts';
+
+/** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** A key, as client-go's `MetaNamespaceKeyFunc` splits it: `namespace` is `""` for cluster-scoped objects. */
+export interface Key {
+  namespace: string;
+  name: string;
+}
+
+/** A watch event as the relay sees it. For `DELETED`, `object` is the last known state (the tombstone). */
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: KubernetesObject;
+  /** The previous state of the object in the relay's cache, for `MODIFIED` events. */
+  oldObject?: KubernetesObject;
+}
+
+/** What a {@link Watch.map} may read besides the event: the relay's caches, never the API server. */
+export interface MapContext {
+  /** Every primary key currently in the relay's cache of the controller's primary resource. */
+  primaryKeys(): Key[];
+}
+
+/**
+ * One list+watch the relay runs for a controller, and how its events map to primary keys
+ * (controller-runtime's `EnqueueRequestsFromMapFunc`).
+ */
+export interface Watch {
+  resource: ResourceType;
+  /** Restrict list+watch to one namespace; omitted: all namespaces. */
+  namespace?: string;
+  /** Kubernetes label selector applied server-side (e.g. `levelset.dev/replica-of`). */
+  labelSelector?: string;
+  /** Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. */
+  map(event: WatchEvent, ctx: MapContext): Key[];
+}
+
+/** A Kubernetes API verb, as RBAC spells it. */
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+
+/** One RBAC rule a controller's reconcile needs (Kubernetes RBAC PolicyRule, one group). */
+export interface PolicyRule {
+  apiGroup: string;
+  resources: string[];
+  verbs: Verb[];
+}
+
+/** The Kubernetes clients a reconcile uses; all share one KubeConfig. */
+export interface ReconcileContext {
+  kubeConfig: KubeConfig;
+  /** Logger labelled with controller and key (Cloud Logging labels). Never log Secret data. */
+  log: Logger;
+  /** Records Kubernetes Events about an object (`reportingController` = `levelset.dev/<controller>`). */
+  events: EventRecorder;
+}
+
+/** What `listKeys` may use: the same clients as a reconcile, without a key. */
+export type ResyncContext = Omit<ReconcileContext, 'events'>;
+
+/**
+ * The outcome of a successful reconcile. `requeueAfterMs` asks for the key to come back later
+ * (published with a delay by the caller's mechanism: the next resync at the latest).
+ */
+export interface Result {
+  requeueAfterMs?: number;
+}
+
+/** A controller module: one folder under `functions/controllers/`, one line in the registry. */
+export interface Controller {
+  /** Unique kebab-case name; the key message's `controller`. */
+  name: string;
+  /** The primary resource: keys are `namespace/name` of these objects. */
+  primary: ResourceType;
+  /**
+   * Every list+watch the relay runs for this controller, the primary's included (its map is
+   * usually the identity). Secondary resources map to primary keys.
+   */
+  watches: Watch[];
+  /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
+  rbac: PolicyRule[];
+  /**
+   * Every key the resync should publish; default: every primary object (paginated LIST).
+   * Include keys implied by owned objects, so that a missed deletion is still cleaned up.
+   */
+  listKeys?(ctx: ResyncContext): AsyncIterable<Key>;
+  /**
+   * Converges the world to the desired state of `key`. Idempotent; reads current state, never
+   * trusts the event. Throw {@link TerminalError} for failures a retry cannot fix; any other
+   * error is retried by Pub/Sub with backoff.
+   */
+  reconcile(key: Key, ctx: ReconcileContext): Promise<Result | undefined>;
+}

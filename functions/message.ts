@@ -1,0 +1,119 @@
+/**
+ * The key message: the only thing that crosses Pub/Sub (DESIGN.md "Contracts").
+ *
+ * A message names *which* key to reconcile, never what changed: the reconcile reads the whole
+ * current state (edge-triggered, level-driven).
+ */
+import { z } from 'zod';
+
+/** Kebab-case controller name, as registered in `functions/controllers/index.ts`. */
+export const controllerName = z
+  .string()
+  .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'controller must be kebab-case (e.g. "secret-replicator")');
+
+/** Why a key was enqueued: a watch event (relay), the periodic resync, or an operator. */
+export const enqueueReason = z.enum(['watch', 'resync', 'manual']);
+export type EnqueueReason = z.infer<typeof enqueueReason>;
+
+/**
+ * Version 1 of the key message. Strict: unknown fields and unknown versions are malformed.
+ * `namespace` is `""` for cluster-scoped keys. `enqueuedAt` is an RFC 3339 timestamp (UTC).
+ */
+export const keyMessageSchema = z.strictObject({
+  v: z.literal(1),
+  controller: controllerName,
+  namespace: z.string().max(253),
+  name: z.string().min(1).max(253),
+  reason: enqueueReason,
+  enqueuedAt: z.iso.datetime(),
+});
+export type KeyMessage = z.infer<typeof keyMessageSchema>;
+
+/** Pub/Sub attributes of a key message: they repeat `controller` and `reason` for filters and logs. */
+export type KeyMessageAttributes = { controller: string; reason: EnqueueReason };
+
+/**
+ * The Pub/Sub ordering key of a key message: `controller/namespace/name`, so that deliveries of one
+ * key are serialised while different keys run in parallel.
+ */
+export function orderingKeyOf(m: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>): string {
+  return `${m.controller}/${m.namespace}/${m.name}`;
+}
+
+/** A key as client-go's MetaNamespaceKeyFunc writes it: `namespace/name`, or `name` when cluster-scoped. */
+export function keyString(k: { namespace: string; name: string }): string {
+  return k.namespace ? `${k.namespace}/${k.name}` : k.name;
+}
+
+/** What a publisher hands to Pub/Sub for one key message. */
+export interface EncodedKeyMessage {
+  data: Buffer;
+  attributes: KeyMessageAttributes;
+  orderingKey: string;
+}
+
+/**
+ * Validates and encodes a key message for publishing.
+ * @throws {z.ZodError} when `m` does not satisfy {@link keyMessageSchema}.
+ */
+export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
+  const valid = keyMessageSchema.parse(m);
+  return {
+    data: Buffer.from(JSON.stringify(valid), 'utf8'),
+    attributes: { controller: valid.controller, reason: valid.reason },
+    orderingKey: orderingKeyOf(valid),
+  };
+}
+
+/**
+ * The body Pub/Sub POSTs to a push endpoint (Pub/Sub docs: "Receive messages from push
+ * subscriptions"). `data` is base64. The emulator omits `orderingKey` and `deliveryAttempt`.
+ */
+export const pushEnvelopeSchema = z.object({
+  message: z.object({
+    data: z.string(),
+    attributes: z.record(z.string(), z.string()).optional(),
+    messageId: z.string().optional(),
+    message_id: z.string().optional(),
+    publishTime: z.string().optional(),
+    orderingKey: z.string().optional(),
+  }),
+  subscription: z.string().optional(),
+  deliveryAttempt: z.number().int().optional(),
+});
+export type PushEnvelope = z.infer<typeof pushEnvelopeSchema>;
+
+/** A push body or key message that can never be processed: acknowledged, logged, never retried. */
+export class MalformedMessageError extends Error {
+  override readonly name = 'MalformedMessageError';
+  readonly issues: string[];
+  constructor(message: string, issues: string[] = []) {
+    super(issues.length ? `${message}: ${issues.join('; ')}` : message);
+    this.issues = issues;
+  }
+}
+
+function issuesOf(err: z.ZodError): string[] {
+  return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+}
+
+/**
+ * Decodes a Pub/Sub push envelope into its key message.
+ * @returns the key message and the envelope's `messageId` (`""` when absent).
+ * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON or the key message is invalid.
+ */
+export function decodePushEnvelope(body: unknown): { message: KeyMessage; messageId: string } {
+  const envelope = pushEnvelopeSchema.safeParse(body);
+  if (!envelope.success) throw new MalformedMessageError('not a Pub/Sub push envelope', issuesOf(envelope.error));
+  const { data } = envelope.data.message;
+  const messageId = envelope.data.message.messageId ?? envelope.data.message.message_id ?? '';
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(data, 'base64').toString('utf8'));
+  } catch {
+    throw new MalformedMessageError('message data is not base64-encoded JSON');
+  }
+  const parsed = keyMessageSchema.safeParse(json);
+  if (!parsed.success) throw new MalformedMessageError('not a v1 key message', issuesOf(parsed.error));
+  return { message: parsed.data, messageId };
+}

@@ -1,0 +1,49 @@
+/**
+ * How a reconcile failure is answered (DESIGN.md "functions/"): terminal failures are acknowledged
+ * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`).
+ */
+import { ApiException } from '@kubernetes/client-node';
+
+/**
+ * A failure no retry can fix (invalid spec, a target owned by someone else). `reconcile` answers
+ * `204`, records a Warning Event with `reason` on `object` when given, and logs at ERROR.
+ */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+  /** UpperCamelCase Event reason, e.g. `ErrResourceExists` (Kubernetes API conventions: events). */
+  readonly reason: string;
+  constructor(reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** The HTTP status of a Kubernetes API error, or `undefined` when `err` is not one. */
+export function apiStatusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code;
+  return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
+}
+
+/** True for a Kubernetes `404 NotFound`. */
+export function isNotFound(err: unknown): boolean {
+  return apiStatusOf(err) === 404;
+}
+
+/** True for a Kubernetes `409` (`Conflict` on a stale resourceVersion, or `AlreadyExists`). */
+export function isConflict(err: unknown): boolean {
+  return apiStatusOf(err) === 409;
+}
+
+/**
+ * True when a retry may succeed: 409 conflict, 429, 5xx, timeouts, and network errors (no status).
+ * Everything else from the API server (400, 401, 403, 404, 422) would fail again the same way.
+ * Source of the rule: client-go's `retry.DefaultRetry` / apimachinery `IsServerTimeout`,
+ * `IsTooManyRequests`, `IsConflict`, `IsInternalError`.
+ */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof TerminalError) return false;
+  const status = apiStatusOf(err);
+  if (status === undefined) return true;
+  return status === 409 || status === 429 || status === 408 || status >= 500;
+}
