@@ -2,7 +2,7 @@
  * How a reconcile failure is answered (DESIGN.md "functions/"): terminal failures are acknowledged
  * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`).
  */
-import { ApiException } from '@kubernetes/client-node';
+import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
 
 /**
  * A failure no retry can fix (invalid spec, a target owned by someone else). `reconcile` answers
@@ -12,9 +12,12 @@ export class TerminalError extends Error {
   override readonly name = 'TerminalError';
   /** UpperCamelCase Event reason, e.g. `ErrResourceExists` (Kubernetes API conventions: events). */
   readonly reason: string;
-  constructor(reason: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** The object the Warning Event is recorded on (usually the primary); none: no Event. */
+  readonly object: KubernetesObject | undefined;
+  constructor(reason: string, message: string, options: { cause?: unknown; object?: KubernetesObject } = {}) {
+    super(message, { cause: options.cause });
     this.reason = reason;
+    this.object = options.object;
   }
 }
 

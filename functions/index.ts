@@ -1,0 +1,40 @@
+/**
+ * The functions' entry point, for functions-framework and Cloud Run functions (runtime `nodejs24`):
+ * `reconcile` (Pub/Sub push) and `resync` (Cloud Scheduler). Configuration comes from the
+ * environment (see README "Configuration"); clients are created once per instance, at first use.
+ *
+ *   npx functions-framework --target=reconcile --port=8081
+ *   npx functions-framework --target=resync --port=8082
+ */
+import * as ff from '@google-cloud/functions-framework';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { readFunctionsConfig } from './config.ts';
+import { controllers } from './controllers/index.ts';
+import { loadKubeConfig } from './kube.ts';
+import { createLogger } from './log.ts';
+import { createKeyPublisher, type KeyPublisher } from './publish.ts';
+import { createReconcileHandler } from './reconcile.ts';
+import { createResyncHandler } from './resync.ts';
+
+const logger = createLogger('functions');
+
+let kubeConfig: KubeConfig | undefined;
+function sharedKubeConfig(): KubeConfig {
+  kubeConfig ??= loadKubeConfig();
+  return kubeConfig;
+}
+
+let publisher: KeyPublisher | undefined;
+function sharedPublisher(): KeyPublisher {
+  if (!publisher) {
+    const config = readFunctionsConfig();
+    publisher = createKeyPublisher({ ...config, emulatorHost: config.emulatorHost, logger });
+  }
+  return publisher;
+}
+
+ff.http('reconcile', createReconcileHandler({ controllers, kubeConfig: sharedKubeConfig, logger }));
+ff.http(
+  'resync',
+  createResyncHandler({ controllers, kubeConfig: sharedKubeConfig, publisher: sharedPublisher, logger }),
+);

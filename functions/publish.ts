@@ -1,0 +1,73 @@
+/**
+ * Publishing key messages to the keys topic: the one publisher the relay, `resync` and tools share.
+ */
+import { PubSub, type Topic } from '@google-cloud/pubsub';
+import type { Logger } from './log.ts';
+import { encodeKeyMessage, type KeyMessage } from './message.ts';
+
+export interface KeyPublisherOptions {
+  /** Google Cloud project of the topic. */
+  projectId: string;
+  /** Topic id (not the full resource name), e.g. `levelset-keys`. */
+  topic: string;
+  /** `host:port` of a Pub/Sub emulator; default `PUBSUB_EMULATOR_HOST` when set. */
+  emulatorHost?: string;
+  logger?: Logger;
+  /**
+   * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` (default 100) or
+   * `maxMilliseconds` (default 10 ms) per publish request.
+   */
+  batching?: { maxMessages?: number; maxMilliseconds?: number };
+}
+
+/** Publishes key messages with their ordering key (`controller/namespace/name`). */
+export interface KeyPublisher {
+  /**
+   * Validates, encodes and publishes one key message.
+   * @returns the Pub/Sub message id
+   * @throws {import('zod').ZodError} on an invalid message; the Pub/Sub error when publishing fails
+   *   (the ordering key is resumed first, so the next message for that key can be published).
+   */
+  publish(message: KeyMessage): Promise<string>;
+  /** Sends every batched message now; resolves when Pub/Sub has accepted them. */
+  flush(): Promise<void>;
+  /** Flushes, then closes the client. */
+  close(): Promise<void>;
+  readonly topic: Topic;
+}
+
+/** Creates a {@link KeyPublisher} on an existing topic with message ordering enabled. */
+export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
+  const emulatorHost = options.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
+  const pubsub = new PubSub({
+    projectId: options.projectId,
+    ...(emulatorHost ? { apiEndpoint: emulatorHost, emulatorMode: true } : {}),
+  });
+  const topic = pubsub.topic(options.topic, {
+    messageOrdering: true,
+    batching: {
+      maxMessages: options.batching?.maxMessages ?? 100,
+      maxMilliseconds: options.batching?.maxMilliseconds ?? 10,
+    },
+  });
+  return {
+    topic,
+    async publish(message) {
+      const encoded = encodeKeyMessage(message);
+      try {
+        return await topic.publishMessage(encoded);
+      } catch (err) {
+        // With ordering on, a failed publish pauses its ordering key until resumed.
+        topic.resumePublishing(encoded.orderingKey);
+        throw err;
+      }
+    },
+    async flush() {
+      await topic.flush();
+    },
+    async close() {
+      await topic.flush();
+      await pubsub.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * The `reconcile` function: one Pub/Sub push delivery = one key reconciled.
+ *
+ * Answers (DESIGN.md "functions/"): `204` when done, when the failure is terminal (Warning Event +
+ * ERROR log) and when the message is malformed (ERROR log; a poison message is never retried);
+ * `500` for everything a retry may fix, so Pub/Sub redelivers with backoff and dead-letters after
+ * the subscription's `max_delivery_attempts`.
+ */
+import type { Request, Response } from '@google-cloud/functions-framework';
+import { ApiException, type KubeConfig } from '@kubernetes/client-node';
+import type { Controller } from './controllers/types.ts';
+import { keyLogger, type Logger } from './log.ts';
+import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
+import { isTransient, TerminalError } from './runtime/errors.ts';
+import { createEventRecorder } from './runtime/events.ts';
+
+/**
+ * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
+ * log-based metrics count them): `success`, `requeue` (success, asked to come back: the next resync
+ * brings it), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * (unexpected, e.g. 403 from missing RBAC) → 500.
+ */
+export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
+
+export interface ReconcileHandlerDeps {
+  /** The registry (or a subset, in tests). */
+  controllers: readonly Controller[];
+  /** Resolved at the first delivery, then reused across deliveries of the instance. */
+  kubeConfig: () => KubeConfig;
+  logger: Logger;
+}
+
+/**
+ * A one-line description of an error for logs: for API errors `<code> <reason>: <message>` from
+ * the `Status` body, never the request or response headers.
+ */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiException) {
+    let body: unknown = err.body;
+    if (typeof body === 'string') {
+      try {
+        body = JSON.parse(body);
+      } catch {
+        // not JSON: keep the code only
+      }
+    }
+    const status = body as { reason?: string; message?: string } | undefined;
+    return `${err.code} ${status?.reason ?? ''}: ${status?.message ?? ''}`.trim();
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
+ * publishTime},subscription}`, `data` = base64 JSON key message).
+ */
+export function createReconcileHandler(deps: ReconcileHandlerDeps): (req: Request, res: Response) => Promise<void> {
+  const byName = new Map(deps.controllers.map((c) => [c.name, c]));
+  return async (req, res) => {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    let decoded: ReturnType<typeof decodePushEnvelope>;
+    try {
+      if (req.method !== 'POST') throw new MalformedMessageError(`method ${req.method} not allowed`);
+      decoded = decodePushEnvelope(req.body);
+    } catch (err) {
+      deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: errorText(err) }, 'malformed message dropped');
+      res.status(204).end();
+      return;
+    }
+    const { message, messageId } = decoded;
+    const key = { namespace: message.namespace, name: message.name };
+    const log = keyLogger(deps.logger, message.controller, keyString(key)).child({
+      messageId,
+      reason: message.reason,
+      enqueuedAt: message.enqueuedAt,
+    });
+    const controller = byName.get(message.controller);
+    if (!controller) {
+      log.error({ outcome: 'malformed' satisfies Outcome }, `unknown controller "${message.controller}": message dropped`);
+      res.status(204).end();
+      return;
+    }
+    const kubeConfig = deps.kubeConfig();
+    const events = createEventRecorder(kubeConfig, controller.name, log);
+    try {
+      const result = await controller.reconcile(key, { kubeConfig, log, events });
+      const outcome: Outcome = result?.requeueAfterMs !== undefined ? 'requeue' : 'success';
+      log.info({ outcome, durationMs: elapsed(), requeueAfterMs: result?.requeueAfterMs }, 'reconciled');
+      res.status(204).end();
+    } catch (err) {
+      if (err instanceof TerminalError) {
+        if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
+        log.error({ outcome: 'terminal' satisfies Outcome, durationMs: elapsed(), reason: err.reason, err: err.message }, 'reconcile failed terminally; not retried');
+        res.status(204).end();
+        return;
+      }
+      const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
+      const line = { outcome, durationMs: elapsed(), err: errorText(err) };
+      if (outcome === 'transient') log.warn(line, 'reconcile failed; Pub/Sub will retry');
+      else log.error(line, 'reconcile failed unexpectedly; Pub/Sub will retry, then dead-letter');
+      res.status(500).end();
+    }
+  };
+}

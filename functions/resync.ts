@@ -1,0 +1,89 @@
+/**
+ * The `resync` function (Cloud Scheduler, OIDC): publishes every key of every controller, so that
+ * an event the relay missed — a deletion while it was down included — is still reconciled
+ * (client-go's informer resync, done from the API server's state rather than a cache).
+ */
+import type { Request, Response } from '@google-cloud/functions-framework';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Controller, Key, ResyncContext } from './controllers/types.ts';
+import type { Logger } from './log.ts';
+import type { KeyPublisher } from './publish.ts';
+import { errorText } from './reconcile.ts';
+import { listPaged } from './runtime/list.ts';
+
+/** The keys of every primary object (paginated LIST): the default `listKeys`. */
+export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<Key> {
+  for await (const obj of listPaged(ctx.kubeConfig, controller.primary)) {
+    yield { namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' };
+  }
+}
+
+/** Per-controller result of one resync: keys published, or the error that stopped it. */
+export interface ResyncReport {
+  controllers: Record<string, { published: number; error?: string }>;
+  published: number;
+  durationMs: number;
+}
+
+/**
+ * Enumerates and publishes every controller's keys (`reason: "resync"`). A failing controller does
+ * not stop the others; its error is in the report.
+ */
+export async function resyncAll(
+  controllers: readonly Controller[],
+  kubeConfig: KubeConfig,
+  publisher: KeyPublisher,
+  logger: Logger,
+): Promise<ResyncReport> {
+  const started = performance.now();
+  const report: ResyncReport = { controllers: {}, published: 0, durationMs: 0 };
+  await Promise.all(
+    controllers.map(async (controller) => {
+      const ctx: ResyncContext = { kubeConfig, log: logger.child({ controller: controller.name }) };
+      const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
+      const entry: ResyncReport['controllers'][string] = { published: 0 };
+      report.controllers[controller.name] = entry;
+      const pending: Promise<string>[] = [];
+      const enqueuedAt = new Date().toISOString();
+      try {
+        for await (const key of keys) {
+          pending.push(publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }));
+        }
+        await Promise.all(pending);
+        entry.published = pending.length;
+      } catch (err) {
+        await Promise.allSettled(pending);
+        entry.error = errorText(err);
+      }
+    }),
+  );
+  report.published = Object.values(report.controllers).reduce((n, c) => n + c.published, 0);
+  report.durationMs = Math.round(performance.now() - started);
+  return report;
+}
+
+export interface ResyncHandlerDeps {
+  controllers: readonly Controller[];
+  kubeConfig: () => KubeConfig;
+  publisher: () => KeyPublisher;
+  logger: Logger;
+}
+
+/**
+ * Builds the HTTP handler: answers `200` with a {@link ResyncReport} as JSON, or `500` with the
+ * report when any controller failed (Cloud Scheduler's retry config then applies).
+ */
+export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res: Response) => Promise<void> {
+  return async (_req, res) => {
+    try {
+      const report = await resyncAll(deps.controllers, deps.kubeConfig(), deps.publisher(), deps.logger);
+      const failed = Object.entries(report.controllers).filter(([, c]) => c.error);
+      if (failed.length) deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);
+      else deps.logger.info({ report }, `resync published ${report.published} keys`);
+      res.status(failed.length ? 500 : 200).json(report);
+    } catch (err) {
+      deps.logger.error({ err: errorText(err) }, 'resync failed');
+      res.status(500).json({ error: errorText(err) });
+    }
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * Paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`: memory stays bounded by one
+ * page however large the collection.
+ */
+import { KubernetesObjectApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { ResourceType } from '../controllers/types.ts';
+
+/** `group/version`, or `version` for the core group. */
+export function apiVersionOf(resource: Pick<ResourceType, 'group' | 'version'>): string {
+  return resource.group ? `${resource.group}/${resource.version}` : resource.version;
+}
+
+export interface ListOptions {
+  /** One namespace; omitted: all namespaces (or cluster-scoped). */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Page size; default 500 (client-go's pager default). */
+  limit?: number;
+}
+
+/**
+ * Yields every object of `resource` page by page.
+ * @throws the API server's error (e.g. `ApiException` 410 when a continue token expired; the caller retries).
+ */
+export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
+  kubeConfig: KubeConfig,
+  resource: ResourceType,
+  options: ListOptions = {},
+): AsyncGenerator<T> {
+  const api = KubernetesObjectApi.makeApiClient(kubeConfig);
+  let continueToken: string | undefined;
+  do {
+    const page = await api.list<T>(
+      apiVersionOf(resource),
+      resource.kind,
+      options.namespace,
+      undefined,
+      undefined,
+      undefined,
+      options.fieldSelector,
+      options.labelSelector,
+      options.limit ?? 500,
+      continueToken,
+    );
+    yield* page.items;
+    continueToken = page.metadata?._continue || undefined;
+  } while (continueToken);
+}

@@ -1,0 +1,181 @@
+/**
+ * The Pub/Sub emulator from the Google Cloud SDK, started as a child process for tests and
+ * `npm start`, and the same topic/subscription topology Terraform creates in the cloud.
+ *
+ * The `gcloud beta emulators pubsub start` wrapper leaves its Java child running when it exits, so
+ * the SDK's own launcher (`platform/pubsub-emulator/bin/cloud-pubsub-emulator`, which `exec`s Java)
+ * is started directly and stopped by its PID.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { PubSub } from '@google-cloud/pubsub';
+
+export interface PubSubEmulator {
+  /** `host:port`, the value for `PUBSUB_EMULATOR_HOST`. */
+  host: string;
+  /** The project id used with it (any id works on the emulator). */
+  projectId: string;
+  /** PID of the emulator's Java process. */
+  pid: number;
+  /** Stops the emulator (SIGTERM, then SIGKILL after 5 s). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Locates the Google Cloud SDK's emulator launcher.
+ * Order: `CLOUDSDK_ROOT_DIR`, the SDK that holds `gcloud` on PATH, `gcloud info`.
+ * @throws {Error} when the SDK or its `pubsub-emulator` component is missing.
+ */
+export function findPubSubEmulatorLauncher(): string {
+  const roots: string[] = [];
+  if (process.env.CLOUDSDK_ROOT_DIR) roots.push(process.env.CLOUDSDK_ROOT_DIR);
+  try {
+    const gcloud = execFileSync('sh', ['-c', 'command -v gcloud'], { encoding: 'utf8' }).trim();
+    if (gcloud) roots.push(dirname(dirname(realpathSync(gcloud))));
+  } catch {
+    // no gcloud on PATH
+  }
+  roots.push('/usr/lib/google-cloud-sdk', '/google-cloud-sdk', '/opt/google-cloud-sdk');
+  for (const root of roots) {
+    const launcher = join(root, 'platform', 'pubsub-emulator', 'bin', 'cloud-pubsub-emulator');
+    if (existsSync(launcher)) return launcher;
+  }
+  throw new Error(
+    'Pub/Sub emulator not found: install the Google Cloud SDK with `gcloud components install pubsub-emulator` ' +
+      '(or the google-cloud-cli-pubsub-emulator package), or set CLOUDSDK_ROOT_DIR',
+  );
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 60 000).
+ * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
+ */
+export async function startPubSubEmulator(
+  options: { port?: number; projectId?: string; startTimeoutMs?: number } = {},
+): Promise<PubSubEmulator> {
+  const launcher = findPubSubEmulatorLauncher();
+  const port = options.port ?? (await freePort());
+  const host = `127.0.0.1:${port}`;
+  const child: ChildProcess = spawn(launcher, [`--host=127.0.0.1`, `--port=${port}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: false,
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  const stop = async () => {
+    if (exited || child.pid === undefined) return;
+    const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const killed = await Promise.race([gone.then(() => true), delay(5000).then(() => false)]);
+    if (!killed) {
+      child.kill('SIGKILL');
+      await gone;
+    }
+  };
+  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  for (;;) {
+    if (exited) throw new Error(`Pub/Sub emulator exited during start-up: ${stderr}`);
+    try {
+      const res = await fetch(`http://${host}/`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`Pub/Sub emulator did not answer on ${host} in time: ${stderr}`);
+    }
+    await delay(100);
+  }
+  return { host, projectId: options.projectId ?? 'local-project', pid: child.pid ?? 0, stop };
+}
+
+export interface KeysTopologyOptions {
+  projectId: string;
+  emulatorHost: string;
+  /** Keys topic id; default `levelset-keys`. */
+  topic?: string;
+  /** The `reconcile` function's URL for the push subscription. */
+  pushEndpoint: string;
+  /** Subscription id; default `<topic>-reconcile`. */
+  subscription?: string;
+  /** Deliveries before a message goes to the dead-letter topic; default 5 (Pub/Sub allows 5–100). */
+  maxDeliveryAttempts?: number;
+  /** Retry backoff bounds in seconds; default 1 → 10 locally (Terraform uses 10 → 600). */
+  minimumBackoffSeconds?: number;
+  maximumBackoffSeconds?: number;
+}
+
+/**
+ * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
+ * ordered push subscription to `reconcile` with retry and dead-letter policies: the same shape as
+ * `terraform/`. Existing resources are kept (idempotent).
+ * @returns the full names of what exists now.
+ */
+export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<{
+  topic: string;
+  deadLetterTopic: string;
+  subscription: string;
+  deadLetterSubscription: string;
+}> {
+  const pubsub = new PubSub({ projectId: options.projectId, apiEndpoint: options.emulatorHost, emulatorMode: true });
+  const topicId = options.topic ?? 'levelset-keys';
+  const deadLetterId = `${topicId}-dead-letter`;
+  const subscriptionId = options.subscription ?? `${topicId}-reconcile`;
+  const ignoreExists = (err: { code?: number }) => {
+    if (err.code !== 6) throw err; // gRPC ALREADY_EXISTS
+  };
+  try {
+    await pubsub.createTopic(topicId).catch(ignoreExists);
+    await pubsub.createTopic(deadLetterId).catch(ignoreExists);
+    await pubsub
+      .topic(deadLetterId)
+      .createSubscription(`${deadLetterId}-inspect`)
+      .catch(ignoreExists);
+    await pubsub
+      .topic(topicId)
+      .createSubscription(subscriptionId, {
+        pushConfig: { pushEndpoint: options.pushEndpoint },
+        enableMessageOrdering: true,
+        ackDeadlineSeconds: 60,
+        retryPolicy: {
+          minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },
+          maximumBackoff: { seconds: options.maximumBackoffSeconds ?? 10 },
+        },
+        deadLetterPolicy: {
+          deadLetterTopic: pubsub.topic(deadLetterId).name,
+          maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
+        },
+      })
+      .catch(ignoreExists);
+    return {
+      topic: pubsub.topic(topicId).name,
+      deadLetterTopic: pubsub.topic(deadLetterId).name,
+      subscription: pubsub.subscription(subscriptionId).name,
+      deadLetterSubscription: pubsub.subscription(`${deadLetterId}-inspect`).name,
+    };
+  } finally {
+    await pubsub.close();
+  }
+}
