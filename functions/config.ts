@@ -27,7 +27,9 @@ export interface FunctionsConfig {
 export function readFunctionsConfig(env: NodeJS.ProcessEnv = process.env): FunctionsConfig {
   const parsed = functionsEnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new Error(`invalid environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `invalid environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   const e = parsed.data;
   const projectId = e.GOOGLE_CLOUD_PROJECT ?? (e.PUBSUB_EMULATOR_HOST ? 'local-project' : undefined);

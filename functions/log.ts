@@ -7,7 +7,7 @@
  * As a second line of defence, paths that could carry Secret data are redacted.
  */
 import { createGcpLoggingPinoConfig } from '@google-cloud/pino-logging-gcp-config';
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
 

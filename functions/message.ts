@@ -104,7 +104,8 @@ function issuesOf(err: z.ZodError): string[] {
  */
 export function decodePushEnvelope(body: unknown): { message: KeyMessage; messageId: string } {
   const envelope = pushEnvelopeSchema.safeParse(body);
-  if (!envelope.success) throw new MalformedMessageError('not a Pub/Sub push envelope', issuesOf(envelope.error));
+  if (!envelope.success)
+    throw new MalformedMessageError('not a Pub/Sub push envelope', issuesOf(envelope.error));
   const { data } = envelope.data.message;
   const messageId = envelope.data.message.messageId ?? envelope.data.message.message_id ?? '';
   let json: unknown;

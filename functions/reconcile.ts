@@ -6,12 +6,14 @@
  * `500` for everything a retry may fix, so Pub/Sub redelivers with backoff and dead-letters after
  * the subscription's `max_delivery_attempts`.
  */
+
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
-import type { Controller } from './controllers/types.ts';
+import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
-import { isTransient, TerminalError } from './runtime/errors.ts';
+import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';
 
 /**
@@ -50,11 +52,37 @@ export function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Attempts of a reconcile that lost an optimistic-concurrency race, before answering 500. */
+export const CONFLICT_ATTEMPTS = 4;
+
+/**
+ * Runs a reconcile, re-running it from a fresh read when it fails with `409 Conflict`, as
+ * client-go's `retry.RetryOnConflict` (backoff 10 ms × 2ⁿ, jittered). Two deliveries of one key racing
+ * (Pub/Sub push is at-least-once) thus both succeed. Other errors are thrown at once.
+ */
+export async function reconcileRetryingConflicts(
+  controller: Controller,
+  key: Key,
+  ctx: ReconcileContext,
+): Promise<Result | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await controller.reconcile(key, ctx);
+    } catch (err) {
+      if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
+      ctx.log.debug({ attempt, err: errorText(err) }, 'conflict; reconciling again from a fresh read');
+      await delay(10 * 2 ** (attempt - 1) * (1 + Math.random()));
+    }
+  }
+}
+
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
  * publishTime},subscription}`, `data` = base64 JSON key message).
  */
-export function createReconcileHandler(deps: ReconcileHandlerDeps): (req: Request, res: Response) => Promise<void> {
+export function createReconcileHandler(
+  deps: ReconcileHandlerDeps,
+): (req: Request, res: Response) => Promise<void> {
   const byName = new Map(deps.controllers.map((c) => [c.name, c]));
   return async (req, res) => {
     const started = performance.now();
@@ -64,7 +92,10 @@ export function createReconcileHandler(deps: ReconcileHandlerDeps): (req: Reques
       if (req.method !== 'POST') throw new MalformedMessageError(`method ${req.method} not allowed`);
       decoded = decodePushEnvelope(req.body);
     } catch (err) {
-      deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: errorText(err) }, 'malformed message dropped');
+      deps.logger.error(
+        { outcome: 'malformed' satisfies Outcome, err: errorText(err) },
+        'malformed message dropped',
+      );
       res.status(204).end();
       return;
     }
@@ -77,21 +108,32 @@ export function createReconcileHandler(deps: ReconcileHandlerDeps): (req: Reques
     });
     const controller = byName.get(message.controller);
     if (!controller) {
-      log.error({ outcome: 'malformed' satisfies Outcome }, `unknown controller "${message.controller}": message dropped`);
+      log.error(
+        { outcome: 'malformed' satisfies Outcome },
+        `unknown controller "${message.controller}": message dropped`,
+      );
       res.status(204).end();
       return;
     }
     const kubeConfig = deps.kubeConfig();
     const events = createEventRecorder(kubeConfig, controller.name, log);
     try {
-      const result = await controller.reconcile(key, { kubeConfig, log, events });
+      const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
       const outcome: Outcome = result?.requeueAfterMs !== undefined ? 'requeue' : 'success';
       log.info({ outcome, durationMs: elapsed(), requeueAfterMs: result?.requeueAfterMs }, 'reconciled');
       res.status(204).end();
     } catch (err) {
       if (err instanceof TerminalError) {
         if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
-        log.error({ outcome: 'terminal' satisfies Outcome, durationMs: elapsed(), reason: err.reason, err: err.message }, 'reconcile failed terminally; not retried');
+        log.error(
+          {
+            outcome: 'terminal' satisfies Outcome,
+            durationMs: elapsed(),
+            reason: err.reason,
+            err: err.message,
+          },
+          'reconcile failed terminally; not retried',
+        );
         res.status(204).end();
         return;
       }

@@ -47,7 +47,9 @@ export async function resyncAll(
       const enqueuedAt = new Date().toISOString();
       try {
         for await (const key of keys) {
-          pending.push(publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }));
+          pending.push(
+            publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }),
+          );
         }
         await Promise.all(pending);
         entry.published = pending.length;
@@ -78,7 +80,8 @@ export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res
     try {
       const report = await resyncAll(deps.controllers, deps.kubeConfig(), deps.publisher(), deps.logger);
       const failed = Object.entries(report.controllers).filter(([, c]) => c.error);
-      if (failed.length) deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);
+      if (failed.length)
+        deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);
       else deps.logger.info({ report }, `resync published ${report.published} keys`);
       res.status(failed.length ? 500 : 200).json(report);
     } catch (err) {

@@ -139,7 +139,11 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
   subscription: string;
   deadLetterSubscription: string;
 }> {
-  const pubsub = new PubSub({ projectId: options.projectId, apiEndpoint: options.emulatorHost, emulatorMode: true });
+  const pubsub = new PubSub({
+    projectId: options.projectId,
+    apiEndpoint: options.emulatorHost,
+    emulatorMode: true,
+  });
   const topicId = options.topic ?? 'levelset-keys';
   const deadLetterId = `${topicId}-dead-letter`;
   const subscriptionId = options.subscription ?? `${topicId}-reconcile`;
@@ -149,10 +153,7 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
   try {
     await pubsub.createTopic(topicId).catch(ignoreExists);
     await pubsub.createTopic(deadLetterId).catch(ignoreExists);
-    await pubsub
-      .topic(deadLetterId)
-      .createSubscription(`${deadLetterId}-inspect`)
-      .catch(ignoreExists);
+    await pubsub.topic(deadLetterId).createSubscription(`${deadLetterId}-inspect`).catch(ignoreExists);
     await pubsub
       .topic(topicId)
       .createSubscription(subscriptionId, {

@@ -1,7 +1,7 @@
 /**
  * Kubernetes Events about the objects a controller reconciles (client-go's `record.EventRecorder`).
  */
-import { CoreV1Api, type KubeConfig, type KubernetesObject, type CoreV1Event } from '@kubernetes/client-node';
+import { CoreV1Api, type CoreV1Event, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 
 export type EventType = 'Normal' | 'Warning';

@@ -2,7 +2,7 @@
  * Paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`: memory stays bounded by one
  * page however large the collection.
  */
-import { KubernetesObjectApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { ResourceType } from '../controllers/types.ts';
 
 /** `group/version`, or `version` for the core group. */

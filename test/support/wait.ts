@@ -35,7 +35,9 @@ export async function waitFor<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      const why = lastError ? ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})` : '';
+      const why = lastError
+        ? ` (last error: ${lastError instanceof Error ? lastError.message : String(lastError)})`
+        : '';
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${options.message ?? 'condition'}${why}`);
     }
     await delay(intervalMs);

@@ -1,0 +1,122 @@
+/**
+ * Runs a Levelset process of the local stack — a function under the functions-framework CLI, the
+ * relay — as a child process with this process's Node binary, capturing its JSON log lines.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createConnection } from 'node:net';
+import { dirname } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root. */
+export const repoRoot = dirname(dirname(fileURLToPath(import.meta.url)));
+
+/** A parsed log line (Cloud Logging shape); `raw` holds a line that is not JSON. */
+export type LogLine = Record<string, unknown> & { severity?: string; message?: string; raw?: string };
+
+export interface Service {
+  name: string;
+  port: number;
+  /** `http://127.0.0.1:PORT/` */
+  url: string;
+  pid: number;
+  /** Every log line so far, oldest first. */
+  logs: LogLine[];
+  /** Stops the process: SIGTERM, then SIGKILL after `graceMs` (default 10 000). Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** A label for messages, e.g. `reconcile`. */
+  name: string;
+  /** Node arguments: a script and its flags. */
+  args: string[];
+  port: number;
+  /** Environment on top of this process's. */
+  env?: Record<string, string | undefined>;
+  /** Path that answers 200 once the service is ready; omitted: ready when the port accepts connections. */
+  readyPath?: string;
+  onLog?: (line: LogLine) => void;
+  /** Start deadline in ms; default 30 000. */
+  startTimeoutMs?: number;
+  graceMs?: number;
+}
+
+async function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url);
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts a Node process and waits until it is ready.
+ * @throws {Error} when it exits during start-up or is not ready by the deadline (it is then stopped).
+ */
+export async function startService(options: ServiceOptions): Promise<Service> {
+  const child: ChildProcess = spawn(process.execPath, options.args, {
+    cwd: repoRoot,
+    env: { ...process.env, METADATA_SERVER_DETECTION: 'none', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: LogLine[] = [];
+  const take = (text: string) => {
+    if (!text.trim()) return;
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      line = { raw: text };
+    }
+    logs.push(line);
+    options.onLog?.(line);
+  };
+  if (child.stdout) createInterface({ input: child.stdout }).on('line', take);
+  if (child.stderr) createInterface({ input: child.stderr }).on('line', take);
+  let exited = false;
+  const gone = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+  const stop = async () => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    if (!(await Promise.race([gone.then(() => true), delay(options.graceMs ?? 10_000).then(() => false)]))) {
+      child.kill('SIGKILL');
+      await gone;
+    }
+  };
+  const url = `http://127.0.0.1:${options.port}/`;
+  const ready = options.readyPath
+    ? () => answers(new URL(options.readyPath ?? '/', url).href)
+    : () => portOpen(options.port);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  while (!(await ready())) {
+    if (exited) {
+      const tail = logs.slice(-5).map((l) => l.raw ?? l.message);
+      throw new Error(`${options.name} exited during start-up: ${tail.join(' | ')}`);
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`${options.name} was not ready on port ${options.port} in time`);
+    }
+    await delay(50);
+  }
+  return { name: options.name, port: options.port, url, pid: child.pid ?? 0, logs, stop };
+}

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  decodePushEnvelope,
+  encodeKeyMessage,
+  type KeyMessage,
+  keyString,
+  MalformedMessageError,
+  orderingKeyOf,
+} from '../../functions/message.ts';
+
+const valid: KeyMessage = {
+  v: 1,
+  controller: 'secret-replicator',
+  namespace: 'team-a',
+  name: 'db-creds',
+  reason: 'watch',
+  enqueuedAt: '2026-11-21T10:00:00.000Z',
+};
+
+const envelopeOf = (data: unknown) => ({
+  message: {
+    data: Buffer.from(typeof data === 'string' ? data : JSON.stringify(data)).toString('base64'),
+    attributes: { controller: 'secret-replicator', reason: 'watch' },
+    messageId: '42',
+    publishTime: '2026-11-21T10:00:01.000Z',
+  },
+  subscription: 'projects/p/subscriptions/levelset-keys-reconcile',
+});
+
+describe('key message', () => {
+  it('encodes with ordering key controller/namespace/name and repeats controller and reason as attributes', () => {
+    const encoded = encodeKeyMessage(valid);
+    assert.equal(encoded.orderingKey, 'secret-replicator/team-a/db-creds');
+    assert.deepEqual(encoded.attributes, { controller: 'secret-replicator', reason: 'watch' });
+    assert.deepEqual(JSON.parse(encoded.data.toString()), valid);
+  });
+
+  it('keeps an empty namespace for cluster-scoped keys', () => {
+    assert.equal(orderingKeyOf({ controller: 'c', namespace: '', name: 'n' }), 'c//n');
+    assert.equal(keyString({ namespace: '', name: 'n' }), 'n');
+    assert.equal(keyString({ namespace: 'ns', name: 'n' }), 'ns/n');
+  });
+
+  it('round-trips through a push envelope', () => {
+    const { message, messageId } = decodePushEnvelope(envelopeOf(valid));
+    assert.deepEqual(message, valid);
+    assert.equal(messageId, '42');
+  });
+
+  it('refuses to publish an invalid message', () => {
+    assert.throws(() => encodeKeyMessage({ ...valid, controller: 'Not Kebab' }));
+    assert.throws(() => encodeKeyMessage({ ...valid, name: '' }));
+  });
+
+  const malformed: [string, unknown][] = [
+    ['no envelope', { hello: 'world' }],
+    ['not base64 JSON', { message: { data: '!!!not json' } }],
+    ['unknown version', envelopeOf({ ...valid, v: 2 })],
+    ['unknown field', envelopeOf({ ...valid, extra: true })],
+    ['unknown reason', envelopeOf({ ...valid, reason: 'because' })],
+    ['missing name', envelopeOf({ ...valid, name: undefined })],
+    ['bad timestamp', envelopeOf({ ...valid, enqueuedAt: 'yesterday' })],
+    ['JSON but not an object', envelopeOf('"just a string"')],
+  ];
+  for (const [what, body] of malformed) {
+    it(`rejects as malformed: ${what}`, () => {
+      assert.throws(() => decodePushEnvelope(body), MalformedMessageError);
+    });
+  }
+});
