@@ -50,7 +50,10 @@ export function metaTime(date: Date): string {
 }
 
 /** The condition of `type`, or `undefined` (apimachinery `meta.FindStatusCondition`). */
-export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
@@ -60,7 +63,11 @@ export function findCondition(conditions: readonly Condition[] | undefined, type
  * keeps its `lastTransitionTime` unless its `status` changes. The input is not modified.
  * @param now the transition time for a new or changed status (default: the current time)
  */
-export function setCondition(conditions: readonly Condition[] | undefined, next: ConditionInput, now = new Date()): Condition[] {
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  next: ConditionInput,
+  now = new Date(),
+): Condition[] {
   const list = [...(conditions ?? [])];
   const index = list.findIndex((c) => c.type === next.type);
   const existing = index >= 0 ? list[index] : undefined;
