@@ -1,0 +1,390 @@
+/**
+ * The pure half of `secret-replicator`: the labels and annotations that mark a copy, the choice of
+ * target namespaces, and the diff of desired copies against observed Secrets. No I/O here, so every
+ * rule is unit-tested without an API server.
+ *
+ * Ownership rule: Levelset owns a Secret only when it carries BOTH {@link COPY_LABEL} with the
+ * source's label value AND {@link SOURCE_ANNOTATION} naming the source, under the source's name.
+ * Anything else is never overwritten or deleted (a conflict, as sample-controller's `ErrResourceExists`).
+ */
+import { createHash } from 'node:crypto';
+import type { V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
+import { TerminalError } from '../../runtime/errors.ts';
+import type { Key } from '../types.ts';
+import type { SecretReplicatorConfig } from './config.ts';
+
+/**
+ * Label on every copy; its value identifies the source ({@link copyLabelValue}), so that
+ * `levelset.dev/replica-of=<value>` lists the copies of one source and `levelset.dev/replica-of`
+ * (exists) lists every copy.
+ */
+export const COPY_LABEL = 'levelset.dev/replica-of';
+/** Annotation on every copy: the source's key, `<namespace>/<name>` (client-go's MetaNamespaceKeyFunc). */
+export const SOURCE_ANNOTATION = 'levelset.dev/source';
+/** Annotation on every copy: the source's `metadata.resourceVersion` the copy was made from. */
+export const SOURCE_VERSION_ANNOTATION = 'levelset.dev/source-resource-version';
+/**
+ * Annotation on every copy: sha256 (hex) of the copy's intended content (type, data, mirrored labels),
+ * see {@link contentHash}. A copy whose actual content no longer hashes to it was edited by hand.
+ */
+export const CONTENT_HASH_ANNOTATION = 'levelset.dev/content-hash';
+/**
+ * Annotation on a source Secret narrowing its target namespaces: a comma-separated list of
+ * namespace names and/or regular expressions, each matched against the whole namespace name
+ * (anchored, as kubernetes-reflector's `reflection-allowed-namespaces`). Absent: every eligible
+ * namespace. Present but empty: no namespace (a way to keep one Secret un-replicated).
+ */
+export const REPLICATE_TO_ANNOTATION = 'levelset.dev/replicate-to';
+/** Secrets of this type are never copied (they are minted per namespace by Kubernetes). */
+export const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
+/** Event reason for a target that exists but is not a Levelset copy (sample-controller's reason). */
+export const REASON_RESOURCE_EXISTS = 'ErrResourceExists';
+/** Event / TerminalError reason for an unparseable {@link REPLICATE_TO_ANNOTATION}. */
+export const REASON_INVALID_REPLICATE_TO = 'InvalidReplicateTo';
+/** TerminalError reason for a key that cannot name a Secret. */
+export const REASON_INVALID_KEY = 'InvalidKey';
+
+const OURS = new Set([SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION, CONTENT_HASH_ANNOTATION]);
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** True when `name` is a DNS-1123 label (a namespace name: ≤ 63 characters). */
+export function isNamespaceName(name: string): boolean {
+  return name.length <= 63 && DNS_LABEL.test(name);
+}
+
+/** True when `name` is a DNS-1123 subdomain (a Secret name: ≤ 253 characters). */
+export function isSecretName(name: string): boolean {
+  return name.length <= 253 && DNS_SUBDOMAIN.test(name);
+}
+
+/**
+ * The {@link COPY_LABEL} value for a source: its name when it fits a label value (≤ 63 characters;
+ * a Secret name is a DNS subdomain, hence a valid label value when that short), else the first 46
+ * characters of the name, `-`, and 16 hex characters of sha256(`<namespace>/<name>`) — always a
+ * valid label value (Kubernetes API conventions: label values ≤ 63, alphanumeric at both ends).
+ * The label only narrows a LIST; ownership is decided with {@link SOURCE_ANNOTATION} too.
+ */
+export function copyLabelValue(source: Key): string {
+  if (source.name.length <= 63) return source.name;
+  const hash = createHash('sha256').update(`${source.namespace}/${source.name}`).digest('hex').slice(0, 16);
+  return `${source.name.slice(0, 46)}-${hash}`;
+}
+
+/** The label selector that lists the copies of one source (all namespaces). */
+export function copySelectorFor(source: Key): string {
+  return `${COPY_LABEL}=${copyLabelValue(source)}`;
+}
+
+/**
+ * The source key a copy names in {@link SOURCE_ANNOTATION}, or `undefined` when it is missing or
+ * not `<namespace>/<name>` with a valid namespace and Secret name. Reads metadata only.
+ */
+export function sourceKeyOf(metadata: V1ObjectMeta | undefined): Key | undefined {
+  const value = metadata?.annotations?.[SOURCE_ANNOTATION];
+  if (!value) return undefined;
+  const slash = value.indexOf('/');
+  if (slash < 0) return undefined;
+  const namespace = value.slice(0, slash);
+  const name = value.slice(slash + 1);
+  if (!isNamespaceName(namespace) || !isSecretName(name)) return undefined;
+  return { namespace, name };
+}
+
+/**
+ * True when Levelset owns `secret` as a copy of `source`: same name, {@link COPY_LABEL} equal to
+ * {@link copyLabelValue} and {@link SOURCE_ANNOTATION} equal to `<namespace>/<name>` of the source.
+ */
+export function isCopyOf(secret: V1Secret, source: Key): boolean {
+  const md = secret.metadata;
+  return (
+    md?.name === source.name &&
+    md.labels?.[COPY_LABEL] === copyLabelValue(source) &&
+    md.annotations?.[SOURCE_ANNOTATION] === `${source.namespace}/${source.name}`
+  );
+}
+
+/** True when a Namespace is being deleted (`status.phase: Terminating` or a deletionTimestamp). */
+export function isTerminating(ns: V1Namespace): boolean {
+  return ns.status?.phase === 'Terminating' || ns.metadata?.deletionTimestamp != null;
+}
+
+/**
+ * Parses {@link REPLICATE_TO_ANNOTATION} into a namespace predicate. Each comma-separated item
+ * (trimmed; empty items skipped) matches a namespace equal to it or, as a JavaScript regular
+ * expression, matching the whole name (`^(?:item)$`).
+ * @param value the annotation value; `undefined`: every namespace matches.
+ * @throws {TerminalError} reason `InvalidReplicateTo` when an item is not a valid regular expression.
+ */
+export function parseReplicateTo(value: string | undefined): (namespace: string) => boolean {
+  if (value === undefined) return () => true;
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  const patterns = items.map((item) => {
+    try {
+      return new RegExp(`^(?:${item})$`);
+    } catch (err) {
+      throw new TerminalError(
+        REASON_INVALID_REPLICATE_TO,
+        `annotation ${REPLICATE_TO_ANNOTATION}: ${JSON.stringify(item)} is not a valid regular expression`,
+        { cause: err },
+      );
+    }
+  });
+  return (namespace) => items.includes(namespace) || patterns.some((p) => p.test(namespace));
+}
+
+/**
+ * The namespaces that should hold a copy of `source`, sorted: every listed namespace that is not
+ * the source namespace, not in `config.excludeNamespaces`, not Terminating, and matched by the
+ * source's {@link REPLICATE_TO_ANNOTATION}.
+ * @throws {TerminalError} reason `InvalidReplicateTo`, from {@link parseReplicateTo}.
+ */
+export function selectTargets(
+  source: V1Secret,
+  namespaces: readonly V1Namespace[],
+  config: SecretReplicatorConfig,
+): string[] {
+  const allowed = parseReplicateTo(source.metadata?.annotations?.[REPLICATE_TO_ANNOTATION]);
+  const excluded = new Set([...config.excludeNamespaces, config.sourceNamespace]);
+  const targets: string[] = [];
+  for (const ns of namespaces) {
+    const name = ns.metadata?.name;
+    if (!name || excluded.has(name) || isTerminating(ns) || !allowed(name)) continue;
+    targets.push(name);
+  }
+  return targets.sort();
+}
+
+/** True when `source` must have no copies: gone, being deleted, or a service-account token. */
+export function isReplicable(source: V1Secret | undefined): source is V1Secret {
+  return (
+    source !== undefined &&
+    source.metadata?.deletionTimestamp == null &&
+    source.type !== SERVICE_ACCOUNT_TOKEN_TYPE
+  );
+}
+
+function sortedEntries(record: Record<string, string> | undefined): [string, string][] {
+  return Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The source's labels a copy mirrors: all of them except {@link COPY_LABEL}. */
+function mirroredLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of sortedEntries(labels)) if (k !== COPY_LABEL) out[k] = v;
+  return out;
+}
+
+/**
+ * sha256 (hex) of a Secret's replicated content: `type` (default `Opaque`), `data` and labels other
+ * than {@link COPY_LABEL}, in a canonical (key-sorted) JSON encoding. Equal content, equal hash.
+ */
+export function contentHash(secret: Pick<V1Secret, 'type' | 'data'> & { metadata?: V1ObjectMeta }): string {
+  const canonical = JSON.stringify([
+    secret.type ?? 'Opaque',
+    sortedEntries(secret.data),
+    sortedEntries(mirroredLabels(secret.metadata?.labels)),
+  ]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/**
+ * The copy of `source` (key `sourceKey`) that `namespace` should hold: same name, `type` and
+ * `data`; the source's labels plus {@link COPY_LABEL}; annotations {@link SOURCE_ANNOTATION},
+ * {@link SOURCE_VERSION_ANNOTATION} and {@link CONTENT_HASH_ANNOTATION}. Never carries
+ * `stringData`, `immutable` or the source's annotations.
+ */
+export function desiredCopy(source: V1Secret, sourceKey: Key, namespace: string): V1Secret {
+  const type = source.type ?? 'Opaque';
+  const data = Object.fromEntries(sortedEntries(source.data));
+  const labels = { ...mirroredLabels(source.metadata?.labels), [COPY_LABEL]: copyLabelValue(sourceKey) };
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: sourceKey.name,
+      namespace,
+      labels,
+      annotations: {
+        [SOURCE_ANNOTATION]: `${sourceKey.namespace}/${sourceKey.name}`,
+        [SOURCE_VERSION_ANNOTATION]: source.metadata?.resourceVersion ?? '',
+        [CONTENT_HASH_ANNOTATION]: contentHash({ type, data, metadata: { labels } }),
+      },
+    },
+    type,
+    data,
+  };
+}
+
+function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const ea = sortedEntries(a);
+  const eb = sortedEntries(b);
+  return ea.length === eb.length && ea.every(([k, v], i) => eb[i]?.[0] === k && eb[i]?.[1] === v);
+}
+
+/** A change of an owned copy: what is there (`current`) and what to write (`desired`). */
+export interface CopyChange {
+  current: V1Secret;
+  desired: V1Secret;
+}
+
+/** A target namespace holding a Secret of the source's name that Levelset does not own. */
+export interface Conflict {
+  namespace: string;
+  name: string;
+}
+
+/** What a reconcile must write for one source; every list is sorted by namespace. */
+export interface ReplicaPlan {
+  /** Namespaces that should hold a copy. */
+  targets: string[];
+  /** Copies to create (no Secret of that name observed in the namespace). */
+  create: V1Secret[];
+  /**
+   * Owned copies to replace in place: `desired` is the PUT body, carrying `current`'s
+   * resourceVersion (optimistic concurrency).
+   */
+  update: CopyChange[];
+  /**
+   * Owned copies that cannot be updated in place (`type` differs: immutable field; or the copy is
+   * `immutable: true` and its data differs): delete `current` with uid+resourceVersion
+   * preconditions, then create `desired` (a fresh body, no resourceVersion).
+   */
+  recreate: CopyChange[];
+  /** Owned copies outside the targets (delete with uid+resourceVersion preconditions). */
+  delete: V1Secret[];
+  /** Targets blocked by a Secret Levelset does not own: reported, never touched. */
+  conflicts: Conflict[];
+  /** Targets whose copy is already converged. */
+  unchanged: string[];
+}
+
+/** The inputs of {@link planReplicas}: everything a reconcile observed. */
+export interface PlanInput {
+  /** The source key (the reconcile's key). */
+  key: Key;
+  /** The source Secret, `undefined` when it does not exist (or the key is outside the source namespace). */
+  source: V1Secret | undefined;
+  /** Every Namespace; may be `undefined` when `source` is not replicable (they are not needed then). */
+  namespaces: readonly V1Namespace[] | undefined;
+  /**
+   * Observed Secrets: the copies listed by {@link copySelectorFor} plus any Secret of the source's
+   * name seen in a target namespace (owned or not). Other Secrets are ignored; duplicates collapse
+   * (first one wins).
+   */
+  observed: readonly V1Secret[];
+  config: SecretReplicatorConfig;
+}
+
+/**
+ * The diff of desired copies against observed Secrets (the heart of the reconcile; pure).
+ *
+ * - target without a Secret of that name → create;
+ * - target with an owned copy → unchanged, update, or recreate (see {@link ReplicaPlan.recreate});
+ * - target with a Secret Levelset does not own → conflict (never written);
+ * - owned copy outside the targets → delete, except in a Terminating namespace (left to the
+ *   namespace's deletion);
+ * - a source that is gone, being deleted, or a service-account token has no targets, so all its
+ *   copies are deleted.
+ * @throws {TerminalError} reason `InvalidReplicateTo` before any change is planned, when the
+ *   source's {@link REPLICATE_TO_ANNOTATION} is invalid.
+ */
+export function planReplicas(input: PlanInput): ReplicaPlan {
+  const { key, config } = input;
+  const source = isReplicable(input.source) ? input.source : undefined;
+  const targets = source ? selectTargets(source, input.namespaces ?? [], config) : [];
+  const terminating = new Set(
+    (input.namespaces ?? []).filter(isTerminating).map((ns) => ns.metadata?.name ?? ''),
+  );
+
+  const byNamespace = new Map<string, V1Secret>();
+  for (const s of input.observed) {
+    const ns = s.metadata?.namespace;
+    if (!ns || s.metadata?.name !== key.name || byNamespace.has(ns)) continue;
+    byNamespace.set(ns, s);
+  }
+
+  const plan: ReplicaPlan = {
+    targets,
+    create: [],
+    update: [],
+    recreate: [],
+    delete: [],
+    conflicts: [],
+    unchanged: [],
+  };
+  for (const ns of source ? targets : []) {
+    const current = byNamespace.get(ns);
+    const step = planTarget(key, desiredCopy(source as V1Secret, key, ns), current);
+    if (step.op === 'create') plan.create.push(step.desired);
+    else if (step.op === 'conflict') plan.conflicts.push({ namespace: ns, name: key.name });
+    else if (step.op === 'unchanged') plan.unchanged.push(ns);
+    else plan[step.op].push({ current: step.current, desired: step.desired });
+  }
+  const targetSet = new Set(targets);
+  for (const [ns, current] of [...byNamespace].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    if (targetSet.has(ns) || terminating.has(ns) || !isCopyOf(current, key)) continue;
+    plan.delete.push(current);
+  }
+  return plan;
+}
+
+/** The step one target namespace needs; see {@link planTarget}. */
+export type TargetStep =
+  | { op: 'create'; desired: V1Secret }
+  | { op: 'conflict'; current: V1Secret }
+  | { op: 'unchanged'; current: V1Secret }
+  | { op: 'update' | 'recreate'; current: V1Secret; desired: V1Secret };
+
+/**
+ * The step that brings one target namespace to `desired` (from {@link desiredCopy}), given the
+ * Secret of that name observed there (`undefined`: none). For `update`, `desired` is the PUT body
+ * (our content on `current`'s metadata and resourceVersion); for `recreate`, a fresh body.
+ */
+export function planTarget(key: Key, desired: V1Secret, current: V1Secret | undefined): TargetStep {
+  if (!current) return { op: 'create', desired };
+  if (!isCopyOf(current, key)) return { op: 'conflict', current };
+  const change = compareCopy(current, desired);
+  if (change === 'unchanged') return { op: 'unchanged', current };
+  if (change === 'update') return { op: 'update', current, desired: withCurrentMetadata(current, desired) };
+  return { op: 'recreate', current, desired };
+}
+
+/**
+ * How an owned copy differs from its desired state: `unchanged`, `update` (labels, data or our
+ * annotations differ; annotations added by others are tolerated) or `recreate` (type differs, or
+ * the copy is immutable and its data differs).
+ */
+export function compareCopy(current: V1Secret, desired: V1Secret): 'unchanged' | 'update' | 'recreate' {
+  const typeDiffers = (current.type ?? 'Opaque') !== (desired.type ?? 'Opaque');
+  const dataDiffers = !sameRecord(current.data, desired.data);
+  if (typeDiffers || (current.immutable === true && dataDiffers)) return 'recreate';
+  const labelsDiffer = !sameRecord(current.metadata?.labels, desired.metadata?.labels);
+  const ann = current.metadata?.annotations ?? {};
+  const annotationsDiffer = [...OURS].some((k) => ann[k] !== desired.metadata?.annotations?.[k]);
+  return dataDiffers || labelsDiffer || annotationsDiffer ? 'update' : 'unchanged';
+}
+
+/**
+ * The PUT body for an owned copy: `desired`'s type, data, labels and our annotations on top of
+ * `current`'s metadata (resourceVersion for optimistic concurrency, uid, annotations of others,
+ * finalizers, owner references); managedFields are left to the server.
+ */
+function withCurrentMetadata(current: V1Secret, desired: V1Secret): V1Secret {
+  const { managedFields: _managedFields, ...metadata } = current.metadata ?? {};
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      ...metadata,
+      labels: desired.metadata?.labels,
+      annotations: { ...current.metadata?.annotations, ...desired.metadata?.annotations },
+    },
+    type: desired.type,
+    data: desired.data,
+    ...(current.immutable === undefined ? {} : { immutable: current.immutable }),
+  };
+}

@@ -1,0 +1,347 @@
+/**
+ * The I/O half of `secret-replicator`: read the source, the namespaces and the copies, diff them
+ * with {@link planReplicas}, and write only what differs, with optimistic concurrency.
+ *
+ * A converged (no-op) reconcile makes 3 API requests however many namespaces exist (one page each):
+ * GET the source, LIST namespaces, LIST copies by label selector across all namespaces.
+ */
+import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
+import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
+import type { Key, ReconcileContext, Result, ResyncContext } from '../types.ts';
+import type { SecretReplicatorConfig } from './config.ts';
+import {
+  COPY_LABEL,
+  copySelectorFor,
+  isNamespaceName,
+  isReplicable,
+  isSecretName,
+  planReplicas,
+  planTarget,
+  REASON_INVALID_KEY,
+  REASON_RESOURCE_EXISTS,
+  type ReplicaPlan,
+  SERVICE_ACCOUNT_TOKEN_TYPE,
+  sourceKeyOf,
+} from './plan.ts';
+
+/** Page size of every LIST (client-go's pager default). */
+export const PAGE_SIZE = 500;
+/** Writes in flight at once for one reconcile. */
+export const WRITE_CONCURRENCY = 8;
+
+interface Page<T> {
+  items: T[];
+  metadata?: { _continue?: string };
+}
+
+/** Yields every item of a paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`. */
+async function* paged<T>(
+  fetchPage: (continueToken: string | undefined) => Promise<Page<T>>,
+): AsyncGenerator<T> {
+  let continueToken: string | undefined;
+  do {
+    const page = await fetchPage(continueToken);
+    yield* page.items;
+    continueToken = page.metadata?._continue || undefined;
+  } while (continueToken);
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight; never rejects (errors are `fn`'s to record). */
+async function forEachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** One failed write of a reconcile: which copy, which operation, and the API status (if any). */
+export interface FailedWrite {
+  namespace: string;
+  op: 'create' | 'update' | 'recreate' | 'delete';
+  status: number | undefined;
+  error: unknown;
+}
+
+/**
+ * Some writes of a reconcile failed (e.g. 409 on a stale resourceVersion, 5xx); the others were
+ * done. Not a TerminalError: the key is retried with backoff and the next reconcile re-reads
+ * everything. `cause` is the first failure.
+ */
+export class ReplicationError extends Error {
+  override readonly name = 'ReplicationError';
+  readonly failures: FailedWrite[];
+  constructor(source: string, failures: FailedWrite[]) {
+    const what = failures.map((f) => `${f.op} ${f.namespace}${f.status ? ` (${f.status})` : ''}`).join(', ');
+    super(`${failures.length} write(s) of copies of ${source} failed: ${what}`, {
+      cause: failures[0]?.error,
+    });
+    this.failures = failures;
+  }
+}
+
+/** What a reconcile did; logged (never Secret data). */
+interface Outcome {
+  created: string[];
+  updated: string[];
+  recreated: string[];
+  deleted: string[];
+  conflicts: string[];
+  skipped: string[];
+  failures: FailedWrite[];
+}
+
+/** The namespace of a create that failed because it is gone or being deleted (skip, not an error). */
+function namespaceUnavailable(err: unknown): boolean {
+  const status = apiStatusOf(err);
+  if (status === 404) return true;
+  return status === 403 && /being terminated/.test(String((err as { body?: unknown }).body ?? err));
+}
+
+/**
+ * Reconciles one source key: converges the copies of `key` to the source Secret's current state.
+ *
+ * A key outside the source namespace, or whose Secret is gone, being deleted, or a
+ * service-account token, has no desired copies: its owned copies are deleted (copies of a deleted
+ * source are pruned). Conflicts (a target holding a Secret Levelset does not own) are logged at
+ * ERROR and recorded as one `ErrResourceExists` Warning Event on the source; they do not fail the
+ * reconcile. After a 409 AlreadyExists on create, the Secret is re-read and handled by ownership.
+ * @throws {TerminalError} `InvalidKey` for a key that cannot name a Secret; `InvalidReplicateTo`
+ *   for an invalid target annotation (no copy is changed).
+ * @throws {ReplicationError} when some writes failed (retried); API errors of the reads as thrown
+ *   by @kubernetes/client-node (`ApiException`, retried).
+ */
+export async function reconcileSource(
+  key: Key,
+  ctx: ReconcileContext,
+  config: SecretReplicatorConfig,
+): Promise<Result> {
+  if (!isNamespaceName(key.namespace) || !isSecretName(key.name)) {
+    throw new TerminalError(REASON_INVALID_KEY, `key ${key.namespace}/${key.name} cannot name a Secret`);
+  }
+  const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
+  const sourceRef = `${key.namespace}/${key.name}`;
+
+  let source: V1Secret | undefined;
+  if (key.namespace === config.sourceNamespace) {
+    try {
+      source = await core.readNamespacedSecret({ name: key.name, namespace: key.namespace });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+  const replicable = isReplicable(source);
+  const namespaces: V1Namespace[] | undefined = replicable
+    ? await collect(paged((c) => core.listNamespace({ limit: PAGE_SIZE, _continue: c })))
+    : undefined;
+  const selector = copySelectorFor(key);
+  const observed = await collect(
+    paged((c) =>
+      core.listSecretForAllNamespaces({ labelSelector: selector, limit: PAGE_SIZE, _continue: c }),
+    ),
+  );
+
+  let plan = planReplicas({ key, source, namespaces, observed, config });
+  if (plan.create.length > 0) {
+    // Find Secrets of the same name Levelset does not own in one LIST, instead of one failed
+    // create (409) and one GET per such namespace. Filtered client-side as well, so a server
+    // that ignores the field selector is still answered correctly.
+    const sameName = await collect(
+      paged((c) =>
+        core.listSecretForAllNamespaces({
+          fieldSelector: `metadata.name=${key.name}`,
+          limit: PAGE_SIZE,
+          _continue: c,
+        }),
+      ),
+    );
+    const others = sameName.filter((s) => s.metadata?.name === key.name);
+    plan = planReplicas({ key, source, namespaces, observed: [...observed, ...others], config });
+  }
+
+  const outcome = await execute(core, key, plan);
+  await report(key, ctx, source, plan, outcome);
+  if (outcome.failures.length > 0) throw new ReplicationError(sourceRef, outcome.failures);
+  return {};
+}
+
+/** Performs the writes of `plan`; every failure is recorded in the outcome, none is thrown. */
+async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<Outcome> {
+  const outcome: Outcome = {
+    created: [],
+    updated: [],
+    recreated: [],
+    deleted: [],
+    conflicts: plan.conflicts.map((c) => c.namespace),
+    skipped: [],
+    failures: [],
+  };
+  const fail = (namespace: string, op: FailedWrite['op'], error: unknown) =>
+    outcome.failures.push({ namespace, op, status: apiStatusOf(error), error });
+
+  const create = async (desired: V1Secret, afterDelete: boolean): Promise<void> => {
+    const namespace = desired.metadata?.namespace ?? '';
+    try {
+      await core.createNamespacedSecret({ namespace, body: desired });
+      (afterDelete ? outcome.recreated : outcome.created).push(namespace);
+    } catch (err) {
+      if (namespaceUnavailable(err)) outcome.skipped.push(namespace);
+      else if (isConflict(err) && !afterDelete) await afterAlreadyExists(desired);
+      else fail(namespace, afterDelete ? 'recreate' : 'create', err);
+    }
+  };
+  // 409 AlreadyExists: someone created it since our LIST. Re-read and decide by ownership, once.
+  const afterAlreadyExists = async (desired: V1Secret): Promise<void> => {
+    const namespace = desired.metadata?.namespace ?? '';
+    let current: V1Secret;
+    try {
+      current = await core.readNamespacedSecret({ name: key.name, namespace });
+    } catch (err) {
+      fail(namespace, 'create', err);
+      return;
+    }
+    const step = planTarget(key, desired, current);
+    if (step.op === 'conflict') outcome.conflicts.push(namespace);
+    else if (step.op === 'update') await update(step.desired);
+    else if (step.op === 'recreate') await recreate(step.current, step.desired);
+    // 'unchanged': converged by someone else (a concurrent reconcile); 'create' cannot happen.
+  };
+  const update = async (body: V1Secret): Promise<void> => {
+    const namespace = body.metadata?.namespace ?? '';
+    try {
+      await core.replaceNamespacedSecret({ name: key.name, namespace, body });
+      outcome.updated.push(namespace);
+    } catch (err) {
+      fail(namespace, 'update', err);
+    }
+  };
+  const remove = async (current: V1Secret): Promise<boolean> => {
+    const namespace = current.metadata?.namespace ?? '';
+    try {
+      await core.deleteNamespacedSecret({
+        name: key.name,
+        namespace,
+        body: {
+          preconditions: { uid: current.metadata?.uid, resourceVersion: current.metadata?.resourceVersion },
+        },
+      });
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      fail(namespace, 'delete', err);
+      return false;
+    }
+  };
+  const recreate = async (current: V1Secret, desired: V1Secret): Promise<void> => {
+    if (await remove(current)) await create(desired, true);
+  };
+
+  await forEachLimit(
+    [
+      ...plan.create.map((d) => () => create(d, false)),
+      ...plan.update.map((c) => () => update(c.desired)),
+      ...plan.recreate.map((c) => () => recreate(c.current, c.desired)),
+      ...plan.delete.map((s) => async () => {
+        if (await remove(s)) outcome.deleted.push(s.metadata?.namespace ?? '');
+      }),
+    ],
+    WRITE_CONCURRENCY,
+    (write) => write(),
+  );
+  return outcome;
+}
+
+/** Logs the outcome and records Events on the source (metadata only: never its data). */
+async function report(
+  key: Key,
+  ctx: ReconcileContext,
+  source: V1Secret | undefined,
+  plan: ReplicaPlan,
+  outcome: Outcome,
+): Promise<void> {
+  const regarding = source && { apiVersion: 'v1', kind: 'Secret', metadata: source.metadata };
+  for (const namespace of outcome.conflicts) {
+    ctx.log.error(
+      { namespace, name: key.name, reason: REASON_RESOURCE_EXISTS },
+      'target Secret exists and is not a Levelset copy; not replicated there',
+    );
+  }
+  if (regarding && outcome.conflicts.length > 0) {
+    const shown = outcome.conflicts.slice(0, 10).join(', ');
+    const more = outcome.conflicts.length > 10 ? ` and ${outcome.conflicts.length - 10} more` : '';
+    await ctx.events.record(
+      regarding,
+      'Warning',
+      REASON_RESOURCE_EXISTS,
+      `Secret ${key.name} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
+    );
+  }
+  const counts = {
+    targets: plan.targets.length,
+    unchanged: plan.unchanged.length,
+    created: outcome.created.length,
+    updated: outcome.updated.length,
+    recreated: outcome.recreated.length,
+    deleted: outcome.deleted.length,
+    conflicts: outcome.conflicts.length,
+    skipped: outcome.skipped.length,
+    failed: outcome.failures.length,
+  };
+  const changed = counts.created + counts.updated + counts.recreated + counts.deleted;
+  if (changed > 0 || counts.failed > 0) ctx.log.info(counts, 'reconciled copies');
+  else ctx.log.debug(counts, 'copies converged');
+  if (regarding && changed > 0) {
+    await ctx.events.record(
+      regarding,
+      'Normal',
+      'Replicated',
+      `copies: ${counts.created} created, ${counts.updated + counts.recreated} updated, ${counts.deleted} deleted`,
+    );
+  }
+}
+
+/**
+ * Every key the resync publishes, deduplicated: each Secret in the source namespace (except
+ * service-account tokens), then each source named by an existing copy (so copies of a source
+ * deleted while the relay was down are still pruned). Both LISTs are paginated (`limit`/`continue`).
+ * @throws API errors from @kubernetes/client-node (e.g. `ApiException` 410 on an expired continue token).
+ */
+export async function* listSourceKeys(
+  ctx: Pick<ResyncContext, 'kubeConfig'>,
+  config: SecretReplicatorConfig,
+): AsyncGenerator<Key> {
+  const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
+  const seen = new Set<string>();
+  const sources = paged((c) =>
+    core.listNamespacedSecret({ namespace: config.sourceNamespace, limit: PAGE_SIZE, _continue: c }),
+  );
+  for await (const s of sources) {
+    const name = s.metadata?.name;
+    if (!name || s.type === SERVICE_ACCOUNT_TOKEN_TYPE || seen.has(`${config.sourceNamespace}/${name}`))
+      continue;
+    seen.add(`${config.sourceNamespace}/${name}`);
+    yield { namespace: config.sourceNamespace, name };
+  }
+  const copies = paged((c) =>
+    core.listSecretForAllNamespaces({ labelSelector: COPY_LABEL, limit: PAGE_SIZE, _continue: c }),
+  );
+  for await (const copy of copies) {
+    const key = sourceKeyOf(copy.metadata);
+    if (!key || seen.has(`${key.namespace}/${key.name}`)) continue;
+    seen.add(`${key.namespace}/${key.name}`);
+    yield key;
+  }
+}

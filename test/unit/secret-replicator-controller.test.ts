@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
+import {
+  createSecretReplicator,
+  NAMESPACES,
+  SECRET_REPLICATOR_RBAC,
+  SECRETS,
+  secretReplicator,
+} from '../../functions/controllers/secret-replicator/index.ts';
+import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
+import type { Key, MapContext, Watch, WatchEvent } from '../../functions/controllers/types.ts';
+
+describe('config', () => {
+  test('defaults', () => {
+    assert.deepEqual(parseSecretReplicatorConfig({}), {
+      sourceNamespace: 'levelset-system',
+      excludeNamespaces: ['kube-system', 'kube-public', 'kube-node-lease'],
+    });
+  });
+
+  test('explicit values; the exclude list is trimmed and may be empty', () => {
+    const c = parseSecretReplicatorConfig({
+      LEVELSET_SOURCE_NAMESPACE: 'shared',
+      LEVELSET_EXCLUDE_NAMESPACES: ' kube-system , ,team-x',
+    });
+    assert.deepEqual(c, { sourceNamespace: 'shared', excludeNamespaces: ['kube-system', 'team-x'] });
+    assert.deepEqual(parseSecretReplicatorConfig({ LEVELSET_EXCLUDE_NAMESPACES: '' }).excludeNamespaces, []);
+  });
+
+  test('invalid values are a clear error naming the variable', () => {
+    assert.throws(
+      () => parseSecretReplicatorConfig({ LEVELSET_SOURCE_NAMESPACE: 'Not_A_Namespace' }),
+      /invalid secret-replicator configuration: LEVELSET_SOURCE_NAMESPACE: /,
+    );
+    assert.throws(
+      () => parseSecretReplicatorConfig({ LEVELSET_EXCLUDE_NAMESPACES: 'ok,BAD NS' }),
+      /LEVELSET_EXCLUDE_NAMESPACES/,
+    );
+  });
+});
+
+const controller = createSecretReplicator({
+  config: { sourceNamespace: 'shared', excludeNamespaces: ['kube-system'] },
+});
+const primaries: Key[] = [
+  { namespace: 'shared', name: 'a' },
+  { namespace: 'shared', name: 'b' },
+];
+const mapCtx: MapContext = { primaryKeys: () => primaries };
+
+function watchOf(predicate: (w: Watch) => boolean): Watch {
+  const found = controller.watches.filter(predicate);
+  assert.equal(found.length, 1);
+  return found[0] as Watch;
+}
+
+function event(type: WatchEvent['type'], object: KubernetesObject): WatchEvent {
+  return { type, object };
+}
+
+/** PartialObjectMetadata, as the relay holds it: no data. */
+function meta(
+  namespace: string | undefined,
+  name: string,
+  annotations?: Record<string, string>,
+): KubernetesObject {
+  return {
+    apiVersion: 'meta.k8s.io/v1',
+    kind: 'PartialObjectMetadata',
+    metadata: { namespace, name, annotations },
+  };
+}
+
+describe('controller module', () => {
+  test('identity, primary and rbac', () => {
+    assert.equal(controller.name, 'secret-replicator');
+    assert.deepEqual(controller.primary, SECRETS);
+    assert.deepEqual(SECRET_REPLICATOR_RBAC, [
+      { apiGroup: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+      { apiGroup: '', resources: ['namespaces'], verbs: ['list'] },
+      { apiGroup: '', resources: ['events'], verbs: ['create'] },
+    ]);
+    assert.equal(controller.watches.length, 3);
+    assert.equal(typeof controller.listKeys, 'function');
+  });
+
+  test('watch 1: Secrets in the source namespace map to their own key', () => {
+    const w = watchOf((x) => x.resource === SECRETS && x.namespace !== undefined);
+    assert.equal(w.namespace, 'shared');
+    assert.equal(w.labelSelector, undefined);
+    for (const type of ['ADDED', 'MODIFIED', 'DELETED'] as const) {
+      assert.deepEqual(w.map(event(type, meta('shared', 'db')), mapCtx), [
+        { namespace: 'shared', name: 'db' },
+      ]);
+    }
+    assert.deepEqual(w.map(event('ADDED', meta('elsewhere', 'db')), mapCtx), []);
+  });
+
+  test('watch 2: an ADDED Namespace maps to every primary key; MODIFIED and DELETED are dropped', () => {
+    const w = watchOf((x) => x.resource === NAMESPACES);
+    assert.equal(w.namespace, undefined);
+    assert.deepEqual(w.map(event('ADDED', meta(undefined, 'team-new')), mapCtx), primaries);
+    assert.deepEqual(w.map(event('MODIFIED', meta(undefined, 'team-new')), mapCtx), []);
+    assert.deepEqual(w.map(event('DELETED', meta(undefined, 'team-new')), mapCtx), []);
+  });
+
+  test('watch 3: a copy (any namespace, by label) maps to its source from metadata only', () => {
+    const w = watchOf((x) => x.labelSelector !== undefined);
+    assert.deepEqual(w.resource, SECRETS);
+    assert.equal(w.labelSelector, COPY_LABEL);
+    assert.equal(w.namespace, undefined);
+    const copy = meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'shared/db' });
+    for (const type of ['ADDED', 'MODIFIED', 'DELETED'] as const) {
+      assert.deepEqual(w.map(event(type, copy), mapCtx), [{ namespace: 'shared', name: 'db' }]);
+    }
+    assert.deepEqual(w.map(event('MODIFIED', meta('team-a', 'db')), mapCtx), [], 'annotation removed');
+    assert.deepEqual(
+      w.map(event('MODIFIED', meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'garbage' })), mapCtx),
+      [],
+    );
+  });
+
+  test('the default instance reads its configuration lazily from the environment', () => {
+    const saved = process.env.LEVELSET_SOURCE_NAMESPACE;
+    try {
+      // The cache is filled by the first read; the registry import alone must not read it.
+      process.env.LEVELSET_SOURCE_NAMESPACE = 'lazy-ns';
+      const w = secretReplicator.watches.find((x) => x.resource === SECRETS && x.labelSelector === undefined);
+      assert.equal(w?.namespace, 'lazy-ns');
+    } finally {
+      if (saved === undefined) delete process.env.LEVELSET_SOURCE_NAMESPACE;
+      else process.env.LEVELSET_SOURCE_NAMESPACE = saved;
+    }
+  });
+});
