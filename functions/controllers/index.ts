@@ -3,9 +3,10 @@
  * functions to know what to run, the Terraform RBAC generator to know what to grant.
  * Adding a controller is one folder under `functions/controllers/` and one line here.
  */
+import { secretReplicator } from './secret-replicator/index.ts';
 import type { Controller } from './types.ts';
 
-export const controllers: readonly Controller[] = [];
+export const controllers: readonly Controller[] = [secretReplicator];
 
 /** The registered controller called `name`, or `undefined`. */
 export function controllerByName(name: string): Controller | undefined {

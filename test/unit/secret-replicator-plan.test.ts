@@ -400,7 +400,12 @@ describe('planReplicas', () => {
     const src = source({}, { [REPLICATE_TO_ANNOTATION]: '(' });
     assert.throws(
       () => planReplicas({ key, source: src, namespaces: allNamespaces, observed, config }),
-      TerminalError,
+      (err: unknown) =>
+        err instanceof TerminalError &&
+        err.reason === 'InvalidReplicateTo' &&
+        err.object?.kind === 'Secret' &&
+        err.object.metadata?.name === 'db-creds' &&
+        !('data' in err.object),
     );
   });
 });

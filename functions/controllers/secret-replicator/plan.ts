@@ -8,7 +8,7 @@
  * Anything else is never overwritten or deleted (a conflict, as sample-controller's `ErrResourceExists`).
  */
 import { createHash } from 'node:crypto';
-import type { V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { TerminalError } from '../../runtime/errors.ts';
 import type { Key } from '../types.ts';
 import type { SecretReplicatorConfig } from './config.ts';
@@ -136,18 +136,31 @@ export function parseReplicateTo(value: string | undefined): (namespace: string)
   return (namespace) => items.includes(namespace) || patterns.some((p) => p.test(namespace));
 }
 
+/** A Secret as the object an Event is about: kind, apiVersion and metadata, never `data`. */
+export function regardingSecret(secret: V1Secret): KubernetesObject {
+  return { apiVersion: 'v1', kind: 'Secret', metadata: secret.metadata };
+}
+
 /**
  * The namespaces that should hold a copy of `source`, sorted: every listed namespace that is not
  * the source namespace, not in `config.excludeNamespaces`, not Terminating, and matched by the
  * source's {@link REPLICATE_TO_ANNOTATION}.
- * @throws {TerminalError} reason `InvalidReplicateTo`, from {@link parseReplicateTo}.
+ * @throws {TerminalError} reason `InvalidReplicateTo`, from {@link parseReplicateTo}, with
+ *   `object` = the source (for the runtime's Warning Event).
  */
 export function selectTargets(
   source: V1Secret,
   namespaces: readonly V1Namespace[],
   config: SecretReplicatorConfig,
 ): string[] {
-  const allowed = parseReplicateTo(source.metadata?.annotations?.[REPLICATE_TO_ANNOTATION]);
+  let allowed: (namespace: string) => boolean;
+  try {
+    allowed = parseReplicateTo(source.metadata?.annotations?.[REPLICATE_TO_ANNOTATION]);
+  } catch (err) {
+    if (!(err instanceof TerminalError)) throw err;
+    // The Warning Event goes on the source Secret (metadata only: never its data).
+    throw new TerminalError(err.reason, err.message, { cause: err.cause, object: regardingSecret(source) });
+  }
   const excluded = new Set([...config.excludeNamespaces, config.sourceNamespace]);
   const targets: string[] = [];
   for (const ns of namespaces) {

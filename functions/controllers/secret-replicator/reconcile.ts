@@ -19,6 +19,7 @@ import {
   planTarget,
   REASON_INVALID_KEY,
   REASON_RESOURCE_EXISTS,
+  regardingSecret,
   type ReplicaPlan,
   SERVICE_ACCOUNT_TOKEN_TYPE,
   sourceKeyOf,
@@ -272,7 +273,7 @@ async function report(
   plan: ReplicaPlan,
   outcome: Outcome,
 ): Promise<void> {
-  const regarding = source && { apiVersion: 'v1', kind: 'Secret', metadata: source.metadata };
+  const regarding = source && regardingSecret(source);
   for (const namespace of outcome.conflicts) {
     ctx.log.error(
       { namespace, name: key.name, reason: REASON_RESOURCE_EXISTS },
@@ -286,6 +287,7 @@ async function report(
       regarding,
       'Warning',
       REASON_RESOURCE_EXISTS,
+  regardingSecret,
       `Secret ${key.name} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
     );
   }
