@@ -1,0 +1,90 @@
+/**
+ * The relay process's configuration, from the environment, validated with zod.
+ */
+import { z } from 'zod';
+
+/** Default collapse window in ms (`RELAY_COLLAPSE_MS`). */
+export const DEFAULT_COLLAPSE_MS = 250;
+/** Default port of `/healthz`, `/readyz`, `/metrics` (`RELAY_PORT`). */
+export const DEFAULT_PORT = 8080;
+/** Default keys topic id (`LEVELSET_TOPIC`). */
+export const DEFAULT_TOPIC = 'levelset-keys';
+
+/** Pub/Sub topic id rule (Pub/Sub resource names): 3–255 chars, starts with a letter, no `goog` prefix. */
+const topicId = z
+  .string()
+  .regex(
+    /^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$/,
+    'must be a Pub/Sub topic id (3-255 chars, starting with a letter)',
+  )
+  .refine((s) => !s.toLowerCase().startsWith('goog'), 'must not start with "goog"');
+
+/** An environment variable that is unset or empty is absent. */
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const envSchema = z
+  .object({
+    KUBECONFIG: optional(z.string()),
+    GOOGLE_CLOUD_PROJECT: optional(
+      z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a Google Cloud project id'),
+    ),
+    PUBSUB_EMULATOR_HOST: optional(z.string().regex(/^[^\s:/]+:\d+$/, 'must be host:port')),
+    LEVELSET_TOPIC: optional(topicId),
+    RELAY_COLLAPSE_MS: optional(z.coerce.number().int().min(0).max(60_000)),
+    RELAY_PORT: optional(z.coerce.number().int().min(0).max(65_535)),
+    LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
+  })
+  .superRefine((env, ctx) => {
+    if (!env.GOOGLE_CLOUD_PROJECT && !env.PUBSUB_EMULATOR_HOST) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['GOOGLE_CLOUD_PROJECT'],
+        message: 'required (it defaults to "local-project" only when PUBSUB_EMULATOR_HOST is set)',
+      });
+    }
+  });
+
+export interface RelayConfig {
+  /** `KUBECONFIG` as given (read by `loadKubeConfig`); `undefined`: `~/.kube/config`, then in-cluster. */
+  kubeconfig: string | undefined;
+  projectId: string;
+  /** `host:port` of the Pub/Sub emulator, when used. */
+  emulatorHost: string | undefined;
+  /** Keys topic id. Default `levelset-keys`. */
+  topic: string;
+  /** Collapse window in ms. Default 250. */
+  collapseMs: number;
+  /** Health/metrics port. Default 8080. */
+  port: number;
+  logLevel: string;
+}
+
+/** Invalid configuration; the message names every bad variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Reads the relay's configuration from `env`: `KUBECONFIG`, `GOOGLE_CLOUD_PROJECT` (default
+ * `local-project` when `PUBSUB_EMULATOR_HOST` is set), `LEVELSET_TOPIC` (default `levelset-keys`),
+ * `RELAY_COLLAPSE_MS` (ms, default 250), `RELAY_PORT` (default 8080), `LOG_LEVEL` (default `info`).
+ * @throws {ConfigError} listing each invalid variable.
+ */
+export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`invalid relay configuration: ${issues.join('; ')}`);
+  }
+  const e = parsed.data;
+  return {
+    kubeconfig: e.KUBECONFIG,
+    projectId: e.GOOGLE_CLOUD_PROJECT ?? 'local-project',
+    emulatorHost: e.PUBSUB_EMULATOR_HOST,
+    topic: e.LEVELSET_TOPIC ?? DEFAULT_TOPIC,
+    collapseMs: e.RELAY_COLLAPSE_MS ?? DEFAULT_COLLAPSE_MS,
+    port: e.RELAY_PORT ?? DEFAULT_PORT,
+    logLevel: e.LOG_LEVEL ?? 'info',
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The relay process (the Deployment's entry point): configuration from the environment
+ * ({@link loadRelayConfig}), the shared key publisher, {@link startRelay}; SIGTERM/SIGINT stop the
+ * informers, publish the keys still in the collapse window, flush, and exit 0.
+ *
+ * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
+ * that did not finish within {@link SHUTDOWN_TIMEOUT_MS}.
+ */
+
+import { loadKubeConfig } from '../functions/kube.ts';
+import { createLogger } from '../functions/log.ts';
+import { createKeyPublisher } from '../functions/publish.ts';
+import { loadRelayConfig } from './config.ts';
+import { startRelay } from './relay.ts';
+
+/** Below Kubernetes' default terminationGracePeriodSeconds (30 s), so the last logs are written. */
+export const SHUTDOWN_TIMEOUT_MS = 25_000;
+
+function failStart(message: string, err: unknown): void {
+  // LOG_LEVEL may be the invalid variable: pino refuses unknown levels, so use one it accepts.
+  if (
+    !['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(process.env.LOG_LEVEL ?? 'info')
+  ) {
+    process.env.LOG_LEVEL = 'info';
+  }
+  createLogger('relay').fatal({ err }, message);
+  process.exitCode = 1;
+}
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadRelayConfig>;
+  try {
+    config = loadRelayConfig();
+  } catch (err) {
+    failStart(err instanceof Error ? err.message : String(err), err);
+    return;
+  }
+  const logger = createLogger('relay');
+  let kubeConfig: ReturnType<typeof loadKubeConfig>;
+  try {
+    kubeConfig = loadKubeConfig();
+  } catch (err) {
+    logger.fatal({ err }, `no Kubernetes configuration: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+    return;
+  }
+  const publisher = createKeyPublisher({
+    projectId: config.projectId,
+    topic: config.topic,
+    emulatorHost: config.emulatorHost,
+    logger,
+  });
+  let relay: Awaited<ReturnType<typeof startRelay>>;
+  try {
+    relay = await startRelay({
+      kubeConfig,
+      publisher,
+      collapseMs: config.collapseMs,
+      port: config.port,
+      logger,
+    });
+  } catch (err) {
+    logger.fatal({ err }, 'relay failed to start');
+    await publisher.close().catch(() => {});
+    process.exitCode = 1;
+    return;
+  }
+
+  let shuttingDown = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    timer.unref();
+    void (async () => {
+      await relay.stop();
+      await publisher.close();
+      clearTimeout(timer);
+      process.exit(0);
+    })().catch((err: unknown) => {
+      logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+await main();

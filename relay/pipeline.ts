@@ -1,0 +1,224 @@
+/**
+ * From watch events to key messages: which controllers' watches an informer serves (shared like
+ * client-go's SharedInformerFactory), the primary predicate, `Watch.map`, collapse, publish.
+ */
+import type {
+  Controller,
+  Key,
+  MapContext,
+  ResourceType,
+  Watch,
+  WatchEvent,
+} from '../functions/controllers/types.ts';
+import type { Logger } from '../functions/log.ts';
+import { type KeyMessage, keyString, orderingKeyOf } from '../functions/message.ts';
+import { Collapser, systemTimers, type Timers } from './collapse.ts';
+import { resourceName } from './metadata.ts';
+import type { RelayMetrics } from './metrics.ts';
+import { primaryEventPasses } from './predicate.ts';
+
+/** One controller's watch served by an informer. */
+export interface Route {
+  controller: Controller;
+  watch: Watch;
+  /** The watch of the controller's primary resource: the generation-changed predicate applies. */
+  primary: boolean;
+}
+
+/** One list+watch the relay runs, and the watches it serves. */
+export interface InformerPlan {
+  /** `v1/secrets`, plus `@namespace` and `?labelSelector` when set (equals {@link MetadataInformer.id}). */
+  id: string;
+  resource: ResourceType;
+  namespace?: string;
+  labelSelector?: string;
+  routes: Route[];
+}
+
+/** Whether `watch` lists+watches the controller's primary resource (same group and plural). */
+export function isPrimaryWatch(controller: Controller, watch: Watch): boolean {
+  return (
+    watch.resource.group === controller.primary.group && watch.resource.plural === controller.primary.plural
+  );
+}
+
+/**
+ * Groups every watch of every controller into informers: watches of the same group/version/plural,
+ * namespace and label selector share one list+watch.
+ */
+export function planInformers(controllers: readonly Controller[]): InformerPlan[] {
+  const plans = new Map<string, InformerPlan>();
+  for (const controller of controllers) {
+    for (const watch of controller.watches) {
+      const id =
+        resourceName(watch.resource) +
+        (watch.namespace ? `@${watch.namespace}` : '') +
+        (watch.labelSelector ? `?${watch.labelSelector}` : '');
+      let plan = plans.get(id);
+      if (!plan) {
+        plan = { id, resource: watch.resource, routes: [] };
+        if (watch.namespace) plan.namespace = watch.namespace;
+        if (watch.labelSelector) plan.labelSelector = watch.labelSelector;
+        plans.set(id, plan);
+      }
+      plan.routes.push({ controller, watch, primary: isPrimaryWatch(controller, watch) });
+    }
+  }
+  return [...plans.values()];
+}
+
+/** What a key waits as in the collapse window. */
+export interface QueuedKey {
+  controller: string;
+  namespace: string;
+  name: string;
+}
+
+export interface PipelineOptions {
+  /** Collapse window in ms. */
+  collapseMs: number;
+  /** Publishes one key message; resolves with the message id. */
+  publish(message: KeyMessage): Promise<string>;
+  /** The primary keys in the relay's cache of a controller's primary resource ({@link MapContext.primaryKeys}). */
+  primaryKeys(controller: string): Key[];
+  logger: Logger;
+  metrics?: RelayMetrics;
+  timers?: Timers;
+}
+
+/** Validates a key returned by a `Watch.map`: a non-empty name, a string namespace. */
+function isKey(k: unknown): k is Key {
+  const key = k as Partial<Key> | null;
+  return (
+    typeof key === 'object' &&
+    key !== null &&
+    typeof key.name === 'string' &&
+    key.name.length > 0 &&
+    typeof key.namespace === 'string'
+  );
+}
+
+/**
+ * The event → key → message flow. Events go in with {@link KeyPipeline.handle}; each affected key is
+ * queued in the collapser and published once per window.
+ */
+export class KeyPipeline {
+  readonly #options: PipelineOptions;
+  readonly #collapser: Collapser<QueuedKey>;
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #contexts = new Map<string, MapContext>();
+  readonly #timers: Timers;
+
+  constructor(options: PipelineOptions) {
+    this.#options = options;
+    this.#timers = options.timers ?? systemTimers;
+    this.#collapser = new Collapser<QueuedKey>({
+      windowMs: options.collapseMs,
+      timers: this.#timers,
+      emit: (_id, key, firstAddedAt) => this.#publish(key, firstAddedAt),
+    });
+  }
+
+  /** Keys waiting in the collapse window. */
+  get pending(): number {
+    return this.#collapser.size;
+  }
+
+  #context(controller: string): MapContext {
+    let ctx = this.#contexts.get(controller);
+    if (!ctx) {
+      ctx = { primaryKeys: () => this.#options.primaryKeys(controller) };
+      this.#contexts.set(controller, ctx);
+    }
+    return ctx;
+  }
+
+  /**
+   * The keys one route enqueues for an event: `[]` when the primary predicate drops it or the map
+   * returns nothing; invalid keys from the map are dropped and logged; duplicates are removed.
+   */
+  keysFor(route: Route, event: WatchEvent): Key[] {
+    const controller = route.controller.name;
+    if (route.primary && !primaryEventPasses(event)) {
+      this.#options.metrics?.eventsFiltered.inc({ controller });
+      return [];
+    }
+    let mapped: unknown;
+    try {
+      mapped = route.watch.map(event, this.#context(controller));
+    } catch (err) {
+      this.#options.logger.error(
+        { err, controller, resource: resourceName(route.watch.resource) },
+        'watch map threw: event dropped',
+      );
+      return [];
+    }
+    if (!Array.isArray(mapped)) return [];
+    const seen = new Map<string, Key>();
+    for (const k of mapped) {
+      if (!isKey(k)) {
+        this.#options.logger.error(
+          { controller, resource: resourceName(route.watch.resource) },
+          'watch map returned an invalid key',
+        );
+        continue;
+      }
+      seen.set(keyString(k), { namespace: k.namespace, name: k.name });
+    }
+    return [...seen.values()];
+  }
+
+  /** Routes one informer event to every watch it serves. */
+  handle(routes: readonly Route[], event: WatchEvent): void {
+    for (const route of routes) {
+      for (const key of this.keysFor(route, event)) this.enqueue(route.controller.name, key);
+    }
+  }
+
+  /** Queues one key (collapsing repeats inside the window). */
+  enqueue(controller: string, key: Key): void {
+    const queued: QueuedKey = { controller, namespace: key.namespace, name: key.name };
+    if (this.#collapser.add(orderingKeyOf(queued), queued))
+      this.#options.metrics?.keysEnqueued.inc({ controller });
+    else this.#options.metrics?.keysCollapsed.inc({ controller });
+  }
+
+  #publish(key: QueuedKey, firstAddedAt: number): void {
+    const message: KeyMessage = {
+      v: 1,
+      controller: key.controller,
+      namespace: key.namespace,
+      name: key.name,
+      reason: 'watch',
+      enqueuedAt: new Date(firstAddedAt).toISOString(),
+    };
+    const { metrics, logger } = this.#options;
+    const labels = { controller: key.controller };
+    const p = (async () => {
+      try {
+        const messageId = await this.#options.publish(message);
+        metrics?.keysPublished.inc(labels);
+        metrics?.enqueueToPublish.observe(labels, (this.#timers.now() - firstAddedAt) / 1000);
+        logger.debug({ controller: key.controller, key: keyString(key), messageId }, 'published');
+      } catch (err) {
+        metrics?.publishErrors.inc(labels);
+        // Terraform's log-based alert matches this exact message. The key is not retried here:
+        // the next event or the periodic resync publishes it again (level-driven).
+        logger.error({ err, controller: key.controller, key: keyString(key) }, 'publish failed');
+      }
+    })();
+    this.#inFlight.add(p);
+    void p.finally(() => this.#inFlight.delete(p));
+  }
+
+  /** Publishes every pending key now and waits until every publish has settled. */
+  async flush(): Promise<void> {
+    this.#collapser.flush();
+    while (this.#inFlight.size) await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** Drops pending keys without publishing them. */
+  discard(): void {
+    this.#collapser.clear();
+  }
+}
