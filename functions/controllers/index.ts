@@ -3,10 +3,14 @@
  * functions to know what to run, the Terraform RBAC generator to know what to grant.
  * Adding a controller is one folder under `functions/controllers/` and one line here.
  */
+import { fooController } from './foo/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
 import type { Controller } from './types.ts';
 
-export const controllers: readonly Controller[] = [secretReplicator];
+export const controllers: readonly Controller[] = [
+  secretReplicator, // one line per controller
+  fooController, // kubernetes/sample-controller's Foo
+];
 
 /** The registered controller called `name`, or `undefined`. */
 export function controllerByName(name: string): Controller | undefined {

@@ -1,0 +1,258 @@
+// The foo controller's pure parts: its CRD against upstream sample-controller's, the spec schema,
+// the Deployment it asks for, its status, and how watch events map to keys.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import {
+  type Foo,
+  fooResource,
+  fooSpecSchema,
+  messageResourceExists,
+} from '../../functions/controllers/foo/api.ts';
+import {
+  desiredStatus,
+  newDeployment,
+  notReady,
+  readyFromDeployment,
+} from '../../functions/controllers/foo/desired.ts';
+import { fooController } from '../../functions/controllers/foo/index.ts';
+import type { WatchEvent } from '../../functions/controllers/types.ts';
+
+const root = new URL('../../', import.meta.url);
+const readYaml = (path: string) => parse(readFileSync(new URL(path, root), 'utf8'));
+
+// biome-ignore lint/suspicious/noExplicitAny: CRD documents are walked as plain JSON.
+type Json = any;
+const ours: Json = readYaml('functions/controllers/foo/crd.yaml');
+const upstream: Json = readYaml('test/fixtures/upstream/sample-controller-crd.yaml');
+const example: Json = readYaml('test/fixtures/upstream/sample-controller-example-foo.yaml');
+
+const foo = (
+  over: Partial<Foo['metadata']> = {},
+  spec: unknown = { deploymentName: 'example-foo', replicas: 1 },
+): Foo => ({
+  apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+  kind: 'Foo',
+  metadata: { name: 'example-foo', namespace: 'team-a', uid: 'uid-foo', generation: 3, ...over },
+  spec,
+});
+
+/** Every object schema node that has properties must say `type: object` (a structural schema). */
+function assertStructural(node: Json, path: string): void {
+  if (node.properties) {
+    assert.equal(node.type, 'object', `${path} needs type: object`);
+    for (const [k, v] of Object.entries(node.properties)) assertStructural(v, `${path}.${k}`);
+  } else {
+    assert.ok(node.type, `${path} needs a type`);
+  }
+  if (node.items) assertStructural(node.items, `${path}[]`);
+}
+
+describe('foo CRD', () => {
+  const version = ours.spec.versions[0];
+  const schema = version.schema.openAPIV3Schema;
+  const upstreamVersion = upstream.spec.versions[0];
+
+  it('serves what upstream sample-controller serves: group, version, kind, plural, scope', () => {
+    assert.equal(ours.apiVersion, 'apiextensions.k8s.io/v1');
+    assert.equal(ours.metadata.name, upstream.metadata.name);
+    assert.equal(ours.spec.group, upstream.spec.group);
+    assert.equal(ours.spec.names.kind, upstream.spec.names.kind);
+    assert.equal(ours.spec.names.plural, upstream.spec.names.plural);
+    assert.equal(ours.spec.scope, upstream.spec.scope);
+    assert.equal(version.name, upstreamVersion.name);
+    assert.ok(version.served && version.storage);
+    assert.deepEqual(
+      {
+        group: ours.spec.group,
+        version: version.name,
+        plural: ours.spec.names.plural,
+        kind: ours.spec.names.kind,
+      },
+      {
+        group: fooResource.group,
+        version: fooResource.version,
+        plural: fooResource.plural,
+        kind: fooResource.kind,
+      },
+    );
+  });
+
+  it('carries the api-approved annotation a *.k8s.io group needs on a real API server', () => {
+    assert.match(ours.metadata.annotations['api-approved.kubernetes.io'], /^unapproved/);
+  });
+
+  it('declares every upstream field with the same type and bounds', () => {
+    for (const part of ['spec', 'status'] as const) {
+      const theirs = upstreamVersion.schema.openAPIV3Schema.properties[part].properties;
+      for (const [field, def] of Object.entries<Json>(theirs)) {
+        const mine = schema.properties[part].properties[field];
+        assert.ok(mine, `${part}.${field} declared`);
+        assert.equal(mine.type, def.type, `${part}.${field} type`);
+        if (def.minimum !== undefined) assert.equal(mine.minimum, def.minimum, `${part}.${field} minimum`);
+        if (def.maximum !== undefined) assert.equal(mine.maximum, def.maximum, `${part}.${field} maximum`);
+      }
+    }
+    assert.equal(schema.properties.spec.required, undefined, 'deploymentName stays optional, as upstream');
+  });
+
+  it('has a full structural schema, the status subresource and printer columns', () => {
+    assertStructural(schema, 'openAPIV3Schema');
+    assert.deepEqual(version.subresources, { status: {} });
+    const columns = version.additionalPrinterColumns.map((c: Json) => c.jsonPath);
+    for (const path of ['.spec.deploymentName', '.spec.replicas', '.status.availableReplicas']) {
+      assert.ok(columns.includes(path), `printer column ${path}`);
+    }
+    assert.deepEqual(schema.properties.status.properties.conditions['x-kubernetes-list-map-keys'], ['type']);
+  });
+
+  it('the upstream example is a Foo the reconcile accepts as it is', () => {
+    assert.equal(example.apiVersion, `${ours.spec.group}/${version.name}`);
+    assert.equal(example.kind, ours.spec.names.kind);
+    assert.deepEqual(fooSpecSchema.parse(example.spec), { deploymentName: 'example-foo', replicas: 1 });
+    for (const field of Object.keys(example.spec)) assert.ok(schema.properties.spec.properties[field], field);
+  });
+});
+
+describe('foo spec validation (defence in depth)', () => {
+  it('accepts a missing deploymentName and missing replicas, as upstream FooSpec', () => {
+    assert.deepEqual(fooSpecSchema.parse({}), {});
+  });
+
+  for (const [label, spec] of [
+    ['replicas "x"', { deploymentName: 'a', replicas: 'x' }],
+    ['replicas 0', { deploymentName: 'a', replicas: 0 }],
+    ['replicas 11', { deploymentName: 'a', replicas: 11 }],
+    ['replicas 1.5', { deploymentName: 'a', replicas: 1.5 }],
+    ['deploymentName not a DNS-1123 subdomain', { deploymentName: 'Not_A_Name' }],
+    ['deploymentName a number', { deploymentName: 7 }],
+  ] as const) {
+    it(`rejects ${label}`, () => {
+      assert.equal(fooSpecSchema.safeParse(spec).success, false);
+    });
+  }
+});
+
+describe('foo desired state', () => {
+  it('newDeployment: named deploymentName, controlled by the Foo, nginx, labels app/controller, replicas', () => {
+    const d = newDeployment(foo(), { deploymentName: 'example-foo', replicas: 2 });
+    assert.equal(d.metadata?.name, 'example-foo');
+    assert.equal(d.metadata?.namespace, 'team-a');
+    assert.deepEqual(d.metadata?.ownerReferences, [
+      {
+        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+        kind: 'Foo',
+        name: 'example-foo',
+        uid: 'uid-foo',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    const labels = { app: 'nginx', controller: 'example-foo' };
+    assert.deepEqual(d.spec?.selector.matchLabels, labels);
+    assert.deepEqual(d.spec?.template.metadata?.labels, labels);
+    assert.equal(d.spec?.replicas, 2);
+    assert.deepEqual(
+      d.spec?.template.spec?.containers.map((c) => [c.name, c.image]),
+      [['nginx', 'nginx:latest']],
+    );
+  });
+
+  it('newDeployment leaves replicas to the API server default when the Foo sets none', () => {
+    const d = newDeployment(foo(), { deploymentName: 'example-foo' });
+    assert.equal(d.spec && 'replicas' in d.spec, false);
+  });
+
+  it('Ready follows available replicas, with observedGeneration', () => {
+    assert.deepEqual(readyFromDeployment(foo(), 0, 2), {
+      type: 'Ready',
+      status: 'False',
+      reason: 'DeploymentProgressing',
+      message: '0 of 2 replicas available',
+      observedGeneration: 3,
+    });
+    assert.equal(readyFromDeployment(foo(), 2, 2).status, 'True');
+    assert.equal(readyFromDeployment(foo(), 2, 2).reason, 'DeploymentAvailable');
+  });
+
+  it('status copies availableReplicas, sets observedGeneration, keeps lastTransitionTime while Ready is unchanged', () => {
+    const t0 = new Date('2026-01-01T00:00:00Z');
+    const t1 = new Date('2026-01-01T01:00:00Z');
+    const first = desiredStatus(foo(), readyFromDeployment(foo(), 1, 1), 1, t0);
+    assert.deepEqual(first.availableReplicas, 1);
+    assert.equal(first.observedGeneration, 3);
+    const fresh = desiredStatus(foo(), readyFromDeployment(foo(), 1, 1), 1, t1);
+    assert.equal(fresh.conditions?.[0]?.lastTransitionTime, '2026-01-01T01:00:00Z', 'new condition: now');
+    const withStatus = { ...foo({ generation: 4 }), status: first };
+    const kept = desiredStatus(withStatus, readyFromDeployment(withStatus, 1, 1), 1, t1);
+    assert.equal(kept.conditions?.[0]?.lastTransitionTime, '2026-01-01T00:00:00Z');
+    assert.equal(kept.conditions?.[0]?.observedGeneration, 4);
+  });
+
+  it('a terminal status leaves availableReplicas alone', () => {
+    const s = desiredStatus(
+      foo(),
+      notReady(foo(), 'ErrResourceExists', messageResourceExists('example-foo')),
+    );
+    assert.equal('availableReplicas' in s, false);
+    assert.equal(s.conditions?.[0]?.reason, 'ErrResourceExists');
+  });
+
+  it("spells ErrResourceExists's message as upstream, with Go's %q quoting", () => {
+    assert.equal(
+      messageResourceExists('example-foo'),
+      'Resource "example-foo" already exists and is not managed by Foo',
+    );
+  });
+});
+
+describe('foo watches', () => {
+  const ctx = { primaryKeys: () => [] };
+  const [primary, deployments] = fooController.watches;
+  const event = (object: KubernetesObject, type: WatchEvent['type'] = 'MODIFIED'): WatchEvent => ({
+    type,
+    object,
+  });
+  const controlledBy = (kind: string, apiVersion: string): KubernetesObject => ({
+    apiVersion: 'meta.k8s.io/v1',
+    kind: 'PartialObjectMetadata',
+    metadata: {
+      name: 'example-foo',
+      namespace: 'team-a',
+      ownerReferences: [{ apiVersion, kind, name: 'owner-foo', uid: 'u', controller: true }],
+    },
+  });
+
+  it('maps a Foo to its own key', () => {
+    assert.deepEqual(primary?.map(event({ metadata: { name: 'f', namespace: 'team-a' } }), ctx), [
+      { namespace: 'team-a', name: 'f' },
+    ]);
+    assert.deepEqual(primary?.resource, fooResource);
+  });
+
+  it('maps a Deployment to the key of its controlling Foo, tombstones included', () => {
+    assert.equal(deployments?.resource.plural, 'deployments');
+    const obj = controlledBy('Foo', 'samplecontroller.k8s.io/v1alpha1');
+    assert.deepEqual(deployments?.map(event(obj), ctx), [{ namespace: 'team-a', name: 'owner-foo' }]);
+    assert.deepEqual(deployments?.map(event(obj, 'DELETED'), ctx), [
+      { namespace: 'team-a', name: 'owner-foo' },
+    ]);
+  });
+
+  it('drops Deployments controlled by something else, or by nothing', () => {
+    assert.deepEqual(deployments?.map(event(controlledBy('ReplicaSet', 'apps/v1')), ctx), []);
+    assert.deepEqual(deployments?.map(event(controlledBy('Foo', 'other.example/v1')), ctx), []);
+    assert.deepEqual(deployments?.map(event({ metadata: { name: 'd', namespace: 'team-a' } }), ctx), []);
+  });
+
+  it('asks for what its reconcile does (RBAC)', () => {
+    const verbs = (group: string, resource: string) =>
+      fooController.rbac
+        .filter((r) => r.apiGroup === group && r.resources.includes(resource))
+        .flatMap((r) => r.verbs);
+    assert.deepEqual(verbs('samplecontroller.k8s.io', 'foos/status'), ['patch']);
+    assert.deepEqual(verbs('apps', 'deployments').sort(), ['create', 'get', 'patch']);
+  });
+});
