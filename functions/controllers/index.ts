@@ -3,6 +3,7 @@
  * functions to know what to run, the Terraform RBAC generator to know what to grant.
  * Adding a controller is one folder under `functions/controllers/` and one line here.
  */
+import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
 import type { Controller } from './types.ts';
@@ -10,6 +11,7 @@ import type { Controller } from './types.ts';
 export const controllers: readonly Controller[] = [
   secretReplicator, // one line per controller
   fooController, // kubernetes/sample-controller's Foo
+  customclusterController, // the Customcluster tutorial
 ];
 
 /** The registered controller called `name`, or `undefined`. */
