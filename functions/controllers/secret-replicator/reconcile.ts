@@ -19,8 +19,8 @@ import {
   planTarget,
   REASON_INVALID_KEY,
   REASON_RESOURCE_EXISTS,
-  regardingSecret,
   type ReplicaPlan,
+  regardingSecret,
   SERVICE_ACCOUNT_TOKEN_TYPE,
   sourceKeyOf,
 } from './plan.ts';
@@ -109,7 +109,9 @@ interface Outcome {
 function namespaceUnavailable(err: unknown): boolean {
   const status = apiStatusOf(err);
   if (status === 404) return true;
-  return status === 403 && /being terminated/.test(String((err as { body?: unknown }).body ?? err));
+  // kube-apiserver's NamespaceLifecycle admission: 403 "… because it is being terminated" (the
+  // ApiException message carries the Status body).
+  return status === 403 && /being terminated/.test(err instanceof Error ? err.message : String(err));
 }
 
 /**
@@ -287,7 +289,6 @@ async function report(
       regarding,
       'Warning',
       REASON_RESOURCE_EXISTS,
-  regardingSecret,
       `Secret ${key.name} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
     );
   }
