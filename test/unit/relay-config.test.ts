@@ -1,0 +1,157 @@
+// The relay's environment configuration and metadata cut-down.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ResourceType } from '../../functions/controllers/types.ts';
+import { ConfigError, loadRelayConfig } from '../../relay/config.ts';
+import {
+  collectionPath,
+  LAST_APPLIED_ANNOTATION,
+  resourceName,
+  stripToMetadata,
+} from '../../relay/metadata.ts';
+
+describe('loadRelayConfig', () => {
+  it('applies the defaults, with local-project when the emulator is used', () => {
+    assert.deepEqual(loadRelayConfig({ PUBSUB_EMULATOR_HOST: '127.0.0.1:8085' }), {
+      kubeconfig: undefined,
+      projectId: 'local-project',
+      emulatorHost: '127.0.0.1:8085',
+      topic: 'levelset-keys',
+      collapseMs: 250,
+      port: 8080,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable', () => {
+    assert.deepEqual(
+      loadRelayConfig({
+        KUBECONFIG: '/k/config',
+        GOOGLE_CLOUD_PROJECT: 'my-project-1',
+        LEVELSET_TOPIC: 'keys-2',
+        RELAY_COLLAPSE_MS: '0',
+        RELAY_PORT: '9090',
+        LOG_LEVEL: 'debug',
+      }),
+      {
+        kubeconfig: '/k/config',
+        projectId: 'my-project-1',
+        emulatorHost: undefined,
+        topic: 'keys-2',
+        collapseMs: 0,
+        port: 9090,
+        logLevel: 'debug',
+      },
+    );
+  });
+
+  it('treats empty variables as unset', () => {
+    assert.equal(
+      loadRelayConfig({ PUBSUB_EMULATOR_HOST: 'h:1', RELAY_PORT: '', LEVELSET_TOPIC: '' }).port,
+      8080,
+    );
+  });
+
+  it('requires a project off the emulator', () => {
+    assert.throws(
+      () => loadRelayConfig({}),
+      (err: Error) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, /GOOGLE_CLOUD_PROJECT: required/);
+        return true;
+      },
+    );
+  });
+
+  it('names every bad variable in one error', () => {
+    assert.throws(
+      () =>
+        loadRelayConfig({
+          GOOGLE_CLOUD_PROJECT: 'p-1234',
+          RELAY_COLLAPSE_MS: 'soon',
+          RELAY_PORT: '70000',
+          LOG_LEVEL: 'loud',
+          LEVELSET_TOPIC: 'goog-keys',
+        }),
+      (err: Error) => {
+        for (const name of ['RELAY_COLLAPSE_MS', 'RELAY_PORT', 'LOG_LEVEL', 'LEVELSET_TOPIC']) {
+          assert.match(err.message, new RegExp(`${name}: `));
+        }
+        return true;
+      },
+    );
+  });
+});
+
+describe('metadata', () => {
+  const secrets: ResourceType = {
+    group: '',
+    version: 'v1',
+    plural: 'secrets',
+    kind: 'Secret',
+    namespaced: true,
+  };
+  const deployments: ResourceType = {
+    group: 'apps',
+    version: 'v1',
+    plural: 'deployments',
+    kind: 'Deployment',
+    namespaced: true,
+  };
+  const namespaces: ResourceType = {
+    group: '',
+    version: 'v1',
+    plural: 'namespaces',
+    kind: 'Namespace',
+    namespaced: false,
+  };
+
+  it('builds collection paths and names', () => {
+    assert.equal(collectionPath(secrets), '/api/v1/secrets');
+    assert.equal(collectionPath(deployments, 'team-a'), '/apis/apps/v1/namespaces/team-a/deployments');
+    assert.equal(collectionPath(namespaces, 'ignored'), '/api/v1/namespaces');
+    assert.equal(resourceName(deployments), 'apps/v1/deployments');
+  });
+
+  it('keeps only metadata: never a Secret body, managedFields or the last-applied copy', () => {
+    const secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'db',
+        namespace: 'team-a',
+        resourceVersion: '3',
+        labels: { a: 'b' },
+        annotations: { [LAST_APPLIED_ANNOTATION]: '{"data":{"password":"c2VjcmV0"}}', keep: 'me' },
+        managedFields: [{ manager: 'kubectl' }],
+      },
+      data: { password: 'c2VjcmV0' },
+      stringData: { password: 'secret' },
+      type: 'Opaque',
+    };
+    const stripped = stripToMetadata(secret, secrets);
+    assert.deepEqual(stripped, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'db',
+        namespace: 'team-a',
+        resourceVersion: '3',
+        labels: { a: 'b' },
+        annotations: { keep: 'me' },
+      },
+    });
+    assert.doesNotMatch(JSON.stringify(stripped), /c2VjcmV0|secret"/);
+    // The input is not modified.
+    assert.ok(secret.metadata.annotations[LAST_APPLIED_ANNOTATION]);
+  });
+
+  it("gives a PartialObjectMetadata its resource's apiVersion and kind", () => {
+    const partial = { apiVersion: 'meta.k8s.io/v1', kind: 'PartialObjectMetadata', metadata: { name: 'd' } };
+    assert.deepEqual(stripToMetadata(partial, deployments), {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd' },
+    });
+  });
+});

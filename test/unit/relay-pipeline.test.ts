@@ -1,0 +1,290 @@
+// The event → key → message flow: informer planning, primary predicate, Watch.map with its
+// context, collapse, publish, and the `publish failed` log line, with hand-cranked timers.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import { createLogger } from '../../functions/log.ts';
+import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
+import type { Timers } from '../../relay/collapse.ts';
+import { createRelayMetrics } from '../../relay/metrics.ts';
+import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+
+class ManualTimers implements Timers {
+  #now = Date.parse('2026-11-21T10:00:00.000Z');
+  #id = 0;
+  readonly #due = new Map<number, { at: number; fn: () => void }>();
+  now = () => this.#now;
+  setTimeout = (fn: () => void, ms: number) => {
+    this.#due.set(++this.#id, { at: this.#now + ms, fn });
+    return this.#id;
+  };
+  clearTimeout = (h: unknown) => void this.#due.delete(h as number);
+  advance(ms: number): void {
+    const end = this.#now + ms;
+    for (;;) {
+      const next = [...this.#due].filter(([, t]) => t.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
+      if (!next) break;
+      this.#due.delete(next[0]);
+      this.#now = next[1].at;
+      next[1].fn();
+    }
+    this.#now = end;
+  }
+}
+
+const widgets: ResourceType = {
+  group: 'test.levelset.dev',
+  version: 'v1',
+  plural: 'widgets',
+  kind: 'Widget',
+  namespaced: true,
+};
+const pods: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
+const namespaces: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'namespaces',
+  kind: 'Namespace',
+  namespaced: false,
+};
+
+const keyOf = (o: KubernetesObject): Key => ({
+  namespace: o.metadata?.namespace ?? '',
+  name: o.metadata?.name ?? '',
+});
+
+/** A test controller: Widgets own Pods; a Namespace change touches every Widget in it. */
+function widgetController(name = 'widget'): Controller {
+  return {
+    name,
+    primary: widgets,
+    rbac: [],
+    watches: [
+      { resource: widgets, map: (e) => [keyOf(e.object)] },
+      {
+        resource: pods,
+        labelSelector: 'app=widget',
+        map: (e) =>
+          (e.object.metadata?.ownerReferences ?? [])
+            .filter((r) => r.kind === 'Widget' && r.controller)
+            .map((r) => ({ namespace: e.object.metadata?.namespace ?? '', name: r.name })),
+      },
+      {
+        resource: namespaces,
+        map: (e, ctx) => ctx.primaryKeys().filter((k) => k.namespace === e.object.metadata?.name),
+      },
+    ],
+    reconcile: async () => undefined,
+  };
+}
+
+const obj = (kind: string, meta: Partial<V1ObjectMeta>): KubernetesObject => ({
+  apiVersion: 'v1',
+  kind,
+  metadata: { resourceVersion: '1', ...meta },
+});
+const widget = (name: string, meta: Partial<V1ObjectMeta> = {}) =>
+  obj('Widget', { name, namespace: 'ns', generation: 1, ...meta });
+const pod = (name: string, owner: string, rv = '1') =>
+  obj('Pod', {
+    name,
+    namespace: 'ns',
+    resourceVersion: rv,
+    ownerReferences: [
+      { apiVersion: 'test.levelset.dev/v1', kind: 'Widget', name: owner, uid: 'u', controller: true },
+    ],
+  });
+
+function setup(options: { collapseMs?: number; fail?: boolean; primaryKeys?: Key[] } = {}) {
+  const timers = new ManualTimers();
+  const published: KeyMessage[] = [];
+  const logs: { severity: string; message: string; [k: string]: unknown }[] = [];
+  const logger = createLogger('relay', { write: (s: string) => void logs.push(JSON.parse(s)) });
+  const metrics = createRelayMetrics();
+  const controller = widgetController();
+  const plans = planInformers([controller]);
+  const routesOf = (r: ResourceType) => plans.find((p) => p.resource === r)?.routes ?? [];
+  const pipeline = new KeyPipeline({
+    collapseMs: options.collapseMs ?? 250,
+    timers,
+    logger,
+    metrics,
+    primaryKeys: () => options.primaryKeys ?? [],
+    publish: async (m) => {
+      await new Promise((resolve) => setImmediate(resolve)); // Pub/Sub answers later, not synchronously
+      if (options.fail) throw new Error('UNAVAILABLE: emulator down');
+      published.push(m);
+      return String(published.length);
+    },
+  });
+  const send = (r: ResourceType, event: WatchEvent) => pipeline.handle(routesOf(r), event);
+  return { timers, published, logs, metrics, pipeline, send };
+}
+
+/** Lets the pipeline's publish promises settle. */
+const settle = async () => {
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('planInformers', () => {
+  it('shares one informer between watches of the same resource, namespace and selector', () => {
+    const a = widgetController('widget-a');
+    const b = widgetController('widget-b');
+    const plans = planInformers([a, b]);
+    assert.deepEqual(
+      plans.map((p) => [p.id, p.routes.map((r) => `${r.controller.name}${r.primary ? '*' : ''}`)]),
+      [
+        ['test.levelset.dev/v1/widgets', ['widget-a*', 'widget-b*']],
+        ['v1/pods?app=widget', ['widget-a', 'widget-b']],
+        ['v1/namespaces', ['widget-a', 'widget-b']],
+      ],
+    );
+    assert.equal(plans[1]?.labelSelector, 'app=widget');
+  });
+
+  it('keeps watches with different selectors or namespaces apart', () => {
+    const c = widgetController();
+    c.watches.push({ resource: pods, namespace: 'other', map: () => [] });
+    assert.deepEqual(
+      planInformers([c]).map((p) => p.id),
+      ['test.levelset.dev/v1/widgets', 'v1/pods?app=widget', 'v1/namespaces', 'v1/pods@other'],
+    );
+  });
+});
+
+describe('KeyPipeline', () => {
+  it('publishes one valid v1 key message for a burst of 100 updates of one owned object', async () => {
+    const { timers, published, send, metrics } = setup();
+    for (let i = 1; i <= 100; i++) {
+      send(pods, {
+        type: 'MODIFIED',
+        object: pod('p', 'w1', String(i + 1)),
+        oldObject: pod('p', 'w1', String(i)),
+      });
+      timers.advance(1);
+    }
+    timers.advance(250);
+    await settle();
+    assert.equal(published.length, 1);
+    const m = published[0];
+    assert.deepEqual(keyMessageSchema.parse(m), m);
+    assert.deepEqual(m, {
+      v: 1,
+      controller: 'widget',
+      namespace: 'ns',
+      name: 'w1',
+      reason: 'watch',
+      enqueuedAt: '2026-11-21T10:00:00.000Z',
+    });
+    assert.equal((await metrics.keysEnqueued.get()).values[0]?.value, 1);
+    assert.equal((await metrics.keysCollapsed.get()).values[0]?.value, 99);
+    assert.equal((await metrics.keysPublished.get()).values[0]?.value, 1);
+  });
+
+  it('drops a status-only update of the primary, but not one of an owned object', async () => {
+    const { timers, published, send, metrics } = setup();
+    send(widgets, {
+      type: 'MODIFIED',
+      object: widget('w1', { resourceVersion: '2' }),
+      oldObject: widget('w1'),
+    });
+    timers.advance(250);
+    await settle();
+    assert.equal(published.length, 0);
+    assert.equal((await metrics.eventsFiltered.get()).values[0]?.value, 1);
+    send(pods, { type: 'MODIFIED', object: pod('p', 'w1', '2'), oldObject: pod('p', 'w1', '1') });
+    timers.advance(250);
+    await settle();
+    assert.deepEqual(
+      published.map((m) => m.name),
+      ['w1'],
+    );
+  });
+
+  it('enqueues a spec change and a deletion of the primary', async () => {
+    const { timers, published, send } = setup();
+    send(widgets, {
+      type: 'MODIFIED',
+      object: widget('w1', { generation: 2, resourceVersion: '2' }),
+      oldObject: widget('w1'),
+    });
+    send(widgets, { type: 'DELETED', object: widget('w2') });
+    timers.advance(250);
+    await settle();
+    assert.deepEqual(published.map((m) => m.name).sort(), ['w1', 'w2']);
+  });
+
+  it("gives Watch.map the primary keys in the relay's cache", async () => {
+    const { timers, published, send } = setup({
+      primaryKeys: [
+        { namespace: 'ns', name: 'w1' },
+        { namespace: 'ns', name: 'w2' },
+        { namespace: 'elsewhere', name: 'w3' },
+      ],
+    });
+    send(namespaces, { type: 'MODIFIED', object: obj('Namespace', { name: 'ns', resourceVersion: '5' }) });
+    timers.advance(250);
+    await settle();
+    assert.deepEqual(published.map((m) => `${m.namespace}/${m.name}`).sort(), ['ns/w1', 'ns/w2']);
+  });
+
+  it('drops an event whose map throws or returns invalid keys, logging it, and carries on', async () => {
+    const { timers, published, logs, pipeline } = setup();
+    const route = (map: () => Key[]) => ({
+      controller: widgetController(),
+      primary: false,
+      watch: { resource: pods, map },
+    });
+    const event: WatchEvent = { type: 'ADDED', object: pod('p', 'w1') };
+    pipeline.handle(
+      [
+        route(() => {
+          throw new Error('bug');
+        }),
+        route(() => [{ namespace: 'ns', name: '' }, { name: 'x' } as Key, { namespace: 'ns', name: 'ok' }]),
+      ],
+      event,
+    );
+    timers.advance(250);
+    await settle();
+    assert.deepEqual(
+      published.map((m) => m.name),
+      ['ok'],
+    );
+    assert.deepEqual(
+      logs.filter((l) => l.severity === 'ERROR').map((l) => l.message),
+      [
+        'watch map threw: event dropped',
+        'watch map returned an invalid key',
+        'watch map returned an invalid key',
+      ],
+    );
+  });
+
+  it('logs a refused publish at ERROR with message "publish failed" and counts it', async () => {
+    const { timers, logs, send, metrics } = setup({ fail: true });
+    send(widgets, { type: 'ADDED', object: widget('w1') });
+    timers.advance(250);
+    await settle();
+    const line = logs.find((l) => l.message === 'publish failed');
+    assert.ok(line, 'a publish failed line');
+    assert.equal(line.severity, 'ERROR');
+    assert.equal(line.controller, 'widget');
+    assert.equal(line.key, 'ns/w1');
+    assert.equal((await metrics.publishErrors.get()).values[0]?.value, 1);
+  });
+
+  it('flush publishes keys still in the window and waits for them', async () => {
+    const { published, send, pipeline } = setup({ collapseMs: 60_000 });
+    send(widgets, { type: 'ADDED', object: widget('w1') });
+    send(pods, { type: 'ADDED', object: pod('p', 'w2') });
+    assert.equal(pipeline.pending, 2);
+    await pipeline.flush();
+    assert.deepEqual(
+      published.map((m) => m.name),
+      ['w1', 'w2'],
+    );
+    assert.equal(pipeline.pending, 0);
+  });
+});
