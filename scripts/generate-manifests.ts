@@ -1,0 +1,417 @@
+/**
+ * Generates the Kubernetes RBAC and the CRD list from the controller registry
+ * (`functions/controllers/index.ts`), so that the registry stays the one list of what is watched
+ * and what is reconciled (DESIGN.md "Contracts"). Writes checked-in files:
+ *
+ * - `terraform/registry.gen.tf.json` — Terraform locals: the relay's and the functions' ClusterRole rules.
+ * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.
+ * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each controller's
+ *   `functions/controllers/<folder>/crd.yaml` (kustomize cannot load files outside its root;
+ *   Terraform reads the originals with `yamldecode(file(...))`).
+ *
+ *   npx node scripts/generate-manifests.ts          # write the files
+ *   npx node scripts/generate-manifests.ts --check  # exit 1 when a checked-in file differs (CI)
+ *
+ * The rules, as the relay and the functions use the API:
+ * - relay: `get`/`list`/`watch` on every resource a controller watches (metadata-only list+watch),
+ *   plus `get`/`list`/`watch` on `customresourcedefinitions` when a primary is a custom resource
+ *   (the relay waits for its CRD to exist).
+ * - functions: the union of every controller's `rbac`, `create`/`patch` on core `events`
+ *   (EventRecorder), and `list` on every primary and watched resource (resync's paginated LIST).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { Controller, ResourceType, Verb } from '../functions/controllers/types.ts';
+
+/** The repository root (this file lives in `scripts/`). */
+export const REPO_ROOT = resolve(import.meta.dirname, '..');
+
+/** Kubernetes RBAC PolicyRule (rbac.authorization.k8s.io/v1), one API group per rule. */
+export interface ClusterRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** A controller's CRD file, as found under `functions/controllers/<folder>/crd.yaml`. */
+export interface CrdSource {
+  /** Path relative to the repository root, POSIX separators. */
+  path: string;
+  text: string;
+}
+
+/** A parsed, validated CRD. */
+export interface Crd {
+  source: CrdSource;
+  name: string;
+  group: string;
+  plural: string;
+}
+
+/** Names of the objects the manifests create (Terraform uses the same names). */
+export const NAMES = {
+  namespace: 'levelset-system',
+  relayServiceAccount: 'levelset-relay',
+  relayClusterRole: 'levelset-relay',
+  functionsClusterRole: 'levelset-functions',
+  /** Placeholder subject of the functions' binding in `deploy/`: the runtime service account's email. */
+  functionsUserPlaceholder: 'levelset-functions@PROJECT_ID.iam.gserviceaccount.com',
+} as const;
+
+/** The pattern (relative to `functions/controllers`) of CRD files; Terraform's `fileset` uses the same. */
+export const CRD_GLOB = '*/crd.yaml';
+
+/**
+ * API groups served by kube-apiserver itself (not by CRDs). A primary in any other group is a custom
+ * resource, whose CRD the relay waits for. `samplecontroller.k8s.io` ends in `.k8s.io` yet is a
+ * CRD, so a suffix test would be wrong.
+ */
+export const BUILTIN_GROUPS: ReadonlySet<string> = new Set([
+  '',
+  'admissionregistration.k8s.io',
+  'apiextensions.k8s.io',
+  'apiregistration.k8s.io',
+  'apps',
+  'authentication.k8s.io',
+  'authorization.k8s.io',
+  'autoscaling',
+  'batch',
+  'certificates.k8s.io',
+  'coordination.k8s.io',
+  'discovery.k8s.io',
+  'events.k8s.io',
+  'flowcontrol.apiserver.k8s.io',
+  'internal.apiserver.k8s.io',
+  'networking.k8s.io',
+  'node.k8s.io',
+  'policy',
+  'rbac.authorization.k8s.io',
+  'resource.k8s.io',
+  'scheduling.k8s.io',
+  'storage.k8s.io',
+  'storagemigration.k8s.io',
+]);
+
+/** RBAC verbs in the order Kubernetes documents them; rules list verbs in this order. */
+const VERB_ORDER: readonly string[] = [
+  'get',
+  'list',
+  'watch',
+  'create',
+  'update',
+  'patch',
+  'delete',
+  'deletecollection',
+];
+const READ_VERBS: readonly Verb[] = ['get', 'list', 'watch'];
+
+/** Whether `r` is served by a CustomResourceDefinition (its group is not built in). */
+export function isCustomResource(r: Pick<ResourceType, 'group'>): boolean {
+  return !BUILTIN_GROUPS.has(r.group);
+}
+
+interface Grant {
+  group: string;
+  resource: string;
+  verbs: Iterable<string>;
+}
+
+function verbRank(v: string): number {
+  const i = VERB_ORDER.indexOf(v);
+  return i < 0 ? VERB_ORDER.length : i;
+}
+
+/**
+ * Merges grants into minimal, deterministic rules: verbs are unioned per (group, resource), then
+ * resources with the same group and verb set share one rule. Sorted by group, then resources.
+ */
+export function mergeGrants(grants: Iterable<Grant>): ClusterRule[] {
+  const byResource = new Map<string, { group: string; resource: string; verbs: Set<string> }>();
+  for (const g of grants) {
+    const id = `${g.group}\u0000${g.resource}`;
+    let entry = byResource.get(id);
+    if (!entry) {
+      entry = { group: g.group, resource: g.resource, verbs: new Set() };
+      byResource.set(id, entry);
+    }
+    for (const v of g.verbs) entry.verbs.add(v);
+  }
+  const byRule = new Map<string, ClusterRule>();
+  for (const { group, resource, verbs } of byResource.values()) {
+    const sortedVerbs = [...verbs].sort((a, b) => verbRank(a) - verbRank(b) || a.localeCompare(b));
+    const id = `${group}\u0000${sortedVerbs.join(',')}`;
+    let rule = byRule.get(id);
+    if (!rule) {
+      rule = { apiGroups: [group], resources: [], verbs: sortedVerbs };
+      byRule.set(id, rule);
+    }
+    rule.resources.push(resource);
+  }
+  const rules = [...byRule.values()];
+  for (const r of rules) r.resources.sort();
+  return rules.sort(
+    (a, b) =>
+      (a.apiGroups[0] ?? '').localeCompare(b.apiGroups[0] ?? '') ||
+      (a.resources[0] ?? '').localeCompare(b.resources[0] ?? '') ||
+      a.verbs.join(',').localeCompare(b.verbs.join(',')),
+  );
+}
+
+/**
+ * The relay's ClusterRole rules: `get`/`list`/`watch` on every watched resource, and on
+ * `customresourcedefinitions` when any primary is a custom resource. Nothing else.
+ */
+export function relayRules(controllers: readonly Controller[]): ClusterRule[] {
+  const grants: Grant[] = [];
+  for (const c of controllers) {
+    for (const w of c.watches)
+      grants.push({ group: w.resource.group, resource: w.resource.plural, verbs: READ_VERBS });
+  }
+  if (controllers.some((c) => isCustomResource(c.primary))) {
+    grants.push({ group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions', verbs: READ_VERBS });
+  }
+  return mergeGrants(grants);
+}
+
+/**
+ * The functions' ClusterRole rules: every controller's `rbac`, `create`/`patch` on core `events`
+ * (functions/runtime/events.ts writes core/v1 Events), and `list` on every primary and watched
+ * resource (resync enumerates keys with paginated LIST).
+ */
+export function functionsRules(controllers: readonly Controller[]): ClusterRule[] {
+  const grants: Grant[] = [];
+  for (const c of controllers) {
+    for (const rule of c.rbac) {
+      for (const resource of rule.resources)
+        grants.push({ group: rule.apiGroup, resource, verbs: rule.verbs });
+    }
+    grants.push({ group: c.primary.group, resource: c.primary.plural, verbs: ['list'] });
+    for (const w of c.watches)
+      grants.push({ group: w.resource.group, resource: w.resource.plural, verbs: ['list'] });
+  }
+  if (controllers.length > 0) grants.push({ group: '', resource: 'events', verbs: ['create', 'patch'] });
+  return mergeGrants(grants);
+}
+
+/** Every `functions/controllers/<folder>/crd.yaml`, sorted by path. */
+export function findCrdSources(root: string = REPO_ROOT): CrdSource[] {
+  const base = join(root, 'functions', 'controllers');
+  const sources: CrdSource[] = [];
+  for (const entry of readdirSync(base, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const file = join(base, entry.name, 'crd.yaml');
+    if (existsSync(file)) {
+      sources.push({ path: relative(root, file).split('\\').join('/'), text: readFileSync(file, 'utf8') });
+    }
+  }
+  return sources.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/**
+ * Parses and validates one CRD file: exactly one YAML document (Terraform's `yamldecode` reads
+ * one), `apiextensions.k8s.io/v1` `CustomResourceDefinition`, `metadata.name` = `<plural>.<group>`
+ * (kube-apiserver's rule), no `status`.
+ * @throws {Error} naming the file and the broken rule.
+ */
+export function parseCrd(source: CrdSource): Crd {
+  const docs = parseAllDocuments(source.text);
+  if (!Array.isArray(docs) || docs.length !== 1) {
+    throw new Error(`${source.path}: expected exactly one YAML document (Terraform's yamldecode reads one)`);
+  }
+  const [doc] = docs;
+  if (!doc || doc.errors.length > 0) throw new Error(`${source.path}: ${doc?.errors[0]?.message ?? 'empty'}`);
+  const crd = doc.toJS() as {
+    apiVersion?: unknown;
+    kind?: unknown;
+    metadata?: { name?: unknown };
+    spec?: { group?: unknown; names?: { plural?: unknown } };
+    status?: unknown;
+  } | null;
+  if (crd?.apiVersion !== 'apiextensions.k8s.io/v1' || crd.kind !== 'CustomResourceDefinition') {
+    throw new Error(`${source.path}: expected apiextensions.k8s.io/v1 CustomResourceDefinition`);
+  }
+  const group = crd.spec?.group;
+  const plural = crd.spec?.names?.plural;
+  const name = crd.metadata?.name;
+  if (typeof group !== 'string' || typeof plural !== 'string' || name !== `${plural}.${group}`) {
+    throw new Error(`${source.path}: metadata.name must be <spec.names.plural>.<spec.group>`);
+  }
+  if (crd.status !== undefined)
+    throw new Error(`${source.path}: remove status (Terraform manages spec only)`);
+  return { source, name, group, plural };
+}
+
+/** Custom-resource primaries with no CRD among `crds`, as `controller: plural.group`. */
+export function missingCrds(controllers: readonly Controller[], crds: readonly Crd[]): string[] {
+  const have = new Set(crds.map((c) => c.name));
+  return controllers
+    .filter((c) => isCustomResource(c.primary) && !have.has(`${c.primary.plural}.${c.primary.group}`))
+    .map((c) => `${c.name}: ${c.primary.plural}.${c.primary.group}`);
+}
+
+const HEADER =
+  'Generated by scripts/generate-manifests.ts from the controller registry (functions/controllers/index.ts). Do not edit: run `npm run generate:manifests`.';
+
+/** `$${` and `%%{`: Terraform's JSON syntax reads every string as a template. */
+function escapeTemplate(s: string): string {
+  return s.replaceAll('${', '$${').replaceAll('%{', '%%{');
+}
+
+function tfRules(rules: readonly ClusterRule[]) {
+  return rules.map((r) => ({
+    api_groups: r.apiGroups.map(escapeTemplate),
+    resources: r.resources.map(escapeTemplate),
+    verbs: r.verbs.map(escapeTemplate),
+  }));
+}
+
+function yamlDocs(docs: readonly object[]): string {
+  return docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
+}
+
+/**
+ * Every generated file, keyed by path relative to the repository root.
+ * @throws {Error} when a CRD file is invalid (see {@link parseCrd}).
+ */
+export function generateFiles(
+  controllers: readonly Controller[],
+  crdSources: readonly CrdSource[],
+): Map<string, string> {
+  const relay = relayRules(controllers);
+  const fns = functionsRules(controllers);
+  const crds = crdSources.map(parseCrd);
+  const files = new Map<string, string>();
+
+  const tf = {
+    '//': HEADER,
+    locals: {
+      registry_controllers: controllers.map((c) => escapeTemplate(c.name)),
+      relay_cluster_rules: tfRules(relay),
+      functions_cluster_rules: tfRules(fns),
+    },
+  };
+  files.set('terraform/registry.gen.tf.json', `${JSON.stringify(tf, null, 2)}\n`);
+
+  const labels = { 'app.kubernetes.io/part-of': 'levelset' };
+  const rbac = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: {
+        name: NAMES.relayClusterRole,
+        labels: { ...labels, 'app.kubernetes.io/component': 'relay' },
+      },
+      rules: relay,
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: {
+        name: NAMES.relayClusterRole,
+        labels: { ...labels, 'app.kubernetes.io/component': 'relay' },
+      },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NAMES.relayClusterRole },
+      subjects: [{ kind: 'ServiceAccount', name: NAMES.relayServiceAccount, namespace: NAMES.namespace }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: {
+        name: NAMES.functionsClusterRole,
+        labels: { ...labels, 'app.kubernetes.io/component': 'functions' },
+      },
+      rules: fns,
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: {
+        name: NAMES.functionsClusterRole,
+        labels: { ...labels, 'app.kubernetes.io/component': 'functions' },
+      },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: NAMES.functionsClusterRole,
+      },
+      // GKE authenticates a Google access token as the service account's email (kustomization.yaml patches it).
+      subjects: [
+        { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: NAMES.functionsUserPlaceholder },
+      ],
+    },
+  ];
+  files.set('deploy/rbac.yaml', `# ${HEADER}\n${yamlDocs(rbac)}`);
+
+  const crdFiles: string[] = [];
+  for (const crd of crds) {
+    const file = `${crd.name}.yaml`;
+    crdFiles.push(file);
+    files.set(`deploy/crds/${file}`, `# ${HEADER}\n# Copied from ${crd.source.path}.\n${crd.source.text}`);
+  }
+  crdFiles.sort();
+  const kustomization = {
+    apiVersion: 'kustomize.config.k8s.io/v1beta1',
+    kind: 'Kustomization',
+    resources: crdFiles,
+  };
+  files.set('deploy/crds/kustomization.yaml', `# ${HEADER}\n${yamlDocs([kustomization])}`);
+  return files;
+}
+
+/** Generated files under `deploy/crds/` that exist on disk but are no longer generated. */
+function staleCrdFiles(root: string, files: Map<string, string>): string[] {
+  const dir = join(root, 'deploy', 'crds');
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .map((f) => `deploy/crds/${f}`)
+    .filter((p) => p.endsWith('.yaml') && !files.has(p));
+}
+
+/**
+ * Compares the generated files with the checked-in ones.
+ * @returns paths that differ, are missing, or are stale (generated before, not any more).
+ */
+export function drift(files: Map<string, string>, root: string = REPO_ROOT): string[] {
+  const out: string[] = [];
+  for (const [path, content] of files) {
+    const abs = join(root, path);
+    if (!existsSync(abs) || readFileSync(abs, 'utf8') !== content) out.push(path);
+  }
+  return [...out, ...staleCrdFiles(root, files)];
+}
+
+/** Writes the generated files and removes stale CRD copies. */
+export function writeFiles(files: Map<string, string>, root: string = REPO_ROOT): void {
+  for (const stale of staleCrdFiles(root, files)) rmSync(join(root, stale));
+  for (const [path, content] of files) {
+    const abs = join(root, path);
+    mkdirSync(dirname(abs), { recursive: true });
+    writeFileSync(abs, content);
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { check: { type: 'boolean', default: false } } });
+  const { controllers } = await import('../functions/controllers/index.ts');
+  const crdSources = findCrdSources();
+  const files = generateFiles(controllers, crdSources);
+  const missing = missingCrds(controllers, crdSources.map(parseCrd));
+  for (const m of missing)
+    process.stderr.write(`warning: no functions/controllers/*/crd.yaml defines ${m}\n`);
+  if (values.check) {
+    const changed = drift(files);
+    if (changed.length > 0) {
+      process.stderr.write(
+        `generated manifests are out of date (run npm run generate:manifests):\n  ${changed.join('\n  ')}\n`,
+      );
+      process.exitCode = 1;
+    }
+    return;
+  }
+  writeFiles(files);
+  process.stdout.write(`wrote ${[...files.keys()].join(', ')}\n`);
+}
+
+if (import.meta.main) await main();

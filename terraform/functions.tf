@@ -1,0 +1,203 @@
+# The reconcile and resync functions (Cloud Run functions, runtime nodejs24) and the scheduler job.
+#
+# Source: `npm run package:functions` (scripts/package-functions.ts) builds the project with tsc and
+# stages what the functions need in terraform/.build/functions (dist/functions, package.json with
+# main = dist/functions/index.js, package-lock.json); archive_file zips it and the zip's MD5 names
+# the bucket object, so a changed source redeploys and an unchanged one does not.
+
+locals {
+  functions_source_dir = coalesce(var.functions_source_dir, "${path.module}/.build/functions")
+
+  function_env = merge(local.controller_env, {
+    # The Cloud Run path of functions/kube.ts: this endpoint and the runtime service account's
+    # Google access token (functions/gke-auth.ts). No CA data: the DNS endpoint's certificate is public.
+    KUBERNETES_ENDPOINT = local.kubernetes_endpoint
+  })
+}
+
+data "archive_file" "functions" {
+  type        = "zip"
+  source_dir  = local.functions_source_dir
+  output_path = "${path.module}/.build/functions.zip"
+}
+
+resource "google_storage_bucket" "functions_source" {
+  project                     = var.project_id
+  name                        = "${var.project_id}-${var.name}-functions"
+  location                    = var.region
+  labels                      = local.labels
+  force_destroy               = var.force_destroy_source_bucket
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_storage_bucket_object" "functions_source" {
+  bucket = google_storage_bucket.functions_source.name
+  name   = "functions/${data.archive_file.functions.output_md5}.zip"
+  source = data.archive_file.functions.output_path
+}
+
+# Images built from the functions' source; the build identity writes here and nowhere else.
+resource "google_artifact_registry_repository" "functions" {
+  project       = var.project_id
+  location      = var.region
+  repository_id = "${var.name}-functions"
+  format        = "DOCKER"
+  description   = "Images of the Levelset functions, built by Cloud Functions."
+  labels        = local.labels
+
+  cleanup_policies {
+    id     = "keep-recent"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 5
+    }
+  }
+
+  cleanup_policies {
+    id     = "delete-old"
+    action = "DELETE"
+    condition {
+      older_than = "2592000s"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_artifact_registry_repository_iam_member" "build_writer" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.functions.location
+  repository = google_artifact_registry_repository.functions.name
+  role       = "roles/artifactregistry.writer"
+  member     = google_service_account.build.member
+}
+
+resource "google_cloudfunctions2_function" "reconcile" {
+  project     = var.project_id
+  location    = var.region
+  name        = local.reconcile_function_name
+  description = "Levelset reconcile: one key per Pub/Sub push; converges the cluster to the key's desired state."
+  labels      = local.labels
+
+  build_config {
+    runtime           = "nodejs24"
+    entry_point       = "reconcile"
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.functions.id
+
+    source {
+      storage_source {
+        bucket = google_storage_bucket.functions_source.name
+        object = google_storage_bucket_object.functions_source.name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email            = google_service_account.functions.email
+    ingress_settings                 = var.ingress_settings
+    all_traffic_on_latest_revision   = true
+    timeout_seconds                  = var.reconcile_timeout_seconds
+    min_instance_count               = 0
+    max_instance_count               = var.reconcile_max_instances
+    max_instance_request_concurrency = var.reconcile_concurrency
+    available_cpu                    = var.function_cpu
+    available_memory                 = var.function_memory
+    environment_variables            = local.function_env
+  }
+
+  depends_on = [
+    google_project_iam_member.build,
+    google_artifact_registry_repository_iam_member.build_writer,
+  ]
+}
+
+resource "google_cloudfunctions2_function" "resync" {
+  project     = var.project_id
+  location    = var.region
+  name        = local.resync_function_name
+  description = "Levelset resync: publishes every key of every controller (Cloud Scheduler)."
+  labels      = local.labels
+
+  build_config {
+    runtime           = "nodejs24"
+    entry_point       = "resync"
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.functions.id
+
+    source {
+      storage_source {
+        bucket = google_storage_bucket.functions_source.name
+        object = google_storage_bucket_object.functions_source.name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email          = google_service_account.functions.email
+    ingress_settings               = var.ingress_settings
+    all_traffic_on_latest_revision = true
+    timeout_seconds                = var.resync_timeout_seconds
+    min_instance_count             = 0
+    # One resync at a time: a second would only publish the same keys again.
+    max_instance_count               = 1
+    max_instance_request_concurrency = 1
+    available_cpu                    = var.function_cpu
+    available_memory                 = var.function_memory
+    environment_variables            = local.function_env
+  }
+
+  depends_on = [
+    google_project_iam_member.build,
+    google_artifact_registry_repository_iam_member.build_writer,
+  ]
+}
+
+# Invokers: the push identity may call reconcile, the scheduler identity resync; nobody else.
+resource "google_cloud_run_v2_service_iam_member" "reconcile_invoker" {
+  project  = var.project_id
+  location = var.region
+  name     = google_cloudfunctions2_function.reconcile.service_config[0].service
+  role     = "roles/run.invoker"
+  member   = google_service_account.push.member
+}
+
+resource "google_cloud_run_v2_service_iam_member" "resync_invoker" {
+  project  = var.project_id
+  location = var.region
+  name     = google_cloudfunctions2_function.resync.service_config[0].service
+  role     = "roles/run.invoker"
+  member   = google_service_account.scheduler.member
+}
+
+resource "google_cloud_scheduler_job" "resync" {
+  project          = var.project_id
+  region           = var.region
+  name             = local.resync_function_name
+  description      = "Levelset resync: every key of every controller is published again (level-driven safety net)."
+  schedule         = var.resync_schedule
+  time_zone        = var.resync_time_zone
+  attempt_deadline = "${var.resync_timeout_seconds}s"
+
+  retry_config {
+    # The next scheduled run is the retry.
+    retry_count = 0
+  }
+
+  http_target {
+    http_method = "POST"
+    uri         = google_cloudfunctions2_function.resync.service_config[0].uri
+    headers     = { "Content-Type" = "application/json" }
+    body        = base64encode("{}")
+
+    oidc_token {
+      service_account_email = google_service_account.scheduler.email
+      audience              = google_cloudfunctions2_function.resync.service_config[0].uri
+    }
+  }
+
+  depends_on = [google_cloud_run_v2_service_iam_member.resync_invoker]
+}

@@ -1,0 +1,152 @@
+/**
+ * Levelset on Google Cloud and GKE: the keys topic with its push subscription and dead letters
+ * (pubsub.tf), the reconcile and resync functions and the scheduler job (functions.tf), the objects
+ * in the cluster (kubernetes.tf), log-based metrics and alerts (monitoring.tf). This file holds what
+ * they share: the cluster, the APIs, the service accounts and their project-level IAM.
+ */
+
+data "google_project" "this" {
+  project_id = var.project_id
+}
+
+data "google_container_cluster" "this" {
+  project  = var.project_id
+  name     = var.cluster_name
+  location = var.cluster_location
+}
+
+locals {
+  project_number = data.google_project.this.number
+
+  # The GKE DNS-based control-plane endpoint (its certificate is publicly trusted: no CA data).
+  dns_endpoint        = try(data.google_container_cluster.this.control_plane_endpoints_config[0].dns_endpoint_config[0].endpoint, "")
+  kubernetes_endpoint = trimsuffix(coalesce(var.kubernetes_endpoint, "https://${local.dns_endpoint}"), "/")
+
+  workload_pool = try(data.google_container_cluster.this.workload_identity_config[0].workload_pool, "")
+
+  labels = merge({ app = "levelset" }, var.labels)
+
+  reconcile_function_name = "${var.name}-reconcile"
+  resync_function_name    = "${var.name}-resync"
+  dead_letter_topic_name  = "${var.topic_name}-dead-letter"
+
+  # The controllers' configuration: the same environment for the functions and the relay.
+  controller_env = {
+    GOOGLE_CLOUD_PROJECT        = var.project_id
+    LEVELSET_TOPIC              = var.topic_name
+    LEVELSET_SOURCE_NAMESPACE   = var.source_namespace
+    LEVELSET_EXCLUDE_NAMESPACES = join(",", var.exclude_namespaces)
+    LOG_LEVEL                   = var.log_level
+  }
+
+  pubsub_service_agent = "serviceAccount:service-${local.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+
+  apis = toset([
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "cloudscheduler.googleapis.com",
+    "container.googleapis.com",
+    "iam.googleapis.com",
+    "logging.googleapis.com",
+    "monitoring.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "storage.googleapis.com",
+  ])
+}
+
+check "cluster_prerequisites" {
+  assert {
+    condition     = var.kubernetes_endpoint != null || try(data.google_container_cluster.this.control_plane_endpoints_config[0].dns_endpoint_config[0].allow_external_traffic, false)
+    error_message = "The cluster's DNS-based control-plane endpoint does not allow external traffic: run gcloud container clusters update ${var.cluster_name} --location=${var.cluster_location} --enable-dns-access (or set kubernetes_endpoint)."
+  }
+  assert {
+    condition     = local.workload_pool == "${var.project_id}.svc.id.goog"
+    error_message = "Workload Identity Federation for GKE is not enabled on the cluster (workload pool ${var.project_id}.svc.id.goog): the relay cannot publish to Pub/Sub."
+  }
+}
+
+resource "google_project_service" "apis" {
+  for_each = var.enable_apis ? local.apis : toset([])
+
+  project                    = var.project_id
+  service                    = each.value
+  disable_on_destroy         = false
+  disable_dependent_services = false
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Service accounts: one identity per caller, each with only what it does.
+# ---------------------------------------------------------------------------------------------------
+
+# The functions' runtime identity: publishes keys (resync) and acts in the cluster through RBAC
+# bound to its email (kubernetes.tf).
+resource "google_service_account" "functions" {
+  project      = var.project_id
+  account_id   = "${var.name}-functions"
+  display_name = "Levelset functions (reconcile, resync)"
+  description  = "Runtime identity of the Levelset functions; authorised in the cluster by the ${var.name}-functions ClusterRole."
+}
+
+# Builds the functions' source (Cloud Build) instead of the default compute service account.
+resource "google_service_account" "build" {
+  project      = var.project_id
+  account_id   = "${var.name}-build"
+  display_name = "Levelset functions build"
+  description  = "Cloud Build identity for the Levelset functions' source builds."
+}
+
+# Signs the OIDC token of Pub/Sub's push to reconcile.
+resource "google_service_account" "push" {
+  project      = var.project_id
+  account_id   = "${var.name}-push"
+  display_name = "Levelset Pub/Sub push"
+  description  = "Identity of the Pub/Sub push subscription that invokes the reconcile function."
+}
+
+# Signs the OIDC token of the scheduler job that invokes resync.
+resource "google_service_account" "scheduler" {
+  project      = var.project_id
+  account_id   = "${var.name}-scheduler"
+  display_name = "Levelset resync scheduler"
+  description  = "Identity of the Cloud Scheduler job that invokes the resync function."
+}
+
+# Connecting to the cluster: the DNS-based endpoint checks container.clusters.connect; what the
+# identity may do inside is Kubernetes RBAC only. A custom role grants exactly that, no more.
+resource "google_project_iam_custom_role" "cluster_connect" {
+  project     = var.project_id
+  role_id     = "${replace(var.name, "-", "_")}_cluster_connect"
+  title       = "Levelset: connect to GKE"
+  description = "Reach a GKE control plane through its DNS-based endpoint; authorisation inside is Kubernetes RBAC."
+  permissions = ["container.clusters.connect", "container.clusters.get"]
+}
+
+resource "google_project_iam_member" "functions_cluster_connect" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.cluster_connect.id
+  member  = google_service_account.functions.member
+}
+
+resource "google_project_iam_member" "build" {
+  for_each = toset([
+    "roles/logging.logWriter",
+    # Reads the staged source from the gcf-v2-sources-<number>-<region> bucket Cloud Functions creates.
+    "roles/storage.objectViewer",
+  ])
+
+  project = var.project_id
+  role    = each.value
+  member  = google_service_account.build.member
+}
+
+# Pub/Sub mints the push OIDC token as the push service account (needed for projects created before
+# April 2021; harmless after).
+resource "google_service_account_iam_member" "push_token_creator" {
+  service_account_id = google_service_account.push.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = local.pubsub_service_agent
+
+  depends_on = [google_project_service.apis]
+}

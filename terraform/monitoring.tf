@@ -1,0 +1,191 @@
+# Log-based metrics from the JSON lines the functions and the relay write (functions/log.ts):
+# `logging.googleapis.com/labels` becomes the entry's labels (controller, key); the reconcile's final
+# line carries `outcome` (success | requeue | transient | terminal | malformed | error) and
+# `durationMs`. Alerts: keys in the dead-letter subscription, relay publish failures.
+
+locals {
+  reconcile_log_filter = join(" AND ", [
+    "resource.type=\"cloud_run_revision\"",
+    "resource.labels.service_name=\"${local.reconcile_function_name}\"",
+    "jsonPayload.outcome:*",
+  ])
+
+  relay_publish_error_filter = join(" AND ", [
+    "resource.type=\"k8s_container\"",
+    "resource.labels.cluster_name=\"${var.cluster_name}\"",
+    "resource.labels.namespace_name=\"${var.relay_namespace}\"",
+    "resource.labels.container_name=\"relay\"",
+    "severity>=ERROR",
+    "jsonPayload.message=\"publish failed\"",
+  ])
+}
+
+resource "google_logging_metric" "reconcile_outcomes" {
+  project     = var.project_id
+  name        = "${var.name}/reconcile_outcomes"
+  description = "Levelset reconcile deliveries by controller and outcome."
+  filter      = local.reconcile_log_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Levelset reconcile outcomes"
+
+    labels {
+      key         = "controller"
+      value_type  = "STRING"
+      description = "The controller (key message's controller)."
+    }
+    labels {
+      key         = "outcome"
+      value_type  = "STRING"
+      description = "success, requeue, transient, terminal, malformed or error."
+    }
+  }
+
+  label_extractors = {
+    controller = "EXTRACT(labels.controller)"
+    outcome    = "EXTRACT(jsonPayload.outcome)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "reconcile_duration" {
+  project         = var.project_id
+  name            = "${var.name}/reconcile_duration"
+  description     = "Levelset reconcile duration (durationMs of the final line) by controller and outcome."
+  filter          = "${local.reconcile_log_filter} AND jsonPayload.durationMs:*"
+  value_extractor = "EXTRACT(jsonPayload.durationMs)"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "ms"
+    display_name = "Levelset reconcile duration"
+
+    labels {
+      key         = "controller"
+      value_type  = "STRING"
+      description = "The controller (key message's controller)."
+    }
+    labels {
+      key         = "outcome"
+      value_type  = "STRING"
+      description = "success, requeue, transient, terminal, malformed or error."
+    }
+  }
+
+  label_extractors = {
+    controller = "EXTRACT(labels.controller)"
+    outcome    = "EXTRACT(jsonPayload.outcome)"
+  }
+
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 20
+      growth_factor      = 2
+      scale              = 5
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "relay_publish_errors" {
+  project     = var.project_id
+  name        = "${var.name}/relay_publish_errors"
+  description = "Levelset relay: keys it failed to publish to Pub/Sub."
+  filter      = local.relay_publish_error_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Levelset relay publish errors"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_monitoring_alert_policy" "dead_letters" {
+  project               = var.project_id
+  display_name          = "Levelset: keys in the dead-letter subscription"
+  combiner              = "OR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Undelivered messages in ${local.dead_letter_topic_name} > 0"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"pubsub_subscription\"",
+        "resource.labels.subscription_id = \"${google_pubsub_subscription.dead_letter.name}\"",
+        "metric.type = \"pubsub.googleapis.com/subscription/num_undelivered_messages\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A key failed reconcile ${var.max_delivery_attempts} times and was dead-lettered. Read its story in Logs Explorer (labels.controller and labels.key), fix the cause, then replay the subscription ${google_pubsub_subscription.dead_letter.name} or run the resync job (terraform/README.md \"Dead letters\")."
+  }
+}
+
+resource "google_monitoring_alert_policy" "relay_publish_errors" {
+  project               = var.project_id
+  display_name          = "Levelset: relay cannot publish keys"
+  combiner              = "OR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Relay publish failures in 5 min > 0"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"k8s_container\"",
+        "metric.type = \"logging.googleapis.com/user/${google_logging_metric.relay_publish_errors.name}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_SUM"
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The relay logged \"publish failed\": keys are not reaching Pub/Sub (check Workload Identity Federation and roles/pubsub.publisher on ${var.topic_name}). Watch events are lost until it recovers; the next resync re-publishes every key."
+  }
+}
