@@ -10,7 +10,9 @@ import {
   secretReplicator,
 } from '../../functions/controllers/secret-replicator/index.ts';
 import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
+import { ReplicationError } from '../../functions/controllers/secret-replicator/reconcile.ts';
 import type { Key, MapContext, Watch, WatchEvent } from '../../functions/controllers/types.ts';
+import { apiStatusOf, isConflict, isTransient } from '../../functions/runtime/errors.ts';
 
 describe('config', () => {
   test('defaults', () => {
@@ -133,5 +135,27 @@ describe('controller module', () => {
       if (saved === undefined) delete process.env.LEVELSET_SOURCE_NAMESPACE;
       else process.env.LEVELSET_SOURCE_NAMESPACE = saved;
     }
+  });
+});
+
+describe('ReplicationError', () => {
+  const failure = (status: number | undefined) => ({
+    namespace: 'team-a',
+    op: 'update' as const,
+    status,
+    error: {},
+  });
+
+  test('all 409s read as a conflict (re-run from a fresh read); otherwise the first status', () => {
+    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(409), failure(409)])), 409);
+    assert.ok(isConflict(new ReplicationError('s/x', [failure(409)])));
+    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(500), failure(409)])), 500);
+    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(undefined), failure(409)])), undefined);
+    const err = new ReplicationError('s/x', [failure(409), failure(503)]);
+    assert.ok(isTransient(err));
+    assert.match(
+      err.message,
+      /2 write\(s\) of copies of s\/x failed: update team-a \(409\), update team-a \(503\)/,
+    );
   });
 });

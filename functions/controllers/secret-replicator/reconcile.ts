@@ -79,18 +79,22 @@ export interface FailedWrite {
 
 /**
  * Some writes of a reconcile failed (e.g. 409 on a stale resourceVersion, 5xx); the others were
- * done. Not a TerminalError: the key is retried with backoff and the next reconcile re-reads
- * everything. `cause` is the first failure.
+ * done. Not a TerminalError: the key is retried and the next reconcile re-reads everything.
+ * `code` makes it read as an API error to `apiStatusOf`: `409` when every failure is a 409 (so the
+ * runtime re-runs the reconcile from a fresh read, as client-go's `retry.RetryOnConflict`), else
+ * the first failure's status (`undefined` for a network error). `cause` is the first failure.
  */
 export class ReplicationError extends Error {
   override readonly name = 'ReplicationError';
   readonly failures: FailedWrite[];
+  readonly code: number | undefined;
   constructor(source: string, failures: FailedWrite[]) {
     const what = failures.map((f) => `${f.op} ${f.namespace}${f.status ? ` (${f.status})` : ''}`).join(', ');
     super(`${failures.length} write(s) of copies of ${source} failed: ${what}`, {
       cause: failures[0]?.error,
     });
     this.failures = failures;
+    this.code = failures.every((f) => f.status === 409) ? 409 : failures[0]?.status;
   }
 }
 
