@@ -35,15 +35,18 @@ const envSchema = z
     RELAY_PORT: optional(z.coerce.number().int().min(0).max(65_535)),
     LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   })
-  .superRefine((env, ctx) => {
-    if (!env.GOOGLE_CLOUD_PROJECT && !env.PUBSUB_EMULATOR_HOST) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['GOOGLE_CLOUD_PROJECT'],
-        message: 'required (it defaults to "local-project" only when PUBSUB_EMULATOR_HOST is set)',
-      });
-    }
-  });
+  .superRefine(
+    (env, ctx) => {
+      if (!env.GOOGLE_CLOUD_PROJECT && !env.PUBSUB_EMULATOR_HOST) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['GOOGLE_CLOUD_PROJECT'],
+          message: 'required (it defaults to "local-project" only when PUBSUB_EMULATOR_HOST is set)',
+        });
+      }
+    },
+    { when: () => true },
+  ); // report a missing project along with any other bad variable
 
 export interface RelayConfig {
   /** `KUBECONFIG` as given (read by `loadKubeConfig`); `undefined`: `~/.kube/config`, then in-cluster. */
