@@ -1,0 +1,277 @@
+/**
+ * The manifests generated from the controller registry (scripts/generate-manifests.ts): the rules
+ * each identity gets, that the checked-in files are what the generator writes now (CI catches
+ * drift), that deploy/ builds with kustomize, and the functions' source packaging.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { controllers } from '../../functions/controllers/index.ts';
+import type { Controller, ResourceType } from '../../functions/controllers/types.ts';
+import {
+  type CrdSource,
+  drift,
+  findCrdSources,
+  functionsRules,
+  generateFiles,
+  mergeGrants,
+  missingCrds,
+  NAMES,
+  parseCrd,
+  REPO_ROOT,
+  relayRules,
+} from '../../scripts/generate-manifests.ts';
+import { MAIN, packageFunctions } from '../../scripts/package-functions.ts';
+
+const secrets: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'secrets',
+  kind: 'Secret',
+  namespaced: true,
+};
+const namespaces: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'namespaces',
+  kind: 'Namespace',
+  namespaced: false,
+};
+const deployments: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  kind: 'Deployment',
+  namespaced: true,
+};
+const foos: ResourceType = {
+  group: 'samplecontroller.k8s.io',
+  version: 'v1alpha1',
+  plural: 'foos',
+  kind: 'Foo',
+  namespaced: true,
+};
+
+function controller(
+  c: Pick<Controller, 'name' | 'primary' | 'rbac'> & { watches: ResourceType[] },
+): Controller {
+  return {
+    ...c,
+    watches: c.watches.map((resource) => ({ resource, map: () => [] })),
+    reconcile: async () => undefined,
+  };
+}
+
+const replicator = controller({
+  name: 'replicator',
+  primary: secrets,
+  watches: [secrets, namespaces],
+  rbac: [{ apiGroup: '', resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] }],
+});
+const foo = controller({
+  name: 'foo',
+  primary: foos,
+  watches: [foos, deployments],
+  rbac: [
+    { apiGroup: 'samplecontroller.k8s.io', resources: ['foos'], verbs: ['get'] },
+    { apiGroup: 'samplecontroller.k8s.io', resources: ['foos/status'], verbs: ['patch'] },
+    { apiGroup: 'apps', resources: ['deployments'], verbs: ['get', 'create', 'patch'] },
+  ],
+});
+
+function crdText(name: string, group: string, plural: string, extra = ''): string {
+  return [
+    'apiVersion: apiextensions.k8s.io/v1',
+    'kind: CustomResourceDefinition',
+    `metadata: {name: ${name}}`,
+    `spec: {group: ${group}, names: {plural: ${plural}, kind: X}, scope: Namespaced, versions: []}`,
+    extra,
+  ].join('\n');
+}
+
+describe('relayRules', () => {
+  test('get, list, watch on every watched resource, merged per group', () => {
+    assert.deepEqual(relayRules([replicator]), [
+      { apiGroups: [''], resources: ['namespaces', 'secrets'], verbs: ['get', 'list', 'watch'] },
+    ]);
+  });
+
+  test('adds customresourcedefinitions when a primary is a custom resource', () => {
+    assert.deepEqual(relayRules([replicator, foo]), [
+      { apiGroups: [''], resources: ['namespaces', 'secrets'], verbs: ['get', 'list', 'watch'] },
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        verbs: ['get', 'list', 'watch'],
+      },
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos'], verbs: ['get', 'list', 'watch'] },
+    ]);
+  });
+
+  test('an empty registry grants nothing', () => {
+    assert.deepEqual(relayRules([]), []);
+    assert.deepEqual(functionsRules([]), []);
+  });
+});
+
+describe('functionsRules', () => {
+  test("is the union of the controllers' rbac, Events create/patch, and list for resync", () => {
+    assert.deepEqual(functionsRules([replicator, foo]), [
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+      { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'create', 'patch'] },
+      { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos'], verbs: ['get', 'list'] },
+      { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos/status'], verbs: ['patch'] },
+    ]);
+  });
+
+  test('mergeGrants unions verbs per resource and groups resources with equal verbs', () => {
+    assert.deepEqual(
+      mergeGrants([
+        { group: 'g', resource: 'b', verbs: ['list'] },
+        { group: 'g', resource: 'a', verbs: ['list', 'get'] },
+        { group: 'g', resource: 'b', verbs: ['get'] },
+      ]),
+      [{ apiGroups: ['g'], resources: ['a', 'b'], verbs: ['get', 'list'] }],
+    );
+  });
+});
+
+describe('CRDs', () => {
+  test('parseCrd accepts one apiextensions.k8s.io/v1 CRD named <plural>.<group>', () => {
+    const crd = parseCrd({ path: 'x/crd.yaml', text: crdText('foos.example.com', 'example.com', 'foos') });
+    assert.equal(crd.name, 'foos.example.com');
+  });
+
+  test('parseCrd rejects what Terraform could not apply', () => {
+    const cases: Array<[string, RegExp]> = [
+      [
+        `${crdText('foos.example.com', 'example.com', 'foos')}\n---\n${crdText('bars.example.com', 'example.com', 'bars')}`,
+        /exactly one/,
+      ],
+      [crdText('foo.example.com', 'example.com', 'foos'), /metadata.name/],
+      [crdText('foos.example.com', 'example.com', 'foos', 'status: {}'), /status/],
+      ['apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}', /CustomResourceDefinition/],
+    ];
+    for (const [text, error] of cases) {
+      assert.throws(() => parseCrd({ path: 'x/crd.yaml', text } satisfies CrdSource), error);
+    }
+  });
+
+  test("every controller folder's crd.yaml is valid and every custom-resource primary has one", () => {
+    const crds = findCrdSources().map(parseCrd);
+    assert.deepEqual(missingCrds(controllers, crds), []);
+    assert.deepEqual(missingCrds([foo], []), ['foo: foos.samplecontroller.k8s.io']);
+  });
+});
+
+describe('checked-in generated files', () => {
+  test('equal what scripts/generate-manifests.ts generates from the registry now', () => {
+    const files = generateFiles(controllers, findCrdSources());
+    assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
+  });
+
+  test('deploy/rbac.yaml: the relay only reads; the functions get the registry rules', () => {
+    const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'rbac.yaml'), 'utf8')).map((d) =>
+      d.toJS(),
+    );
+    const relay = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === NAMES.relayClusterRole);
+    for (const rule of relay.rules)
+      for (const v of rule.verbs) assert.ok(['get', 'list', 'watch'].includes(v), v);
+    assert.deepEqual(relay.rules, relayRules(controllers));
+    const fns = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === NAMES.functionsClusterRole);
+    assert.deepEqual(fns.rules, functionsRules(controllers));
+  });
+
+  test('kubectl kustomize deploy/ builds the namespace, CRDs, RBAC and a hardened relay', (t) => {
+    const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, 'deploy')], { encoding: 'utf8' });
+    if (r.error) {
+      t.skip('kubectl not installed');
+      return;
+    }
+    assert.equal(r.status, 0, r.stderr);
+    const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
+    const kinds = (k: string) => docs.filter((d) => d.kind === k);
+    assert.equal(kinds('CustomResourceDefinition').length, findCrdSources().length);
+    assert.equal(kinds('Namespace')[0]?.metadata.name, NAMES.namespace);
+    const dep = kinds('Deployment')[0];
+    assert.equal(dep.metadata.namespace, NAMES.namespace);
+    const pod = dep.spec.template.spec;
+    assert.equal(pod.serviceAccountName, NAMES.relayServiceAccount);
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    const c = pod.containers[0];
+    assert.equal(c.livenessProbe.httpGet.path, '/healthz');
+    assert.equal(c.readinessProbe.httpGet.path, '/readyz');
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    assert.notEqual(c.image, 'levelset-relay', 'the images: entry rewrote the image');
+    const cm = kinds('ConfigMap')[0];
+    assert.equal(c.envFrom[0].configMapRef.name, cm.metadata.name, 'env from the generated ConfigMap');
+    const binding = kinds('ClusterRoleBinding').find((b) => b.metadata.name === NAMES.functionsClusterRole);
+    assert.match(binding.subjects[0].name, /@.+\.iam\.gserviceaccount\.com$/);
+  });
+});
+
+describe('packageFunctions', () => {
+  test('stages the compiled functions, the package with the compiled main, and the lockfile', () => {
+    const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
+    try {
+      const pkg = {
+        name: 'x',
+        type: 'module',
+        main: 'functions/index.ts',
+        scripts: { build: 'tsc' },
+        dependencies: { a: '1.0.0' },
+        devDependencies: { b: '1.0.0' },
+      };
+      writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
+      writeFileSync(join(root, 'package-lock.json'), '{"lockfileVersion":3}');
+      mkdirSync(join(root, 'dist', 'functions', 'controllers', 'foo'), { recursive: true });
+      writeFileSync(join(root, 'dist', 'functions', 'index.js'), 'export {};');
+      writeFileSync(join(root, 'dist', 'functions', 'index.test.js'), '');
+      writeFileSync(join(root, 'dist', 'functions', 'controllers', 'foo', 'index.js'), 'export {};');
+      mkdirSync(join(root, 'functions', 'controllers', 'foo'), { recursive: true });
+      writeFileSync(join(root, 'functions', 'index.ts'), '');
+      writeFileSync(
+        join(root, 'functions', 'controllers', 'foo', 'crd.yaml'),
+        'kind: CustomResourceDefinition',
+      );
+      const out = join(root, 'out');
+
+      const files = packageFunctions({ root, out, build: false });
+
+      assert.deepEqual(files, [
+        'dist/functions/controllers/foo/crd.yaml',
+        'dist/functions/controllers/foo/index.js',
+        'dist/functions/index.js',
+        'package-lock.json',
+        'package.json',
+      ]);
+      const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
+      assert.equal(staged.main, MAIN);
+      assert.equal(staged.scripts, undefined);
+      assert.deepEqual(staged.dependencies, pkg.dependencies);
+      assert.deepEqual(
+        staged.devDependencies,
+        pkg.devDependencies,
+        'npm ci needs package.json to match the lockfile',
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('refuses to stage without a build', () => {
+    const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
+    try {
+      assert.throws(() => packageFunctions({ root, out: join(root, 'out'), build: false }), /npm run build/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
