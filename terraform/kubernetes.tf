@@ -117,8 +117,6 @@ resource "kubernetes_deployment_v1" "relay" {
       spec {
         service_account_name            = kubernetes_service_account_v1.relay.metadata[0].name
         automount_service_account_token = true
-        # Pods on nodes with the GKE metadata server get Workload Identity Federation credentials.
-        node_selector = { "iam.gke.io/gke-metadata-server-enabled" = "true" }
 
         security_context {
           run_as_non_root = true

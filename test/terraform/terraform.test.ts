@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { controllers } from '../../functions/controllers/index.ts';
@@ -275,6 +275,18 @@ describe('terraform/', () => {
     for (const [name, o] of m.outputs) {
       assert.ok(typeof o.description === 'string' && o.description.trim().length > 10, `output ${name}`);
     }
+  });
+
+  test('the README tables list every input and output, and nothing else', () => {
+    const readme = readFileSync(join(TF_DIR, 'README.md'), 'utf8');
+    const docs = readme.slice(
+      readme.indexOf('<!-- BEGIN_TF_DOCS -->'),
+      readme.indexOf('<!-- END_TF_DOCS -->'),
+    );
+    const [inputs = '', outputs = ''] = docs.split('## Outputs');
+    const rows = (table: string) => [...table.matchAll(/^\| ([a-z0-9_]+) \|/gm)].map((r) => r[1]).sort();
+    assert.deepEqual(rows(inputs), [...m.variables.keys()].sort());
+    assert.deepEqual(rows(outputs), [...m.outputs.keys()].sort());
   });
 
   test('every var.x referenced is declared and every declared variable is used', () => {
