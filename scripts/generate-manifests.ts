@@ -19,6 +19,7 @@
  * - functions: the union of every controller's `rbac`, `create`/`patch` on core `events`
  *   (EventRecorder), and `list` on every primary and watched resource (resync's paginated LIST).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -267,6 +268,22 @@ function tfRules(rules: readonly ClusterRule[]) {
   }));
 }
 
+/**
+ * Formats `text` as the project's formatter does (Biome, biome.json), so that `biome check` and the
+ * drift check agree on the checked-in bytes.
+ * @throws {Error} when Biome is not installed or rejects the input.
+ */
+function biomeFormat(path: string, text: string): string {
+  const bin = join(REPO_ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome');
+  const r = spawnSync(process.execPath, [bin, 'format', `--stdin-file-path=${path}`], {
+    cwd: REPO_ROOT,
+    input: text,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0 || !r.stdout) throw new Error(`biome format ${path} failed: ${r.stderr || r.error}`);
+  return r.stdout;
+}
+
 function yamlDocs(docs: readonly object[]): string {
   return docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n');
 }
@@ -292,7 +309,8 @@ export function generateFiles(
       functions_cluster_rules: tfRules(fns),
     },
   };
-  files.set('terraform/registry.gen.tf.json', `${JSON.stringify(tf, null, 2)}\n`);
+  const tfPath = 'terraform/registry.gen.tf.json';
+  files.set(tfPath, biomeFormat(tfPath, `${JSON.stringify(tf, null, 2)}\n`));
 
   const labels = { 'app.kubernetes.io/part-of': 'levelset' };
   const rbac = [

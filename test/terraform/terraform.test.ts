@@ -284,7 +284,7 @@ describe('terraform/', () => {
       readme.indexOf('<!-- END_TF_DOCS -->'),
     );
     const [inputs = '', outputs = ''] = docs.split('## Outputs');
-    const rows = (table: string) => [...table.matchAll(/^\| ([a-z0-9_]+) \|/gm)].map((r) => r[1]).sort();
+    const rows = (table: string) => [...table.matchAll(/^\|\s*([a-z0-9_]+)\s*\|/gm)].map((r) => r[1]).sort();
     assert.deepEqual(rows(inputs), [...m.variables.keys()].sort());
     assert.deepEqual(rows(outputs), [...m.outputs.keys()].sort());
   });
