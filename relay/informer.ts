@@ -61,6 +61,7 @@ export class MetadataInformer {
   #endRun: ((err: unknown) => void) | undefined;
   #loop: Promise<void> | undefined;
   #restarts = 0;
+  #warnedWholeObjects = false;
 
   constructor(options: MetadataInformerOptions) {
     this.#options = options;
@@ -186,7 +187,11 @@ export class MetadataInformer {
     return new Promise<unknown>((resolve) => {
       const informer: ListWatch<KubernetesObject> = new ListWatch(
         collectionPath(resource, namespace),
-        new MetadataWatch(kubeConfig, resource),
+        new MetadataWatch(kubeConfig, resource, (kind) => {
+          if (this.#warnedWholeObjects) return;
+          this.#warnedWholeObjects = true;
+          this.#log.warn({ kind }, 'API server sent whole objects on a metadata watch: stripped on arrival');
+        }),
         async () => {
           const list = await listMetadata(kubeConfig, resource, { namespace, labelSelector });
           if (this.#current !== informer) throw new Error('informer stopped');

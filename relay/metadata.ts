@@ -87,9 +87,15 @@ class AcceptKubeConfig extends KubeConfig {
  */
 export class MetadataWatch extends Watch {
   readonly #resource: ResourceType;
-  constructor(kubeConfig: KubeConfig, resource: ResourceType) {
+  readonly #onWholeObject: ((kind: string) => void) | undefined;
+  /**
+   * @param onWholeObject called for each event whose object is not a `PartialObjectMetadata` (a
+   *   server that ignores the metadata Accept header); the object is stripped all the same.
+   */
+  constructor(kubeConfig: KubeConfig, resource: ResourceType, onWholeObject?: (kind: string) => void) {
     super(new AcceptKubeConfig(kubeConfig, METADATA_WATCH_ACCEPT));
     this.#resource = resource;
+    this.#onWholeObject = onWholeObject;
   }
   override watch(
     path: string,
@@ -102,11 +108,12 @@ export class MetadataWatch extends Watch {
       { ...queryParams, allowWatchBookmarks: true },
       (phase, apiObj) => {
         // ERROR carries a Status, BOOKMARK only a resourceVersion: both pass as they are.
-        const obj =
-          phase === 'ERROR' || phase === 'BOOKMARK' || !apiObj?.metadata
-            ? apiObj
-            : stripToMetadata(apiObj, this.#resource);
-        callback(phase, obj);
+        if (phase === 'ERROR' || phase === 'BOOKMARK' || !apiObj?.metadata) {
+          callback(phase, apiObj);
+          return;
+        }
+        if (apiObj.kind !== 'PartialObjectMetadata') this.#onWholeObject?.(String(apiObj.kind));
+        callback(phase, stripToMetadata(apiObj, this.#resource));
       },
       done,
     );
