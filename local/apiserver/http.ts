@@ -1,0 +1,659 @@
+/**
+ * The HTTP front of the local API server (node:http): routing of kube-apiserver paths, request info,
+ * authentication, impersonation and RBAC, fault injection, the request log, body decoding, content
+ * negotiation, and `Status` responses for every failure.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import YAML from 'yaml';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
+import type { FaultInjector } from './faults.ts';
+import { negotiate, partialObjectMetadata, type Representation, table } from './negotiation.ts';
+import { openapiV3 } from './openapi.ts';
+import { type Authenticator, type Authorizer, serviceAccountUser, type UserInfo } from './rbac.ts';
+import {
+  type DeleteOptions,
+  groupResource,
+  type ListOptions,
+  type Registry,
+  type WriteOptions,
+} from './registry.ts';
+import type { RequestInfo } from './requestinfo.ts';
+import type { RequestLog } from './requests.ts';
+import { groupVersion, type KubeObject, type ResourceType } from './resources.ts';
+import {
+  ApiError,
+  badRequest,
+  conflict,
+  genericStatus,
+  internalError,
+  methodNotAllowed,
+  OPTIMISTIC_LOCK_MESSAGE,
+  pathNotFound,
+  unauthorized,
+} from './status.ts';
+import { bookmarkTypeOf, type WatchHub } from './watch.ts';
+
+/** Everything the HTTP layer dispatches to. */
+export interface HttpContext {
+  registry: Registry;
+  watches: WatchHub;
+  faults: FaultInjector;
+  requests: RequestLog;
+  authn: Authenticator;
+  authz: Authorizer;
+  /** `host:port` for `/api`'s serverAddressByClientCIDRs. */
+  address(): string;
+}
+
+const MAX_BODY_BYTES = 3 * 1024 * 1024;
+
+const TRUE_VALUES = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);
+
+/** Parses the request path into kube-apiserver's RequestInfo (k8s.io/apiserver/pkg/endpoints/request). */
+export function requestInfo(method: string, url: URL): RequestInfo {
+  const path = url.pathname.replace(/\/+$/, '') || '/';
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  const info: RequestInfo = {
+    isResource: false,
+    verb: method.toLowerCase(),
+    apiGroup: '',
+    apiVersion: '',
+    resource: '',
+    subresource: '',
+    namespace: '',
+    name: '',
+    path,
+  };
+  let rest: string[];
+  if (parts[0] === 'api' && parts.length >= 3) {
+    info.apiVersion = parts[1] as string;
+    rest = parts.slice(2);
+  } else if (parts[0] === 'apis' && parts.length >= 4) {
+    info.apiGroup = parts[1] as string;
+    info.apiVersion = parts[2] as string;
+    rest = parts.slice(3);
+  } else return info;
+  info.isResource = true;
+  let watchPath = false;
+  if (rest[0] === 'watch') {
+    watchPath = true;
+    rest = rest.slice(1);
+  }
+  if (rest[0] === 'namespaces' && rest.length >= 2) {
+    info.namespace = rest[1] as string;
+    if (rest.length > 2 && rest[2] !== 'status' && rest[2] !== 'finalize') rest = rest.slice(2);
+  }
+  info.resource = rest[0] ?? '';
+  info.name = rest[1] ?? '';
+  info.subresource = rest[2] ?? '';
+  if (rest.length > 3) info.subresource = rest.slice(2).join('/');
+  const isWatch = watchPath || TRUE_VALUES.has(url.searchParams.get('watch') ?? '');
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      info.verb = info.name ? 'get' : 'list';
+      if (isWatch) info.verb = 'watch';
+      break;
+    case 'POST':
+      info.verb = 'create';
+      break;
+    case 'PUT':
+      info.verb = 'update';
+      break;
+    case 'PATCH':
+      info.verb = 'patch';
+      break;
+    case 'DELETE':
+      info.verb = info.name ? 'delete' : 'deletecollection';
+      break;
+  }
+  return info;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) {
+      throw new ApiError({
+        message: `Request entity too large: limit is ${MAX_BODY_BYTES}`,
+        reason: 'RequestEntityTooLarge',
+        code: 413,
+      });
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function mediaType(req: IncomingMessage): string {
+  return (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
+}
+
+function decode(raw: Buffer, type: string): unknown {
+  if (type !== '' && !type.includes('json') && !type.includes('yaml')) {
+    throw new ApiError({
+      message: `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
+      reason: 'UnsupportedMediaType',
+      code: 415,
+    });
+  }
+  const text = raw.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    if (type.includes('yaml')) return YAML.parse(text);
+    return JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`error decoding body: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function writeOptions(url: URL): WriteOptions {
+  const dryRun = url.searchParams.getAll('dryRun');
+  for (const d of dryRun)
+    if (d !== 'All') throw badRequest(`Invalid dryRun value "${d}": supported values are "All"`);
+  const fv = url.searchParams.get('fieldValidation') ?? 'Warn';
+  if (!['Strict', 'Warn', 'Ignore'].includes(fv)) {
+    throw badRequest(
+      `fieldValidation parameter: Invalid value: "${fv}": fieldValidation must be one of "Ignore", "Warn", or "Strict"`,
+    );
+  }
+  return {
+    dryRun: dryRun.includes('All'),
+    fieldManager: url.searchParams.get('fieldManager') ?? undefined,
+    fieldValidation: fv as WriteOptions['fieldValidation'],
+    warnings: [],
+  };
+}
+
+function send(
+  res: ServerResponse,
+  code: number,
+  body: unknown,
+  rep: Representation = { as: 'object', yaml: false },
+  warnings: string[] = [],
+): void {
+  if (res.headersSent) return;
+  const text = rep.yaml ? YAML.stringify(body) : JSON.stringify(body);
+  const headers: Record<string, string | string[]> = {
+    'Content-Type': rep.yaml ? 'application/yaml' : 'application/json',
+    'Cache-Control': 'no-cache, private',
+  };
+  if (warnings.length) headers.Warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+  res.writeHead(code, headers);
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: ApiError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'Cache-Control': 'no-cache, private',
+  };
+  if (err.status.details?.retryAfterSeconds !== undefined)
+    headers['Retry-After'] = String(err.status.details.retryAfterSeconds);
+  res.writeHead(err.code, headers);
+  res.end(JSON.stringify(err.status));
+}
+
+function numberParam(url: URL, name: string): number | undefined {
+  const v = url.searchParams.get(name);
+  if (v === null || v === '') return undefined;
+  if (!/^-?\d+$/.test(v)) throw badRequest(`invalid value for ${name}: ${v}`);
+  return Number(v);
+}
+
+/** Returns the request handler for a server. */
+export function createHandler(ctx: HttpContext) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const started = Date.now();
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const info = requestInfo(req.method ?? 'GET', url);
+    let user: UserInfo | undefined;
+    let logged = false;
+    const log = () => {
+      if (logged) return;
+      logged = true;
+      ctx.requests.record({
+        time: started,
+        method: req.method ?? 'GET',
+        verb: info.verb,
+        group: info.apiGroup,
+        resource: info.resource,
+        subresource: info.subresource,
+        namespace: info.namespace,
+        name: info.name,
+        path: info.path,
+        status: res.statusCode,
+        latencyMs: Date.now() - started,
+        user: user?.name ?? '',
+      });
+    };
+    res.on('finish', log);
+    res.on('close', log);
+    (async () => {
+      await ctx.faults.waitWhilePaused();
+      const delay = ctx.faults.latencyFor(info);
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      const failure = ctx.faults.takeFailure(info);
+      if (failure) {
+        if ('reset' in failure) {
+          req.socket.destroy();
+          return;
+        }
+        if (failure.status === 409 && info.name) {
+          throw conflict(
+            { group: info.apiGroup, resource: info.resource },
+            info.name,
+            OPTIMISTIC_LOCK_MESSAGE,
+          );
+        }
+        throw genericStatus(
+          failure.status,
+          failure.retryAfterSeconds ?? (failure.status === 429 ? 1 : undefined),
+        );
+      }
+      user = ctx.authn.authenticate(req.headers.authorization);
+      if (!user) throw unauthorized();
+      user = impersonate(ctx, req, user);
+      if (!ctx.authz.allowed(user, info)) throw ctx.authz.forbiddenError(user, info);
+      await route(ctx, req, res, url, info, user, () => log());
+    })().catch((err: unknown) => {
+      if (err instanceof ApiError) sendError(res, err);
+      else {
+        console.error('local apiserver: unexpected error', err);
+        sendError(res, internalError(err instanceof Error ? err.message : String(err)));
+      }
+    });
+  };
+}
+
+/** Applies `Impersonate-User`/`Impersonate-Group` headers (requires the `impersonate` verb). */
+function impersonate(ctx: HttpContext, req: IncomingMessage, user: UserInfo): UserInfo {
+  const target = req.headers['impersonate-user'];
+  const groups = req.headersDistinct['impersonate-group'] ?? [];
+  if (typeof target !== 'string' || !target) {
+    if (groups.length) throw badRequest(`requested [${groups.join(' ')}] without impersonating a user`);
+    return user;
+  }
+  const check = (resource: string, name: string, namespace = '', group = '') => {
+    const info: RequestInfo = {
+      isResource: true,
+      verb: 'impersonate',
+      apiGroup: group,
+      apiVersion: 'v1',
+      resource,
+      subresource: '',
+      namespace,
+      name,
+      path: '',
+    };
+    if (!ctx.authz.allowed(user, info)) throw ctx.authz.forbiddenError(user, info);
+  };
+  const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(target);
+  let next: UserInfo;
+  if (sa) {
+    check('serviceaccounts', sa[2] as string, sa[1] as string);
+    next = serviceAccountUser(sa[1] as string, sa[2] as string);
+  } else {
+    check('users', target);
+    next = { name: target, groups: [] };
+  }
+  for (const g of groups) check('groups', g);
+  next.groups = [
+    ...new Set([
+      ...(sa ? next.groups : []),
+      ...groups,
+      ...(target === 'system:anonymous' ? [] : ['system:authenticated']),
+    ]),
+  ];
+  return next;
+}
+
+async function route(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  info: RequestInfo,
+  user: UserInfo,
+  onWatchStart: () => void,
+): Promise<void> {
+  const path = info.path;
+  const method = req.method ?? 'GET';
+  if (!info.isResource) {
+    if (method !== 'GET' && method !== 'HEAD') throw pathNotFound();
+    if (['/healthz', '/livez', '/readyz'].includes(path) || /^\/(healthz|livez|readyz)\//.test(path)) {
+      res.writeHead(200, {
+        'Content-Type': 'text/plain; charset=utf-8',
+        'X-Content-Type-Options': 'nosniff',
+      });
+      res.end('ok');
+      return;
+    }
+    if (path === '/version') return send(res, 200, VERSION_INFO);
+    if (path === '/openapi/v3' || path.startsWith('/openapi/v3/')) {
+      const doc = openapiV3(ctx.registry.resources, path);
+      if (doc === undefined) throw pathNotFound();
+      return send(res, 200, doc);
+    }
+    if (path === '/api') return send(res, 200, apiVersions(ctx.address()));
+    if (path === '/api/v1') return send(res, 200, apiResourceList(ctx.registry.resources, '', 'v1'));
+    if (path === '/apis') return send(res, 200, apiGroupList(ctx.registry.resources));
+    const g = /^\/apis\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+    if (g) {
+      const group = g[1] as string;
+      const versions = ctx.registry.resources.versions(group);
+      if (versions.length === 0 || (g[2] && !versions.includes(g[2]))) throw pathNotFound();
+      if (!g[2])
+        return send(res, 200, {
+          kind: 'APIGroup',
+          apiVersion: 'v1',
+          ...apiGroup(ctx.registry.resources, group),
+        });
+      return send(res, 200, apiResourceList(ctx.registry.resources, group, g[2]));
+    }
+    throw pathNotFound();
+  }
+
+  // Resolve the resource: namespaced paths name a namespaced resource; `/namespaces/x/status` is the namespace's.
+  const resources = ctx.registry.resources;
+  const t = resources.byPlural(info.apiGroup, info.apiVersion, info.resource);
+  if (!t) throw pathNotFound();
+  const namespace = t.namespaced ? info.namespace || undefined : undefined;
+  if (!t.namespaced && info.namespace && t.plural !== 'namespaces') throw pathNotFound();
+  const name = info.name;
+  const sub = info.subresource;
+  if (sub && !(sub === 'status' && t.statusSubresource) && !t.subresources.includes(sub))
+    throw pathNotFound();
+  if (t.virtual) return virtualCreate(ctx, req, res, t, info, user);
+  if (sub === 'token') return tokenRequest(ctx, req, res, t, namespace, name);
+  if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed(groupResource(t), info.verb);
+  const rep = negotiate(req.headers.accept);
+  const registry = ctx.registry;
+  const render = (obj: KubeObject): unknown =>
+    rep.as === 'metadata' ? partialObjectMetadata(obj, rep.version) : obj;
+
+  switch (info.verb) {
+    case 'get': {
+      const obj = registry.get(t, namespace, name);
+      if (rep.as === 'table')
+        return send(
+          res,
+          200,
+          table(
+            t,
+            [obj],
+            { resourceVersion: obj.metadata.resourceVersion },
+            rep.version,
+            url.searchParams.get('includeObject'),
+          ),
+          rep,
+        );
+      return send(res, 200, render(obj), rep);
+    }
+    case 'list': {
+      const opts: ListOptions = {
+        labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+        fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+        limit: numberParam(url, 'limit'),
+        continue: url.searchParams.get('continue') ?? undefined,
+        resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
+        resourceVersionMatch: url.searchParams.get('resourceVersionMatch') ?? undefined,
+      };
+      const result = registry.list(t, namespace, opts);
+      const meta: Record<string, unknown> = { resourceVersion: result.resourceVersion };
+      if (result.continue) meta.continue = result.continue;
+      if (result.remainingItemCount !== undefined) meta.remainingItemCount = result.remainingItemCount;
+      const items = result.items.map((o) => registry.toVersion(t, o));
+      if (rep.as === 'table')
+        return send(res, 200, table(t, items, meta, rep.version, url.searchParams.get('includeObject')), rep);
+      if (rep.as === 'metadata') {
+        return send(
+          res,
+          200,
+          {
+            kind: 'PartialObjectMetadataList',
+            apiVersion: `meta.k8s.io/${rep.version}`,
+            metadata: meta,
+            items: items.map((o) => partialObjectMetadata(o, rep.version)),
+          },
+          rep,
+        );
+      }
+      // Built-in list items carry no apiVersion/kind on the wire; custom resources' do.
+      const wireItems = t.custom ? items : items.map(({ apiVersion: _a, kind: _k, ...o }) => o);
+      return send(
+        res,
+        200,
+        { kind: t.listKind, apiVersion: groupVersion(t), metadata: meta, items: wireItems },
+        rep,
+      );
+    }
+    case 'watch': {
+      const rvParam = url.searchParams.get('resourceVersion') ?? undefined;
+      const fieldSelector = [url.searchParams.get('fieldSelector'), name ? `metadata.name=${name}` : '']
+        .filter(Boolean)
+        .join(',');
+      ctx.watches.serve(
+        {
+          type: t,
+          namespace,
+          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+          fieldSelector: fieldSelector || undefined,
+          resourceVersion: rvParam,
+          allowWatchBookmarks: TRUE_VALUES.has(url.searchParams.get('allowWatchBookmarks') ?? ''),
+          sendInitialEvents: TRUE_VALUES.has(url.searchParams.get('sendInitialEvents') ?? ''),
+          timeoutSeconds: numberParam(url, 'timeoutSeconds'),
+          render,
+          bookmarkType:
+            rep.as === 'metadata'
+              ? { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${rep.version}` }
+              : bookmarkTypeOf(t),
+        },
+        res,
+      );
+      onWatchStart();
+      return;
+    }
+    case 'create': {
+      if (name) throw methodNotAllowed(groupResource(t), 'create');
+      const opts = writeOptions(url);
+      const body = decode(await readBody(req), mediaType(req));
+      const obj = registry.create(t, namespace, body, opts);
+      return send(res, 201, render(obj), rep, opts.warnings);
+    }
+    case 'update': {
+      const opts = writeOptions(url);
+      const body = decode(await readBody(req), mediaType(req));
+      const obj = registry.update(t, namespace, name, body, opts, sub || undefined);
+      return send(res, 200, render(obj), rep, opts.warnings);
+    }
+    case 'patch': {
+      const opts = writeOptions(url);
+      const type = mediaType(req);
+      const body = decode(await readBody(req), type);
+      if (body === undefined)
+        throw badRequest('the server rejected our request due to an error in our request');
+      const { object, created } = registry.patch(t, namespace, name, type, body, opts, sub || undefined);
+      return send(res, created ? 201 : 200, render(object), rep, opts.warnings);
+    }
+    case 'delete': {
+      const opts = writeOptions(url);
+      const body = (decode(await readBody(req), 'application/json') ?? {}) as DeleteOptions;
+      const options = deleteOptions(url, body);
+      if (options.dryRun?.includes('All')) opts.dryRun = true;
+      const result = registry.delete(t, namespace, name, options, opts);
+      if (result.object) return send(res, 200, render(result.object), rep);
+      return send(res, 200, result.status, rep);
+    }
+    case 'deletecollection': {
+      const opts = writeOptions(url);
+      const body = (decode(await readBody(req), 'application/json') ?? {}) as DeleteOptions;
+      const items = registry.deleteCollection(
+        t,
+        namespace,
+        {
+          labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+          fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+        },
+        deleteOptions(url, body),
+        opts,
+      );
+      const wireItems = t.custom ? items : items.map(({ apiVersion: _a, kind: _k, ...o }) => o);
+      return send(
+        res,
+        200,
+        {
+          kind: t.listKind,
+          apiVersion: groupVersion(t),
+          metadata: { resourceVersion: String(registry.store.currentRv()) },
+          items: wireItems,
+        },
+        rep,
+      );
+    }
+    default:
+      throw methodNotAllowed(groupResource(t), info.verb);
+  }
+}
+
+function deleteOptions(url: URL, body: DeleteOptions): DeleteOptions {
+  const out: DeleteOptions = { ...body };
+  const policy = url.searchParams.get('propagationPolicy');
+  if (policy) out.propagationPolicy = policy;
+  const grace = url.searchParams.get('gracePeriodSeconds');
+  if (grace) out.gracePeriodSeconds = Number(grace);
+  const orphan = url.searchParams.get('orphanDependents');
+  if (orphan) out.orphanDependents = TRUE_VALUES.has(orphan);
+  return out;
+}
+
+/** POST …/serviceaccounts/{name}/token (TokenRequest). */
+async function tokenRequest(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  t: ResourceType,
+  namespace: string | undefined,
+  name: string,
+): Promise<void> {
+  if (req.method !== 'POST')
+    throw methodNotAllowed(
+      { group: '', resource: 'serviceaccounts/token' },
+      (req.method ?? '').toLowerCase(),
+    );
+  const body = (decode(await readBody(req), mediaType(req)) ?? {}) as {
+    spec?: { expirationSeconds?: number; audiences?: string[] };
+  };
+  const sa = ctx.registry.getStored(t, namespace, name);
+  const expirationSeconds = body.spec?.expirationSeconds ?? 3600;
+  if (expirationSeconds < 600) {
+    throw new ApiError({
+      message: `TokenRequest.authentication.k8s.io "${name}" is invalid: spec.expirationSeconds: Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`,
+      reason: 'Invalid',
+      details: {
+        name,
+        group: 'authentication.k8s.io',
+        kind: 'TokenRequest',
+        causes: [
+          {
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: ${expirationSeconds}: may not specify a duration less than 10 minutes`,
+            field: 'spec.expirationSeconds',
+          },
+        ],
+      },
+      code: 422,
+    });
+  }
+  const { token, expirationTimestamp } = ctx.authn.issueServiceAccountToken(
+    namespace ?? '',
+    name,
+    sa.metadata.uid ?? '',
+    expirationSeconds,
+  );
+  send(res, 201, {
+    kind: 'TokenRequest',
+    apiVersion: 'authentication.k8s.io/v1',
+    metadata: { name, namespace, creationTimestamp: null },
+    spec: {
+      audiences: body.spec?.audiences ?? ['https://kubernetes.default.svc'],
+      expirationSeconds,
+      boundObjectRef: null,
+    },
+    status: { token, expirationTimestamp },
+  });
+}
+
+/** Create-only review resources: SelfSubjectAccessReview. */
+async function virtualCreate(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  t: ResourceType,
+  info: RequestInfo,
+  user: UserInfo,
+): Promise<void> {
+  if (info.verb !== 'create') throw methodNotAllowed(groupResource(t), info.verb);
+  const body = (decode(await readBody(req), mediaType(req)) ?? {}) as {
+    spec?: Record<string, Record<string, string> | undefined>;
+  };
+  const spec = body.spec ?? {};
+  const ra = spec.resourceAttributes;
+  const nra = spec.nonResourceAttributes;
+  if (!ra && !nra) {
+    throw new ApiError({
+      message: `SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`,
+      reason: 'Invalid',
+      details: {
+        group: 'authorization.k8s.io',
+        kind: 'SelfSubjectAccessReview',
+        causes: [
+          {
+            reason: 'FieldValueInvalid',
+            message:
+              'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+            field: 'spec.resourceAttributes',
+          },
+        ],
+      },
+      code: 422,
+    });
+  }
+  const attrs: RequestInfo = ra
+    ? {
+        isResource: true,
+        verb: ra.verb ?? '',
+        apiGroup: ra.group ?? '',
+        apiVersion: ra.version ?? '',
+        resource: ra.resource ?? '',
+        subresource: ra.subresource ?? '',
+        namespace: ra.namespace ?? '',
+        name: ra.name ?? '',
+        path: '',
+      }
+    : {
+        isResource: false,
+        verb: nra?.verb ?? '',
+        apiGroup: '',
+        apiVersion: '',
+        resource: '',
+        subresource: '',
+        namespace: '',
+        name: '',
+        path: nra?.path ?? '',
+      };
+  const allowed = ctx.authz.allowed(user, attrs);
+  send(res, 201, {
+    kind: 'SelfSubjectAccessReview',
+    apiVersion: 'authorization.k8s.io/v1',
+    metadata: { creationTimestamp: null },
+    spec,
+    status: allowed ? { allowed: true, reason: 'RBAC: allowed' } : { allowed: false },
+  });
+}

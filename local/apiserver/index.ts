@@ -1,0 +1,188 @@
+/**
+ * The local Kubernetes API server: an in-process stand-in for kube-apiserver (+ the parts of
+ * kube-controller-manager Levelset depends on: garbage collection, namespace lifecycle, CRD
+ * establishment) over plain HTTP, faithful in wire format, status codes, `Status` bodies and watch
+ * semantics, so that @kubernetes/client-node and kubectl work against it unchanged.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import YAML from 'yaml';
+import { CrdController } from './crds.ts';
+import { FaultInjector } from './faults.ts';
+import { GarbageCollector } from './gc.ts';
+import { createHandler } from './http.ts';
+import { NamespaceController } from './namespaces.ts';
+import { ANONYMOUS, Authenticator, Authorizer, bootstrapRbac } from './rbac.ts';
+import { Registry } from './registry.ts';
+import { RequestLog } from './requests.ts';
+import { builtinResources, ResourceRegistry } from './resources.ts';
+import { Store } from './store.ts';
+import { WatchHub } from './watch.ts';
+
+export type { Failure } from './faults.ts';
+export { FaultInjector } from './faults.ts';
+export type { RequestMatch } from './requestinfo.ts';
+export type { RequestFilter, RequestLogEntry } from './requests.ts';
+export { RequestLog } from './requests.ts';
+
+export interface LocalApiServerOptions {
+  /** Interface to listen on; default `127.0.0.1`. */
+  host?: string;
+  /** Port; default 0 (ephemeral). */
+  port?: number;
+  /** Where to write the kubeconfig; default a fresh temp file. */
+  kubeconfigPath?: string;
+  /** Watch events kept per resource for resumption and continue tokens (the watch cache window); default 1000. */
+  historySize?: number;
+  /** Interval between BOOKMARK events on watches that allow them, ms; default 60 000. */
+  bookmarkIntervalMs?: number;
+  /** The cluster-admin bearer token written to the kubeconfig; default random. */
+  adminToken?: string;
+  /**
+   * Who a request without credentials is. `admin` (default): the cluster admin, as kube-apiserver's
+   * old insecure port — needed because kubectl (client-go) never sends a bearer token over plain HTTP
+   * (kubernetes/kubectl#744), so kubectl always arrives without credentials. `anonymous`:
+   * `system:anonymous` in group `system:unauthenticated`, as a secure kube-apiserver port.
+   */
+  unauthenticated?: 'admin' | 'anonymous';
+}
+
+export interface LocalApiServer {
+  /** `http://HOST:PORT`. */
+  url: string;
+  /** A kubeconfig (cluster, user and context `levelset-local`) usable by kubectl and client-node. */
+  kubeconfigPath: string;
+  /** The cluster-admin user's bearer token (group `system:masters`). */
+  adminToken: string;
+  /** A client configuration for the cluster-admin user. */
+  kubeConfig(): KubeConfig;
+  /**
+   * Adds a user authenticated by a fresh bearer token (RBAC applies; no permissions until bound).
+   * @returns a KubeConfig for that user, and its token
+   */
+  addUser(name: string, groups?: string[]): { token: string; kubeConfig: KubeConfig };
+  faults: FaultInjector;
+  requests: RequestLog;
+  /** Closes the server and every open watch. */
+  stop(): Promise<void>;
+}
+
+function kubeconfigYaml(server: string, token: string, user = 'levelset-local'): string {
+  return YAML.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    // client-node refuses http:// unless insecure-skip-tls-verify is set; kubectl ignores it for http.
+    clusters: [{ name: 'levelset-local', cluster: { server, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [
+      { name: 'levelset-local', context: { cluster: 'levelset-local', user, namespace: 'default' } },
+    ],
+    'current-context': 'levelset-local',
+    preferences: {},
+  });
+}
+
+function kubeConfigFor(server: string, token: string, user: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromString(kubeconfigYaml(server, token, user));
+  return kc;
+}
+
+/**
+ * Starts a local API server with the built-in namespaces (`default`, `kube-system`, `kube-public`,
+ * `kube-node-lease`) and bootstrap RBAC, and writes its kubeconfig.
+ * @throws when the port cannot be bound.
+ */
+export async function startLocalApiServer(options: LocalApiServerOptions = {}): Promise<LocalApiServer> {
+  const store = new Store({ historySize: options.historySize });
+  const resources = new ResourceRegistry(builtinResources());
+  const registry = new Registry(store, resources);
+  const crds = new CrdController(registry);
+  const gc = new GarbageCollector(registry);
+  const namespaces = new NamespaceController(registry);
+  store.subscribe((e) => {
+    crds.onEvent(e);
+    crds.onAnyEvent(e);
+    gc.onEvent(e);
+    namespaces.onEvent(e);
+  });
+  const watches = new WatchHub(store, registry, { bookmarkIntervalMs: options.bookmarkIntervalMs });
+  const faults = new FaultInjector({
+    dropWatches: (mode) => watches.dropAll(mode),
+    compact: () => store.compact(),
+  });
+  const requests = new RequestLog();
+  const adminUser = { name: 'levelset-admin', groups: ['system:masters', 'system:authenticated'] };
+  const authn = new Authenticator(store, options.unauthenticated === 'anonymous' ? ANONYMOUS : adminUser);
+  const authz = new Authorizer(store);
+  const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
+  authn.addToken(adminToken, adminUser);
+
+  const rbac = bootstrapRbac();
+  const builtin = (group: string, plural: string) => {
+    const t = resources.byPlural(group, 'v1', plural);
+    if (!t) throw new Error(`built-in resource ${plural} missing`);
+    return t;
+  };
+  for (const r of rbac.clusterRoles)
+    registry.create(builtin('rbac.authorization.k8s.io', 'clusterroles'), undefined, r);
+  for (const b of rbac.clusterRoleBindings)
+    registry.create(builtin('rbac.authorization.k8s.io', 'clusterrolebindings'), undefined, b);
+  const nsType = builtin('', 'namespaces');
+  for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+    registry.create(nsType, undefined, { metadata: { name } });
+
+  let address = '';
+  const server: Server = createServer(
+    { keepAliveTimeout: 60_000 },
+    createHandler({ registry, watches, faults, requests, authn, authz, address: () => address }),
+  );
+  const sockets = new Set<Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  address = `${host}:${port}`;
+  const url = `http://${address}`;
+  const kubeconfigPath =
+    options.kubeconfigPath ?? join(mkdtempSync(join(tmpdir(), 'levelset-apiserver-')), 'kubeconfig');
+  writeFileSync(kubeconfigPath, kubeconfigYaml(url, adminToken), { mode: 0o600 });
+
+  let stopped = false;
+  return {
+    url,
+    kubeconfigPath,
+    adminToken,
+    kubeConfig: () => kubeConfigFor(url, adminToken, 'levelset-local'),
+    addUser(name, groups = []) {
+      const token = authn.addUser(name, groups);
+      return { token, kubeConfig: kubeConfigFor(url, token, name) };
+    },
+    faults,
+    requests,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      faults.clear();
+      watches.stop();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}

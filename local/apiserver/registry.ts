@@ -1,0 +1,598 @@
+/**
+ * Verb semantics over the generic store, as k8s.io/apiserver's genericregistry.Store and the type
+ * strategies apply them: create/get/list/update/patch/delete, optimistic concurrency, generation,
+ * status subresource, finalizers and deletionTimestamp, preconditions, dry run, selectors, pagination.
+ */
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { applyPatch, checkPatchType } from './patch.ts';
+import { groupVersion, type KubeObject, type ResourceRegistry, type ResourceType } from './resources.ts';
+import { fieldsMatch, parseFieldSelector, parseLabelSelector } from './selectors.ts';
+import {
+  ApiError,
+  alreadyExists,
+  badRequest,
+  conflict,
+  continueExpired,
+  deleteSuccess,
+  type FieldError,
+  fieldErrors,
+  forbidden,
+  type GroupResource,
+  internalError,
+  invalid,
+  notFound,
+  OPTIMISTIC_LOCK_MESSAGE,
+  type Status,
+  tooOldResourceVersion,
+} from './status.ts';
+import { objectKey, type Store } from './store.ts';
+import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
+
+/** Per-request write options (query parameters of create/update/patch/delete). */
+export interface WriteOptions {
+  /** `dryRun=All`: run everything but do not persist. */
+  dryRun?: boolean;
+  fieldManager?: string;
+  /** `fieldValidation`: Strict rejects unknown fields (400), Warn (default) reports them. */
+  fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
+  /** Warnings to return in `Warning` headers. */
+  warnings?: string[];
+}
+
+/** Options of a list (query parameters). */
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: string;
+}
+
+/** metav1.DeleteOptions, the fields honoured. */
+export interface DeleteOptions {
+  propagationPolicy?: string;
+  orphanDependents?: boolean;
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: string[];
+}
+
+/** A list result in storage form plus its list metadata. */
+export interface ListResult {
+  items: KubeObject[];
+  resourceVersion: string;
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+/** RFC 3339 with seconds precision, as metav1.Time serializes. */
+export function now(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+export function groupResource(t: ResourceType): GroupResource {
+  return { group: t.group, resource: t.plural };
+}
+
+const GENERATE_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** Finalizers the garbage collector acts on (metav1.FinalizerOrphanDependents / FinalizerDeleteDependents). */
+export const FINALIZER_ORPHAN = 'orphan';
+export const FINALIZER_FOREGROUND = 'foregroundDeletion';
+export const FINALIZER_CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
+
+/** Builds a continue token in kube-apiserver's format (base64 JSON of the list rv and next key). */
+export function encodeContinue(rv: number, start: string): string {
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64');
+}
+
+function decodeContinue(token: string): { rv: number; start: string } {
+  try {
+    const parsed = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as {
+      v?: string;
+      rv?: number;
+      start?: string;
+    };
+    if (parsed.v !== 'meta.k8s.io/v1' || typeof parsed.rv !== 'number' || typeof parsed.start !== 'string')
+      throw new Error();
+    return { rv: parsed.rv, start: parsed.start };
+  } catch {
+    throw badRequest(
+      `continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)`,
+    );
+  }
+}
+
+function parseRv(rv: string | undefined, what: string): number | undefined {
+  if (rv === undefined || rv === '') return undefined;
+  if (!/^\d+$/.test(rv)) throw badRequest(`invalid ${what} resource version: ${rv}`);
+  return Number(rv);
+}
+
+/** The part of an object whose change bumps `metadata.generation`. */
+function specOf(t: ResourceType, obj: KubeObject): unknown {
+  const { metadata: _m, apiVersion: _a, kind: _k, status, ...rest } = obj;
+  if (t.custom && !t.statusSubresource) return { ...rest, status };
+  return rest;
+}
+
+export class Registry {
+  readonly store: Store;
+  readonly resources: ResourceRegistry;
+
+  constructor(store: Store, resources: ResourceRegistry) {
+    this.store = store;
+    this.resources = resources;
+  }
+
+  /** The object as served at `t`'s version (storage → version conversion). */
+  toVersion(t: ResourceType, obj: KubeObject): KubeObject {
+    const converted = t.fromStorage ? t.fromStorage(obj) : obj;
+    const { apiVersion: _a, kind: _k, ...rest } = converted;
+    return { apiVersion: groupVersion(t), kind: t.kind, ...rest };
+  }
+
+  private toStorage(t: ResourceType, obj: KubeObject): KubeObject {
+    const { apiVersion: _a, kind: _k, ...rest } = obj;
+    const withType: KubeObject = { apiVersion: groupVersion(t), kind: t.kind, ...rest };
+    return t.toStorage ? t.toStorage(withType) : withType;
+  }
+
+  private key(t: ResourceType, namespace: string | undefined, name: string): string {
+    return objectKey(t.namespaced ? namespace : undefined, name);
+  }
+
+  /**
+   * Reads one object in storage form.
+   * @throws ApiError 404 NotFound
+   */
+  getStored(t: ResourceType, namespace: string | undefined, name: string): KubeObject {
+    const obj = this.store.get(t.storage, this.key(t, namespace, name));
+    if (!obj) throw notFound(groupResource(t), name);
+    return obj;
+  }
+
+  get(t: ResourceType, namespace: string | undefined, name: string): KubeObject {
+    return this.toVersion(t, this.getStored(t, namespace, name));
+  }
+
+  /** A field selector value reader for `t`, after checking the labels are supported. */
+  fieldReader(t: ResourceType, fieldSelector: string | undefined) {
+    const reqs = parseFieldSelector(fieldSelector);
+    for (const r of reqs) {
+      if (r.field === 'metadata.name' || r.field === 'metadata.namespace' || t.fieldLabels[r.field]) continue;
+      if (t.custom)
+        throw badRequest(
+          `"${r.field}" is not a known field selector: only "metadata.name", "metadata.namespace"`,
+        );
+      throw badRequest(`field label not supported: ${r.field}`);
+    }
+    return (obj: KubeObject) =>
+      fieldsMatch(reqs, (f) => {
+        if (f === 'metadata.name') return obj.metadata.name ?? '';
+        if (f === 'metadata.namespace') return obj.metadata.namespace ?? '';
+        return t.fieldLabels[f]?.(obj) ?? '';
+      });
+  }
+
+  /** A predicate on storage-form objects for a label and field selector. */
+  matcher(t: ResourceType, labelSelector?: string, fieldSelector?: string): (obj: KubeObject) => boolean {
+    const labels = parseLabelSelector(labelSelector);
+    const fields = this.fieldReader(t, fieldSelector);
+    return (obj) => labels.matches(obj.metadata.labels) && fields(t.fromStorage ? t.fromStorage(obj) : obj);
+  }
+
+  /**
+   * Lists objects (storage form) with selectors and pagination.
+   * @throws ApiError 400 bad selector/token, 410 continue token or Exact resourceVersion compacted, 504 too large rv
+   */
+  list(t: ResourceType, namespace: string | undefined, opts: ListOptions): ListResult {
+    const match = this.matcher(t, opts.labelSelector, opts.fieldSelector);
+    const current = this.store.currentRv();
+    let listRv = current;
+    let start = '';
+    let source: KubeObject[];
+    if (opts.continue) {
+      const token = decodeContinue(opts.continue);
+      listRv = token.rv;
+      start = token.start;
+      const snap = this.store.snapshot(t.storage, listRv, t.namespaced ? namespace : undefined);
+      if (!snap) throw continueExpired();
+      source = snap;
+    } else {
+      const rv = parseRv(opts.resourceVersion, 'list');
+      if (rv !== undefined && rv > current) {
+        throw new ApiError({
+          message: `Timeout: Too large resource version: ${rv}, current: ${current}`,
+          reason: 'Timeout',
+          details: {
+            causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+            retryAfterSeconds: 1,
+          },
+          code: 504,
+        });
+      }
+      if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
+        const snap = this.store.snapshot(t.storage, rv, t.namespaced ? namespace : undefined);
+        if (!snap) throw tooOldResourceVersion(rv, this.store.oldestAvailable(t.storage));
+        source = snap;
+        listRv = rv;
+      } else {
+        source = this.store.list(t.storage, t.namespaced ? namespace : undefined);
+      }
+    }
+    const keyOf = (o: KubeObject) => objectKey(o.metadata.namespace, o.metadata.name ?? '');
+    const candidates = source.filter((o) => (!start || keyOf(o) >= start) && match(o));
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : undefined;
+    if (limit === undefined || candidates.length <= limit)
+      return { items: candidates, resourceVersion: String(listRv) };
+    const items = candidates.slice(0, limit);
+    const last = items[items.length - 1] as KubeObject;
+    const result: ListResult = {
+      items,
+      resourceVersion: String(listRv),
+      continue: encodeContinue(listRv, `${keyOf(last)}\u0000`),
+    };
+    if (!opts.labelSelector && !opts.fieldSelector) result.remainingItemCount = candidates.length - limit;
+    return result;
+  }
+
+  private checkNamespace(t: ResourceType, namespace: string | undefined, name: string): void {
+    if (!t.namespaced || !namespace) return;
+    const ns = this.store.get('/namespaces', namespace);
+    if (!ns) throw notFound({ group: '', resource: 'namespaces' }, namespace);
+    if (ns.metadata.deletionTimestamp) {
+      throw forbidden(
+        groupResource(t),
+        name,
+        `unable to create new content in namespace ${namespace} because it is being terminated`,
+        [
+          {
+            reason: 'NamespaceTerminating',
+            message: `namespace ${namespace} is being terminated`,
+            field: 'metadata.namespace',
+          },
+        ],
+      );
+    }
+  }
+
+  private bodyObject(body: unknown): KubeObject {
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw badRequest("Object 'Kind' is missing in 'null'");
+    const obj = structuredClone(body) as KubeObject;
+    if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
+    return obj;
+  }
+
+  /** Prunes/defaults/validates a custom resource against its schema; handles fieldValidation. */
+  private applyCustomSchema(t: ResourceType, obj: KubeObject, opts: WriteOptions): FieldError[] {
+    if (!t.custom?.schema) return [];
+    const result: SchemaResult = { errors: [], unknownFields: [] };
+    const { metadata, ...rest } = obj;
+    const body = rest as Record<string, unknown>;
+    applySchema(body, t.custom.schema, '', result);
+    for (const k of Object.keys(obj)) if (k !== 'metadata') delete obj[k];
+    Object.assign(obj, body, { metadata });
+    if (result.unknownFields.length > 0) {
+      if (opts.fieldValidation === 'Strict') {
+        throw badRequest(
+          `${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: strict decoding error: ${result.unknownFields
+            .map((f) => `unknown field "${f}"`)
+            .join(', ')}`,
+        );
+      }
+      if (opts.fieldValidation !== 'Ignore')
+        for (const f of result.unknownFields) opts.warnings?.push(`unknown field "${f}"`);
+    }
+    return result.errors;
+  }
+
+  private validate(t: ResourceType, obj: KubeObject, old: KubeObject | undefined, extra: FieldError[]): void {
+    const errs = [
+      ...validateObjectMeta(obj, t.nameRule, t.namespaced),
+      ...extra,
+      ...(t.validate?.(obj, old) ?? []),
+    ];
+    if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') errs.push(...validateCrd(obj));
+    if (old?.metadata.deletionTimestamp) {
+      const added = (obj.metadata.finalizers ?? []).filter(
+        (f) => !(old.metadata.finalizers ?? []).includes(f),
+      );
+      if (added.length > 0)
+        errs.push(
+          fieldErrors.forbidden(
+            'metadata.finalizers',
+            'no new finalizers can be added if the object is being deleted',
+          ),
+        );
+    }
+    if (errs.length > 0) throw invalid(t.kind, t.group, obj.metadata.name ?? '', errs);
+  }
+
+  /**
+   * Creates an object.
+   * @returns the created object at `t`'s version
+   * @throws ApiError 404 namespace missing, 403 namespace terminating, 409 AlreadyExists, 422 Invalid, 400 BadRequest
+   */
+  create(t: ResourceType, namespace: string | undefined, body: unknown, opts: WriteOptions = {}): KubeObject {
+    const obj = this.bodyObject(body);
+    const meta = obj.metadata;
+    if (t.namespaced) {
+      if (meta.namespace && namespace && meta.namespace !== namespace) {
+        throw badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
+      }
+      meta.namespace = namespace ?? meta.namespace;
+    } else delete meta.namespace;
+    if (meta.resourceVersion)
+      throw internalError('resourceVersion should not be set on objects to be created');
+    if (!meta.name && meta.generateName) {
+      let suffix = '';
+      for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
+      meta.name = `${meta.generateName}${suffix}`;
+    }
+    this.checkNamespace(t, meta.namespace, meta.name ?? '');
+    meta.uid = randomUUID();
+    meta.creationTimestamp = now();
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    delete meta.managedFields;
+    delete meta.selfLink;
+    if (t.hasGeneration) meta.generation = 1;
+    else delete meta.generation;
+    if (t.custom && t.statusSubresource) delete obj.status;
+    if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') {
+      const versions = ((obj.spec as Record<string, unknown> | undefined)?.versions ?? []) as Record<
+        string,
+        unknown
+      >[];
+      obj.status = {
+        acceptedNames: { kind: '', plural: '' },
+        conditions: [],
+        storedVersions: versions.filter((v) => v.storage).map((v) => v.name),
+      };
+    }
+    t.prepareForCreate?.(obj);
+    t.defaults?.(obj);
+    const schemaErrors = this.applyCustomSchema(t, obj, opts);
+    this.validate(t, obj, undefined, schemaErrors);
+    const key = this.key(t, meta.namespace, meta.name ?? '');
+    if (this.store.get(t.storage, key)) throw alreadyExists(groupResource(t), meta.name ?? '');
+    const stored = this.toStorage(t, obj);
+    if (opts.dryRun) return this.toVersion(t, stored);
+    return this.toVersion(t, this.store.create(t.storage, key, stored));
+  }
+
+  /**
+   * Replaces an object (PUT), or its status (`subresource` = `status`), or a namespace's
+   * `spec.finalizers` (`finalize`).
+   * @throws ApiError 404, 409 Conflict (stale resourceVersion or uid), 422, 400 name/namespace mismatch
+   */
+  update(
+    t: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    body: unknown,
+    opts: WriteOptions = {},
+    subresource?: string,
+  ): KubeObject {
+    const incoming = this.bodyObject(body);
+    if (incoming.metadata.name !== name) {
+      throw badRequest(
+        `the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+      );
+    }
+    if (t.namespaced && incoming.metadata.namespace && incoming.metadata.namespace !== namespace) {
+      throw badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
+    }
+    const existingStored = this.getStored(t, namespace, name);
+    const existing = this.toVersion(t, existingStored);
+    const gr = groupResource(t);
+    const rv = incoming.metadata.resourceVersion;
+    if (rv && rv !== existing.metadata.resourceVersion) throw conflict(gr, name, OPTIMISTIC_LOCK_MESSAGE);
+    if (incoming.metadata.uid && incoming.metadata.uid !== existing.metadata.uid) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: UID in precondition: ${incoming.metadata.uid}, UID in object meta: ${existing.metadata.uid}`,
+      );
+    }
+    let next: KubeObject;
+    if (subresource === 'status') {
+      next = structuredClone(existing);
+      if ('status' in incoming) next.status = incoming.status;
+      else delete next.status;
+    } else if (subresource === 'finalize') {
+      next = structuredClone(existing);
+      const spec = (incoming.spec ?? {}) as Record<string, unknown>;
+      next.spec = { ...(next.spec as object), finalizers: spec.finalizers ?? [] };
+    } else {
+      next = incoming;
+      if (t.statusSubresource) {
+        if ('status' in existing) next.status = existing.status;
+        else delete next.status;
+      }
+      if (t.storage === '/namespaces') next.spec = existing.spec;
+    }
+    const m = next.metadata;
+    const em = existing.metadata;
+    m.namespace = em.namespace;
+    if (!t.namespaced) delete m.namespace;
+    m.uid = em.uid;
+    m.creationTimestamp = em.creationTimestamp;
+    m.resourceVersion = em.resourceVersion;
+    if (em.deletionTimestamp) m.deletionTimestamp = em.deletionTimestamp;
+    else delete m.deletionTimestamp;
+    if (em.deletionGracePeriodSeconds !== undefined)
+      m.deletionGracePeriodSeconds = em.deletionGracePeriodSeconds;
+    else delete m.deletionGracePeriodSeconds;
+    delete m.managedFields;
+    delete m.selfLink;
+    if (!m.generateName && em.generateName) m.generateName = em.generateName;
+    t.defaults?.(next);
+    const schemaErrors = this.applyCustomSchema(t, next, opts);
+    if (t.hasGeneration) {
+      m.generation = em.generation ?? 1;
+      if (!isDeepStrictEqual(specOf(t, next), specOf(t, existing))) m.generation += 1;
+    } else delete m.generation;
+    this.validate(t, next, existing, schemaErrors);
+    const key = this.key(t, namespace, name);
+    const stored = this.toStorage(t, next);
+    if (isDeepStrictEqual(stored, existingStored)) return existing;
+    if (opts.dryRun) return this.toVersion(t, stored);
+    if (m.deletionTimestamp && (m.finalizers ?? []).length === 0 && !this.namespaceFinalizers(t, next)) {
+      return this.toVersion(t, this.store.delete(t.storage, key, stored));
+    }
+    return this.toVersion(t, this.store.update(t.storage, key, stored));
+  }
+
+  private namespaceFinalizers(t: ResourceType, obj: KubeObject): boolean {
+    if (t.storage !== '/namespaces') return false;
+    const f = (obj.spec as { finalizers?: string[] } | undefined)?.finalizers;
+    return Array.isArray(f) && f.length > 0;
+  }
+
+  /**
+   * Patches an object (or its status). `application/apply-patch+yaml` creates a missing object.
+   * @throws ApiError as {@link Registry.update}, 415 for an unknown patch type
+   */
+  patch(
+    t: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    contentType: string,
+    patch: unknown,
+    opts: WriteOptions = {},
+    subresource?: string,
+  ): { object: KubeObject; created: boolean } {
+    checkPatchType(contentType, !!t.custom);
+    const isApply = contentType === 'application/apply-patch+yaml';
+    if (isApply && !opts.fieldManager) badRequestFieldManager();
+    let existing: KubeObject;
+    try {
+      existing = this.get(t, namespace, name);
+    } catch (err) {
+      if (isApply && err instanceof ApiError && err.code === 404 && !subresource) {
+        const body = this.bodyObject(patch);
+        body.metadata.name ??= name;
+        return { object: this.create(t, namespace, body, opts), created: true };
+      }
+      throw err;
+    }
+    const patched = applyPatch(contentType, existing, patch, !!t.custom) as KubeObject;
+    if (!patched || typeof patched !== 'object') throw badRequest('the patched object is not a JSON object');
+    patched.metadata ??= {};
+    if (patched.metadata.name === undefined) patched.metadata.name = name;
+    return { object: this.update(t, namespace, name, patched, opts, subresource), created: false };
+  }
+
+  /**
+   * Deletes an object: at once, or — with finalizers (including those the propagation policy adds) —
+   * by setting `deletionTimestamp` so it stays until its finalizers are removed.
+   * @returns the object when it still exists, else a `Status` Success
+   * @throws ApiError 404, 409 precondition failed, 422 bad propagation policy
+   */
+  delete(
+    t: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+    opts: WriteOptions = {},
+  ): { object?: KubeObject; status?: Omit<Status, 'code'> } {
+    const gr = groupResource(t);
+    const existingStored = this.getStored(t, namespace, name);
+    const existing = this.toVersion(t, existingStored);
+    const pre = options.preconditions;
+    if (pre?.uid && pre.uid !== existing.metadata.uid) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`,
+      );
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
+      throw conflict(
+        gr,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`,
+      );
+    }
+    let policy = options.propagationPolicy;
+    if (policy !== undefined && !['Orphan', 'Background', 'Foreground'].includes(policy)) {
+      throw invalid('DeleteOptions', '', '', [
+        fieldErrors.notSupported('propagationPolicy', policy, ['Foreground', 'Background', 'Orphan', 'nil']),
+      ]);
+    }
+    if (policy === undefined && options.orphanDependents !== undefined)
+      policy = options.orphanDependents ? 'Orphan' : 'Background';
+    const next = structuredClone(existing);
+    const finalizers = [...(next.metadata.finalizers ?? [])];
+    const add = (f: string) => {
+      if (!finalizers.includes(f)) finalizers.push(f);
+    };
+    if (policy === 'Foreground') add(FINALIZER_FOREGROUND);
+    if (policy === 'Orphan') add(FINALIZER_ORPHAN);
+    if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') add(FINALIZER_CRD_CLEANUP);
+    const key = this.key(t, namespace, name);
+    const isNamespace = t.storage === '/namespaces';
+    if (finalizers.length > 0 || isNamespace) {
+      if (finalizers.length > 0) next.metadata.finalizers = finalizers;
+      if (!next.metadata.deletionTimestamp) {
+        next.metadata.deletionTimestamp = now();
+        next.metadata.deletionGracePeriodSeconds = 0;
+        if (t.hasGeneration && next.metadata.generation) next.metadata.generation += 1;
+      }
+      if (isNamespace) next.status = { ...(next.status as object), phase: 'Terminating' };
+      if (isNamespace && !this.namespaceFinalizers(t, next) && finalizers.length === 0) {
+        if (opts.dryRun) return { object: next };
+        this.store.delete(t.storage, key, this.toStorage(t, next));
+        return { object: next };
+      }
+      const stored = this.toStorage(t, next);
+      if (isDeepStrictEqual(stored, existingStored) || opts.dryRun)
+        return { object: opts.dryRun ? next : existing };
+      return { object: this.toVersion(t, this.store.update(t.storage, key, stored)) };
+    }
+    if (opts.dryRun)
+      return t.storage === '/pods'
+        ? { object: existing }
+        : { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
+    const gone = this.toVersion(t, this.store.delete(t.storage, key));
+    if (t.storage === '/pods') return { object: gone };
+    return { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
+  }
+
+  /** DELETE on a collection: deletes every matching object; returns the affected objects. */
+  deleteCollection(
+    t: ResourceType,
+    namespace: string | undefined,
+    list: ListOptions,
+    options: DeleteOptions,
+    opts: WriteOptions,
+  ): KubeObject[] {
+    const { items } = this.list(t, namespace, {
+      labelSelector: list.labelSelector,
+      fieldSelector: list.fieldSelector,
+    });
+    const out: KubeObject[] = [];
+    for (const item of items) {
+      try {
+        const r = this.delete(t, item.metadata.namespace, item.metadata.name ?? '', options, opts);
+        out.push(r.object ?? this.toVersion(t, item));
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 404)) throw err;
+      }
+    }
+    return out;
+  }
+}
+
+function badRequestFieldManager(): never {
+  throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be set');
+}

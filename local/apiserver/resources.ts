@@ -1,0 +1,591 @@
+/**
+ * The resource types the local API server serves: one description per group/version/resource, used by
+ * the one generic storage and verb path for built-ins and custom resources alike.
+ */
+import type { FieldError } from './status.ts';
+
+/** A stored Kubernetes object (wire JSON). */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [field: string]: unknown;
+}
+
+/** metav1.ObjectMeta, the fields the server manages or reads. */
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+  managedFields?: unknown[];
+  [field: string]: unknown;
+}
+
+/** metav1.OwnerReference. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** How a resource's names are validated (apimachinery validation.NameIsDNSSubdomain / NameIsDNSLabel). */
+export type NameRule = 'subdomain' | 'label' | 'path';
+
+/** A served resource: one group/version/plural. Versions of one resource share `storage`. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+  singular: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames: string[];
+  categories: string[];
+  /** Storage identity shared by every version of the resource: `<group>/<plural>`. */
+  storage: string;
+  /** Has a `/status` subresource: the main endpoint ignores status, `/status` changes only status. */
+  statusSubresource: boolean;
+  /** Sets `metadata.generation` (1 on create, +1 on spec change and on setting deletionTimestamp). */
+  hasGeneration: boolean;
+  /** Other subresources served (`token`, `finalize`). */
+  subresources: string[];
+  /** Field selector labels beyond `metadata.name`/`metadata.namespace` (as the type's GetAttrs). */
+  fieldLabels: Record<string, (obj: KubeObject) => string>;
+  nameRule: NameRule;
+  /** Not stored: create-only review resources (SelfSubjectAccessReview, TokenReview). */
+  virtual?: boolean;
+  /** Defaults applied on create and update (the scheme's defaulting functions). */
+  defaults?(obj: KubeObject): void;
+  /** Set server-owned fields on create (strategy PrepareForCreate). */
+  prepareForCreate?(obj: KubeObject): void;
+  /** Type-specific validation (strategy Validate / ValidateUpdate). */
+  validate?(obj: KubeObject, old?: KubeObject): FieldError[];
+  /** Converts a request body of this version to the storage form. */
+  toStorage?(obj: KubeObject): KubeObject;
+  /** Converts the storage form to this version. */
+  fromStorage?(obj: KubeObject): KubeObject;
+  /** Custom resources: the CRD's schema and printer columns for this version. */
+  custom?: {
+    schema?: JSONSchemaProps;
+    printerColumns: PrinterColumn[];
+    /** The CRD's name, `<plural>.<group>`. */
+    crdName: string;
+  };
+}
+
+/** The subset of apiextensions JSONSchemaProps the validator reads. */
+export interface JSONSchemaProps {
+  type?: string;
+  properties?: Record<string, JSONSchemaProps>;
+  items?: JSONSchemaProps;
+  additionalProperties?: JSONSchemaProps | boolean;
+  required?: string[];
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: boolean;
+  exclusiveMaximum?: boolean;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  pattern?: string;
+  enum?: unknown[];
+  format?: string;
+  nullable?: boolean;
+  'x-kubernetes-int-or-string'?: boolean;
+  'x-kubernetes-preserve-unknown-fields'?: boolean;
+  'x-kubernetes-embedded-resource'?: boolean;
+  [key: string]: unknown;
+}
+
+/** A CRD additionalPrinterColumn. */
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  description?: string;
+  format?: string;
+  priority?: number;
+}
+
+export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+/** `group/version` as in `apiVersion` (`v1` for core). */
+export function groupVersion(t: { group: string; version: string }): string {
+  return t.group ? `${t.group}/${t.version}` : t.version;
+}
+
+/** Reads a dotted path of plain fields (`status.phase`) as the string a field selector compares. */
+export function fieldPath(path: string): (obj: KubeObject) => string {
+  const parts = path.split('.');
+  return (obj) => {
+    let v: unknown = obj;
+    for (const p of parts) {
+      if (v === null || typeof v !== 'object') return '';
+      v = (v as Record<string, unknown>)[p];
+    }
+    if (v === undefined || v === null) return '';
+    return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  };
+}
+
+function labels(...paths: string[]): Record<string, (obj: KubeObject) => string> {
+  return Object.fromEntries(paths.map((p) => [p, fieldPath(p)]));
+}
+
+interface Spec {
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  categories?: string[];
+  statusSubresource?: boolean;
+  hasGeneration?: boolean;
+  subresources?: string[];
+  fieldLabels?: Record<string, (obj: KubeObject) => string>;
+  nameRule?: NameRule;
+  storage?: string;
+  singular?: string;
+}
+
+/** Builds a ResourceType with the usual derived fields. */
+export function resourceType(spec: Spec, extra: Partial<ResourceType> = {}): ResourceType {
+  return {
+    group: spec.group,
+    version: spec.version,
+    plural: spec.plural,
+    singular: spec.singular ?? spec.kind.toLowerCase(),
+    kind: spec.kind,
+    listKind: `${spec.kind}List`,
+    namespaced: spec.namespaced,
+    shortNames: spec.shortNames ?? [],
+    categories: spec.categories ?? [],
+    storage: spec.storage ?? `${spec.group}/${spec.plural}`,
+    statusSubresource: spec.statusSubresource ?? false,
+    hasGeneration: spec.hasGeneration ?? false,
+    subresources: spec.subresources ?? [],
+    fieldLabels: spec.fieldLabels ?? {},
+    nameRule: spec.nameRule ?? 'subdomain',
+    ...extra,
+  };
+}
+
+function imagePullPolicy(image: unknown): string {
+  if (typeof image !== 'string') return 'IfNotPresent';
+  const last = image.split('/').pop() ?? '';
+  if (image.includes('@')) return 'IfNotPresent';
+  const tag = last.includes(':') ? last.split(':').pop() : undefined;
+  return tag === undefined || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+/** Pod spec defaults (k8s.io/kubernetes/pkg/apis/core/v1/defaults.go), the ones visible to clients. */
+export function defaultPodSpec(spec: Record<string, unknown>): void {
+  spec.restartPolicy ??= 'Always';
+  spec.terminationGracePeriodSeconds ??= 30;
+  spec.dnsPolicy ??= 'ClusterFirst';
+  spec.securityContext ??= {};
+  spec.schedulerName ??= 'default-scheduler';
+  spec.enableServiceLinks ??= true;
+  for (const key of ['containers', 'initContainers']) {
+    const list = spec[key];
+    if (!Array.isArray(list)) continue;
+    for (const c of list as Record<string, unknown>[]) {
+      if (!c || typeof c !== 'object') continue;
+      c.terminationMessagePath ??= '/dev/termination-log';
+      c.terminationMessagePolicy ??= 'File';
+      c.imagePullPolicy ??= imagePullPolicy(c.image);
+      c.resources ??= {};
+      if (Array.isArray(c.ports)) for (const p of c.ports as Record<string, unknown>[]) p.protocol ??= 'TCP';
+    }
+  }
+}
+
+function validatePodSpec(spec: unknown, path: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const s = (spec ?? {}) as Record<string, unknown>;
+  const containers = s.containers;
+  if (!Array.isArray(containers) || containers.length === 0) {
+    errs.push({ type: 'FieldValueRequired', field: `${path}.containers`, detail: 'Required value' });
+    return errs;
+  }
+  containers.forEach((c: Record<string, unknown>, i) => {
+    if (!c?.name)
+      errs.push({
+        type: 'FieldValueRequired',
+        field: `${path}.containers[${i}].name`,
+        detail: 'Required value',
+      });
+    if (!c?.image)
+      errs.push({
+        type: 'FieldValueRequired',
+        field: `${path}.containers[${i}].image`,
+        detail: 'Required value',
+      });
+  });
+  return errs;
+}
+
+function asRecord(v: unknown): Record<string, unknown> {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+const eventFields = labels(
+  'involvedObject.kind',
+  'involvedObject.namespace',
+  'involvedObject.name',
+  'involvedObject.uid',
+  'involvedObject.apiVersion',
+  'involvedObject.resourceVersion',
+  'involvedObject.fieldPath',
+  'reason',
+  'reportingComponent',
+  'type',
+);
+eventFields.source = (o) => fieldPath('source.component')(o) || fieldPath('reportingComponent')(o);
+
+/** core/v1 Event field ↔ events.k8s.io/v1 Event field (one storage, as in kube-apiserver). */
+const EVENT_RENAMES: [string, string][] = [
+  ['involvedObject', 'regarding'],
+  ['message', 'note'],
+  ['reportingComponent', 'reportingController'],
+  ['source', 'deprecatedSource'],
+  ['firstTimestamp', 'deprecatedFirstTimestamp'],
+  ['lastTimestamp', 'deprecatedLastTimestamp'],
+  ['count', 'deprecatedCount'],
+];
+
+function renameFields(obj: KubeObject, pairs: [string, string][], apiVersion: string): KubeObject {
+  const out: KubeObject = { ...obj, apiVersion };
+  for (const [from, to] of pairs) {
+    if (from in out) {
+      out[to] = out[from];
+      delete out[from];
+    }
+  }
+  return out;
+}
+
+/** The built-in resources, in discovery order. */
+export function builtinResources(): ResourceType[] {
+  const core = (s: Omit<Spec, 'group' | 'version'>, extra?: Partial<ResourceType>) =>
+    resourceType({ group: '', version: 'v1', ...s }, extra);
+  const rbac = (plural: string, kind: string, namespaced: boolean) =>
+    resourceType({
+      group: 'rbac.authorization.k8s.io',
+      version: 'v1',
+      plural,
+      kind,
+      namespaced,
+      nameRule: 'path',
+    });
+  return [
+    core(
+      {
+        plural: 'namespaces',
+        kind: 'Namespace',
+        namespaced: false,
+        shortNames: ['ns'],
+        statusSubresource: true,
+        subresources: ['finalize'],
+        fieldLabels: labels('status.phase'),
+        nameRule: 'label',
+      },
+      {
+        prepareForCreate(obj) {
+          obj.spec = { finalizers: ['kubernetes'] };
+          obj.status = { phase: 'Active' };
+          obj.metadata.labels = {
+            ...obj.metadata.labels,
+            'kubernetes.io/metadata.name': obj.metadata.name ?? '',
+          };
+        },
+        defaults(obj) {
+          if (obj.metadata.name) {
+            obj.metadata.labels = {
+              ...obj.metadata.labels,
+              'kubernetes.io/metadata.name': obj.metadata.name,
+            };
+          }
+        },
+      },
+    ),
+    core(
+      { plural: 'secrets', kind: 'Secret', namespaced: true, fieldLabels: labels('type') },
+      {
+        defaults(obj) {
+          obj.type ??= 'Opaque';
+          // stringData is write-only: merged into data (base64) as the core/v1 conversion does.
+          const stringData = asRecord(obj.stringData);
+          if (obj.stringData !== undefined) {
+            const data = { ...asRecord(obj.data) };
+            for (const [k, v] of Object.entries(stringData))
+              data[k] = Buffer.from(String(v), 'utf8').toString('base64');
+            obj.data = data;
+            delete obj.stringData;
+          }
+        },
+      },
+    ),
+    core({ plural: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] }),
+    core({ plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], fieldLabels: eventFields }),
+    core(
+      {
+        plural: 'pods',
+        kind: 'Pod',
+        namespaced: true,
+        shortNames: ['po'],
+        categories: ['all'],
+        statusSubresource: true,
+        fieldLabels: labels(
+          'spec.nodeName',
+          'spec.restartPolicy',
+          'spec.schedulerName',
+          'spec.serviceAccountName',
+          'spec.hostNetwork',
+          'status.phase',
+          'status.podIP',
+          'status.nominatedNodeName',
+        ),
+      },
+      {
+        defaults(obj) {
+          const spec = asRecord(obj.spec);
+          obj.spec = spec;
+          defaultPodSpec(spec);
+          spec.serviceAccountName ??= 'default';
+          spec.serviceAccount ??= spec.serviceAccountName;
+          spec.priority ??= 0;
+          spec.preemptionPolicy ??= 'PreemptLowerPriority';
+        },
+        prepareForCreate(obj) {
+          obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
+        },
+        validate: (obj) => validatePodSpec(obj.spec, 'spec'),
+      },
+    ),
+    core({
+      plural: 'serviceaccounts',
+      kind: 'ServiceAccount',
+      namespaced: true,
+      shortNames: ['sa'],
+      subresources: ['token'],
+    }),
+    resourceType(
+      {
+        group: 'apps',
+        version: 'v1',
+        plural: 'deployments',
+        kind: 'Deployment',
+        namespaced: true,
+        shortNames: ['deploy'],
+        categories: ['all'],
+        statusSubresource: true,
+        hasGeneration: true,
+      },
+      {
+        defaults(obj) {
+          const spec = asRecord(obj.spec);
+          obj.spec = spec;
+          spec.replicas ??= 1;
+          spec.strategy ??= { type: 'RollingUpdate' };
+          const strategy = asRecord(spec.strategy);
+          if (strategy.type === 'RollingUpdate')
+            strategy.rollingUpdate ??= { maxUnavailable: '25%', maxSurge: '25%' };
+          spec.revisionHistoryLimit ??= 10;
+          spec.progressDeadlineSeconds ??= 600;
+          const template = asRecord(spec.template);
+          spec.template = template;
+          template.metadata ??= {};
+          const podSpec = asRecord(template.spec);
+          template.spec = podSpec;
+          defaultPodSpec(podSpec);
+        },
+        prepareForCreate(obj) {
+          obj.status = {};
+        },
+        validate(obj) {
+          const errs: FieldError[] = [];
+          const spec = asRecord(obj.spec);
+          const selector = asRecord(spec.selector);
+          const matchLabels = asRecord(selector.matchLabels);
+          if (!spec.selector)
+            errs.push({ type: 'FieldValueRequired', field: 'spec.selector', detail: 'Required value' });
+          else if (Object.keys(matchLabels).length === 0 && !Array.isArray(selector.matchExpressions)) {
+            errs.push({
+              type: 'FieldValueInvalid',
+              field: 'spec.selector',
+              detail: 'Invalid value: "null": empty selector is invalid for deployment',
+            });
+          }
+          const tlabels = asRecord(asRecord(asRecord(spec.template).metadata).labels);
+          if (spec.selector && Object.entries(matchLabels).some(([k, v]) => tlabels[k] !== v)) {
+            errs.push({
+              type: 'FieldValueInvalid',
+              field: 'spec.template.metadata.labels',
+              detail: `Invalid value: map[string]string{${Object.entries(tlabels)
+                .map(([k, v]) => `"${k}":"${v}"`)
+                .join(', ')}}: \`selector\` does not match template \`labels\``,
+            });
+          }
+          errs.push(...validatePodSpec(asRecord(spec.template).spec, 'spec.template.spec'));
+          return errs;
+        },
+      },
+    ),
+    resourceType({
+      group: 'coordination.k8s.io',
+      version: 'v1',
+      plural: 'leases',
+      kind: 'Lease',
+      namespaced: true,
+    }),
+    resourceType(
+      {
+        group: 'events.k8s.io',
+        version: 'v1',
+        plural: 'events',
+        kind: 'Event',
+        namespaced: true,
+        shortNames: ['ev'],
+        storage: '/events',
+        fieldLabels: eventFields,
+      },
+      {
+        toStorage: (obj) =>
+          renameFields(
+            obj,
+            EVENT_RENAMES.map(([a, b]) => [b, a]),
+            'v1',
+          ),
+        fromStorage: (obj) => renameFields(obj, EVENT_RENAMES, 'events.k8s.io/v1'),
+        validate(obj) {
+          const errs: FieldError[] = [];
+          for (const f of ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason']) {
+            if (!obj[f]) errs.push({ type: 'FieldValueRequired', field: f, detail: 'Required value' });
+          }
+          if (obj.type !== 'Normal' && obj.type !== 'Warning') {
+            errs.push({
+              type: 'FieldValueInvalid',
+              field: 'type',
+              detail: `Invalid value: "${String(obj.type ?? '')}": has invalid value: ${String(obj.type ?? '')}`,
+            });
+          }
+          return errs;
+        },
+      },
+    ),
+    resourceType({
+      group: 'apiextensions.k8s.io',
+      version: 'v1',
+      plural: 'customresourcedefinitions',
+      kind: 'CustomResourceDefinition',
+      namespaced: false,
+      shortNames: ['crd', 'crds'],
+      categories: ['api-extensions'],
+      statusSubresource: true,
+      hasGeneration: true,
+    }),
+    rbac('roles', 'Role', true),
+    rbac('rolebindings', 'RoleBinding', true),
+    rbac('clusterroles', 'ClusterRole', false),
+    rbac('clusterrolebindings', 'ClusterRoleBinding', false),
+    resourceType(
+      {
+        group: 'authorization.k8s.io',
+        version: 'v1',
+        plural: 'selfsubjectaccessreviews',
+        kind: 'SelfSubjectAccessReview',
+        namespaced: false,
+      },
+      { virtual: true },
+    ),
+  ];
+}
+
+/** The served resource types, built-in and custom, indexed by path and by kind. */
+export class ResourceRegistry {
+  private readonly types: ResourceType[] = [];
+
+  constructor(initial: ResourceType[]) {
+    this.types.push(...initial);
+  }
+
+  all(): readonly ResourceType[] {
+    return this.types;
+  }
+
+  add(t: ResourceType): void {
+    this.remove(t.group, t.version, t.plural);
+    this.types.push(t);
+  }
+
+  remove(group: string, version: string, plural: string): void {
+    const i = this.types.findIndex((t) => t.group === group && t.version === version && t.plural === plural);
+    if (i >= 0) this.types.splice(i, 1);
+  }
+
+  /** Removes every version of a custom resource. */
+  removeCustom(crdName: string): void {
+    for (let i = this.types.length - 1; i >= 0; i--)
+      if (this.types[i]?.custom?.crdName === crdName) this.types.splice(i, 1);
+  }
+
+  byPlural(group: string, version: string, plural: string): ResourceType | undefined {
+    return this.types.find((t) => t.group === group && t.version === version && t.plural === plural);
+  }
+
+  byKind(group: string, version: string, kind: string): ResourceType | undefined {
+    return this.types.find((t) => t.group === group && t.version === version && t.kind === kind);
+  }
+
+  /** Any served version of the kind in the group (for owner references whose version is not served). */
+  byGroupKind(group: string, kind: string): ResourceType | undefined {
+    return this.types.find((t) => t.group === group && t.kind === kind);
+  }
+
+  /** Resolves `apiVersion` + `kind` as an owner reference names them. */
+  byApiVersionKind(apiVersion: string, kind: string): ResourceType | undefined {
+    const [group, version] = apiVersion.includes('/')
+      ? (apiVersion.split('/', 2) as [string, string])
+      : ['', apiVersion];
+    return this.byKind(group, version, kind) ?? this.byGroupKind(group, kind);
+  }
+
+  /** One type per storage (the first served version), for storage-wide work (GC, namespace cleanup). */
+  storages(): ResourceType[] {
+    const seen = new Set<string>();
+    return this.types.filter((t) => !t.virtual && !seen.has(t.storage) && seen.add(t.storage));
+  }
+
+  groups(): string[] {
+    const out: string[] = [];
+    for (const t of this.types) if (t.group && !out.includes(t.group)) out.push(t.group);
+    return out;
+  }
+
+  versions(group: string): string[] {
+    const out: string[] = [];
+    for (const t of this.types) if (t.group === group && !out.includes(t.version)) out.push(t.version);
+    return out;
+  }
+
+  inGroupVersion(group: string, version: string): ResourceType[] {
+    return this.types.filter((t) => t.group === group && t.version === version);
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * Generic object storage, as etcd + the watch cache behind kube-apiserver: one global, increasing
+ * resourceVersion; objects keyed by storage (`<group>/<plural>`) and `namespace/name`; a bounded event
+ * history per storage (the watch cache window) from which watches resume and continued lists read
+ * their snapshot. Objects are copied in and out, never shared.
+ */
+import type { KubeObject } from './resources.ts';
+
+export type StoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One committed change. `object` carries the new resourceVersion (also for DELETED, as etcd3 watch). */
+export interface StoreEvent {
+  type: StoreEventType;
+  storage: string;
+  key: string;
+  rv: number;
+  object: KubeObject;
+  /** The state before the change (absent for ADDED). */
+  prev?: KubeObject;
+}
+
+export type StoreListener = (event: StoreEvent) => void;
+
+/** The storage key of an object: `namespace/name`, or `name` when cluster-scoped. */
+export function objectKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+export interface StoreOptions {
+  /** Events kept per storage for watch resumption and continue tokens; default 1000. */
+  historySize?: number;
+}
+
+export class Store {
+  private rv = 0;
+  private readonly data = new Map<string, Map<string, KubeObject>>();
+  private readonly history = new Map<string, StoreEvent[]>();
+  /** Per storage: events with rv <= this value are no longer kept. */
+  private readonly compactedAt = new Map<string, number>();
+  private compactedAll = 0;
+  private readonly listeners = new Set<StoreListener>();
+  readonly historySize: number;
+
+  constructor(options: StoreOptions = {}) {
+    this.historySize = options.historySize ?? 1000;
+  }
+
+  /** The latest committed resourceVersion. */
+  currentRv(): number {
+    return this.rv;
+  }
+
+  subscribe(listener: StoreListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get(storage: string, key: string): KubeObject | undefined {
+    const obj = this.data.get(storage)?.get(key);
+    return obj ? structuredClone(obj) : undefined;
+  }
+
+  /** Objects of a storage in key order (etcd key order), optionally of one namespace. */
+  list(storage: string, namespace?: string): KubeObject[] {
+    const m = this.data.get(storage);
+    if (!m) return [];
+    const keys = [...m.keys()].sort();
+    const out: KubeObject[] = [];
+    for (const k of keys) {
+      const o = m.get(k);
+      if (!o) continue;
+      if (namespace && o.metadata.namespace !== namespace) continue;
+      out.push(structuredClone(o));
+    }
+    return out;
+  }
+
+  /** Number of objects in a storage (of one namespace when given). */
+  count(storage: string, namespace?: string): number {
+    const m = this.data.get(storage);
+    if (!m) return 0;
+    if (!namespace) return m.size;
+    let n = 0;
+    for (const o of m.values()) if (o.metadata.namespace === namespace) n++;
+    return n;
+  }
+
+  /** Stores a new object; assigns its resourceVersion. */
+  create(storage: string, key: string, obj: KubeObject): KubeObject {
+    return this.commit('ADDED', storage, key, obj);
+  }
+
+  /** Replaces an object; assigns its resourceVersion. */
+  update(storage: string, key: string, obj: KubeObject): KubeObject {
+    return this.commit('MODIFIED', storage, key, obj);
+  }
+
+  /** Removes an object; `last` (default: the stored object) is the DELETED event's object. */
+  delete(storage: string, key: string, last?: KubeObject): KubeObject {
+    const current = this.data.get(storage)?.get(key);
+    if (!current) throw new Error(`store: ${storage} ${key} does not exist`);
+    return this.commit('DELETED', storage, key, last ?? structuredClone(current));
+  }
+
+  private commit(type: StoreEventType, storage: string, key: string, obj: KubeObject): KubeObject {
+    let m = this.data.get(storage);
+    if (!m) {
+      m = new Map();
+      this.data.set(storage, m);
+    }
+    const prev = m.get(key);
+    const rv = ++this.rv;
+    const stored = structuredClone(obj);
+    stored.metadata.resourceVersion = String(rv);
+    if (type === 'DELETED') m.delete(key);
+    else m.set(key, stored);
+    const event: StoreEvent = { type, storage, key, rv, object: stored, ...(prev ? { prev } : {}) };
+    let h = this.history.get(storage);
+    if (!h) {
+      h = [];
+      this.history.set(storage, h);
+    }
+    h.push(event);
+    if (h.length > this.historySize) {
+      const dropped = h.splice(0, h.length - this.historySize);
+      const last = dropped[dropped.length - 1];
+      if (last) this.compactedAt.set(storage, Math.max(this.compactedAt.get(storage) ?? 0, last.rv));
+    }
+    for (const l of this.listeners) l(event);
+    return structuredClone(stored);
+  }
+
+  /** The oldest resourceVersion a watch or continued list of this storage can start from. */
+  oldestAvailable(storage: string): number {
+    return Math.max(this.compactedAt.get(storage) ?? 0, this.compactedAll);
+  }
+
+  /** Events of a storage with rv > `after`, or `undefined` when `after` is older than the kept history. */
+  eventsSince(storage: string, after: number): StoreEvent[] | undefined {
+    if (after < this.oldestAvailable(storage)) return undefined;
+    return (this.history.get(storage) ?? []).filter((e) => e.rv > after);
+  }
+
+  /**
+   * The objects of a storage as they were at resourceVersion `rv` (etcd MVCC read), in key order;
+   * `undefined` when `rv` is older than the kept history (compacted).
+   */
+  snapshot(storage: string, rv: number, namespace?: string): KubeObject[] | undefined {
+    const later = this.eventsSince(storage, rv);
+    if (!later) return undefined;
+    const state = new Map<string, KubeObject>();
+    for (const o of this.data.get(storage)?.entries() ?? []) state.set(o[0], o[1]);
+    for (let i = later.length - 1; i >= 0; i--) {
+      const e = later[i];
+      if (!e) continue;
+      if (e.prev) state.set(e.key, e.prev);
+      else state.delete(e.key);
+    }
+    return [...state.keys()]
+      .sort()
+      .map((k) => state.get(k))
+      .filter((o): o is KubeObject => o !== undefined && (!namespace || o.metadata.namespace === namespace))
+      .map((o) => structuredClone(o));
+  }
+
+  /** Drops all kept history (etcd compaction): older resourceVersions now answer 410 Expired. */
+  compact(): number {
+    this.compactedAll = this.rv;
+    for (const [storage, h] of this.history) {
+      h.length = 0;
+      this.compactedAt.set(storage, this.rv);
+    }
+    return this.rv;
+  }
+}

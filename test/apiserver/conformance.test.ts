@@ -1,0 +1,1650 @@
+/**
+ * Conformance of the local API server with kube-apiserver, request by request: discovery, built-in
+ * types, metadata rules (uid, resourceVersion, generation, generateName), writes and their `Status`
+ * bodies, deletion (finalizers, garbage collection, namespace lifecycle), reads (selectors, pagination),
+ * watch semantics (ordering, selector transitions, bookmarks, timeout, 410), validation, RBAC, metadata
+ * responses, kubectl. Runs against the local server, or unchanged against a real cluster with
+ * TEST_KUBECONFIG; local-only parts (fault injection, request log, forced compaction) skip there.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  makeInformer,
+} from '@kubernetes/client-node';
+import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+import { expectStatus, openWatch, raw } from './helpers.ts';
+
+const run = promisify(execFile);
+
+// biome-ignore lint/suspicious/noExplicitAny: wire JSON under test
+type Obj = Record<string, any>;
+
+const MERGE = { 'Content-Type': 'application/merge-patch+json' };
+const JSON_PATCH = { 'Content-Type': 'application/json-patch+json' };
+const STRATEGIC = { 'Content-Type': 'application/strategic-merge-patch+json' };
+const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+
+let cluster: TestCluster;
+let kc: KubeConfig;
+let core: CoreV1Api;
+let apps: AppsV1Api;
+let ext: ApiextensionsV1Api;
+
+/** A CRD unique to this run (cluster-scoped names must not collide on a shared cluster). */
+const suffix = uniqueSuffix();
+const GROUP = `c${suffix}.conformance.levelset.dev`;
+const CRD_NAME = `widgets.${GROUP}`;
+
+function crdManifest(): Obj {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: CRD_NAME },
+    spec: {
+      group: GROUP,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', shortNames: ['wdg'] },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  required: ['size'],
+                  properties: {
+                    size: { type: 'integer', minimum: 1, maximum: 10 },
+                    color: { type: 'string', enum: ['red', 'blue'] },
+                    port: { 'x-kubernetes-int-or-string': true },
+                    tags: { type: 'array', items: { type: 'string' } },
+                  },
+                },
+                status: {
+                  type: 'object',
+                  properties: { observedGeneration: { type: 'integer' }, ready: { type: 'boolean' } },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+function widget(name: string, spec: Obj = { size: 1 }): Obj {
+  return { apiVersion: `${GROUP}/v1`, kind: 'Widget', metadata: { name }, spec };
+}
+
+const isLocal = () => cluster.local !== undefined;
+
+before(async () => {
+  cluster = await startTestCluster();
+  kc = cluster.kubeConfig;
+  core = kc.makeApiClient(CoreV1Api);
+  apps = kc.makeApiClient(AppsV1Api);
+  ext = kc.makeApiClient(ApiextensionsV1Api);
+  // Raw JSON: client-node's typed models would drop `enum` and `x-kubernetes-*` (they are `_enum`, `xKubernetes…` there).
+  const created = await raw(
+    kc,
+    'POST',
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    crdManifest(),
+  );
+  assert.equal(created.status, 201, created.text);
+  await waitFor(
+    async () => {
+      const crd = await ext.readCustomResourceDefinition({ name: CRD_NAME });
+      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    },
+    { message: 'CRD Established' },
+  );
+});
+
+after(async () => {
+  if (!cluster) return;
+  if (!isLocal()) await ext.deleteCustomResourceDefinition({ name: CRD_NAME }).catch(() => undefined);
+  await cluster.stop();
+});
+
+describe('discovery', () => {
+  test('/version, /healthz, /readyz, /livez', async () => {
+    const v = await raw(kc, 'GET', '/version');
+    assert.equal(v.status, 200);
+    assert.equal(v.json.major, '1');
+    assert.match(v.json.gitVersion, /^v1\.\d+\./);
+    for (const path of ['/healthz', '/readyz', '/livez']) {
+      const r = await raw(kc, 'GET', path);
+      assert.equal(r.status, 200, path);
+      assert.equal(r.text, 'ok');
+    }
+  });
+
+  test('/api and /api/v1 list the core resources with verbs, scope, kind and short names', async () => {
+    const api = await raw(kc, 'GET', '/api');
+    assert.equal(api.json.kind, 'APIVersions');
+    assert.deepEqual(api.json.versions, ['v1']);
+    const v1 = await raw(kc, 'GET', '/api/v1');
+    assert.equal(v1.json.kind, 'APIResourceList');
+    assert.equal(v1.json.groupVersion, 'v1');
+    const byName = new Map<string, Obj>(v1.json.resources.map((r: Obj) => [r.name, r]));
+    const secrets = byName.get('secrets');
+    assert.ok(secrets);
+    assert.equal(secrets.namespaced, true);
+    assert.equal(secrets.kind, 'Secret');
+    assert.equal(secrets.singularName, 'secret');
+    for (const verb of ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'])
+      assert.ok(secrets.verbs.includes(verb), verb);
+    assert.deepEqual(byName.get('configmaps')?.shortNames, ['cm']);
+    assert.equal(byName.get('namespaces')?.namespaced, false);
+    assert.deepEqual(byName.get('pods/status')?.verbs.sort(), ['get', 'patch', 'update']);
+    assert.equal(byName.get('serviceaccounts/token')?.kind, 'TokenRequest');
+    for (const r of ['pods', 'events', 'serviceaccounts']) assert.ok(byName.has(r), r);
+  });
+
+  test('/apis lists the groups, /apis/{group}/{version} their resources, custom resources included', async () => {
+    const apis = await raw(kc, 'GET', '/apis');
+    assert.equal(apis.json.kind, 'APIGroupList');
+    const groups = new Map<string, Obj>(apis.json.groups.map((g: Obj) => [g.name, g]));
+    for (const g of [
+      'apps',
+      'coordination.k8s.io',
+      'events.k8s.io',
+      'apiextensions.k8s.io',
+      'rbac.authorization.k8s.io',
+      GROUP,
+    ]) {
+      assert.ok(groups.has(g), g);
+    }
+    assert.equal(groups.get(GROUP)?.preferredVersion.groupVersion, `${GROUP}/v1`);
+    const appsV1 = await raw(kc, 'GET', '/apis/apps/v1');
+    assert.equal(appsV1.json.groupVersion, 'apps/v1');
+    const deployments = appsV1.json.resources.find((r: Obj) => r.name === 'deployments');
+    assert.equal(deployments.kind, 'Deployment');
+    assert.ok(deployments.shortNames.includes('deploy'));
+    const crs = await raw(kc, 'GET', `/apis/${GROUP}/v1`);
+    const widgets = crs.json.resources.find((r: Obj) => r.name === 'widgets');
+    assert.deepEqual(
+      {
+        kind: widgets.kind,
+        singularName: widgets.singularName,
+        namespaced: widgets.namespaced,
+        shortNames: widgets.shortNames,
+      },
+      { kind: 'Widget', singularName: 'widget', namespaced: true, shortNames: ['wdg'] },
+    );
+    assert.ok(crs.json.resources.some((r: Obj) => r.name === 'widgets/status'));
+    const missing = await raw(kc, 'GET', '/apis/nope.example.com/v1');
+    assert.equal(missing.status, 404);
+  });
+
+  test('KubernetesObjectApi resolves built-in and custom kinds through discovery', async () => {
+    const ns = await cluster.createNamespace('disc');
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    await objects.create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'via-object-api', namespace: ns },
+      data: { a: '1' },
+    } as Obj);
+    const read = (await objects.read({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'via-object-api', namespace: ns },
+    })) as Obj;
+    assert.equal(read.data.a, '1');
+    await objects.create({
+      ...widget('via-object-api'),
+      metadata: { name: 'via-object-api', namespace: ns },
+    } as Obj);
+    const w = (await objects.read({
+      apiVersion: `${GROUP}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'via-object-api', namespace: ns },
+    })) as Obj;
+    assert.equal(w.spec.size, 1);
+  });
+});
+
+describe('built-in types and metadata', () => {
+  test('each built-in type Levelset uses can be created and read back with server-set metadata', async () => {
+    const ns = await cluster.createNamespace('types');
+    const now = new Date().toISOString();
+    const created: Obj[] = [];
+    created.push(
+      await raw(kc, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
+        metadata: { name: 's' },
+        stringData: { k: 'v' },
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, {
+        metadata: { name: 'c' },
+        data: { k: 'v' },
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'sa' } }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/api/v1/namespaces/${ns}/pods`, {
+        metadata: { name: 'p' },
+        spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/apis/apps/v1/namespaces/${ns}/deployments`, {
+        metadata: { name: 'd' },
+        spec: {
+          selector: { matchLabels: { app: 'd' } },
+          template: {
+            metadata: { labels: { app: 'd' } },
+            spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          },
+        },
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+        metadata: { name: 'l' },
+        spec: { holderIdentity: 'me', leaseDurationSeconds: 15 },
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
+        metadata: { name: 'e1' },
+        involvedObject: { kind: 'ConfigMap', name: 'c', namespace: ns, apiVersion: 'v1' },
+        reason: 'Tested',
+        message: 'core event',
+        type: 'Normal',
+        source: { component: 'conformance' },
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      }),
+    );
+    created.push(
+      await raw(kc, 'POST', `/apis/events.k8s.io/v1/namespaces/${ns}/events`, {
+        metadata: { name: 'e2' },
+        eventTime: now,
+        reportingController: 'levelset.dev/conformance',
+        reportingInstance: 'conformance-1',
+        action: 'Testing',
+        reason: 'Tested',
+        note: 'events.k8s.io event',
+        type: 'Normal',
+        regarding: { kind: 'ConfigMap', name: 'c', namespace: ns, apiVersion: 'v1' },
+      }),
+    );
+    created.push(await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w')));
+    for (const r of created) {
+      assert.equal(r.status, 201, r.text);
+      assert.match(r.json.metadata.uid, /^[0-9a-f-]{36}$/);
+      assert.match(r.json.metadata.resourceVersion, /^\d+$/);
+      assert.match(r.json.metadata.creationTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+      assert.equal(r.json.metadata.namespace, ns);
+    }
+    const [secret, , , pod, deployment] = created.map((r) => r.json) as Obj[];
+    assert.equal(secret?.type, 'Opaque');
+    assert.equal(secret?.data.k, Buffer.from('v').toString('base64'), 'stringData is folded into data');
+    assert.equal(secret?.stringData, undefined);
+    assert.equal(pod?.status.phase, 'Pending');
+    assert.equal(deployment?.spec.replicas, 1, 'defaulted');
+    // One storage for both Event APIs: the events.k8s.io Event is a core/v1 Event and vice versa.
+    const coreEvent = await core.readNamespacedEvent({ name: 'e2', namespace: ns });
+    assert.equal(coreEvent.message, 'events.k8s.io event');
+    assert.equal(coreEvent.involvedObject.name, 'c');
+    const newEvent = await raw(kc, 'GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events/e1`);
+    assert.equal(newEvent.json.note, 'core event');
+    assert.equal(newEvent.json.regarding.name, 'c');
+    const ns404 = await raw(kc, 'GET', `/api/v1/namespaces/${ns}`);
+    assert.equal(ns404.json.status.phase, 'Active');
+    assert.deepEqual(ns404.json.spec.finalizers, ['kubernetes']);
+  });
+
+  test('resourceVersion is one increasing counter across resource types', async () => {
+    const ns = await cluster.createNamespace('rv');
+    const a = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'a' } } });
+    const b = await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'b' } } });
+    const c = await core.replaceNamespacedConfigMap({
+      name: 'a',
+      namespace: ns,
+      body: { ...a, data: { x: '1' } },
+    });
+    const [ra, rb, rc] = [a, b, c].map((o) => Number(o.metadata?.resourceVersion));
+    assert.ok((ra as number) < (rb as number) && (rb as number) < (rc as number), `${ra} < ${rb} < ${rc}`);
+    const list = await core.listNamespacedConfigMap({ namespace: ns });
+    assert.ok(Number(list.metadata?.resourceVersion) >= (rc as number));
+  });
+
+  test('generateName appends 5 random characters', async () => {
+    const ns = await cluster.createNamespace('gen');
+    const a = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { generateName: 'cm-' } },
+    });
+    const b = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { generateName: 'cm-' } },
+    });
+    assert.match(a.metadata?.name ?? '', /^cm-[a-z0-9]{5}$/);
+    assert.notEqual(a.metadata?.name, b.metadata?.name);
+    assert.equal(a.metadata?.generateName, 'cm-');
+  });
+
+  test('generation: 1 on create, bumped by spec changes only — never by metadata, status or /status', async () => {
+    const ns = await cluster.createNamespace('generation');
+    const d = await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'd' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'd' } },
+          template: {
+            metadata: { labels: { app: 'd' } },
+            spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          },
+        },
+      },
+    });
+    assert.equal(d.metadata?.generation, 1);
+    const path = `/apis/apps/v1/namespaces/${ns}/deployments/d`;
+    const labelled = await raw(kc, 'PATCH', path, { metadata: { labels: { x: 'y' } } }, MERGE);
+    assert.equal(labelled.json.metadata.generation, 1, 'metadata-only change');
+    const scaled = await raw(kc, 'PATCH', path, { spec: { replicas: 3 } }, MERGE);
+    assert.equal(scaled.json.metadata.generation, 2, 'spec change');
+    const status = await raw(
+      kc,
+      'PATCH',
+      `${path}/status`,
+      { status: { observedGeneration: 2, replicas: 3 } },
+      MERGE,
+    );
+    assert.equal(status.status, 200, status.text);
+    assert.equal(status.json.metadata.generation, 2, 'status change through /status');
+    assert.equal(status.json.status.observedGeneration, 2);
+    // The main endpoint ignores status; /status ignores spec.
+    const ignoredStatus = await raw(kc, 'PATCH', path, { status: { replicas: 99 } }, MERGE);
+    assert.equal(ignoredStatus.json.status.replicas, 3);
+    assert.equal(ignoredStatus.json.metadata.generation, 2);
+    const ignoredSpec = await raw(kc, 'PATCH', `${path}/status`, { spec: { replicas: 7 } }, MERGE);
+    assert.equal(ignoredSpec.json.spec.replicas, 3);
+
+    // Custom resource with a status subresource: same rules.
+    const w = await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, {
+      ...widget('w'),
+      status: { ready: true },
+    });
+    assert.equal(w.json.metadata.generation, 1);
+    assert.equal(
+      w.json.status,
+      undefined,
+      'status is dropped on create when the status subresource is enabled',
+    );
+    const wpath = `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`;
+    assert.equal(
+      (await raw(kc, 'PATCH', wpath, { metadata: { annotations: { a: 'b' } } }, MERGE)).json.metadata
+        .generation,
+      1,
+    );
+    assert.equal(
+      (await raw(kc, 'PATCH', `${wpath}/status`, { status: { ready: true, observedGeneration: 1 } }, MERGE))
+        .json.metadata.generation,
+      1,
+    );
+    const specChanged = await raw(kc, 'PATCH', wpath, { spec: { size: 2 }, status: { ready: false } }, MERGE);
+    assert.equal(specChanged.json.metadata.generation, 2);
+    assert.equal(specChanged.json.status.ready, true, 'main endpoint ignores status');
+
+    // Types without generation (Secret, ConfigMap) never get one.
+    const s = await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 's' }, data: { a: 'YQ==' } },
+    });
+    assert.equal(s.metadata?.generation, undefined);
+    const s2 = await core.replaceNamespacedSecret({
+      name: 's',
+      namespace: ns,
+      body: { ...s, data: { a: 'Yg==' } },
+    });
+    assert.equal(s2.metadata?.generation, undefined);
+  });
+
+  test('a no-op update does not write: same resourceVersion', async () => {
+    const ns = await cluster.createNamespace('noop');
+    const cm = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c' }, data: { a: '1' } },
+    });
+    const again = await core.replaceNamespacedConfigMap({ name: 'c', namespace: ns, body: cm });
+    assert.equal(again.metadata?.resourceVersion, cm.metadata?.resourceVersion);
+  });
+});
+
+describe('writes', () => {
+  test('create of an existing name → 409 AlreadyExists', async () => {
+    const ns = await cluster.createNamespace('create');
+    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'x' } } });
+    const status = await expectStatus(() =>
+      core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'x' } } }),
+    );
+    assert.deepEqual(status, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'secrets "x" already exists',
+      reason: 'AlreadyExists',
+      details: { name: 'x', kind: 'secrets' },
+      code: 409,
+    });
+    const dep = await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w'));
+    assert.equal(dep.status, 201);
+    const again = await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w'));
+    assert.equal(again.status, 409);
+    assert.equal(again.json.message, `widgets.${GROUP} "w" already exists`);
+    assert.deepEqual(again.json.details, { name: 'w', group: GROUP, kind: 'widgets' });
+  });
+
+  test('get of a missing object → 404 NotFound', async () => {
+    const ns = await cluster.createNamespace('get');
+    const status = await expectStatus(() => core.readNamespacedSecret({ name: 'missing', namespace: ns }));
+    assert.equal(status.code, 404);
+    assert.equal(status.reason, 'NotFound');
+    assert.equal(status.message, 'secrets "missing" not found');
+    assert.deepEqual(status.details, { name: 'missing', kind: 'secrets' });
+    const d = await raw(kc, 'GET', `/apis/apps/v1/namespaces/${ns}/deployments/missing`);
+    assert.equal(d.json.message, 'deployments.apps "missing" not found');
+    assert.deepEqual(d.json.details, { name: 'missing', group: 'apps', kind: 'deployments' });
+  });
+
+  test('update with a stale resourceVersion → 409 Conflict; without one it is unconditional', async () => {
+    const ns = await cluster.createNamespace('update');
+    const v1 = await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'x' }, stringData: { a: '1' } },
+    });
+    const v2 = await core.replaceNamespacedSecret({
+      name: 'x',
+      namespace: ns,
+      body: { ...v1, stringData: { a: '2' } } as never,
+    });
+    assert.notEqual(v2.metadata?.resourceVersion, v1.metadata?.resourceVersion);
+    const status = await expectStatus(() =>
+      core.replaceNamespacedSecret({
+        name: 'x',
+        namespace: ns,
+        body: { ...v1, stringData: { a: '3' } } as never,
+      }),
+    );
+    assert.deepEqual(status, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message:
+        'Operation cannot be fulfilled on secrets "x": the object has been modified; please apply your changes to the latest version and try again',
+      reason: 'Conflict',
+      details: { name: 'x', kind: 'secrets' },
+      code: 409,
+    });
+    const unconditional = await core.replaceNamespacedSecret({
+      name: 'x',
+      namespace: ns,
+      body: { metadata: { name: 'x' }, stringData: { a: '4' } },
+    });
+    assert.equal(Buffer.from(unconditional.data?.a ?? '', 'base64').toString(), '4');
+    const mismatch = await raw(kc, 'PUT', `/api/v1/namespaces/${ns}/secrets/x`, { metadata: { name: 'y' } });
+    assert.equal(mismatch.status, 400);
+    assert.equal(mismatch.json.reason, 'BadRequest');
+    const missing = await raw(kc, 'PUT', `/api/v1/namespaces/${ns}/secrets/nope`, {
+      metadata: { name: 'nope' },
+    });
+    assert.equal(missing.status, 404);
+  });
+
+  test('merge patch, JSON patch (failed test op → 422), strategic merge patch of a built-in', async () => {
+    const ns = await cluster.createNamespace('patch');
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c', labels: { a: '1', b: '2' } }, data: { x: '1', y: '2' } },
+    });
+    const path = `/api/v1/namespaces/${ns}/configmaps/c`;
+    const merged = await raw(
+      kc,
+      'PATCH',
+      path,
+      { metadata: { labels: { b: null, c: '3' } }, data: { y: '3' } },
+      MERGE,
+    );
+    assert.equal(merged.status, 200);
+    assert.deepEqual(merged.json.metadata.labels, { a: '1', c: '3' });
+    assert.deepEqual(merged.json.data, { x: '1', y: '3' });
+    const patched = await raw(
+      kc,
+      'PATCH',
+      path,
+      [
+        { op: 'add', path: '/data/z', value: '9' },
+        { op: 'remove', path: '/data/x' },
+      ],
+      JSON_PATCH,
+    );
+    assert.deepEqual(patched.json.data, { y: '3', z: '9' });
+    const failed = await raw(kc, 'PATCH', path, [{ op: 'test', path: '/data/y', value: 'nope' }], JSON_PATCH);
+    assert.equal(failed.status, 422);
+    assert.equal(failed.json.kind, 'Status');
+    // A resourceVersion in the patch is a precondition.
+    const stale = await raw(
+      kc,
+      'PATCH',
+      path,
+      { metadata: { resourceVersion: '1' }, data: { y: '4' } },
+      MERGE,
+    );
+    assert.equal(stale.status, 409);
+    assert.equal(stale.json.reason, 'Conflict');
+
+    await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'd' },
+        spec: {
+          selector: { matchLabels: { app: 'd' } },
+          template: {
+            metadata: { labels: { app: 'd' } },
+            spec: {
+              containers: [
+                { name: 'a', image: 'busybox:1', env: [{ name: 'X', value: '1' }] },
+                { name: 'b', image: 'busybox:1' },
+              ],
+            },
+          },
+        },
+      },
+    });
+    const smp = await raw(
+      kc,
+      'PATCH',
+      `/apis/apps/v1/namespaces/${ns}/deployments/d`,
+      { spec: { template: { spec: { containers: [{ name: 'b', image: 'busybox:2' }] } } } },
+      STRATEGIC,
+    );
+    assert.equal(smp.status, 200, smp.text);
+    const containers = smp.json.spec.template.spec.containers;
+    assert.deepEqual(
+      containers.map((c: Obj) => [c.name, c.image]),
+      [
+        ['a', 'busybox:1'],
+        ['b', 'busybox:2'],
+      ],
+      'containers merge by name',
+    );
+    assert.deepEqual(containers[0].env, [{ name: 'X', value: '1' }]);
+    const crSmp = await raw(
+      kc,
+      'PATCH',
+      `/apis/${GROUP}/v1/namespaces/${ns}/widgets/none`,
+      { spec: {} },
+      STRATEGIC,
+    );
+    assert.equal(crSmp.status, 415, 'strategic merge patch is not supported for custom resources');
+  });
+
+  test('dryRun=All validates and answers but does not persist; fieldManager is accepted', async () => {
+    const ns = await cluster.createNamespace('dryrun');
+    const r = await raw(
+      kc,
+      'POST',
+      `/api/v1/namespaces/${ns}/configmaps?dryRun=All&fieldManager=conformance`,
+      { metadata: { name: 'c' } },
+    );
+    assert.equal(r.status, 201);
+    assert.equal(r.json.metadata.name, 'c');
+    assert.equal((await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/c`)).status, 404);
+    const bad = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps?dryRun=All`, {
+      metadata: { name: 'Bad' },
+    });
+    assert.equal(bad.status, 422);
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c' } },
+      fieldManager: 'conformance',
+    });
+    const del = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/configmaps/c?dryRun=All`);
+    assert.equal(del.status, 200);
+    assert.equal((await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/c`)).status, 200);
+  });
+
+  test('delete: Status Success with uid; preconditions → 409; missing → 404', async () => {
+    const ns = await cluster.createNamespace('delete');
+    const s = await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'x' } } });
+    const wrongUid = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets/x`, {
+      preconditions: { uid: 'not-the-uid' },
+    });
+    assert.equal(wrongUid.status, 409);
+    assert.equal(wrongUid.json.reason, 'Conflict');
+    assert.equal(
+      wrongUid.json.message,
+      `Operation cannot be fulfilled on secrets "x": Precondition failed: UID in precondition: not-the-uid, UID in object meta: ${s.metadata?.uid}`,
+    );
+    const wrongRv = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets/x`, {
+      preconditions: { resourceVersion: '1' },
+    });
+    assert.equal(wrongRv.status, 409);
+    const ok = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets/x`, {
+      preconditions: { uid: s.metadata?.uid, resourceVersion: s.metadata?.resourceVersion },
+      propagationPolicy: 'Background',
+    });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.json.kind, 'Status');
+    assert.equal(ok.json.status, 'Success');
+    assert.deepEqual(ok.json.details, { name: 'x', kind: 'secrets', uid: s.metadata?.uid });
+    const again = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets/x`);
+    assert.equal(again.status, 404);
+    assert.equal(again.json.message, 'secrets "x" not found');
+  });
+});
+
+async function gone(path: string): Promise<boolean> {
+  return (await raw(kc, 'GET', path)).status === 404;
+}
+
+describe('deletion', () => {
+  test('finalizers: delete sets deletionTimestamp and keeps the object until its finalizers are removed', async () => {
+    const ns = await cluster.createNamespace('finalizers');
+    const path = `/api/v1/namespaces/${ns}/configmaps/c`;
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c', finalizers: ['levelset.dev/hold'] } },
+    });
+    const del = await raw(kc, 'DELETE', path);
+    assert.equal(del.status, 200);
+    assert.equal(del.json.kind, 'ConfigMap', 'the object is returned while it still exists');
+    assert.ok(del.json.metadata.deletionTimestamp);
+    const held = await raw(kc, 'GET', path);
+    assert.equal(held.status, 200);
+    assert.ok(held.json.metadata.deletionTimestamp);
+    const added = await raw(
+      kc,
+      'PATCH',
+      path,
+      { metadata: { finalizers: ['levelset.dev/hold', 'levelset.dev/more'] } },
+      MERGE,
+    );
+    assert.equal(added.status, 422, 'no new finalizers once deleting');
+    const released = await raw(kc, 'PATCH', path, { metadata: { finalizers: null } }, MERGE);
+    assert.equal(released.status, 200);
+    await waitFor(() => gone(path), { message: 'configmap gone after its finalizer is removed' });
+  });
+
+  test('deletionTimestamp bumps generation of types that have one', async () => {
+    const ns = await cluster.createNamespace('delgen');
+    const path = `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`;
+    await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, {
+      ...widget('w'),
+      metadata: { name: 'w', finalizers: ['levelset.dev/hold'] },
+    });
+    const del = await raw(kc, 'DELETE', path);
+    assert.equal(del.json.metadata.generation, 2);
+    await raw(kc, 'PATCH', path, { metadata: { finalizers: null } }, MERGE);
+    await waitFor(() => gone(path), { message: 'widget gone' });
+  });
+
+  test('garbage collection, background: dependents go after their owner', async () => {
+    const ns = await cluster.createNamespace('gcbg');
+    const owner = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'owner' } },
+    });
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid ?? '' };
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'dep', ownerReferences: [ref] } },
+    });
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'two-owners',
+          ownerReferences: [
+            ref,
+            { apiVersion: 'v1', kind: 'Namespace', name: ns, uid: '00000000-0000-0000-0000-000000000000' },
+          ],
+        },
+      },
+    });
+    const keep = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'keep' } },
+    });
+    const keepRef = { apiVersion: 'v1', kind: 'ConfigMap', name: 'keep', uid: keep.metadata?.uid ?? '' };
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'shared', ownerReferences: [ref, keepRef] } },
+    });
+    await core.deleteNamespacedConfigMap({ name: 'owner', namespace: ns, propagationPolicy: 'Background' });
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}/secrets/dep`), { message: 'dependent collected' });
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}/secrets/two-owners`), {
+      message: 'dependent with only absent owners collected',
+    });
+    const shared = await waitFor(
+      async () => {
+        const s = await core.readNamespacedSecret({ name: 'shared', namespace: ns });
+        return s.metadata?.ownerReferences?.length === 1 ? s : undefined;
+      },
+      { message: 'dangling owner reference removed while another owner remains' },
+    );
+    assert.equal(shared.metadata?.ownerReferences?.[0]?.name, 'keep');
+  });
+
+  test('garbage collection, foreground: the owner waits (foregroundDeletion) for blocking dependents', async () => {
+    const ns = await cluster.createNamespace('gcfg');
+    const owner = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'owner' } },
+    });
+    const ref = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'owner',
+      uid: owner.metadata?.uid ?? '',
+      blockOwnerDeletion: true,
+    };
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'dep', ownerReferences: [ref], finalizers: ['levelset.dev/hold'] } },
+    });
+    const del = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/configmaps/owner`, {
+      propagationPolicy: 'Foreground',
+    });
+    assert.equal(del.status, 200);
+    assert.ok(del.json.metadata.finalizers.includes('foregroundDeletion'));
+    const depDeleting = await waitFor(
+      async () => {
+        const d = await core.readNamespacedSecret({ name: 'dep', namespace: ns });
+        return d.metadata?.deletionTimestamp ? d : undefined;
+      },
+      { message: 'dependent being deleted' },
+    );
+    assert.ok(depDeleting);
+    assert.equal(
+      (await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/owner`)).status,
+      200,
+      'owner still there',
+    );
+    await raw(kc, 'PATCH', `/api/v1/namespaces/${ns}/secrets/dep`, { metadata: { finalizers: null } }, MERGE);
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}/configmaps/owner`), {
+      message: 'owner gone after its dependents',
+    });
+  });
+
+  test('garbage collection, orphan: dependents stay without the owner reference', async () => {
+    const ns = await cluster.createNamespace('gcorphan');
+    const owner = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'owner' } },
+    });
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'dep',
+          ownerReferences: [
+            { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid ?? '' },
+          ],
+        },
+      },
+    });
+    await core.deleteNamespacedConfigMap({ name: 'owner', namespace: ns, propagationPolicy: 'Orphan' });
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}/configmaps/owner`), { message: 'owner gone' });
+    const dep = await core.readNamespacedSecret({ name: 'dep', namespace: ns });
+    assert.equal(dep.metadata?.ownerReferences, undefined);
+  });
+
+  test('namespace deletion: Terminating, contents removed, then the namespace; no new content meanwhile', async () => {
+    const ns = await cluster.createNamespace('nsdel');
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'plain' } } });
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'held', finalizers: ['levelset.dev/hold'] } },
+    });
+    await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w'));
+    const del = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}`);
+    assert.equal(del.status, 200);
+    const terminating = await raw(kc, 'GET', `/api/v1/namespaces/${ns}`);
+    assert.equal(terminating.json.status.phase, 'Terminating');
+    assert.ok(terminating.json.metadata.deletionTimestamp);
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}/configmaps/plain`), { message: 'contents deleted' });
+    await waitFor(() => gone(`/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`), {
+      message: 'custom resources deleted',
+    });
+    const refused = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, {
+      metadata: { name: 'late' },
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.json.reason, 'Forbidden');
+    assert.match(
+      refused.json.message,
+      new RegExp(`unable to create new content in namespace ${ns} because it is being terminated`),
+    );
+    assert.equal(
+      (await raw(kc, 'GET', `/api/v1/namespaces/${ns}`)).status,
+      200,
+      'namespace waits for finalizers of its content',
+    );
+    await raw(
+      kc,
+      'PATCH',
+      `/api/v1/namespaces/${ns}/configmaps/held`,
+      { metadata: { finalizers: null } },
+      MERGE,
+    );
+    await waitFor(() => gone(`/api/v1/namespaces/${ns}`), { message: 'namespace gone', timeoutMs: 60_000 });
+  });
+});
+
+describe('reads', () => {
+  test('labelSelector: equality and set-based', async () => {
+    const ns = await cluster.createNamespace('labels');
+    const make = (name: string, labels: Record<string, string>) =>
+      core.createNamespacedSecret({ namespace: ns, body: { metadata: { name, labels } } });
+    await make('a', { tier: 'web', env: 'prod' });
+    await make('b', { tier: 'web', env: 'dev' });
+    await make('c', { tier: 'db' });
+    const names = async (labelSelector: string) =>
+      (await core.listNamespacedSecret({ namespace: ns, labelSelector })).items
+        .map((i) => i.metadata?.name)
+        .sort();
+    assert.deepEqual(await names('tier=web'), ['a', 'b']);
+    assert.deepEqual(await names('tier==web,env!=prod'), ['b']);
+    assert.deepEqual(await names('env in (prod,dev)'), ['a', 'b']);
+    assert.deepEqual(await names('tier notin (web)'), ['c']);
+    assert.deepEqual(await names('env notin (prod)'), ['b', 'c'], 'notin matches objects without the label');
+    assert.deepEqual(await names('env'), ['a', 'b']);
+    assert.deepEqual(await names('!env,tier'), ['c']);
+    const bad = await raw(
+      kc,
+      'GET',
+      `/api/v1/namespaces/${ns}/secrets?labelSelector=${encodeURIComponent('a in (')}`,
+    );
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.reason, 'BadRequest');
+  });
+
+  test('fieldSelector: metadata.name, metadata.namespace, Secret type, Pod status.phase; unknown fields → 400', async () => {
+    const ns = await cluster.createNamespace('fields');
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'opaque' }, stringData: { a: 'b' } },
+    });
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'custom' }, type: 'levelset.dev/custom', stringData: { a: 'b' } },
+    });
+    const byName = await core.listNamespacedSecret({ namespace: ns, fieldSelector: 'metadata.name=custom' });
+    assert.deepEqual(
+      byName.items.map((i) => i.metadata?.name),
+      ['custom'],
+    );
+    const byType = await core.listNamespacedSecret({
+      namespace: ns,
+      fieldSelector: 'type=levelset.dev/custom',
+    });
+    assert.deepEqual(
+      byType.items.map((i) => i.metadata?.name),
+      ['custom'],
+    );
+    const notOpaque = await core.listNamespacedSecret({
+      namespace: ns,
+      fieldSelector: `type!=Opaque,metadata.namespace=${ns}`,
+    });
+    assert.deepEqual(
+      notOpaque.items.map((i) => i.metadata?.name),
+      ['custom'],
+    );
+    const allNs = await core.listSecretForAllNamespaces({
+      fieldSelector: `metadata.namespace=${ns},metadata.name=opaque`,
+    });
+    assert.deepEqual(
+      allNs.items.map((i) => i.metadata?.name),
+      ['opaque'],
+    );
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] } },
+    });
+    const pending = await core.listNamespacedPod({ namespace: ns, fieldSelector: 'status.phase=Pending' });
+    assert.deepEqual(
+      pending.items.map((i) => i.metadata?.name),
+      ['p'],
+    );
+    const running = await core.listNamespacedPod({ namespace: ns, fieldSelector: 'status.phase=Running' });
+    assert.equal(running.items.length, 0);
+    const bad = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/secrets?fieldSelector=spec.nope%3Dx`);
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.reason, 'BadRequest');
+    const badCr = await raw(
+      kc,
+      'GET',
+      `/apis/${GROUP}/v1/namespaces/${ns}/widgets?fieldSelector=spec.size%3D1`,
+    );
+    assert.equal(badCr.status, 400);
+  });
+
+  test('pagination: limit and continue walk every item once, in order, at one resourceVersion', async () => {
+    const ns = await cluster.createNamespace('pages');
+    for (let i = 0; i < 7; i++)
+      await core.createNamespacedSecret({
+        namespace: ns,
+        body: { metadata: { name: `s${i}`, labels: { page: 'y' } } },
+      });
+    const seen: string[] = [];
+    let token: string | undefined;
+    let rv: string | undefined;
+    let pages = 0;
+    do {
+      const page = await core.listNamespacedSecret({
+        namespace: ns,
+        labelSelector: 'page=y',
+        limit: 3,
+        _continue: token,
+      });
+      pages++;
+      seen.push(...page.items.map((i) => i.metadata?.name ?? ''));
+      rv ??= page.metadata?.resourceVersion;
+      assert.equal(page.metadata?.resourceVersion, rv, 'every page at the first page’s resourceVersion');
+      if (pages === 1) {
+        // Changes after the first page do not show in later pages (a consistent snapshot).
+        await core.createNamespacedSecret({
+          namespace: ns,
+          body: { metadata: { name: 's9', labels: { page: 'y' } } },
+        });
+      }
+      token = page.metadata?._continue || undefined;
+    } while (token);
+    assert.deepEqual(seen, ['s0', 's1', 's2', 's3', 's4', 's5', 's6']);
+    assert.equal(pages, 3);
+    const first = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/secrets?limit=2`);
+    assert.equal(first.json.items.length, 2);
+    assert.ok(first.json.metadata.continue);
+    assert.equal(first.json.metadata.remainingItemCount, 6);
+  });
+
+  test('pagination: a continue token older than the kept history → 410 Expired', async (t) => {
+    if (!isLocal()) return t.skip('needs forced compaction (local server only)');
+    const ns = await cluster.createNamespace('expired');
+    for (let i = 0; i < 3; i++)
+      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `c${i}` } } });
+    const first = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps?limit=1`);
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'later' } } });
+    cluster.local?.faults.compactHistory();
+    const next = await raw(
+      kc,
+      'GET',
+      `/api/v1/namespaces/${ns}/configmaps?limit=1&continue=${encodeURIComponent(first.json.metadata.continue)}`,
+    );
+    assert.equal(next.status, 410);
+    assert.equal(next.json.reason, 'Expired');
+    assert.match(
+      next.json.message,
+      /^The provided continue parameter is too old to display a consistent list result/,
+    );
+  });
+
+  test('list resourceVersion: the list carries the current resourceVersion; a future one → 504', async (t) => {
+    const ns = await cluster.createNamespace('listrv');
+    const cm = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'c' } } });
+    const list = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`);
+    assert.equal(list.json.kind, 'ConfigMapList');
+    assert.equal(list.json.apiVersion, 'v1');
+    assert.ok(Number(list.json.metadata.resourceVersion) >= Number(cm.metadata?.resourceVersion));
+    assert.equal(
+      list.json.items.find((i: Obj) => i.metadata.name === 'c').kind,
+      undefined,
+      'built-in list items carry no kind',
+    );
+    if (!isLocal()) return t.skip('waits up to 3 s on a real server');
+    const future = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps?resourceVersion=99999999`);
+    assert.equal(future.status, 504);
+    assert.equal(future.json.reason, 'Timeout');
+  });
+});
+
+describe('watch', () => {
+  test('from a list resourceVersion: only later events, in order, as a chunked JSON stream', async () => {
+    const ns = await cluster.createNamespace('watch');
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'before' } } });
+    const list = await core.listNamespacedConfigMap({ namespace: ns });
+    const w = await openWatch(
+      kc,
+      `/api/v1/namespaces/${ns}/configmaps?watch=1&resourceVersion=${list.metadata?.resourceVersion}`,
+    );
+    try {
+      assert.equal(w.status, 200);
+      assert.match(w.headers['content-type'] ?? '', /^application\/json/);
+      assert.equal(w.headers['transfer-encoding'], 'chunked');
+      const a = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'a' } } });
+      await core.replaceNamespacedConfigMap({ name: 'a', namespace: ns, body: { ...a, data: { x: '1' } } });
+      await core.deleteNamespacedConfigMap({ name: 'a', namespace: ns });
+      const events = await waitFor(
+        () => {
+          const mine = w.events.filter((e) => e.object.metadata?.name === 'a');
+          return mine.length >= 3 ? mine : undefined;
+        },
+        { message: 'three events for a' },
+      );
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['ADDED', 'MODIFIED', 'DELETED'],
+      );
+      assert.equal(events[1]?.object.data.x, '1');
+      assert.equal(events[0]?.object.kind, 'ConfigMap');
+      assert.equal(events[0]?.object.apiVersion, 'v1');
+      const rvs = events.map((e) => Number(e.object.metadata.resourceVersion));
+      assert.deepEqual(
+        [...rvs].sort((a, b) => a - b),
+        rvs,
+        'increasing resourceVersions; DELETED carries the deletion’s',
+      );
+      assert.equal(new Set(rvs).size, 3);
+      assert.ok(
+        !w.events.some((e) => e.object.metadata?.name === 'before'),
+        'nothing from before the resourceVersion',
+      );
+    } finally {
+      w.close();
+    }
+  });
+
+  test('without resourceVersion: synthetic ADDED for the current state, then live events', async () => {
+    const ns = await cluster.createNamespace('watch0');
+    await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'existing' } } });
+    const w = await openWatch(kc, `/api/v1/namespaces/${ns}/secrets?watch=true`);
+    try {
+      await waitFor(() => w.events.some((e) => e.type === 'ADDED' && e.object.metadata.name === 'existing'), {
+        message: 'initial ADDED',
+      });
+      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'new' } } });
+      await waitFor(() => w.events.some((e) => e.type === 'ADDED' && e.object.metadata.name === 'new'), {
+        message: 'live ADDED',
+      });
+    } finally {
+      w.close();
+    }
+  });
+
+  test('label selector: an object leaving the selector is DELETED, entering it ADDED', async () => {
+    const ns = await cluster.createNamespace('watchsel');
+    const list = await core.listNamespacedConfigMap({ namespace: ns });
+    const w = await openWatch(
+      kc,
+      `/api/v1/namespaces/${ns}/configmaps?watch=1&labelSelector=sel%3Dyes&resourceVersion=${list.metadata?.resourceVersion}`,
+    );
+    try {
+      await core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name: 'm', labels: { sel: 'no' } } },
+      });
+      await raw(
+        kc,
+        'PATCH',
+        `/api/v1/namespaces/${ns}/configmaps/m`,
+        { metadata: { labels: { sel: 'yes' } } },
+        MERGE,
+      );
+      await raw(kc, 'PATCH', `/api/v1/namespaces/${ns}/configmaps/m`, { data: { a: 'b' } }, MERGE);
+      await raw(
+        kc,
+        'PATCH',
+        `/api/v1/namespaces/${ns}/configmaps/m`,
+        { metadata: { labels: { sel: 'no' } } },
+        MERGE,
+      );
+      const events = await waitFor(() => (w.events.length >= 3 ? w.events : undefined), {
+        message: 'three events',
+      });
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['ADDED', 'MODIFIED', 'DELETED'],
+      );
+      assert.equal(events[2]?.object.metadata.labels.sel, 'no', 'DELETED carries the new state');
+    } finally {
+      w.close();
+    }
+  });
+
+  test('timeoutSeconds ends the stream; allowWatchBookmarks sends BOOKMARKs with a resourceVersion', async () => {
+    const ns = await cluster.createNamespace('bookmark');
+    const list = await core.listNamespacedConfigMap({ namespace: ns });
+    const started = Date.now();
+    const w = await openWatch(
+      kc,
+      `/api/v1/namespaces/${ns}/configmaps?watch=1&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=${list.metadata?.resourceVersion}`,
+    );
+    await w.done;
+    assert.ok(Date.now() - started < 15_000, 'ended by the server');
+    if (isLocal()) {
+      const bookmark = w.events.find((e) => e.type === 'BOOKMARK');
+      assert.ok(bookmark, 'a BOOKMARK before the timeout');
+      assert.equal(bookmark.object.kind, 'ConfigMap');
+      assert.match(bookmark.object.metadata.resourceVersion, /^\d+$/);
+    }
+  });
+
+  test('a resourceVersion older than the kept history → ERROR event with 410 Expired', async () => {
+    const ns = await cluster.createNamespace('expired');
+    const cm = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'c' } } });
+    let from = '1';
+    if (isLocal()) {
+      await core.replaceNamespacedConfigMap({ name: 'c', namespace: ns, body: { ...cm, data: { a: '1' } } });
+      cluster.local?.faults.compactHistory();
+      from = cm.metadata?.resourceVersion ?? '1';
+    }
+    const w = await openWatch(kc, `/api/v1/namespaces/${ns}/configmaps?watch=1&resourceVersion=${from}`);
+    await w.done;
+    assert.equal(w.status, 200);
+    const error = w.events.find((e) => e.type === 'ERROR');
+    assert.ok(error, `an ERROR event (got ${JSON.stringify(w.events)})`);
+    assert.equal(error.object.kind, 'Status');
+    assert.equal(error.object.code, 410);
+    assert.equal(error.object.reason, 'Expired');
+    assert.match(error.object.message, /too old resource version/);
+  });
+
+  test('client-node informer (ListWatch) lists, watches and recovers from 410 by re-listing', async () => {
+    const ns = await cluster.createNamespace('informer');
+    const path = `/api/v1/namespaces/${ns}/configmaps`;
+    const informer = makeInformer(kc, path, () => core.listNamespacedConfigMap({ namespace: ns }));
+    const added: string[] = [];
+    const deleted: string[] = [];
+    const errors: unknown[] = [];
+    informer.on('add', (o) => added.push(o.metadata?.name ?? ''));
+    informer.on('delete', (o) => deleted.push(o.metadata?.name ?? ''));
+    informer.on('error', (e) => errors.push(e));
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'one' } } });
+    await informer.start();
+    try {
+      await waitFor(() => added.includes('one'), { message: 'listed object' });
+      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'two' } } });
+      await waitFor(() => added.includes('two'), { message: 'watched ADDED' });
+      if (isLocal()) {
+        // Expire the informer's resourceVersion and cut its watch: it must re-list and carry on.
+        await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'three' } } });
+        await waitFor(() => added.includes('three'), { message: 'three' });
+        const local = cluster.local;
+        assert.ok(local);
+        await core.deleteNamespacedConfigMap({ name: 'one', namespace: ns });
+        local.faults.compactHistory();
+        local.requests.clear();
+        local.faults.dropWatches();
+        await waitFor(
+          () =>
+            local.requests.count({ verb: 'list', resource: 'configmaps', namespace: ns }) > 0 ||
+            local.requests.count({ verb: 'watch', resource: 'configmaps', namespace: ns }) > 0,
+          {
+            message: 'informer reconnects',
+          },
+        );
+        await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'four' } } });
+        await waitFor(() => added.includes('four'), { message: 'events after the 410 re-list' });
+        await waitFor(() => informer.get('one', ns) === undefined, {
+          message: 'deleted object gone from the cache',
+        });
+      }
+      await core.deleteNamespacedConfigMap({ name: 'two', namespace: ns });
+      await waitFor(() => deleted.includes('two'), { message: 'watched DELETED' });
+      assert.deepEqual(errors, []);
+    } finally {
+      await informer.stop();
+    }
+  });
+});
+
+describe('validation', () => {
+  test('names must be DNS-1123 → 422 Invalid with details.causes', async () => {
+    const ns = await cluster.createNamespace('names');
+    const status = await expectStatus(() =>
+      core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'Bad_Name' } } }),
+    );
+    assert.equal(status.code, 422);
+    assert.equal(status.reason, 'Invalid');
+    assert.match(
+      status.message,
+      /^ConfigMap "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of/,
+    );
+    assert.equal(status.details.name, 'Bad_Name');
+    assert.equal(status.details.kind, 'ConfigMap');
+    assert.equal(status.details.causes[0].reason, 'FieldValueInvalid');
+    assert.equal(status.details.causes[0].field, 'metadata.name');
+    const nsBad = await raw(kc, 'POST', '/api/v1/namespaces', { metadata: { name: 'has.dot' } });
+    assert.equal(nsBad.status, 422, 'namespace names are DNS-1123 labels');
+    const noName = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: {} });
+    assert.equal(noName.status, 422);
+    assert.equal(noName.json.details.causes[0].field, 'metadata.name');
+    assert.equal(noName.json.details.causes[0].reason, 'FieldValueRequired');
+  });
+
+  test('namespaced create into a missing namespace → 404 namespaces "x" not found', async () => {
+    const missing = `missing-${uniqueSuffix()}`;
+    const status = await expectStatus(() =>
+      core.createNamespacedSecret({ namespace: missing, body: { metadata: { name: 's' } } }),
+    );
+    assert.equal(status.code, 404);
+    assert.equal(status.message, `namespaces "${missing}" not found`);
+    assert.deepEqual(status.details, { name: missing, kind: 'namespaces' });
+  });
+
+  test('custom resources are checked against openAPIV3Schema: required, type, minimum, enum, int-or-string', async () => {
+    const ns = await cluster.createNamespace('schema');
+    const create = (name: string, spec: Obj) =>
+      raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget(name, spec));
+    const cause = (r: Obj) => r.json.details.causes.map((c: Obj) => [c.reason, c.field]);
+    const required = await create('r', { color: 'red' });
+    assert.equal(required.status, 422);
+    assert.equal(required.json.reason, 'Invalid');
+    assert.equal(required.json.details.kind, 'Widget');
+    assert.equal(required.json.details.group, GROUP);
+    assert.deepEqual(cause(required), [['FieldValueRequired', 'spec.size']]);
+    assert.equal(required.json.message, `Widget.${GROUP} "r" is invalid: spec.size: Required value`);
+    const wrongType = await create('t', { size: 'big' });
+    assert.equal(wrongType.status, 422);
+    assert.equal(wrongType.json.details.causes[0].field, 'spec.size');
+    assert.match(wrongType.json.details.causes[0].message, /must be of type integer/);
+    const tooSmall = await create('m', { size: 0 });
+    assert.equal(tooSmall.status, 422);
+    assert.match(tooSmall.json.details.causes[0].message, /should be greater than or equal to 1/);
+    const badEnum = await create('e', { size: 1, color: 'green' });
+    assert.equal(badEnum.status, 422);
+    assert.deepEqual(cause(badEnum), [['FieldValueNotSupported', 'spec.color']]);
+    assert.match(badEnum.json.details.causes[0].message, /supported values: "red", "blue"/);
+    const intOrString = await create('ios', { size: 1, port: 'http' });
+    assert.equal(intOrString.status, 201);
+    const intOrInt = await create('ioi', { size: 1, port: 8080 });
+    assert.equal(intOrInt.status, 201);
+    const badIos = await create('iob', { size: 1, port: true });
+    assert.equal(badIos.status, 422);
+    // Unknown fields are pruned (and rejected with fieldValidation=Strict).
+    const pruned = await create('p', { size: 1, bogus: 'x' });
+    assert.equal(pruned.status, 201);
+    assert.equal(pruned.json.spec.bogus, undefined);
+    const strict = await raw(
+      kc,
+      'POST',
+      `/apis/${GROUP}/v1/namespaces/${ns}/widgets?fieldValidation=Strict`,
+      widget('s', { size: 1, bogus: 'x' }),
+    );
+    assert.equal(strict.status, 400);
+    assert.match(strict.json.message, /unknown field "spec\.bogus"/);
+  });
+});
+
+describe('authentication and RBAC', () => {
+  test('ServiceAccount token: 403 worded as kube-apiserver until a RoleBinding grants access; bad token → 401', async () => {
+    const ns = await cluster.createNamespace('rbac');
+    const other = await cluster.createNamespace('rbac-other');
+    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'reader' } } });
+    const tr = await core.createNamespacedServiceAccountToken({
+      name: 'reader',
+      namespace: ns,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } } as never,
+    });
+    const token = tr.status?.token;
+    assert.ok(token);
+    const saKc = new KubeConfig();
+    const server = kc.getCurrentCluster();
+    assert.ok(server);
+    saKc.loadFromOptions({
+      clusters: [server],
+      users: [{ name: 'reader', token }],
+      contexts: [{ name: 'reader', cluster: server.name, user: 'reader' }],
+      currentContext: 'reader',
+    });
+    const saCore = saKc.makeApiClient(CoreV1Api);
+    const denied = await expectStatus(() => saCore.listNamespacedSecret({ namespace: ns }));
+    assert.equal(denied.code, 403);
+    assert.equal(denied.reason, 'Forbidden');
+    assert.equal(
+      denied.message,
+      `secrets is forbidden: User "system:serviceaccount:${ns}:reader" cannot list resource "secrets" in API group "" in the namespace "${ns}"`,
+    );
+    assert.deepEqual(denied.details, { kind: 'secrets' });
+    const deniedGet = await expectStatus(() => saCore.readNamespacedSecret({ name: 'x', namespace: ns }));
+    assert.equal(
+      deniedGet.message,
+      `secrets "x" is forbidden: User "system:serviceaccount:${ns}:reader" cannot get resource "secrets" in API group "" in the namespace "${ns}"`,
+    );
+    const deniedCluster = await expectStatus(() => saCore.listNamespace());
+    assert.match(
+      deniedCluster.message,
+      /cannot list resource "namespaces" in API group "" at the cluster scope$/,
+    );
+
+    await raw(kc, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      metadata: { name: 'secret-reader' },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch'] }],
+    });
+    await raw(kc, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      metadata: { name: 'reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'secret-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
+    });
+    await waitFor(() => saCore.listNamespacedSecret({ namespace: ns }).then(() => true), {
+      message: 'RoleBinding effective',
+    });
+    const stillDenied = await expectStatus(() => saCore.listNamespacedSecret({ namespace: other }));
+    assert.equal(stillDenied.code, 403, 'the Role grants nothing in another namespace');
+    const noWrite = await expectStatus(() =>
+      saCore.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'w' } } }),
+    );
+    assert.equal(noWrite.code, 403);
+
+    const badKc = new KubeConfig();
+    badKc.loadFromOptions({
+      clusters: [server],
+      users: [{ name: 'bad', token: 'not-a-valid-token' }],
+      contexts: [{ name: 'bad', cluster: server.name, user: 'bad' }],
+      currentContext: 'bad',
+    });
+    const unauthorized = await raw(badKc, 'GET', `/api/v1/namespaces/${ns}/secrets`);
+    assert.equal(unauthorized.status, 401);
+    assert.equal(unauthorized.json.reason, 'Unauthorized');
+    assert.equal(unauthorized.json.message, 'Unauthorized');
+  });
+
+  test('users and groups (impersonated): ClusterRole + RoleBinding, SelfSubjectAccessReview', async () => {
+    const ns = await cluster.createNamespace('users');
+    const user = `alice-${uniqueSuffix()}`;
+    const as = { 'Impersonate-User': user };
+    const denied = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`, undefined, as);
+    assert.equal(denied.status, 403);
+    assert.equal(
+      denied.json.message,
+      `configmaps is forbidden: User "${user}" cannot list resource "configmaps" in API group "" in the namespace "${ns}"`,
+    );
+    const cr = `levelset-conformance-${uniqueSuffix()}`;
+    await raw(kc, 'POST', '/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      metadata: { name: cr },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }],
+    });
+    try {
+      await raw(kc, 'POST', `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+        metadata: { name: 'group-binding' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: cr },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'levelset-readers' }],
+      });
+      await waitFor(
+        async () =>
+          (
+            await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`, undefined, {
+              ...as,
+              'Impersonate-Group': 'levelset-readers',
+            })
+          ).status === 200,
+        {
+          message: 'group binding effective',
+        },
+      );
+      assert.equal(
+        (await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`, undefined, as)).status,
+        403,
+        'not without the group',
+      );
+      const review = await raw(
+        kc,
+        'POST',
+        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { namespace: ns, verb: 'list', resource: 'configmaps' } },
+        },
+        { ...as, 'Impersonate-Group': 'levelset-readers' },
+      );
+      assert.equal(review.status, 201);
+      assert.equal(review.json.status.allowed, true);
+      const no = await raw(
+        kc,
+        'POST',
+        '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+        {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          spec: { resourceAttributes: { namespace: ns, verb: 'delete', resource: 'configmaps' } },
+        },
+        { ...as, 'Impersonate-Group': 'levelset-readers' },
+      );
+      assert.equal(no.json.status.allowed, false);
+    } finally {
+      await raw(kc, 'DELETE', `/apis/rbac.authorization.k8s.io/v1/clusterroles/${cr}`);
+    }
+  });
+});
+
+describe('metadata-only responses (client-go metadata informers)', () => {
+  test('PartialObjectMetadataList on list, PartialObjectMetadata on get and watch: no Secret data', async () => {
+    const ns = await cluster.createNamespace('meta');
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 's', labels: { a: 'b' } }, stringData: { password: 'hunter2' } },
+    });
+    const list = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/secrets`, undefined, {
+      Accept: METADATA_LIST,
+    });
+    assert.equal(list.status, 200);
+    assert.equal(list.json.kind, 'PartialObjectMetadataList');
+    assert.equal(list.json.apiVersion, 'meta.k8s.io/v1');
+    assert.ok(list.json.metadata.resourceVersion);
+    assert.equal(list.json.items.length, 1);
+    assert.equal(list.json.items[0].kind, 'PartialObjectMetadata');
+    assert.equal(list.json.items[0].metadata.labels.a, 'b');
+    assert.ok(!list.text.includes('password'), 'no data');
+    const get = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/secrets/s`, undefined, { Accept: METADATA });
+    assert.equal(get.json.kind, 'PartialObjectMetadata');
+    assert.equal(get.json.metadata.name, 's');
+    assert.equal(get.json.data, undefined);
+    const w = await openWatch(
+      kc,
+      `/api/v1/namespaces/${ns}/secrets?watch=1&resourceVersion=${list.json.metadata.resourceVersion}`,
+      { Accept: METADATA },
+    );
+    try {
+      await raw(
+        kc,
+        'PATCH',
+        `/api/v1/namespaces/${ns}/secrets/s`,
+        { stringData: { password: 'hunter3' } },
+        MERGE,
+      );
+      const e = await waitFor(() => w.events.find((x) => x.type === 'MODIFIED'), {
+        message: 'metadata watch event',
+      });
+      assert.equal(e.object.kind, 'PartialObjectMetadata');
+      assert.equal(e.object.apiVersion, 'meta.k8s.io/v1');
+      assert.equal(e.object.data, undefined);
+    } finally {
+      w.close();
+    }
+  });
+
+  test('as=Table for kubectl get', async () => {
+    const ns = await cluster.createNamespace('table');
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'c' } } });
+    const t = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/c`, undefined, {
+      Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+    });
+    assert.equal(t.json.kind, 'Table');
+    assert.equal(t.json.columnDefinitions[0].name, 'Name');
+    assert.equal(t.json.rows[0].cells[0], 'c');
+  });
+});
+
+describe('kubectl', () => {
+  test('apply -f a CRD and a custom resource, get with a label selector, delete', async () => {
+    const ns = await cluster.createNamespace('kubectl');
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-kubectl-'));
+    const group = `k${uniqueSuffix()}.conformance.levelset.dev`;
+    const crd = crdManifest();
+    crd.metadata.name = `widgets.${group}`;
+    crd.spec.group = group;
+    writeFileSync(join(dir, 'crd.json'), JSON.stringify(crd));
+    const cr: Obj = {
+      ...widget('from-kubectl', { size: 2 }),
+      apiVersion: `${group}/v1`,
+      metadata: { name: 'from-kubectl', namespace: ns, labels: { via: 'kubectl' } },
+    };
+    writeFileSync(join(dir, 'cr.json'), JSON.stringify(cr));
+    const kubectl = (...args: string[]) =>
+      run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args], { timeout: 60_000 });
+    try {
+      const applied = await kubectl('apply', '-f', join(dir, 'crd.json'));
+      assert.match(applied.stdout, /created|configured/);
+      await kubectl('wait', '--for=condition=Established', `crd/widgets.${group}`, '--timeout=60s');
+      const appliedCr = await kubectl('apply', '-f', join(dir, 'cr.json'));
+      assert.match(
+        appliedCr.stdout,
+        new RegExp(`widget.${group.replace(/\./g, '\\.')}/from-kubectl created`),
+      );
+      cr.spec.size = 3;
+      writeFileSync(join(dir, 'cr.json'), JSON.stringify(cr));
+      assert.match((await kubectl('apply', '-f', join(dir, 'cr.json'))).stdout, /configured/);
+      const got = await kubectl('get', `widgets.${group}`, '-n', ns, '-l', 'via=kubectl', '-o', 'json');
+      const items = JSON.parse(got.stdout).items;
+      assert.equal(items.length, 1);
+      assert.equal(items[0].spec.size, 3);
+      assert.equal(items[0].metadata.generation, 2);
+      const none = await kubectl('get', `widgets.${group}`, '-n', ns, '-l', 'via=other', '-o', 'name');
+      assert.equal(none.stdout.trim(), '');
+      const table = await kubectl('get', `widgets.${group}`, '-n', ns, '-l', 'via=kubectl');
+      assert.match(table.stdout, /^NAME\s+AGE\nfrom-kubectl\s+\S+/);
+      const deleted = await kubectl('delete', '-f', join(dir, 'cr.json'));
+      assert.match(deleted.stdout, /deleted/);
+      await waitFor(
+        async () =>
+          (await raw(kc, 'GET', `/apis/${group}/v1/namespaces/${ns}/widgets/from-kubectl`)).status === 404,
+        { message: 'CR deleted' },
+      );
+      await kubectl('delete', 'namespace', ns, '--wait=false');
+    } finally {
+      await kubectl('delete', '-f', join(dir, 'crd.json'), '--ignore-not-found').catch(() => undefined);
+    }
+  });
+});
+
+describe('fault injection and request log (local server only)', () => {
+  test('failNext: 429 with Retry-After, 500, 503, 409, reset; then requests succeed again', async (t) => {
+    const local = cluster.local;
+    if (!local) return t.skip('local server only');
+    const ns = await cluster.createNamespace('faults');
+    local.faults.failNext({ verb: 'list', resource: 'configmaps' }, 1, { status: 429, retryAfterSeconds: 2 });
+    const throttled = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`);
+    assert.equal(throttled.status, 429);
+    assert.equal(throttled.headers['retry-after'], '2');
+    assert.equal(throttled.json.reason, 'TooManyRequests');
+    assert.equal(throttled.json.details.retryAfterSeconds, 2);
+    assert.equal(
+      (await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`)).status,
+      200,
+      'only the next one',
+    );
+    local.faults.failNext({ verb: 'create' }, 2, { status: 500 });
+    assert.equal(
+      (await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'a' } })).json.reason,
+      'InternalError',
+    );
+    assert.equal(
+      (await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'a' } })).status,
+      500,
+    );
+    assert.equal(
+      (await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'a' } })).status,
+      201,
+    );
+    local.faults.failNext({ resource: 'configmaps', name: 'a' }, 1, { status: 503 });
+    assert.equal(
+      (await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/a`)).json.reason,
+      'ServiceUnavailable',
+    );
+    local.faults.failNext({ verb: 'update', resource: 'configmaps' }, 1, { status: 409 });
+    const conflict = await raw(kc, 'PUT', `/api/v1/namespaces/${ns}/configmaps/a`, {
+      metadata: { name: 'a' },
+    });
+    assert.equal(conflict.status, 409);
+    assert.match(conflict.json.message, /the object has been modified/);
+    local.faults.failNext({ verb: 'get', resource: 'configmaps' }, 1, { reset: true });
+    await assert.rejects(() => raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/a`));
+    assert.equal((await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/a`)).status, 200);
+  });
+
+  test('latency, pause/resume, dropWatches', async (t) => {
+    const local = cluster.local;
+    if (!local) return t.skip('local server only');
+    const ns = await cluster.createNamespace('faults2');
+    const remove = local.faults.addLatency({ verb: 'get', resource: 'configmaps' }, 300);
+    const started = Date.now();
+    await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/none`);
+    assert.ok(Date.now() - started >= 300, 'latency added');
+    remove();
+    local.faults.pause();
+    let answered = false;
+    const pending = raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`).then((r) => {
+      answered = true;
+      return r;
+    });
+    await waitFor(() => local.faults.paused, { message: 'paused' });
+    assert.equal(answered, false, 'held while paused');
+    local.faults.resume();
+    assert.equal((await pending).status, 200);
+    const w = await openWatch(kc, `/api/v1/namespaces/${ns}/configmaps?watch=1`);
+    await waitFor(() => local.faults.dropWatches() > 0, { message: 'a watch to drop' });
+    await w.done;
+  });
+
+  test('request log: verb, resource, namespace, name, status, latency; counts per verb', async (t) => {
+    const local = cluster.local;
+    if (!local) return t.skip('local server only');
+    const ns = await cluster.createNamespace('reqlog');
+    local.requests.clear();
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'c' } } });
+    await core.readNamespacedConfigMap({ name: 'c', namespace: ns });
+    await core.readNamespacedConfigMap({ name: 'missing', namespace: ns }).catch(() => undefined);
+    await core.listNamespacedConfigMap({ namespace: ns });
+    assert.equal(local.requests.count({ verb: 'get', resource: 'configmaps', namespace: ns }), 2);
+    assert.equal(local.requests.count({ verb: 'get', status: 404 }), 1);
+    const [create] = local.requests.entries({ verb: 'create' });
+    assert.ok(create);
+    assert.deepEqual(
+      {
+        verb: create.verb,
+        group: create.group,
+        resource: create.resource,
+        namespace: create.namespace,
+        name: create.name,
+        status: create.status,
+      },
+      { verb: 'create', group: '', resource: 'configmaps', namespace: ns, name: '', status: 201 },
+    );
+    assert.ok(create.latencyMs >= 0);
+    assert.deepEqual(local.requests.countsByVerb(), { create: 1, get: 2, list: 1 });
+    local.requests.clear();
+    assert.equal(local.requests.count(), 0);
+  });
+});
