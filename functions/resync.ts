@@ -9,6 +9,7 @@ import type { Controller, Key, ResyncContext } from './controllers/types.ts';
 import type { Logger } from './log.ts';
 import type { KeyPublisher } from './publish.ts';
 import { errorText } from './reconcile.ts';
+import { isNotFound } from './runtime/errors.ts';
 import { listPaged } from './runtime/list.ts';
 
 /** The keys of every primary object (paginated LIST): the default `listKeys`. */
@@ -18,9 +19,12 @@ export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContex
   }
 }
 
-/** Per-controller result of one resync: keys published, or the error that stopped it. */
+/**
+ * Per-controller result of one resync: keys published, or the error that stopped it, or why it was
+ * skipped (its resource is not served: a CRD not installed).
+ */
 export interface ResyncReport {
-  controllers: Record<string, { published: number; error?: string }>;
+  controllers: Record<string, { published: number; error?: string; skipped?: string }>;
   published: number;
   durationMs: number;
 }
@@ -55,7 +59,11 @@ export async function resyncAll(
         entry.published = pending.length;
       } catch (err) {
         await Promise.allSettled(pending);
-        entry.error = errorText(err);
+        if (isNotFound(err) && pending.length === 0) {
+          // The resource type is not served (a CRD not installed yet): nothing to resync, not a failure.
+          entry.skipped = 'resource not served';
+          ctx.log.warn({ err: errorText(err) }, `${controller.name}: resource not served; nothing to resync`);
+        } else entry.error = errorText(err);
       }
     }),
   );

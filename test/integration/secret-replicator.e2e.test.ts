@@ -111,7 +111,7 @@ describe('secret-replicator end to end', () => {
     await core.patchNamespacedSecret({
       namespace: edited,
       name: 'db-creds',
-      body: { data: { password: Buffer.from('tampered').toString('base64') } },
+      body: [{ op: 'replace', path: '/data/password', value: Buffer.from('tampered').toString('base64') }],
     });
     await core.deleteNamespacedSecret({ namespace: deleted, name: 'db-creds' });
     await copiesEverywhere('db-creds', `${secretValue}-v2`, [edited, deleted]);
