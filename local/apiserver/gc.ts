@@ -90,11 +90,11 @@ export class GarbageCollector {
     if (!uid) return [];
     const out: Ref[] = [];
     for (const t of this.registry.resources.storages()) {
-      for (const o of this.registry.store.list(t.storage)) {
+      this.registry.store.scan(t.storage, (o) => {
         if ((o.metadata.ownerReferences ?? []).some((r) => r.uid === uid)) {
           out.push({ storage: t.storage, key: objectKey(o.metadata.namespace, o.metadata.name ?? '') });
         }
-      }
+      });
     }
     return out;
   }

@@ -9,6 +9,7 @@ import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } fr
 import type { FaultInjector } from './faults.ts';
 import { negotiate, partialObjectMetadata, type Representation, table } from './negotiation.ts';
 import { openapiV3 } from './openapi.ts';
+import { decodeProtobuf } from './protobuf.ts';
 import { type Authenticator, type Authorizer, serviceAccountUser, type UserInfo } from './rbac.ts';
 import {
   type DeleteOptions,
@@ -132,6 +133,7 @@ function mediaType(req: IncomingMessage): string {
 }
 
 function decode(raw: Buffer, type: string): unknown {
+  if (type === 'application/vnd.kubernetes.protobuf') return raw.length ? decodeProtobuf(raw) : undefined;
   if (type !== '' && !type.includes('json') && !type.includes('yaml')) {
     throw new ApiError({
       message: `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`,
@@ -484,7 +486,7 @@ async function route(
     }
     case 'delete': {
       const opts = writeOptions(url);
-      const body = (decode(await readBody(req), 'application/json') ?? {}) as DeleteOptions;
+      const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
       const options = deleteOptions(url, body);
       if (options.dryRun?.includes('All')) opts.dryRun = true;
       const result = registry.delete(t, namespace, name, options, opts);
@@ -493,7 +495,7 @@ async function route(
     }
     case 'deletecollection': {
       const opts = writeOptions(url);
-      const body = (decode(await readBody(req), 'application/json') ?? {}) as DeleteOptions;
+      const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
       const items = registry.deleteCollection(
         t,
         namespace,

@@ -160,7 +160,7 @@ export class Authorizer {
   /** Whether `user` may make the request. */
   allowed(user: UserInfo, info: RequestInfo): boolean {
     if (user.groups.includes('system:masters')) return true;
-    const check = (binding: KubeObject, ns: string) => {
+    const check = (binding: Readonly<KubeObject>, ns: string) => {
       const subjects = (binding.subjects as Subject[] | undefined) ?? [];
       if (!subjects.some((s) => s && subjectMatches(s, user, ns))) return false;
       return this.rulesOf(binding.roleRef as { kind?: string; name?: string }, ns).some((r) =>

@@ -75,6 +75,14 @@ export class Store {
     return out;
   }
 
+  /**
+   * Visits the stored objects of a storage without copying them (read-only access for controllers
+   * and the authorizer); `visit` must not mutate or keep them.
+   */
+  scan(storage: string, visit: (obj: Readonly<KubeObject>) => void): void {
+    for (const o of this.data.get(storage)?.values() ?? []) visit(o);
+  }
+
   /** Number of objects in a storage (of one namespace when given). */
   count(storage: string, namespace?: string): number {
     const m = this.data.get(storage);
