@@ -246,8 +246,11 @@ function decodeMessage(buf: Buffer, schema: Schema): Record<string, unknown> {
         continue;
       } else value = decodeMessage(b, f.type);
     }
-    if (f.repeated) ((out[f.name] ??= []) as unknown[]).push(value);
-    else out[f.name] = value;
+    if (f.repeated) {
+      const list = (out[f.name] ?? []) as unknown[];
+      list.push(value);
+      out[f.name] = list;
+    } else out[f.name] = value;
   }
   return out;
 }
