@@ -110,6 +110,8 @@ export class WatchHub {
     };
     const bookmark = (annotations?: Record<string, string>) => {
       if (!req.allowWatchBookmarks) return;
+      // Every event up to the store's current resourceVersion has been delivered (synchronously).
+      lastRv = Math.max(lastRv, this.store.currentRv());
       const metadata: Record<string, unknown> = { resourceVersion: String(lastRv), creationTimestamp: null };
       if (annotations) metadata.annotations = annotations;
       send('BOOKMARK', { ...req.bookmarkType, metadata });

@@ -1648,3 +1648,108 @@ describe('fault injection and request log (local server only)', () => {
     assert.equal(local.requests.count(), 0);
   });
 });
+
+describe('more verbs', () => {
+  test('deletecollection with a label selector deletes only the matching objects', async () => {
+    const ns = await cluster.createNamespace('delcol');
+    const groups: Record<string, string> = { a: 'x', b: 'x', c: 'y' };
+    for (const [name, group] of Object.entries(groups)) {
+      await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name, labels: { group } } } });
+    }
+    const r = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets?labelSelector=group%3Dx`);
+    assert.equal(r.status, 200);
+    await waitFor(
+      async () =>
+        (await core.listNamespacedSecret({ namespace: ns, labelSelector: 'group=x' })).items.length === 0,
+      {
+        message: 'matching secrets deleted',
+      },
+    );
+    const left = await core.listNamespacedSecret({ namespace: ns, labelSelector: 'group' });
+    assert.deepEqual(
+      left.items.map((i) => i.metadata?.name),
+      ['c'],
+    );
+  });
+
+  test('server-side apply (application/apply-patch+yaml) creates, then updates; fieldManager is required', async () => {
+    const ns = await cluster.createNamespace('apply');
+    const path = `/api/v1/namespaces/${ns}/configmaps/applied`;
+    const manifest = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'applied', namespace: ns },
+      data: { a: '1' },
+    };
+    const yaml = { 'Content-Type': 'application/apply-patch+yaml' };
+    const noManager = await raw(kc, 'PATCH', path, manifest, yaml);
+    assert.equal(noManager.status, 400);
+    const created = await raw(kc, 'PATCH', `${path}?fieldManager=conformance`, manifest, yaml);
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.data.a, '1');
+    const updated = await raw(
+      kc,
+      'PATCH',
+      `${path}?fieldManager=conformance`,
+      { ...manifest, data: { a: '2' } },
+      yaml,
+    );
+    assert.equal(updated.status, 200);
+    assert.equal(updated.json.data.a, '2');
+  });
+
+  test('deleting a CRD deletes its custom resources, then stops serving them', async () => {
+    const ns = await cluster.createNamespace('crddel');
+    const group = `d${uniqueSuffix()}.conformance.levelset.dev`;
+    const crd = crdManifest();
+    crd.metadata.name = `widgets.${group}`;
+    crd.spec.group = group;
+    assert.equal(
+      (await raw(kc, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)).status,
+      201,
+    );
+    await waitFor(
+      async () =>
+        (
+          await raw(kc, 'POST', `/apis/${group}/v1/namespaces/${ns}/widgets`, {
+            ...widget('w'),
+            apiVersion: `${group}/v1`,
+          })
+        ).status === 201,
+      {
+        message: 'custom resource served',
+      },
+    );
+    const list = await raw(kc, 'GET', `/apis/${group}/v1/namespaces/${ns}/widgets`);
+    const w = await openWatch(
+      kc,
+      `/apis/${group}/v1/namespaces/${ns}/widgets?watch=1&resourceVersion=${list.json.metadata.resourceVersion}`,
+    );
+    try {
+      const del = await raw(
+        kc,
+        'DELETE',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`,
+      );
+      assert.equal(del.status, 200);
+      await waitFor(() => w.events.some((e) => e.type === 'DELETED' && e.object.metadata.name === 'w'), {
+        message: 'custom resource DELETED',
+      });
+      await waitFor(
+        async () =>
+          (await raw(kc, 'GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.${group}`))
+            .status === 404,
+        {
+          message: 'CRD gone',
+          timeoutMs: 60_000,
+        },
+      );
+      await waitFor(
+        async () => (await raw(kc, 'GET', `/apis/${group}/v1/namespaces/${ns}/widgets`)).status === 404,
+        { message: 'no longer served' },
+      );
+    } finally {
+      w.close();
+    }
+  });
+});
