@@ -10,7 +10,7 @@
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
-import { loadRelayConfig } from './config.ts';
+import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
 
 /** Below Kubernetes' default terminationGracePeriodSeconds (30 s), so the last logs are written. */
@@ -23,7 +23,8 @@ function failStart(message: string, err: unknown): void {
   ) {
     process.env.LOG_LEVEL = 'info';
   }
-  createLogger('relay').fatal({ err }, message);
+  // A configuration error is fully described by its message; a stack trace would only add noise.
+  createLogger('relay').fatal(err instanceof ConfigError ? {} : { err }, message);
   process.exitCode = 1;
 }
 
