@@ -1,0 +1,291 @@
+/**
+ * The customcluster controller's reconcile against an API server (the local one, or
+ * TEST_KUBECONFIG's): our CRD and the tutorial's example applied with `kubectl apply -f`, then
+ * `reconcile(key, ctx)` called directly with a real KubeConfig. There is no kubelet on the local
+ * server, so the test sets pod phases itself, as envtest-based tests do.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  type RequestContext,
+  setHeaderOptions,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
+import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
+import type { ReconcileContext } from '../../functions/controllers/types.ts';
+import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
+import { createEventRecorder } from '../../functions/runtime/events.ts';
+import { isControlledBy } from '../../functions/runtime/owner.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const exec = promisify(execFile);
+const root = new URL('../../', import.meta.url);
+const CRD = new URL('functions/controllers/customcluster/crd.yaml', root).pathname;
+const EXAMPLE = new URL('test/fixtures/upstream/customcluster-example.yaml', root).pathname;
+const EXAMPLE_MESSAGE = 'Trying to create my own custom resource';
+const group = 'sde.dev';
+const version = 'v1alpha1';
+const plural = 'customclusters';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** A KubeConfig that counts the API requests made through it (`METHOD path`). */
+class CountingKubeConfig extends KubeConfig {
+  requests: string[] = [];
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    this.requests.push(`${context.getHttpMethod()} ${new URL(context.getUrl()).pathname}`);
+    return super.applySecurityAuthentication(context);
+  }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+type Json = any;
+
+const methods = (requests: string[]) => requests.map((r) => r.split(' ')[0]);
+const tally = (requests: string[]) =>
+  methods(requests).reduce<Record<string, number>>((acc, m) => {
+    acc[m as string] = (acc[m as string] ?? 0) + 1;
+    return acc;
+  }, {});
+
+describe('customcluster reconcile on an API server', () => {
+  let cluster: TestCluster;
+  let ns: string;
+  let kc: CountingKubeConfig;
+  let ctx: ReconcileContext;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+  const log = pino({ level: 'silent' });
+
+  const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+  const getCc = (name: string): Promise<Json> =>
+    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
+  const patchSpec = (name: string, spec: object) =>
+    custom.patchNamespacedCustomObject(
+      { group, version, plural, namespace: ns, name, body: { spec } },
+      mergePatch,
+    );
+  const reconcile = async (name: string): Promise<string[]> => {
+    kc.requests = [];
+    await customclusterController.reconcile({ namespace: ns, name }, ctx);
+    return kc.requests;
+  };
+  /** Every pod labelled `controller=<name>`, terminating ones included. */
+  const labelled = async (name: string): Promise<V1Pod[]> =>
+    (await core.listNamespacedPod({ namespace: ns, labelSelector: `controller=${name}` })).items;
+  /** The live pods `cc` controls: not terminating, not finished. */
+  const livePods = async (cc: Json): Promise<V1Pod[]> =>
+    (await labelled(cc.metadata.name)).filter(
+      (p) =>
+        isControlledBy(p, cc) &&
+        !p.metadata?.deletionTimestamp &&
+        p.status?.phase !== 'Failed' &&
+        p.status?.phase !== 'Succeeded',
+    );
+  /** Plays the kubelet: sets the phase of every pod that has none yet or is Pending. */
+  const setPhase = (pod: V1Pod, phase: string) =>
+    core.patchNamespacedPodStatus(
+      { namespace: ns, name: pod.metadata?.name ?? '', body: { status: { phase } } },
+      mergePatch,
+    );
+  const runAll = async (cc: Json) => {
+    for (const p of await livePods(cc)) if (p.status?.phase !== 'Running') await setPhase(p, 'Running');
+  };
+  const ready = (cc: Json) => findCondition(parseConditions(cc.status?.conditions), 'Ready');
+
+  before(async () => {
+    cluster = await startTestCluster();
+    kc = new CountingKubeConfig();
+    kc.loadFromFile(cluster.kubeconfigPath);
+    custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
+    await kubectl('apply', '-f', CRD);
+    ns = await cluster.createNamespace('cc');
+    await waitFor(
+      () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
+      {
+        message: 'the Customcluster CRD to be served',
+      },
+    );
+  });
+
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  it('converges the tutorial example applied with kubectl apply -f: 5 pods running its message', async () => {
+    await kubectl('apply', '-n', ns, '-f', EXAMPLE);
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(tally(requests), { GET: 2, POST: 5, PATCH: 1 }, requests.join(', '));
+
+    const cc = await getCc('cpod-f');
+    const pods = await livePods(cc);
+    assert.equal(pods.length, 5);
+    for (const p of pods) {
+      assert.equal(messageOf(p), EXAMPLE_MESSAGE);
+      assert.equal(p.metadata?.labels?.controller, 'cpod-f');
+      const [c] = p.spec?.containers ?? [];
+      assert.equal(c?.name, 'nginx');
+      assert.deepEqual(c?.command, ['/bin/sh', '-c', 'echo $MESSAGE; sleep 100']);
+    }
+    assert.equal(cc.status.count, 0, 'none running yet');
+    assert.equal(ready(cc)?.status, 'False');
+
+    await runAll(cc);
+    await reconcile('cpod-f');
+    const running = await getCc('cpod-f');
+    assert.equal(running.status.count, 5);
+    assert.equal(running.status.message, EXAMPLE_MESSAGE);
+    assert.equal(ready(running)?.status, 'True');
+    assert.equal(ready(running)?.observedGeneration, running.metadata.generation);
+  });
+
+  it('costs one GET and one LIST and writes nothing once converged', async () => {
+    const before = await getCc('cpod-f');
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(requests, [
+      `GET /apis/${group}/${version}/namespaces/${ns}/${plural}/cpod-f`,
+      `GET /api/v1/namespaces/${ns}/pods`,
+    ]);
+    assert.equal((await getCc('cpod-f')).metadata.resourceVersion, before.metadata.resourceVersion);
+  });
+
+  it('scales up: creates the difference', async () => {
+    await patchSpec('cpod-f', { count: 7 });
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(tally(requests), { GET: 2, POST: 2, PATCH: 1 }, requests.join(', '));
+    const cc = await getCc('cpod-f');
+    assert.equal((await livePods(cc)).length, 7);
+    await runAll(cc);
+    await reconcile('cpod-f');
+    const scaled = await getCc('cpod-f');
+    assert.equal(scaled.status.count, 7);
+    assert.equal(ready(scaled)?.status, 'True');
+    assert.equal(ready(scaled)?.observedGeneration, scaled.metadata.generation);
+  });
+
+  it('scales down: deletes the extra pods, and only those', async () => {
+    const cc = await getCc('cpod-f');
+    const before = new Set((await livePods(cc)).map((p) => p.metadata?.uid));
+    await patchSpec('cpod-f', { count: 3 });
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(tally(requests), { GET: 2, DELETE: 4, PATCH: 1 }, requests.join(', '));
+    const live = await livePods(cc);
+    assert.equal(live.length, 3);
+    for (const p of live) assert.ok(before.has(p.metadata?.uid), 'the survivors are pods that were there');
+    await reconcile('cpod-f');
+    const scaled = await getCc('cpod-f');
+    assert.equal(scaled.status.count, 3);
+    assert.equal(ready(scaled)?.status, 'True');
+  });
+
+  it('replaces the pods when the message changes', async () => {
+    const cc = await getCc('cpod-f');
+    const old = new Set((await livePods(cc)).map((p) => p.metadata?.uid));
+    await patchSpec('cpod-f', { message: 'a new message' });
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(tally(requests), { GET: 2, DELETE: 3, POST: 3, PATCH: 1 }, requests.join(', '));
+    const live = await livePods(cc);
+    assert.equal(live.length, 3);
+    for (const p of live) {
+      assert.equal(messageOf(p), 'a new message');
+      assert.ok(!old.has(p.metadata?.uid), 'a new pod');
+    }
+    const replacing = await getCc('cpod-f');
+    assert.equal(replacing.status.count, 0, 'the old pods no longer count, the new ones are not running yet');
+    await runAll(cc);
+    await reconcile('cpod-f');
+    const replaced = await getCc('cpod-f');
+    assert.deepEqual([replaced.status.count, replaced.status.message], [3, 'a new message']);
+    assert.equal(ready(replaced)?.status, 'True');
+  });
+
+  it('does not count a Failed pod as live: replaces it, leaves it alone', async () => {
+    const cc = await getCc('cpod-f');
+    const [victim] = await livePods(cc);
+    assert.ok(victim);
+    await setPhase(victim, 'Failed');
+    const requests = await reconcile('cpod-f');
+    assert.deepEqual(tally(requests), { GET: 2, POST: 1, PATCH: 1 }, requests.join(', '));
+    assert.equal((await livePods(cc)).length, 3);
+    const failed = (await labelled('cpod-f')).find((p) => p.metadata?.uid === victim.metadata?.uid);
+    assert.equal(failed?.status?.phase, 'Failed', 'not deleted: finished pods are not ours to clean up');
+    await runAll(cc);
+    await reconcile('cpod-f');
+    assert.equal((await getCc('cpod-f')).status.count, 3);
+  });
+
+  it('never touches a pod it does not control, whatever its labels', async () => {
+    const foreign = await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'not-ours', labels: { controller: 'cpod-f' } },
+        spec: { containers: [{ name: 'nginx', image: 'nginx', env: [{ name: 'MESSAGE', value: 'other' }] }] },
+      },
+    });
+    await setPhase(foreign, 'Running');
+    await patchSpec('cpod-f', { count: 0 });
+    await reconcile('cpod-f'); // deletes its pods
+    await reconcile('cpod-f'); // sees them gone
+    const still = await core.readNamespacedPod({ namespace: ns, name: 'not-ours' });
+    assert.equal(still.metadata?.uid, foreign.metadata?.uid);
+    assert.equal(still.metadata?.deletionTimestamp, undefined);
+    const cc = await getCc('cpod-f');
+    assert.equal((await livePods(cc)).length, 0);
+    assert.equal(cc.status.count, 0);
+    assert.equal(cc.status.message, '');
+    assert.equal(ready(cc)?.status, 'True', 'zero of zero is converged');
+  });
+
+  it('rejects invalid specs with 422 at the API server (the CRD schema), so nothing is reconciled', async () => {
+    for (const spec of [{ message: 'm', count: -1 }, { message: 'm', count: 'x' }, { count: 1 }]) {
+      await assert.rejects(
+        custom.createNamespacedCustomObject({
+          group,
+          version,
+          plural,
+          namespace: ns,
+          body: {
+            apiVersion: `${group}/${version}`,
+            kind: 'Customcluster',
+            metadata: { name: 'invalid' },
+            spec,
+          },
+        }),
+        (err: unknown) => err instanceof ApiException && err.code === 422,
+        JSON.stringify(spec),
+      );
+    }
+    await assert.rejects(
+      patchSpec('cpod-f', { count: -1 }),
+      (err: unknown) => err instanceof ApiException && err.code === 422,
+    );
+    assert.equal((await reconcile('invalid')).length, 1, 'the object does not exist: one GET, nothing else');
+  });
+
+  it('leaves no pod once the Customcluster is deleted (garbage collection through the owner reference)', async () => {
+    await patchSpec('cpod-f', { count: 2 });
+    await reconcile('cpod-f');
+    const cc = await getCc('cpod-f');
+    assert.equal((await livePods(cc)).length, 2);
+    await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'cpod-f' });
+    await waitFor(async () => (await labelled('cpod-f')).every((p) => !isControlledBy(p, cc)), {
+      message: 'the pods to be garbage-collected',
+      timeoutMs: 60_000,
+    });
+    assert.ok(
+      await core.readNamespacedPod({ namespace: ns, name: 'not-ours' }),
+      'a pod it does not own survives',
+    );
+  });
+});
