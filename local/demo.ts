@@ -17,7 +17,9 @@ async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
 
 async function copiesIn(core: CoreV1Api, namespaces: string[], version: string): Promise<boolean> {
   const copies = await Promise.all(
-    namespaces.map((namespace) => core.readNamespacedSecret({ namespace, name: SECRET }).catch(() => undefined)),
+    namespaces.map((namespace) =>
+      core.readNamespacedSecret({ namespace, name: SECRET }).catch(() => undefined),
+    ),
   );
   return copies.every((c) => c?.data?.version === encode(version));
 }

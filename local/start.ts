@@ -30,7 +30,11 @@ const envSchema = z.object({
 
 const { values: flags } = parseArgs({
   options: {
-    local: { type: 'boolean', default: false, description: 'use the embedded API server even if KUBECONFIG answers' },
+    local: {
+      type: 'boolean',
+      default: false,
+      description: 'use the embedded API server even if KUBECONFIG answers',
+    },
     'no-demo': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -92,7 +96,9 @@ try {
     mkdirSync(dir, { recursive: true });
     apiserver = await startLocalApiServer({ kubeconfigPath: join(dir, 'kubeconfig') });
     kubeconfigPath = apiserver.kubeconfigPath;
-    say(`  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`);
+    say(
+      `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
+    );
   }
   say(`  kubeconfig       ${kubeconfigPath}    try: kubectl --kubeconfig ${kubeconfigPath} get secrets -A`);
   const controllerEnv: Record<string, string> = { LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE };
@@ -121,15 +127,21 @@ try {
       ),
   });
   say(`  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`);
-  say(`  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`);
+  say(
+    `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,
+  );
   say(`  resync           ${stack.resync.url} (every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s)`);
   say(`  relay            ${stack.relay()?.url ?? '-'} (/healthz, /readyz, /metrics)`);
-  say(`  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`);
+  say(
+    `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
+  );
   say('Ctrl-C stops everything.\n');
   if (apiserver && !flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
   else {
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const sources = await core.listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE }).catch(() => undefined);
+    const sources = await core
+      .listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE })
+      .catch(() => undefined);
     say(`watching: ${sources?.items.length ?? 0} source Secrets in ${env.LEVELSET_SOURCE_NAMESPACE}`);
   }
 } catch (err) {
