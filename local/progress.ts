@@ -23,7 +23,7 @@ export function formatLogLine(service: string, line: LogLine): string | undefine
   if (severity === 'ERROR' || severity === 'WARNING' || severity === 'CRITICAL') {
     return `${service.padEnd(11)} ${severity} ${who ? `${who}: ` : ''}${line.message ?? ''}${error}`;
   }
-  if (service === 'relay' && severity === 'INFO' && /ready|synced|started|stopp/i.test(line.message ?? '')) {
+  if (service === 'relay' && severity === 'INFO' && /ready|started|stopp/i.test(line.message ?? '')) {
     return `${service.padEnd(11)} ${line.message}`;
   }
   return undefined;
