@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,7 @@ import { Registry } from './registry.ts';
 import { RequestLog } from './requests.ts';
 import { builtinResources, ResourceRegistry } from './resources.ts';
 import { Store } from './store.ts';
+import { servingCert } from './tls.ts';
 import { WatchHub } from './watch.ts';
 
 export type { Failure } from './faults.ts';
@@ -50,10 +52,16 @@ export interface LocalApiServerOptions {
    * `system:anonymous` in group `system:unauthenticated`, as a secure kube-apiserver port.
    */
   unauthenticated?: 'admin' | 'anonymous';
+  /**
+   * Serve HTTPS with a self-signed certificate (needs the `openssl` binary); the kubeconfig carries it
+   * as `certificate-authority-data`. Then kubectl sends bearer tokens, and requests without
+   * credentials default to `system:anonymous`. Default false (plain HTTP).
+   */
+  tls?: boolean;
 }
 
 export interface LocalApiServer {
-  /** `http://HOST:PORT`. */
+  /** `http://HOST:PORT` (`https://` with {@link LocalApiServerOptions.tls}). */
   url: string;
   /** A kubeconfig (cluster, user and context `levelset-local`) usable by kubectl and client-node. */
   kubeconfigPath: string;
@@ -72,12 +80,15 @@ export interface LocalApiServer {
   stop(): Promise<void>;
 }
 
-function kubeconfigYaml(server: string, token: string, user = 'levelset-local'): string {
+function kubeconfigYaml(server: string, token: string, user = 'levelset-local', ca?: string): string {
+  // client-node refuses http:// unless insecure-skip-tls-verify is set; kubectl ignores it for http.
+  const cluster = ca
+    ? { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') }
+    : { server, 'insecure-skip-tls-verify': true };
   return YAML.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    // client-node refuses http:// unless insecure-skip-tls-verify is set; kubectl ignores it for http.
-    clusters: [{ name: 'levelset-local', cluster: { server, 'insecure-skip-tls-verify': true } }],
+    clusters: [{ name: 'levelset-local', cluster }],
     users: [{ name: user, user: { token } }],
     contexts: [
       { name: 'levelset-local', context: { cluster: 'levelset-local', user, namespace: 'default' } },
@@ -87,9 +98,9 @@ function kubeconfigYaml(server: string, token: string, user = 'levelset-local'):
   });
 }
 
-function kubeConfigFor(server: string, token: string, user: string): KubeConfig {
+function kubeConfigFor(server: string, token: string, user: string, ca?: string): KubeConfig {
   const kc = new KubeConfig();
-  kc.loadFromString(kubeconfigYaml(server, token, user));
+  kc.loadFromString(kubeconfigYaml(server, token, user, ca));
   return kc;
 }
 
@@ -118,7 +129,8 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   });
   const requests = new RequestLog();
   const adminUser = { name: 'levelset-admin', groups: ['system:masters', 'system:authenticated'] };
-  const authn = new Authenticator(store, options.unauthenticated === 'anonymous' ? ANONYMOUS : adminUser);
+  const unauthenticated = options.unauthenticated ?? (options.tls ? 'anonymous' : 'admin');
+  const authn = new Authenticator(store, unauthenticated === 'anonymous' ? ANONYMOUS : adminUser);
   const authz = new Authorizer(store);
   const adminToken = options.adminToken ?? randomBytes(24).toString('hex');
   authn.addToken(adminToken, adminUser);
@@ -138,12 +150,21 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
     registry.create(nsType, undefined, { metadata: { name } });
 
   let address = '';
-  const server: Server = createServer(
-    { keepAliveTimeout: 60_000 },
-    createHandler({ registry, watches, faults, requests, authn, authz, address: () => address }),
-  );
+  const handler = createHandler({
+    registry,
+    watches,
+    faults,
+    requests,
+    authn,
+    authz,
+    address: () => address,
+  });
+  const cert = options.tls ? servingCert() : undefined;
+  const server: Server = cert
+    ? createHttpsServer({ keepAliveTimeout: 60_000, key: cert.key, cert: cert.cert }, handler)
+    : createServer({ keepAliveTimeout: 60_000 }, handler);
   const sockets = new Set<Socket>();
-  server.on('connection', (s) => {
+  server.on(cert ? 'secureConnection' : 'connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
@@ -157,20 +178,22 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   });
   const port = (server.address() as AddressInfo).port;
   address = `${host}:${port}`;
-  const url = `http://${address}`;
+  const url = `${cert ? 'https' : 'http'}://${address}`;
   const kubeconfigPath =
     options.kubeconfigPath ?? join(mkdtempSync(join(tmpdir(), 'levelset-apiserver-')), 'kubeconfig');
-  writeFileSync(kubeconfigPath, kubeconfigYaml(url, adminToken), { mode: 0o600 });
+  writeFileSync(kubeconfigPath, kubeconfigYaml(url, adminToken, 'levelset-local', cert?.cert), {
+    mode: 0o600,
+  });
 
   let stopped = false;
   return {
     url,
     kubeconfigPath,
     adminToken,
-    kubeConfig: () => kubeConfigFor(url, adminToken, 'levelset-local'),
+    kubeConfig: () => kubeConfigFor(url, adminToken, 'levelset-local', cert?.cert),
     addUser(name, groups = []) {
       const token = authn.addUser(name, groups);
-      return { token, kubeConfig: kubeConfigFor(url, token, name) };
+      return { token, kubeConfig: kubeConfigFor(url, token, name, cert?.cert) };
     },
     faults,
     requests,

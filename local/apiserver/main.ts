@@ -1,7 +1,7 @@
 /**
  * Runs the local Kubernetes API server from the command line:
  * `npx node local/apiserver/main.ts [--port 6443] [--kubeconfig ./kubeconfig] [--history 1000]
- * [--drop-watches-every SECONDS] [--latency-ms MS] [--fail verb:resource:status:count,...]`.
+ * [--tls] [--drop-watches-every SECONDS] [--latency-ms MS] [--fail verb:resource:status:count,...]`.
  * Fault flags default from LOCAL_APISERVER_DROP_WATCHES_EVERY, LOCAL_APISERVER_LATENCY_MS, LOCAL_APISERVER_FAIL.
  */
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     'drop-watches-every': { type: 'string' },
     'latency-ms': { type: 'string' },
     fail: { type: 'string' },
+    tls: { type: 'boolean', default: false },
   },
 });
 
@@ -25,6 +26,7 @@ const server = await startLocalApiServer({
   port: Number(values.port),
   kubeconfigPath: values.kubeconfig,
   historySize: values.history ? Number(values.history) : undefined,
+  tls: values.tls,
 });
 const env = faultConfigFromEnv(process.env);
 applyFaultConfig(server.faults, {

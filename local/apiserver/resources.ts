@@ -241,6 +241,21 @@ function validatePodSpec(spec: unknown, path: string): FieldError[] {
   return errs;
 }
 
+/** Secrets and ConfigMaps marked `immutable: true` keep their data (core validation ValidateSecretUpdate/ValidateConfigMapUpdate). */
+function validateImmutable(fields: string[]) {
+  return (obj: KubeObject, old?: KubeObject): FieldError[] => {
+    if (old?.immutable !== true) return [];
+    const errs: FieldError[] = [];
+    const why = 'Forbidden: field is immutable when `immutable` is set';
+    if (obj.immutable !== true) errs.push({ type: 'FieldValueForbidden', field: 'immutable', detail: why });
+    for (const f of fields) {
+      if (JSON.stringify(obj[f] ?? {}) !== JSON.stringify(old[f] ?? {}))
+        errs.push({ type: 'FieldValueForbidden', field: f, detail: why });
+    }
+    return errs;
+  };
+}
+
 function asRecord(v: unknown): Record<string, unknown> {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
@@ -340,9 +355,13 @@ export function builtinResources(): ResourceType[] {
             delete obj.stringData;
           }
         },
+        validate: validateImmutable(['data']),
       },
     ),
-    core({ plural: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] }),
+    core(
+      { plural: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] },
+      { validate: validateImmutable(['data', 'binaryData']) },
+    ),
     core({ plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], fieldLabels: eventFields }),
     core(
       {
@@ -419,10 +438,17 @@ export function builtinResources(): ResourceType[] {
         prepareForCreate(obj) {
           obj.status = {};
         },
-        validate(obj) {
+        validate(obj, old) {
           const errs: FieldError[] = [];
           const spec = asRecord(obj.spec);
           const selector = asRecord(spec.selector);
+          if (old && JSON.stringify(selector) !== JSON.stringify(asRecord(asRecord(old.spec).selector))) {
+            errs.push({
+              type: 'FieldValueInvalid',
+              field: 'spec.selector',
+              detail: `Invalid value: ${JSON.stringify(selector)}: field is immutable`,
+            });
+          }
           const matchLabels = asRecord(selector.matchLabels);
           if (!spec.selector)
             errs.push({ type: 'FieldValueRequired', field: 'spec.selector', detail: 'Required value' });

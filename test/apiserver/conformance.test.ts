@@ -1753,3 +1753,55 @@ describe('more verbs', () => {
     }
   });
 });
+
+describe('immutability', () => {
+  test('immutable Secrets keep their data; a Deployment keeps its selector', async () => {
+    const ns = await cluster.createNamespace('immutable');
+    await core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 's' }, immutable: true, stringData: { a: '1' } },
+    });
+    const changed = await raw(
+      kc,
+      'PATCH',
+      `/api/v1/namespaces/${ns}/secrets/s`,
+      { stringData: { a: '2' } },
+      MERGE,
+    );
+    assert.equal(changed.status, 422);
+    assert.equal(changed.json.reason, 'Invalid');
+    assert.ok(
+      changed.json.details.causes.some((c: Obj) => c.field === 'data' && c.reason === 'FieldValueForbidden'),
+    );
+    const labelled = await raw(
+      kc,
+      'PATCH',
+      `/api/v1/namespaces/${ns}/secrets/s`,
+      { metadata: { labels: { ok: 'yes' } } },
+      MERGE,
+    );
+    assert.equal(labelled.status, 200, 'metadata may still change');
+    await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'd' },
+        spec: {
+          selector: { matchLabels: { app: 'd' } },
+          template: {
+            metadata: { labels: { app: 'd', v: '1' } },
+            spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          },
+        },
+      },
+    });
+    const reselect = await raw(
+      kc,
+      'PATCH',
+      `/apis/apps/v1/namespaces/${ns}/deployments/d`,
+      { spec: { selector: { matchLabels: { v: '1' } } } },
+      MERGE,
+    );
+    assert.equal(reselect.status, 422);
+    assert.equal(reselect.json.details.causes[0].field, 'spec.selector');
+  });
+});

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -216,5 +216,42 @@ test('main.ts runs the server from the command line and writes a kubeconfig', as
     assert.ok(ns.items.some((n) => n.metadata?.name === 'default'));
   } finally {
     child.kill('SIGTERM');
+  }
+});
+
+test('tls: HTTPS with a self-signed CA in the kubeconfig; kubectl then authenticates with bearer tokens', async () => {
+  const server = await startLocalApiServer({ tls: true });
+  const dir = mkdtempSync(join(tmpdir(), 'apiserver-tls-'));
+  try {
+    assert.match(server.url, /^https:\/\//);
+    const core = server.kubeConfig().makeApiClient(CoreV1Api);
+    await core.createNamespacedServiceAccount({
+      namespace: 'default',
+      body: { metadata: { name: 'viewer' } },
+    });
+    const token = (
+      await run('kubectl', ['--kubeconfig', server.kubeconfigPath, 'create', 'token', 'viewer'], {
+        timeout: 30_000,
+      })
+    ).stdout.trim();
+    const saKubeconfig = join(dir, 'viewer');
+    await run(
+      'kubectl',
+      ['--kubeconfig', server.kubeconfigPath, 'config', 'view', '--raw', '--minify', '-o', 'yaml'],
+      { timeout: 30_000 },
+    ).then((r) => writeFileSync(saKubeconfig, r.stdout.replace(/token: \S+/, `token: ${token}`)));
+    const denied = await run('kubectl', ['--kubeconfig', saKubeconfig, 'get', 'secrets'], {
+      timeout: 30_000,
+    }).catch((e) => e);
+    assert.match(
+      String(denied.stderr),
+      /Error from server \(Forbidden\): secrets is forbidden: User "system:serviceaccount:default:viewer" cannot list resource "secrets" in API group "" in the namespace "default"/,
+    );
+    const self = await run('kubectl', ['--kubeconfig', saKubeconfig, 'auth', 'can-i', 'list', 'secrets'], {
+      timeout: 30_000,
+    }).catch((e) => e);
+    assert.equal(String(self.stdout).trim(), 'no');
+  } finally {
+    await server.stop();
   }
 });
