@@ -11,13 +11,7 @@ import { negotiate, partialObjectMetadata, type Representation, table } from './
 import { openapiV3 } from './openapi.ts';
 import { decodeProtobuf } from './protobuf.ts';
 import { type Authenticator, type Authorizer, serviceAccountUser, type UserInfo } from './rbac.ts';
-import {
-  type DeleteOptions,
-  groupResource,
-  type ListOptions,
-  type Registry,
-  type WriteOptions,
-} from './registry.ts';
+import type { DeleteOptions, ListOptions, Registry, WriteOptions } from './registry.ts';
 import type { RequestInfo } from './requestinfo.ts';
 import type { RequestLog } from './requests.ts';
 import { groupVersion, type KubeObject, type ResourceType } from './resources.ts';
@@ -373,8 +367,13 @@ async function route(
   if (sub && !(sub === 'status' && t.statusSubresource) && !t.subresources.includes(sub))
     throw pathNotFound();
   if (t.virtual) return virtualCreate(ctx, req, res, t, info, user);
+  if (t.namespaced && !namespace && (name || info.verb === 'create' || info.verb === 'deletecollection')) {
+    // Namespaced resources are served across namespaces for list and watch only.
+    if (name) throw pathNotFound();
+    throw methodNotAllowed();
+  }
   if (sub === 'token') return tokenRequest(ctx, req, res, t, namespace, name);
-  if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed(groupResource(t), info.verb);
+  if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed();
   const rep = negotiate(req.headers.accept);
   const registry = ctx.registry;
   const render = (obj: KubeObject): unknown =>
@@ -463,7 +462,7 @@ async function route(
       return;
     }
     case 'create': {
-      if (name) throw methodNotAllowed(groupResource(t), 'create');
+      if (name) throw methodNotAllowed();
       const opts = writeOptions(url);
       const body = decode(await readBody(req), mediaType(req));
       const obj = registry.create(t, namespace, body, opts);
@@ -520,7 +519,7 @@ async function route(
       );
     }
     default:
-      throw methodNotAllowed(groupResource(t), info.verb);
+      throw methodNotAllowed();
   }
 }
 
@@ -544,11 +543,7 @@ async function tokenRequest(
   namespace: string | undefined,
   name: string,
 ): Promise<void> {
-  if (req.method !== 'POST')
-    throw methodNotAllowed(
-      { group: '', resource: 'serviceaccounts/token' },
-      (req.method ?? '').toLowerCase(),
-    );
+  if (req.method !== 'POST') throw methodNotAllowed();
   const body = (decode(await readBody(req), mediaType(req)) ?? {}) as {
     spec?: { expirationSeconds?: number; audiences?: string[] };
   };
@@ -597,11 +592,11 @@ async function virtualCreate(
   ctx: HttpContext,
   req: IncomingMessage,
   res: ServerResponse,
-  t: ResourceType,
+  _t: ResourceType,
   info: RequestInfo,
   user: UserInfo,
 ): Promise<void> {
-  if (info.verb !== 'create') throw methodNotAllowed(groupResource(t), info.verb);
+  if (info.verb !== 'create') throw methodNotAllowed();
   const body = (decode(await readBody(req), mediaType(req)) ?? {}) as {
     spec?: Record<string, Record<string, string> | undefined>;
   };

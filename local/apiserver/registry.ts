@@ -262,7 +262,8 @@ export class Registry {
   private bodyObject(body: unknown): KubeObject {
     if (!body || typeof body !== 'object' || Array.isArray(body))
       throw badRequest("Object 'Kind' is missing in 'null'");
-    const obj = structuredClone(body) as KubeObject;
+    // A JSON round trip, as decoding from the wire: no undefined-valued fields, no shared references.
+    const obj = JSON.parse(JSON.stringify(body)) as KubeObject;
     if (!obj.metadata || typeof obj.metadata !== 'object') obj.metadata = {};
     return obj;
   }

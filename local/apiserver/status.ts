@@ -198,12 +198,12 @@ export function pathNotFound(): ApiError {
   });
 }
 
-/** 405 (errors.NewMethodNotSupported). */
-export function methodNotAllowed(gr: GroupResource, action: string): ApiError {
+/** 405 for a verb the resource or path does not serve (the REST handler's MethodNotAllowed). */
+export function methodNotAllowed(): ApiError {
   return new ApiError({
-    message: `${action} is not supported on resources of kind "${qualified(gr)}"`,
+    message: 'the server does not allow this method on the requested resource',
     reason: 'MethodNotAllowed',
-    details: { group: gr.group || undefined, kind: gr.resource },
+    details: {},
     code: 405,
   });
 }
