@@ -35,6 +35,7 @@ export interface WatchHubOptions {
 
 interface ActiveWatch {
   res: ServerResponse;
+  type: ResourceType;
   close(): void;
   onEvent(e: StoreEvent): void;
 }
@@ -56,6 +57,10 @@ export class WatchHub {
     };
     this.unsubscribe = store.subscribe((e) => {
       for (const w of this.watches) w.onEvent(e);
+      // A deleted CRD takes its custom resources' watches with it.
+      if (e.type === 'DELETED' && e.storage === 'apiextensions.k8s.io/customresourcedefinitions') {
+        for (const w of this.watches) if (w.type.custom?.crdName === e.object.metadata.name) w.close();
+      }
     });
   }
 
@@ -119,6 +124,7 @@ export class WatchHub {
     const timers: NodeJS.Timeout[] = [];
     const watch: ActiveWatch = {
       res,
+      type: t,
       close: () => {
         if (closed) return;
         closed = true;

@@ -1748,6 +1748,7 @@ describe('more verbs', () => {
         async () => (await raw(kc, 'GET', `/apis/${group}/v1/namespaces/${ns}/widgets`)).status === 404,
         { message: 'no longer served' },
       );
+      await w.done; // the watch ends with its resource
     } finally {
       w.close();
     }
