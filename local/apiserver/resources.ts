@@ -216,6 +216,54 @@ export function defaultPodSpec(spec: Record<string, unknown>): void {
   }
 }
 
+const TOKEN_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * What the default admission plugins add to a new Pod: the ServiceAccount plugin's projected
+ * `kube-api-access-*` volume and its mounts (unless automountServiceAccountToken is false), and
+ * DefaultTolerationSeconds' not-ready/unreachable tolerations.
+ */
+function admitPod(spec: Record<string, unknown>): void {
+  const tolerations = Array.isArray(spec.tolerations) ? (spec.tolerations as Record<string, unknown>[]) : [];
+  for (const key of ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable']) {
+    if (!tolerations.some((t) => t?.key === key && t?.effect === 'NoExecute')) {
+      tolerations.push({ key, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 });
+    }
+  }
+  spec.tolerations = tolerations;
+  if (spec.automountServiceAccountToken === false) return;
+  let suffix = '';
+  for (let i = 0; i < 5; i++) suffix += 'bcdfghjklmnpqrstvwxz2456789'[Math.floor(Math.random() * 27)];
+  const name = `kube-api-access-${suffix}`;
+  const volumes = Array.isArray(spec.volumes) ? (spec.volumes as Record<string, unknown>[]) : [];
+  volumes.push({
+    name,
+    projected: {
+      defaultMode: 420,
+      sources: [
+        { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+        {
+          downwardAPI: {
+            items: [{ path: 'namespace', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.namespace' } }],
+          },
+        },
+      ],
+    },
+  });
+  spec.volumes = volumes;
+  for (const key of ['containers', 'initContainers']) {
+    if (!Array.isArray(spec[key])) continue;
+    for (const c of spec[key] as Record<string, unknown>[]) {
+      if (!c || typeof c !== 'object') continue;
+      const mounts = Array.isArray(c.volumeMounts) ? (c.volumeMounts as Record<string, unknown>[]) : [];
+      if (mounts.some((m) => m?.mountPath === TOKEN_MOUNT)) continue;
+      mounts.push({ name, readOnly: true, mountPath: TOKEN_MOUNT });
+      c.volumeMounts = mounts;
+    }
+  }
+}
+
 function validatePodSpec(spec: unknown, path: string): FieldError[] {
   const errs: FieldError[] = [];
   const s = (spec ?? {}) as Record<string, unknown>;
@@ -394,6 +442,7 @@ export function builtinResources(): ResourceType[] {
         },
         prepareForCreate(obj) {
           obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
+          admitPod(asRecord(obj.spec));
         },
         validate: (obj) => validatePodSpec(obj.spec, 'spec'),
       },

@@ -306,6 +306,20 @@ describe('built-in types and metadata', () => {
     assert.equal(secret?.data.k, Buffer.from('v').toString('base64'), 'stringData is folded into data');
     assert.equal(secret?.stringData, undefined);
     assert.equal(pod?.status.phase, 'Pending');
+    // Default admission: the ServiceAccount token volume and the NoExecute tolerations.
+    assert.equal(pod?.spec.serviceAccountName, 'default');
+    assert.ok(
+      pod?.spec.volumes.some((v: Obj) => /^kube-api-access-[a-z0-9]{5}$/.test(v.name) && v.projected),
+    );
+    assert.ok(
+      pod?.spec.containers[0].volumeMounts.some(
+        (m: Obj) => m.mountPath === '/var/run/secrets/kubernetes.io/serviceaccount',
+      ),
+    );
+    assert.deepEqual(pod?.spec.tolerations.map((t: Obj) => [t.key, t.effect, t.tolerationSeconds]).sort(), [
+      ['node.kubernetes.io/not-ready', 'NoExecute', 300],
+      ['node.kubernetes.io/unreachable', 'NoExecute', 300],
+    ]);
     assert.equal(deployment?.spec.replicas, 1, 'defaulted');
     // One storage for both Event APIs: the events.k8s.io Event is a core/v1 Event and vice versa.
     const coreEvent = await core.readNamespacedEvent({ name: 'e2', namespace: ns });
