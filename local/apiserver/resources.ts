@@ -479,7 +479,8 @@ export function builtinResources(): ResourceType[] {
           spec.progressDeadlineSeconds ??= 600;
           const template = asRecord(spec.template);
           spec.template = template;
-          template.metadata ??= {};
+          // Go serializes the template's zero metav1.Time as null (Kubernetes 1.32).
+          template.metadata = { creationTimestamp: null, ...asRecord(template.metadata) };
           const podSpec = asRecord(template.spec);
           template.spec = podSpec;
           defaultPodSpec(podSpec);
