@@ -1,0 +1,324 @@
+/**
+ * The foo controller end to end, on real parts: relay → Pub/Sub emulator → `reconcile` under
+ * functions-framework → Kubernetes API (local API server, or TEST_KUBECONFIG's cluster). The test
+ * plays the Deployment controller (writes Deployment status) and observes only through the
+ * Kubernetes API, the functions' logs and the relay's metrics.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+import { LABELS } from '../../functions/log.ts';
+import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
+import { primaryEventPasses } from '../../relay/predicate.ts';
+import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { waitFor } from '../support/wait.ts';
+
+const exec = promisify(execFile);
+const root = new URL('../../', import.meta.url);
+const CRD = new URL('functions/controllers/foo/crd.yaml', root).pathname;
+const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.yaml', root).pathname;
+const group = 'samplecontroller.k8s.io';
+const version = 'v1alpha1';
+const plural = 'foos';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+type Json = any;
+
+describe('foo end to end', () => {
+  let p: Pipeline;
+  let ns: string;
+  let custom: CustomObjectsApi;
+  let apps: AppsV1Api;
+  let core: CoreV1Api;
+
+  const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', p.cluster.kubeconfigPath, ...args]);
+  const getFoo = (name: string): Promise<Json> =>
+    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
+  const createFoo = (name: string, spec: object) =>
+    custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: ns,
+      body: { apiVersion: `${group}/${version}`, kind: 'Foo', metadata: { name }, spec },
+    });
+  const ready = (foo: Json) => findCondition(parseConditions(foo?.status?.conditions), 'Ready');
+  const setAvailable = (name: string, availableReplicas: number) =>
+    apps.patchNamespacedDeploymentStatus(
+      { namespace: ns, name, body: { status: { replicas: availableReplicas, availableReplicas } } },
+      mergePatch,
+    );
+  /** The final log line of every delivery of `foo/<ns>/<name>` to `reconcile` (they carry `outcome`). */
+  const deliveries = (name: string) =>
+    p.logs.filter(({ service, line }) => {
+      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
+      return (
+        service === 'reconcile' &&
+        labels?.controller === 'foo' &&
+        labels.key === `${ns}/${name}` &&
+        typeof line.outcome === 'string'
+      );
+    });
+  /** Sums the series of one of the relay's Prometheus counters whose labels include `labels`. */
+  const relayCounter = async (metric: string, labels = 'controller="foo"'): Promise<number> => {
+    const relay = p.stack.relay();
+    assert.ok(relay, 'relay running');
+    const text = await (await fetch(new URL('/metrics', relay.url))).text();
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
+      if (m[1]?.includes(labels)) sum += Number(m[2]);
+    }
+    return sum;
+  };
+
+  /**
+   * What the relay must have seen, from watches of our own (cluster-wide, as the relay's
+   * informers): every Foo and Deployment event, and which Foo events its predicate drops
+   * (status-only writes).
+   */
+  const seen = { foos: 0, deployments: 0, drops: 0 };
+  const stopWatches: (() => void)[] = [];
+  const lastFoo = new Map<string, KubernetesObject>();
+  const watchAll = async (
+    kc: KubeConfig,
+    path: string,
+    onEvent: (type: string, o: KubernetesObject) => void,
+  ) => {
+    const controller = await new Watch(kc).watch(path, {}, onEvent, () => {});
+    stopWatches.push(() => controller.abort());
+  };
+  /**
+   * Waits until the pipeline is quiet: the relay has received every event our watches saw (and
+   * dropped the status-only ones), nothing waits in its collapse window, and every key it published
+   * has been delivered to `reconcile` and finished.
+   */
+  const settled = () =>
+    waitFor(
+      async () => {
+        const foos = await relayCounter(
+          'levelset_relay_events_received_total',
+          `resource="${group}/${version}/${plural}"`,
+        );
+        const deployments = await relayCounter(
+          'levelset_relay_events_received_total',
+          'resource="apps/v1/deployments"',
+        );
+        const dropped = await relayCounter('levelset_relay_events_filtered_total');
+        const enqueued = await relayCounter('levelset_relay_keys_enqueued_total');
+        const published = await relayCounter('levelset_relay_keys_published_total');
+        const finished = p.logs.filter(({ service, line }) => {
+          const labels = line[LABELS] as { controller?: string } | undefined;
+          return service === 'reconcile' && labels?.controller === 'foo' && typeof line.outcome === 'string';
+        }).length;
+        const state = { foos, deployments, dropped, enqueued, published, finished, seen };
+        if (
+          foos >= seen.foos &&
+          deployments >= seen.deployments &&
+          dropped >= seen.drops &&
+          enqueued === published &&
+          finished >= published
+        ) {
+          return state;
+        }
+        throw new Error(`not settled: ${JSON.stringify(state)}`);
+      },
+      { message: 'the pipeline to settle (every event received, every key published and delivered)' },
+    );
+
+  before(async () => {
+    p = await startPipeline(async (cluster) => {
+      custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+      apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+      core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
+      ns = await cluster.createNamespace('foo-e2e');
+      await waitFor(
+        () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
+        {
+          message: 'the Foo CRD to be served',
+        },
+      );
+      await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, (type, object) => {
+        seen.foos += 1;
+        const uid = object.metadata?.uid ?? '';
+        const oldObject = lastFoo.get(uid);
+        if (type === 'DELETED') lastFoo.delete(uid);
+        else lastFoo.set(uid, object);
+        if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
+      });
+      await watchAll(cluster.kubeConfig, '/apis/apps/v1/deployments', () => {
+        seen.deployments += 1;
+      });
+      return {};
+    });
+  });
+
+  after(async () => {
+    for (const stop of stopWatches) stop();
+    await p?.stop();
+  });
+
+  it('converges the upstream example applied with kubectl apply -f', async () => {
+    await kubectl('apply', '-n', ns, '-f', EXAMPLE);
+    const deployment = await waitFor(
+      () => apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' }).catch(() => undefined),
+      { message: 'the Deployment example-foo' },
+    );
+    assert.equal(deployment.spec?.replicas, 1);
+    assert.equal(deployment.metadata?.ownerReferences?.[0]?.kind, 'Foo');
+    await setAvailable('example-foo', 1);
+    const foo = await waitFor(
+      async () => {
+        const f = await getFoo('example-foo');
+        return f.status?.availableReplicas === 1 && ready(f)?.status === 'True' ? f : undefined;
+      },
+      { message: 'Foo example-foo Ready with 1 available replica' },
+    );
+    assert.equal(ready(foo)?.observedGeneration, foo.metadata.generation);
+    await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.some(
+          (e) => e.involvedObject.name === 'example-foo' && e.reason === 'Synced' && e.type === 'Normal',
+        ),
+      { message: 'a Normal Synced Event on the Foo' },
+    );
+  });
+
+  it('propagates a replicas change', async () => {
+    await custom.patchNamespacedCustomObject(
+      { group, version, plural, namespace: ns, name: 'example-foo', body: { spec: { replicas: 3 } } },
+      mergePatch,
+    );
+    await waitFor(
+      async () =>
+        (await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' })).spec?.replicas === 3,
+      { message: 'the Deployment scaled to 3' },
+    );
+    await setAvailable('example-foo', 3);
+    await waitFor(
+      async () => {
+        const f = await getFoo('example-foo');
+        return (
+          f.status?.availableReplicas === 3 &&
+          ready(f)?.status === 'True' &&
+          ready(f)?.observedGeneration === f.metadata.generation
+        );
+      },
+      { message: 'Foo example-foo Ready with 3 available replicas at its generation' },
+    );
+  });
+
+  it('does not reconcile again because of its own status write (count reconciles)', async () => {
+    await settled();
+    const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
+    const deliveredBefore = deliveries('example-foo').length;
+    const droppedBefore = seen.drops;
+    // The Deployment loses a replica: one Deployment event → one key → one reconcile, which
+    // writes the Foo's status (2 available, Ready=False) through /status. That write is a Foo
+    // event with an unchanged generation, which the relay must drop: no second key, no second
+    // reconcile.
+    await setAvailable('example-foo', 2);
+    await waitFor(async () => (await getFoo('example-foo')).status?.availableReplicas === 2, {
+      message: 'the status write of the reconcile',
+    });
+    await settled();
+    assert.ok(seen.drops > droppedBefore, 'the status write was a status-only Foo event');
+    assert.equal(
+      await relayCounter('levelset_relay_keys_published_total'),
+      publishedBefore + 1,
+      'one key published',
+    );
+    assert.equal(deliveries('example-foo').length, deliveredBefore + 1, 'one reconcile');
+    assert.equal(ready(await getFoo('example-foo'))?.status, 'False');
+  });
+
+  it('reports a Deployment it does not control with ErrResourceExists, once, and touches nothing', async () => {
+    const theirs = await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'taken' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'theirs' } },
+          template: {
+            metadata: { labels: { app: 'theirs' } },
+            spec: { containers: [{ name: 'c', image: 'busybox' }] },
+          },
+        },
+      },
+    });
+    await createFoo('wants-taken', { deploymentName: 'taken', replicas: 2 });
+    const event = await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.find(
+          (e) => e.involvedObject.name === 'wants-taken' && e.reason === 'ErrResourceExists',
+        ),
+      { message: 'a Warning ErrResourceExists Event on the Foo' },
+    );
+    assert.equal(event.type, 'Warning');
+    assert.equal(event.message, 'Resource "taken" already exists and is not managed by Foo');
+    await settled();
+    const outcomes = deliveries('wants-taken').map(({ line }) => line.outcome);
+    assert.deepEqual(outcomes, ['terminal'], 'acknowledged, not retried');
+    assert.equal(
+      (await apps.readNamespacedDeployment({ namespace: ns, name: 'taken' })).metadata?.resourceVersion,
+      theirs.metadata?.resourceVersion,
+    );
+    assert.equal(ready(await getFoo('wants-taken'))?.reason, 'ErrResourceExists');
+  });
+
+  it('absorbs a missing deploymentName with a Warning Event and a condition', async () => {
+    await createFoo('no-name', { replicas: 1 });
+    await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.some(
+          (e) => e.involvedObject.name === 'no-name' && e.type === 'Warning' && e.reason === 'InvalidSpec',
+        ),
+      { message: 'a Warning InvalidSpec Event on the Foo' },
+    );
+    assert.equal(ready(await getFoo('no-name'))?.reason, 'InvalidSpec');
+    await settled();
+    assert.deepEqual(
+      deliveries('no-name').map(({ line }) => line.outcome),
+      ['terminal'],
+    );
+  });
+
+  it('rejects an invalid spec with 422 before any reconcile sees it', async () => {
+    await assert.rejects(
+      createFoo('invalid', { deploymentName: 'invalid', replicas: 'x' }),
+      (err: unknown) => err instanceof ApiException && err.code === 422,
+    );
+    // A valid Foo created after it goes through the same informer: once it is reconciled, the
+    // invalid one would have been too, had it existed.
+    await createFoo('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
+    await waitFor(() => deliveries('after-invalid').length > 0, { message: 'the valid Foo reconciled' });
+    await settled();
+    assert.equal(deliveries('invalid').length, 0);
+  });
+
+  it('leaves no Deployment once the Foo is deleted (garbage collection)', async () => {
+    await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'example-foo' });
+    await waitFor(
+      () =>
+        apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' }).then(
+          () => false,
+          (err: unknown) => err instanceof ApiException && err.code === 404,
+        ),
+      { message: 'the Deployment to be garbage-collected', timeoutMs: 60_000 },
+    );
+  });
+});
