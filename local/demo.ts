@@ -3,11 +3,48 @@
  * live changes (a new namespace, an update of the source) so that each step of the replication
  * shows, with a check of the result after each.
  */
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
 import { waitFor } from '../test/support/wait.ts';
+import { repoRoot } from './service.ts';
 
 const SECRET = 'demo-credentials';
 const encode = (s: string) => Buffer.from(s).toString('base64');
+
+/** Every controller's CRD (`functions/controllers/<name>/crd.yaml`). */
+function controllerCrds(): KubernetesObject[] {
+  const dir = join(repoRoot, 'functions', 'controllers');
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .flatMap((d) => {
+      try {
+        return loadAllYaml(readFileSync(join(dir, d.name, 'crd.yaml'), 'utf8')) as KubernetesObject[];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** The upstream example objects of the tutorials, as the tests apply them. */
+function upstreamExample(file: string): KubernetesObject {
+  const [object] = loadAllYaml(readFileSync(join(repoRoot, 'test', 'fixtures', 'upstream', file), 'utf8'));
+  return object as KubernetesObject;
+}
+
+async function createIfAbsent(api: KubernetesObjectApi, object: KubernetesObject): Promise<void> {
+  await api.create(object).catch((err: { code?: number }) => {
+    if (err.code !== 409) throw err;
+  });
+}
 
 async function ensureNamespace(core: CoreV1Api, name: string): Promise<void> {
   await core.createNamespace({ body: { metadata: { name } } }).catch((err: { code?: number }) => {
@@ -37,7 +74,9 @@ export async function seedDemo(
 ): Promise<void> {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   if (phase === 'before') {
-    for (const ns of [sourceNamespace, 'team-a', 'team-b']) await ensureNamespace(core, ns);
+    for (const ns of [sourceNamespace, 'team-a', 'team-b', 'demo']) await ensureNamespace(core, ns);
+    const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+    for (const crd of controllerCrds()) await createIfAbsent(objects, crd);
     await core
       .createNamespacedSecret({
         namespace: sourceNamespace,
@@ -67,7 +106,53 @@ export async function seedDemo(
   source.data = { ...source.data, version: encode('2') };
   await core.replaceNamespacedSecret({ namespace: sourceNamespace, name: SECRET, body: source });
   await step(`${SECRET} v2 reached every copy`, ['team-a', 'team-b', 'team-c'], '2');
+  await customResourcesDemo(kubeConfig, say);
   say('demo        done; the pipeline keeps running. Try:');
   say(`              kubectl --kubeconfig .levelset/kubeconfig create namespace team-d`);
   say(`              kubectl --kubeconfig .levelset/kubeconfig get secrets -A -l levelset.dev/replica-of`);
+  say('              kubectl --kubeconfig .levelset/kubeconfig -n demo get foos,deployments,cc,pods');
+  say(
+    `              kubectl --kubeconfig .levelset/kubeconfig -n demo patch cc cpod-f --type=merge -p '{"spec":{"count":2}}'`,
+  );
+}
+
+/**
+ * The sample-controller Foo and the Customcluster examples, applied unchanged into namespace
+ * `demo`; the simulated node makes their Pods run and Deployments available.
+ */
+async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) => void): Promise<void> {
+  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  const apps = kubeConfig.makeApiClient(AppsV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const withNamespace = (o: KubernetesObject) => ({ ...o, metadata: { ...o.metadata, namespace: 'demo' } });
+  const timed = async <T>(what: string, probe: () => Promise<T | undefined | false>) => {
+    const started = Date.now();
+    await waitFor(probe, { timeoutMs: 30_000, message: what });
+    say(`demo        ✓ ${what} (${Date.now() - started} ms)`);
+  };
+  say('demo        applying kubernetes/sample-controller example-foo.yaml into namespace demo');
+  await createIfAbsent(objects, withNamespace(upstreamExample('sample-controller-example-foo.yaml')));
+  await timed('Foo example-foo owns Deployment example-foo, status.availableReplicas = 1', async () => {
+    const foo = (await custom.getNamespacedCustomObject({
+      group: 'samplecontroller.k8s.io',
+      version: 'v1alpha1',
+      namespace: 'demo',
+      plural: 'foos',
+      name: 'example-foo',
+    })) as { status?: { availableReplicas?: number } };
+    const deployment = await apps.readNamespacedDeployment({ namespace: 'demo', name: 'example-foo' });
+    return deployment.metadata?.ownerReferences?.[0]?.kind === 'Foo' && foo.status?.availableReplicas === 1;
+  });
+  say('demo        applying the Customcluster example cpod-f (count: 5) into namespace demo');
+  await createIfAbsent(objects, withNamespace(upstreamExample('customcluster-example.yaml')));
+  await timed('Customcluster cpod-f runs 5 pods, status.count = 5', async () => {
+    const cc = (await custom.getNamespacedCustomObject({
+      group: 'sde.dev',
+      version: 'v1alpha1',
+      namespace: 'demo',
+      plural: 'customclusters',
+      name: 'cpod-f',
+    })) as { status?: { count?: number } };
+    return cc.status?.count === 5;
+  });
 }

@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
 import { z } from 'zod';
+import { createLogger } from '../functions/log.ts';
 import { type LocalApiServer, startLocalApiServer } from './apiserver/index.ts';
 import { seedDemo } from './demo.ts';
 import { formatLogLine } from './progress.ts';
 import { repoRoot } from './service.ts';
+import { startSimulatedNode } from './simulated-node.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
 process.env.METADATA_SERVER_DETECTION ??= 'none';
@@ -71,11 +73,13 @@ async function reachableCluster(): Promise<{ path: string; server: string; versi
 
 let apiserver: LocalApiServer | undefined;
 let stack: LocalStack | undefined;
+let simulatedNode: { stop(): Promise<void> } | undefined;
 let stopping = false;
 async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   say('\nstopping: relay (flushes pending keys), functions, Pub/Sub emulator, API server…');
+  await simulatedNode?.stop().catch(() => {});
   await stack?.stop().catch((err: Error) => say(`  ${err.message}`));
   await apiserver?.stop().catch((err: Error) => say(`  ${err.message}`));
   say('stopped.');
@@ -104,7 +108,12 @@ try {
   const controllerEnv: Record<string, string> = { LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE };
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
-  if (apiserver && !flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
+  if (apiserver) {
+    // No kubelet and no Deployment controller in the embedded cluster: simulate their status writes.
+    simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
+    say('  simulated node   Pods become Running, Deployments available (embedded cluster only)');
+    if (!flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
+  }
   stack = await startLocalStack({
     kubeconfigPath,
     env: controllerEnv,
