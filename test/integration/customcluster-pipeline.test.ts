@@ -1,0 +1,307 @@
+/**
+ * The customcluster controller end to end, on real parts: relay → Pub/Sub emulator →
+ * `reconcile` under functions-framework → Kubernetes API (local API server, or TEST_KUBECONFIG's
+ * cluster). The test plays the kubelet (sets pod phases) and observes only through the
+ * Kubernetes API, the functions' logs and the relay's metrics. No reconcile waits for pods: pod
+ * events bring the key back.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+  Watch,
+} from '@kubernetes/client-node';
+import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
+import { LABELS } from '../../functions/log.ts';
+import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
+import { isControlledBy } from '../../functions/runtime/owner.ts';
+import { primaryEventPasses } from '../../relay/predicate.ts';
+import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { waitFor } from '../support/wait.ts';
+
+const exec = promisify(execFile);
+const root = new URL('../../', import.meta.url);
+const CRD = new URL('functions/controllers/customcluster/crd.yaml', root).pathname;
+const EXAMPLE = new URL('test/fixtures/upstream/customcluster-example.yaml', root).pathname;
+const EXAMPLE_MESSAGE = 'Trying to create my own custom resource';
+const group = 'sde.dev';
+const version = 'v1alpha1';
+const plural = 'customclusters';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+type Json = any;
+
+describe('customcluster end to end', () => {
+  let p: Pipeline;
+  let ns: string;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+
+  const getCc = (name: string): Promise<Json> =>
+    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
+  const patchSpec = (name: string, spec: object) =>
+    custom.patchNamespacedCustomObject(
+      { group, version, plural, namespace: ns, name, body: { spec } },
+      mergePatch,
+    );
+  const ready = (cc: Json) => findCondition(parseConditions(cc?.status?.conditions), 'Ready');
+  const livePods = async (cc: Json): Promise<V1Pod[]> =>
+    (
+      await core.listNamespacedPod({ namespace: ns, labelSelector: `controller=${cc.metadata.name}` })
+    ).items.filter(
+      (pod) =>
+        isControlledBy(pod, cc) &&
+        !pod.metadata?.deletionTimestamp &&
+        pod.status?.phase !== 'Failed' &&
+        pod.status?.phase !== 'Succeeded',
+    );
+  /** Plays the kubelet: every live pod not yet Running becomes Running. */
+  const runAll = async (cc: Json) => {
+    for (const pod of await livePods(cc)) {
+      if (pod.status?.phase === 'Running') continue;
+      await core.patchNamespacedPodStatus(
+        { namespace: ns, name: pod.metadata?.name ?? '', body: { status: { phase: 'Running' } } },
+        mergePatch,
+      );
+    }
+  };
+  /** Waits for `count` live pods running `message`, plays the kubelet, waits for the status to say so. */
+  const converged = async (name: string, count: number, message: string) => {
+    const cc = await getCc(name);
+    await waitFor(
+      async () => {
+        const pods = await livePods(cc);
+        return pods.length === count && pods.every((pod) => messageOf(pod) === message);
+      },
+      { message: `${count} live pods of ${name} running "${message}"` },
+    );
+    await runAll(cc);
+    return waitFor(
+      async () => {
+        const c = await getCc(name);
+        return c.status?.count === count &&
+          c.status?.message === (count > 0 ? message : '') &&
+          ready(c)?.status === 'True' &&
+          ready(c)?.observedGeneration === c.metadata.generation
+          ? c
+          : undefined;
+      },
+      { message: `status of ${name}: count ${count}, Ready at its generation` },
+    );
+  };
+  const deliveries = (name?: string) =>
+    p.logs.filter(({ service, line }) => {
+      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
+      return (
+        service === 'reconcile' &&
+        labels?.controller === 'customcluster' &&
+        (name === undefined || labels.key === `${ns}/${name}`) &&
+        typeof line.outcome === 'string'
+      );
+    });
+  /** Sums the series of one of the relay's Prometheus counters whose labels include `labels`. */
+  const relayCounter = async (metric: string, labels = 'controller="customcluster"'): Promise<number> => {
+    const relay = p.stack.relay();
+    assert.ok(relay, 'relay running');
+    const text = await (await fetch(new URL('/metrics', relay.url))).text();
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
+      if (m[1]?.includes(labels)) sum += Number(m[2]);
+    }
+    return sum;
+  };
+
+  /**
+   * What the relay must have seen, from watches of our own (cluster-wide, as the relay's
+   * informers): every Customcluster event, every labelled pod event, and which Customcluster
+   * events its predicate drops (status-only writes).
+   */
+  const seen = { customclusters: 0, pods: 0, drops: 0 };
+  const stopWatches: (() => void)[] = [];
+  const lastCc = new Map<string, KubernetesObject>();
+  const watchAll = async (
+    kc: KubeConfig,
+    path: string,
+    query: Record<string, string>,
+    onEvent: (type: string, o: KubernetesObject) => void,
+  ) => {
+    const controller = await new Watch(kc).watch(path, query, onEvent, () => {});
+    stopWatches.push(() => controller.abort());
+  };
+  /**
+   * Waits until the pipeline is quiet: the relay has received every event our watches saw (and
+   * dropped the status-only ones), nothing waits in its collapse window, and every key it published
+   * has been delivered to `reconcile` and finished.
+   */
+  const settled = () =>
+    waitFor(
+      async () => {
+        const customclusters = await relayCounter(
+          'levelset_relay_events_received_total',
+          `resource="${group}/${version}/${plural}"`,
+        );
+        const pods = await relayCounter(
+          'levelset_relay_events_received_total',
+          'resource="v1/pods?controller"',
+        );
+        const dropped = await relayCounter('levelset_relay_events_filtered_total');
+        const enqueued = await relayCounter('levelset_relay_keys_enqueued_total');
+        const published = await relayCounter('levelset_relay_keys_published_total');
+        const finished = deliveries().length;
+        const state = { customclusters, pods, dropped, enqueued, published, finished, seen };
+        if (
+          customclusters >= seen.customclusters &&
+          pods >= seen.pods &&
+          dropped >= seen.drops &&
+          enqueued === published &&
+          finished >= published
+        ) {
+          return state;
+        }
+        throw new Error(`not settled: ${JSON.stringify(state)}`);
+      },
+      { message: 'the pipeline to settle (every event received, every key published and delivered)' },
+    );
+
+  before(async () => {
+    p = await startPipeline(async (cluster) => {
+      custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+      core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
+      ns = await cluster.createNamespace('cc-e2e');
+      await waitFor(
+        () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
+        {
+          message: 'the Customcluster CRD to be served',
+        },
+      );
+      await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, {}, (type, object) => {
+        seen.customclusters += 1;
+        const uid = object.metadata?.uid ?? '';
+        const oldObject = lastCc.get(uid);
+        if (type === 'DELETED') lastCc.delete(uid);
+        else lastCc.set(uid, object);
+        if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
+      });
+      await watchAll(cluster.kubeConfig, '/api/v1/pods', { labelSelector: 'controller' }, () => {
+        seen.pods += 1;
+      });
+      return {};
+    });
+  });
+
+  after(async () => {
+    for (const stop of stopWatches) stop();
+    await p?.stop();
+  });
+
+  it('converges the tutorial example applied with kubectl apply -f', async () => {
+    await exec('kubectl', ['--kubeconfig', p.cluster.kubeconfigPath, 'apply', '-n', ns, '-f', EXAMPLE]);
+    await converged('cpod-f', 5, EXAMPLE_MESSAGE);
+  });
+
+  it('scales up, scales down, and replaces the pods when the message changes', async () => {
+    await patchSpec('cpod-f', { count: 7 });
+    await converged('cpod-f', 7, EXAMPLE_MESSAGE);
+    await patchSpec('cpod-f', { count: 2 });
+    await converged('cpod-f', 2, EXAMPLE_MESSAGE);
+    await patchSpec('cpod-f', { message: 'a new message' });
+    await converged('cpod-f', 2, 'a new message');
+  });
+
+  it('does not reconcile again because of its own status write (count reconciles)', async () => {
+    const cc = await getCc('cpod-f');
+    const [pod] = await livePods(cc);
+    assert.ok(pod);
+    // One pod event at a time, each one key → one reconcile → one status write (count 1 then 2),
+    // and no pod created or deleted. Each status write is a Customcluster event with an unchanged
+    // generation, which the relay must drop: exactly one reconcile per pod event.
+    for (const phase of ['Pending', 'Running']) {
+      await settled();
+      const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
+      const deliveredBefore = deliveries('cpod-f').length;
+      const droppedBefore = seen.drops;
+      await core.patchNamespacedPodStatus(
+        { namespace: ns, name: pod.metadata?.name ?? '', body: { status: { phase } } },
+        mergePatch,
+      );
+      const count = phase === 'Running' ? 2 : 1;
+      await waitFor(async () => (await getCc('cpod-f')).status?.count === count, {
+        message: `status.count ${count} after the pod went ${phase}`,
+      });
+      await settled();
+      assert.equal(seen.drops, droppedBefore + 1, 'one status-only event');
+      assert.equal(
+        (await relayCounter('levelset_relay_keys_published_total')) - publishedBefore,
+        1,
+        'one key published',
+      );
+      assert.equal(deliveries('cpod-f').length - deliveredBefore, 1, 'one reconcile');
+    }
+    assert.equal(ready(await getCc('cpod-f'))?.status, 'True');
+  });
+
+  it('replaces a Failed pod without being asked again', async () => {
+    const cc = await getCc('cpod-f');
+    const [victim] = await livePods(cc);
+    assert.ok(victim);
+    await core.patchNamespacedPodStatus(
+      { namespace: ns, name: victim.metadata?.name ?? '', body: { status: { phase: 'Failed' } } },
+      mergePatch,
+    );
+    // The Failed pod's event brings the key back; the reconcile creates a replacement.
+    await converged('cpod-f', 2, 'a new message');
+  });
+
+  it('rejects count: -1 with 422 before any reconcile sees it', async () => {
+    await assert.rejects(
+      custom.createNamespacedCustomObject({
+        group,
+        version,
+        plural,
+        namespace: ns,
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'Customcluster',
+          metadata: { name: 'invalid' },
+          spec: { message: 'm', count: -1 },
+        },
+      }),
+      (err: unknown) => err instanceof ApiException && err.code === 422,
+    );
+    await custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: ns,
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Customcluster',
+        metadata: { name: 'after-invalid' },
+        spec: { message: 'm', count: 1 },
+      },
+    });
+    await converged('after-invalid', 1, 'm');
+    await settled();
+    assert.equal(deliveries('invalid').length, 0);
+  });
+
+  it('leaves no pod once the Customcluster is deleted (garbage collection)', async () => {
+    const cc = await getCc('cpod-f');
+    await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'cpod-f' });
+    await waitFor(async () => (await livePods(cc)).length === 0, {
+      message: 'the pods to be garbage-collected',
+      timeoutMs: 60_000,
+    });
+  });
+});
