@@ -49,6 +49,8 @@ class CountingKubeConfig extends KubeConfig {
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;
 
+const methods = (requests: string[]) => requests.map((r) => r.split(' ')[0]);
+
 describe('foo reconcile on an API server', () => {
   let cluster: TestCluster;
   let ns: string;
@@ -141,7 +143,8 @@ describe('foo reconcile on an API server', () => {
     assert.equal(foo.status.availableReplicas, 0);
 
     await setAvailable('example-foo', 1);
-    await reconcile('example-foo');
+    const statusOnly = await reconcile('example-foo');
+    assert.deepEqual(methods(statusOnly), ['GET', 'GET', 'PATCH', 'POST'], statusOnly.join(', '));
     const synced = await getFoo('example-foo');
     assert.equal(synced.status.availableReplicas, 1);
     assert.equal(ready(synced)?.status, 'True');
