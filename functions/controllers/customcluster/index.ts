@@ -10,15 +10,15 @@
  */
 import {
   CoreV1Api,
-  CustomObjectsApi,
+  type KubeConfig,
   type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
 import { keyString } from '../../message.ts';
-import { statusChanged } from '../../runtime/conditions.ts';
-import { apiStatusOf, isNotFound, TerminalError } from '../../runtime/errors.ts';
+import { FIELD_MANAGER, getCustomObject, writeCustomObjectStatus } from '../../runtime/custom-resource.ts';
+import { apiStatusOf, TerminalError } from '../../runtime/errors.ts';
 import { controllerKeysOf } from '../../runtime/owner.ts';
 import type { Controller, Key, ReconcileContext, Result } from '../types.ts';
 import {
@@ -30,7 +30,6 @@ import {
   INVALID_SPEC,
   KIND,
   podResource,
-  VERSION,
 } from './api.ts';
 import {
   CONTROLLER_LABEL,
@@ -42,9 +41,6 @@ import {
   readyCondition,
 } from './desired.ts';
 
-/** The field manager of every write (server-side field ownership). */
-export const FIELD_MANAGER = 'levelset';
-
 /**
  * The most pods one reconcile creates or deletes (the ReplicaSet controller's `burstReplicas`,
  * smaller): the pods' own events bring the key back for the rest, and a delivery stays short.
@@ -54,7 +50,7 @@ export const MAX_BURST = 100;
 /** Label values are at most 63 characters (apimachinery `validation.IsValidLabelValue`). */
 const MAX_LABEL_VALUE = 63;
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const _mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /**
  * Runs `count` calls of `fn` in batches of 1, 2, 4, … (the ReplicaSet controller's
@@ -74,43 +70,18 @@ async function slowStartBatch(count: number, fn: (i: number) => Promise<void>): 
   return done;
 }
 
-/**
- * Merge-patches `status` through the `status` subresource when it differs from `cc`'s.
- * @returns whether a write happened (`false`: unchanged, or the Customcluster is gone)
- */
-async function writeStatus(
-  custom: CustomObjectsApi,
-  cc: Customcluster,
-  status: Record<string, unknown>,
-): Promise<boolean> {
-  if (!statusChanged(cc.status, status)) return false;
-  try {
-    await custom.patchNamespacedCustomObjectStatus(
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: customclusterResource.plural,
-        namespace: cc.metadata.namespace,
-        name: cc.metadata.name,
-        body: { status },
-        fieldManager: FIELD_MANAGER,
-      },
-      mergePatch,
-    );
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
-
 async function fail(
-  custom: CustomObjectsApi,
+  kubeConfig: KubeConfig,
   cc: Customcluster,
   reason: string,
   message: string,
 ): Promise<never> {
-  await writeStatus(custom, cc, desiredStatus(cc, notReady(cc, reason, message)));
+  await writeCustomObjectStatus(
+    kubeConfig,
+    customclusterResource,
+    cc,
+    desiredStatus(cc, notReady(cc, reason, message)),
+  );
   throw new TerminalError(reason, message, { object: cc as KubernetesObject });
 }
 
@@ -123,25 +94,14 @@ async function fail(
  *   value); other API errors as thrown by the client (retried).
  */
 export async function reconcileCustomcluster(key: Key, ctx: ReconcileContext): Promise<Result> {
-  const custom = ctx.kubeConfig.makeApiClient(CustomObjectsApi);
+  const kubeConfig = ctx.kubeConfig;
   const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
 
-  let raw: unknown;
-  try {
-    raw = await custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: customclusterResource.plural,
-      namespace: key.namespace,
-      name: key.name,
-    });
-  } catch (err) {
-    if (isNotFound(err)) {
-      // Deleted: garbage collection removes its pods through their owner references.
-      ctx.log.debug('customcluster no longer exists');
-      return {};
-    }
-    throw err;
+  const raw = await getCustomObject(ctx.kubeConfig, customclusterResource, key);
+  if (raw === undefined) {
+    // Deleted: garbage collection removes its pods through their owner references.
+    ctx.log.debug('customcluster no longer exists');
+    return {};
   }
   const parsed = customclusterSchema.safeParse(raw);
   if (!parsed.success) {
@@ -156,11 +116,11 @@ export async function reconcileCustomcluster(key: Key, ctx: ReconcileContext): P
   const spec = customclusterSpecSchema.safeParse(cc.spec ?? {});
   if (!spec.success) {
     const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
-    return fail(custom, cc, INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
+    return fail(kubeConfig, cc, INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
   }
   if (cc.metadata.name.length > MAX_LABEL_VALUE) {
     return fail(
-      custom,
+      kubeConfig,
       cc,
       INVALID_SPEC,
       `${keyString(key)}: the name is longer than ${MAX_LABEL_VALUE} characters and cannot label its pods`,
@@ -205,7 +165,7 @@ export async function reconcileCustomcluster(key: Key, ctx: ReconcileContext): P
     running: plan.running,
     message: spec.data.message,
   });
-  await writeStatus(custom, cc, status);
+  await writeCustomObjectStatus(kubeConfig, customclusterResource, cc, status);
   const capped = plan.delete.length > toDelete.length || plan.create > toCreate;
   return capped ? { requeueAfterMs: 1000 } : {};
 }

@@ -11,14 +11,15 @@
  */
 import {
   AppsV1Api,
-  CustomObjectsApi,
+  type KubeConfig,
   type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { keyString } from '../../message.ts';
-import { type ConditionInput, statusChanged } from '../../runtime/conditions.ts';
+import type { ConditionInput } from '../../runtime/conditions.ts';
+import { FIELD_MANAGER, getCustomObject, writeCustomObjectStatus } from '../../runtime/custom-resource.ts';
 import { isNotFound, TerminalError } from '../../runtime/errors.ts';
 import { controllerKeysOf, isControlledBy } from '../../runtime/owner.ts';
 import type { Controller, Key, ReconcileContext, Result } from '../types.ts';
@@ -35,12 +36,8 @@ import {
   MESSAGE_RESOURCE_SYNCED,
   messageResourceExists,
   SUCCESS_SYNCED,
-  VERSION,
 } from './api.ts';
 import { desiredStatus, newDeployment, notReady, readyFromDeployment } from './desired.ts';
-
-/** The field manager of every write (server-side field ownership, `kubectl get --show-managed-fields`). */
-export const FIELD_MANAGER = 'levelset';
 
 /** Label values are at most 63 characters (apimachinery `validation.IsValidLabelValue`). */
 const MAX_LABEL_VALUE = 63;
@@ -48,42 +45,16 @@ const MAX_LABEL_VALUE = 63;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /**
- * Merge-patches `status` through the `status` subresource when it differs from the Foo's.
- * @returns whether a write happened (`false`: unchanged, or the Foo is gone)
- * @throws the API error of the write (transient errors are retried by Pub/Sub)
- */
-async function writeStatus(
-  custom: CustomObjectsApi,
-  foo: Foo,
-  status: Record<string, unknown>,
-): Promise<boolean> {
-  if (!statusChanged(foo.status, status)) return false;
-  try {
-    await custom.patchNamespacedCustomObjectStatus(
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: fooResource.plural,
-        namespace: foo.metadata.namespace,
-        name: foo.metadata.name,
-        body: { status },
-        fieldManager: FIELD_MANAGER,
-      },
-      mergePatch,
-    );
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
-
-/**
  * Writes a `Ready=False` condition saying why, then throws the {@link TerminalError} that makes the
  * runtime acknowledge the key (no retry) and record a Warning Event on the Foo.
  */
-async function fail(custom: CustomObjectsApi, foo: Foo, reason: string, message: string): Promise<never> {
-  await writeStatus(custom, foo, desiredStatus(foo, notReady(foo, reason, message)));
+async function fail(kubeConfig: KubeConfig, foo: Foo, reason: string, message: string): Promise<never> {
+  await writeCustomObjectStatus(
+    kubeConfig,
+    fooResource,
+    foo,
+    desiredStatus(foo, notReady(foo, reason, message)),
+  );
   throw new TerminalError(reason, message, { object: foo as KubernetesObject });
 }
 
@@ -95,25 +66,14 @@ async function fail(custom: CustomObjectsApi, foo: Foo, reason: string, message:
  *   errors as thrown by the client (retried).
  */
 export async function reconcileFoo(key: Key, ctx: ReconcileContext): Promise<Result> {
-  const custom = ctx.kubeConfig.makeApiClient(CustomObjectsApi);
+  const kubeConfig = ctx.kubeConfig;
   const apps = ctx.kubeConfig.makeApiClient(AppsV1Api);
 
-  let raw: unknown;
-  try {
-    raw = await custom.getNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: fooResource.plural,
-      namespace: key.namespace,
-      name: key.name,
-    });
-  } catch (err) {
-    if (isNotFound(err)) {
-      // Deleted: garbage collection removes its Deployment through the owner reference.
-      ctx.log.debug('foo no longer exists');
-      return {};
-    }
-    throw err;
+  const raw = await getCustomObject(ctx.kubeConfig, fooResource, key);
+  if (raw === undefined) {
+    // Deleted: garbage collection removes its Deployment through the owner reference.
+    ctx.log.debug('foo no longer exists');
+    return {};
   }
   const parsedFoo = fooSchema.safeParse(raw);
   if (!parsedFoo.success) {
@@ -125,16 +85,16 @@ export async function reconcileFoo(key: Key, ctx: ReconcileContext): Promise<Res
   const spec = fooSpecSchema.safeParse(foo.spec ?? {});
   if (!spec.success) {
     const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
-    return fail(custom, foo, INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
+    return fail(kubeConfig, foo, INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
   }
   const { deploymentName, replicas } = spec.data;
   if (!deploymentName) {
     // Upstream absorbs this error rather than requeue: the next update of the Foo brings it back.
-    return fail(custom, foo, INVALID_SPEC, `${keyString(key)}: deployment name must be specified`);
+    return fail(kubeConfig, foo, INVALID_SPEC, `${keyString(key)}: deployment name must be specified`);
   }
   if (foo.metadata.name.length > MAX_LABEL_VALUE) {
     return fail(
-      custom,
+      kubeConfig,
       foo,
       INVALID_SPEC,
       `${keyString(key)}: the Foo's name is longer than ${MAX_LABEL_VALUE} characters and cannot label its Deployment`,
@@ -161,7 +121,7 @@ export async function reconcileFoo(key: Key, ctx: ReconcileContext): Promise<Res
   }
 
   if (!isControlledBy(deployment, foo)) {
-    return fail(custom, foo, ERR_RESOURCE_EXISTS, messageResourceExists(deploymentName));
+    return fail(kubeConfig, foo, ERR_RESOURCE_EXISTS, messageResourceExists(deploymentName));
   }
 
   if (replicas !== undefined && replicas !== deployment.spec?.replicas) {
@@ -188,7 +148,8 @@ export async function reconcileFoo(key: Key, ctx: ReconcileContext): Promise<Res
     available,
     replicas ?? deployment.spec?.replicas ?? 1,
   );
-  if (await writeStatus(custom, foo, desiredStatus(foo, ready, available))) wrote = true;
+  if (await writeCustomObjectStatus(kubeConfig, fooResource, foo, desiredStatus(foo, ready, available)))
+    wrote = true;
   if (wrote)
     await ctx.events.record(foo as KubernetesObject, 'Normal', SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED);
   return {};
