@@ -12,9 +12,7 @@ import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
   PatchStrategy,
-  type RequestContext,
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
@@ -26,6 +24,7 @@ import { findCondition, parseConditions } from '../../functions/runtime/conditio
 import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { isControlledBy } from '../../functions/runtime/owner.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -37,15 +36,6 @@ const group = 'sde.dev';
 const version = 'v1alpha1';
 const plural = 'customclusters';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-/** A KubeConfig that counts the API requests made through it (`METHOD path`). */
-class CountingKubeConfig extends KubeConfig {
-  requests: string[] = [];
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    this.requests.push(`${context.getHttpMethod()} ${new URL(context.getUrl()).pathname}`);
-    return super.applySecurityAuthentication(context);
-  }
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;

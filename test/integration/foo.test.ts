@@ -13,9 +13,7 @@ import {
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
   PatchStrategy,
-  type RequestContext,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -26,6 +24,7 @@ import { TerminalError } from '../../functions/runtime/errors.ts';
 import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { isControlledBy } from '../../functions/runtime/owner.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -36,15 +35,6 @@ const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-/** A KubeConfig that counts the API requests made through it (`METHOD path`). */
-class CountingKubeConfig extends KubeConfig {
-  requests: string[] = [];
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    this.requests.push(`${context.getHttpMethod()} ${new URL(context.getUrl()).pathname}`);
-    return super.applySecurityAuthentication(context);
-  }
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;

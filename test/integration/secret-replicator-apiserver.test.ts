@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   CONTENT_HASH_ANNOTATION,
@@ -21,18 +21,7 @@ import { createLogger } from '../../functions/log.ts';
 import { TerminalError } from '../../functions/runtime/errors.ts';
 import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
-
-/** A KubeConfig that records `METHOD path?query` of every request made through it. */
-class CountingKubeConfig extends KubeConfig {
-  readonly requests: string[] = [];
-  override async applySecurityAuthentication(
-    context: Parameters<KubeConfig['applySecurityAuthentication']>[0],
-  ) {
-    const url = new URL(context.getUrl());
-    this.requests.push(`${context.getHttpMethod()} ${url.pathname}${url.search}`);
-    return super.applySecurityAuthentication(context);
-  }
-}
+import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 
 const run = uniqueSuffix();
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -81,7 +70,7 @@ describe('secret-replicator against an API server', () => {
 
   before(async () => {
     cluster = await startTestCluster();
-    kc = new CountingKubeConfig();
+    kc = new CountingKubeConfig({ query: true });
     kc.loadFromFile(cluster.kubeconfigPath);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     sourceNs = await cluster.createNamespace(`src-${run}`);
