@@ -25,7 +25,7 @@ import { LABELS } from '../../functions/log.ts';
 import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import { isControlledBy } from '../../functions/runtime/owner.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
-import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { type Pipeline, relayCounter as relayCounterOf, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -109,17 +109,8 @@ describe('customcluster end to end', () => {
         typeof line.outcome === 'string'
       );
     });
-  /** Sums the series of one of the relay's Prometheus counters whose labels include `labels`. */
-  const relayCounter = async (metric: string, labels = 'controller="customcluster"'): Promise<number> => {
-    const relay = p.stack.relay();
-    assert.ok(relay, 'relay running');
-    const text = await (await fetch(new URL('/metrics', relay.url))).text();
-    let sum = 0;
-    for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
-      if (m[1]?.includes(labels)) sum += Number(m[2]);
-    }
-    return sum;
-  };
+  const relayCounter = (metric: string, labels = 'controller="customcluster"') =>
+    relayCounterOf(p, metric, labels);
 
   /**
    * What the relay must have seen, from watches of our own (cluster-wide, as the relay's

@@ -64,3 +64,19 @@ export function pushEnvelope(message: object, messageId = String(Date.now())): o
     subscription: 'projects/local-project/subscriptions/test',
   };
 }
+
+/**
+ * Sums the series of one of the running relay's Prometheus counters (its `/metrics`) whose label
+ * set contains `labels` (e.g. `controller="foo"`).
+ * @throws {Error} when the relay is not running
+ */
+export async function relayCounter(p: Pipeline, metric: string, labels: string): Promise<number> {
+  const relay = p.stack.relay();
+  if (!relay) throw new Error('the relay is not running');
+  const text = await (await fetch(new URL('/metrics', relay.url))).text();
+  let sum = 0;
+  for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
+    if (m[1]?.includes(labels)) sum += Number(m[2]);
+  }
+  return sum;
+}
