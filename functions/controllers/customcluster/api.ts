@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { Condition } from '../../runtime/conditions.ts';
+import { namespacedCustomObjectSchema } from '../../runtime/custom-resource.ts';
 import type { ResourceType } from '../types.ts';
 
 export const GROUP = 'sde.dev';
@@ -46,20 +47,7 @@ export const customclusterSpecSchema = z.object({
 export type CustomclusterSpec = z.infer<typeof customclusterSpecSchema>;
 
 /** The parts of a Customcluster a reconcile reads; the rest of the object passes through. */
-export const customclusterSchema = z.looseObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  metadata: z.looseObject({
-    name: z.string(),
-    namespace: z.string(),
-    uid: z.string(),
-    generation: z.number().int().optional(),
-    resourceVersion: z.string().optional(),
-    deletionTimestamp: z.unknown().optional(),
-  }),
-  spec: z.unknown().optional(),
-  status: z.looseObject({}).optional(),
-});
+export const customclusterSchema = namespacedCustomObjectSchema;
 export type Customcluster = z.infer<typeof customclusterSchema>;
 
 /** The status Levelset writes (a merge patch through the `status` subresource). */

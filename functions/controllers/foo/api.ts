@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { Condition } from '../../runtime/conditions.ts';
+import { namespacedCustomObjectSchema } from '../../runtime/custom-resource.ts';
 import type { ResourceType } from '../types.ts';
 
 export const GROUP = 'samplecontroller.k8s.io';
@@ -61,20 +62,7 @@ export const fooSpecSchema = z.object({
 export type FooSpec = z.infer<typeof fooSpecSchema>;
 
 /** The parts of a Foo a reconcile reads; the rest of the object passes through. */
-export const fooSchema = z.looseObject({
-  apiVersion: z.string(),
-  kind: z.string(),
-  metadata: z.looseObject({
-    name: z.string(),
-    namespace: z.string(),
-    uid: z.string(),
-    generation: z.number().int().optional(),
-    resourceVersion: z.string().optional(),
-    deletionTimestamp: z.unknown().optional(),
-  }),
-  spec: z.unknown().optional(),
-  status: z.looseObject({}).optional(),
-});
+export const fooSchema = namespacedCustomObjectSchema;
 export type Foo = z.infer<typeof fooSchema>;
 
 /** The status Levelset writes (a merge patch through the `status` subresource). */
