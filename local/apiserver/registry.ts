@@ -510,18 +510,21 @@ export class Registry {
     const existingStored = this.getStored(t, namespace, name);
     const existing = this.toVersion(t, existingStored);
     const pre = options.preconditions;
+    // rest.BeforeDelete checks preconditions first and names the Kind, not the resource
+    // (errors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ...)).
+    const byKind: GroupResource = { group: t.group, resource: t.kind };
     if (pre?.uid && pre.uid !== existing.metadata.uid) {
       throw conflict(
-        gr,
+        byKind,
         name,
-        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`,
+        `the UID in the precondition (${pre.uid}) does not match the UID in record (${existing.metadata.uid}). The object might have been deleted and then recreated`,
       );
     }
     if (pre?.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
       throw conflict(
-        gr,
+        byKind,
         name,
-        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`,
+        `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${existing.metadata.resourceVersion}). The object might have been modified`,
       );
     }
     let policy = options.propagationPolicy;
