@@ -227,6 +227,8 @@ describe('built-in types and metadata', () => {
   test('each built-in type Levelset uses can be created and read back with server-set metadata', async () => {
     const ns = await cluster.createNamespace('types');
     const now = new Date().toISOString();
+    // eventTime is a metav1.MicroTime: exactly six fractional digits (RFC3339Micro), unlike metav1.Time.
+    const nowMicro = now.replace(/Z$/, '000Z');
     const created: Obj[] = [];
     created.push(
       await raw(kc, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
@@ -283,7 +285,7 @@ describe('built-in types and metadata', () => {
     created.push(
       await raw(kc, 'POST', `/apis/events.k8s.io/v1/namespaces/${ns}/events`, {
         metadata: { name: 'e2' },
-        eventTime: now,
+        eventTime: nowMicro,
         reportingController: 'levelset.dev/conformance',
         reportingInstance: 'conformance-1',
         action: 'Testing',
@@ -1838,5 +1840,112 @@ describe('immutability', () => {
     );
     assert.equal(reselect.status, 422);
     assert.equal(reselect.json.details.causes[0].field, 'spec.selector');
+  });
+});
+
+// Time fields of built-in types, as apimachinery decodes them: metav1.Time is Go's
+// time.Parse(time.RFC3339, s) (a fractional second is accepted, served truncated to the second, in
+// UTC); metav1.MicroTime is time.Parse("2006-01-02T15:04:05.000000Z07:00", s) (exactly six digits).
+// A body that does not decode is 400 BadRequest worded by apiserver's transformDecodeError:
+// `<Kind> in version "<version>" cannot be handled as a <Kind>: <Go time.ParseError>`.
+describe('time fields: metav1.Time and metav1.MicroTime', () => {
+  const MICRO_LAYOUT = '2006-01-02T15:04:05.000000Z07:00';
+  const involved = (ns: string) => ({ kind: 'ConfigMap', name: 'c', namespace: ns, apiVersion: 'v1' });
+
+  test('metav1.Time accepts RFC 3339 with or without a fraction, any offset; serves whole seconds in UTC', async () => {
+    const ns = await cluster.createNamespace('time');
+    const created = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
+      metadata: { name: 'ms' },
+      involvedObject: involved(ns),
+      reason: 'Tested',
+      message: 'milliseconds, as Date#toISOString',
+      type: 'Normal',
+      firstTimestamp: '2026-11-23T08:53:12.183Z',
+      lastTimestamp: '2026-11-23T10:53:13.999+02:00',
+      count: 1,
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.firstTimestamp, '2026-11-23T08:53:12Z');
+    assert.equal(created.json.lastTimestamp, '2026-11-23T08:53:13Z', 'UTC, truncated');
+    const read = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/events/ms`);
+    assert.equal(read.json.firstTimestamp, '2026-11-23T08:53:12Z');
+  });
+
+  test('metav1.Time: not RFC 3339 → 400 with the Go parse error', async () => {
+    const ns = await cluster.createNamespace('timebad');
+    const bad = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
+      metadata: { name: 'bad' },
+      involvedObject: involved(ns),
+      reason: 'Tested',
+      message: 'a space instead of T',
+      type: 'Normal',
+      firstTimestamp: '2026-11-23 08:53:12Z',
+    });
+    assert.equal(bad.status, 400, bad.text);
+    assert.equal(bad.json.reason, 'BadRequest');
+    assert.equal(
+      bad.json.message,
+      'Event in version "v1" cannot be handled as a Event: parsing time "2026-11-23 08:53:12Z" as "2006-01-02T15:04:05Z07:00": cannot parse " 08:53:12Z" as "T"',
+    );
+  });
+
+  test('metav1.MicroTime: milliseconds or whole seconds → 400; six digits accepted and served as sent', async () => {
+    const ns = await cluster.createNamespace('microtime');
+    const event = (name: string, eventTime: string) => ({
+      metadata: { name },
+      eventTime,
+      reportingController: 'levelset.dev/conformance',
+      reportingInstance: 'conformance-1',
+      action: 'Testing',
+      reason: 'Tested',
+      note: 'eventTime is a MicroTime',
+      type: 'Normal',
+      regarding: involved(ns),
+    });
+    const path = `/apis/events.k8s.io/v1/namespaces/${ns}/events`;
+    const millis = await raw(kc, 'POST', path, event('ms', '2026-11-23T08:53:12.183Z'));
+    assert.equal(millis.status, 400, millis.text);
+    assert.equal(
+      millis.json.message,
+      `Event in version "v1" cannot be handled as a Event: parsing time "2026-11-23T08:53:12.183Z" as "${MICRO_LAYOUT}": cannot parse ".183Z" as ".000000"`,
+    );
+    const seconds = await raw(kc, 'POST', path, event('s', '2026-11-23T08:53:12Z'));
+    assert.equal(seconds.status, 400, seconds.text);
+    assert.match(seconds.json.message, /: cannot parse "Z" as "\.000000"$/);
+    // The same through core/v1: eventTime is a MicroTime there too.
+    const coreMillis = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
+      metadata: { name: 'core-ms' },
+      involvedObject: involved(ns),
+      reason: 'Tested',
+      message: 'core/v1 eventTime',
+      type: 'Normal',
+      eventTime: '2026-11-23T08:53:12.183Z',
+      reportingComponent: 'levelset.dev/conformance',
+      reportingInstance: 'conformance-1',
+      action: 'Testing',
+    });
+    assert.equal(coreMillis.status, 400, coreMillis.text);
+    assert.match(
+      coreMillis.json.message,
+      /^Event in version "v1" cannot be handled as a Event: parsing time/,
+    );
+    const micro = await raw(kc, 'POST', path, event('us', '2026-11-23T08:53:12.183456Z'));
+    assert.equal(micro.status, 201, micro.text);
+    assert.equal(micro.json.eventTime, '2026-11-23T08:53:12.183456Z');
+  });
+
+  test('Lease spec.renewTime is a MicroTime as well', async () => {
+    const ns = await cluster.createNamespace('lease');
+    const lease = (name: string, renewTime: string) => ({
+      metadata: { name },
+      spec: { holderIdentity: 'conformance', leaseDurationSeconds: 15, renewTime },
+    });
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`;
+    const millis = await raw(kc, 'POST', path, lease('ms', '2026-11-23T08:53:12.183Z'));
+    assert.equal(millis.status, 400, millis.text);
+    assert.match(millis.json.message, /^Lease in version "v1" cannot be handled as a Lease: parsing time/);
+    const micro = await raw(kc, 'POST', path, lease('us', '2026-11-23T08:53:12.183000Z'));
+    assert.equal(micro.status, 201, micro.text);
+    assert.equal(micro.json.spec.renewTime, '2026-11-23T08:53:12.183000Z');
   });
 });
