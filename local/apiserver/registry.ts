@@ -589,12 +589,13 @@ export class Registry {
         return { object: opts.dryRun ? next : existing };
       return { object: this.toVersion(t, this.store.update(t.storage, key, stored)) };
     }
+    // genericregistry Store.finalizeDelete: the object when the type's ReturnDeletedObject, else Status.
     if (opts.dryRun)
-      return t.storage === '/pods'
+      return t.returnDeletedObject
         ? { object: existing }
         : { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
     const gone = this.toVersion(t, this.store.delete(t.storage, key));
-    if (t.storage === '/pods') return { object: gone };
+    if (t.returnDeletedObject) return { object: gone };
     return { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
   }
 

@@ -66,6 +66,11 @@ export interface ResourceType {
   /** Field selector labels beyond `metadata.name`/`metadata.namespace` (as the type's GetAttrs). */
   fieldLabels: Record<string, (obj: KubeObject) => string>;
   nameRule: NameRule;
+  /**
+   * A delete that removes the object answers the object, not a `Status` (genericregistry.Store
+   * `ReturnDeletedObject`: true for pods and serviceaccounts in kube-apiserver's registry).
+   */
+  returnDeletedObject?: boolean;
   /** Not stored: create-only review resources (SelfSubjectAccessReview, TokenReview). */
   virtual?: boolean;
   /** Defaults applied on create and update (the scheme's defaulting functions). */
@@ -440,6 +445,7 @@ export function builtinResources(): ResourceType[] {
           spec.priority ??= 0;
           spec.preemptionPolicy ??= 'PreemptLowerPriority';
         },
+        returnDeletedObject: true,
         prepareForCreate(obj) {
           obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
           admitPod(asRecord(obj.spec));
@@ -447,13 +453,16 @@ export function builtinResources(): ResourceType[] {
         validate: (obj) => validatePodSpec(obj.spec, 'spec'),
       },
     ),
-    core({
-      plural: 'serviceaccounts',
-      kind: 'ServiceAccount',
-      namespaced: true,
-      shortNames: ['sa'],
-      subresources: ['token'],
-    }),
+    core(
+      {
+        plural: 'serviceaccounts',
+        kind: 'ServiceAccount',
+        namespaced: true,
+        shortNames: ['sa'],
+        subresources: ['token'],
+      },
+      { returnDeletedObject: true },
+    ),
     resourceType(
       {
         group: 'apps',

@@ -1952,3 +1952,62 @@ describe('time fields: metav1.Time and metav1.MicroTime', () => {
     assert.equal(micro.json.spec.renewTime, '2026-11-23T08:53:12.183000Z');
   });
 });
+
+// What a DELETE that removes the object answers: genericregistry Store.finalizeDelete returns the
+// object when the type's store sets ReturnDeletedObject (pods, serviceaccounts), else
+// Status{status: Success, details: {name, group, kind: <resource>, uid}} (no `code`: the store
+// leaves it unset). An object kept by finalizers is answered as it now is (deletionTimestamp set).
+describe('delete answers: Status or the object (ReturnDeletedObject)', () => {
+  test('Secret, Deployment, custom resource → Status Success; ServiceAccount and Pod → the object', async () => {
+    const ns = await cluster.createNamespace('delans');
+    const secret = await core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: 's' } } });
+    const s = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/secrets/s`);
+    assert.equal(s.status, 200);
+    assert.deepEqual(s.json, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: { name: 's', kind: 'secrets', uid: secret.metadata?.uid },
+    });
+    const deployment = await apps.createNamespacedDeployment({
+      namespace: ns,
+      body: {
+        metadata: { name: 'd' },
+        spec: {
+          selector: { matchLabels: { app: 'd' } },
+          template: {
+            metadata: { labels: { app: 'd' } },
+            spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          },
+        },
+      },
+    });
+    const d = await raw(kc, 'DELETE', `/apis/apps/v1/namespaces/${ns}/deployments/d`);
+    assert.deepEqual(d.json.details, {
+      name: 'd',
+      group: 'apps',
+      kind: 'deployments',
+      uid: deployment.metadata?.uid,
+    });
+    const w = await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w'));
+    const wd = await raw(kc, 'DELETE', `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`);
+    assert.equal(wd.json.kind, 'Status');
+    assert.deepEqual(wd.json.details, { name: 'w', group: GROUP, kind: 'widgets', uid: w.json.metadata.uid });
+
+    await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'sa' } } });
+    const sa = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/serviceaccounts/sa`);
+    assert.equal(sa.status, 200);
+    assert.equal(sa.json.kind, 'ServiceAccount');
+    assert.equal(sa.json.metadata.name, 'sa');
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] } },
+    });
+    // Unscheduled (no spec.nodeName): deleted at once (pod strategy CheckGracefulDelete: grace 0).
+    const p = await raw(kc, 'DELETE', `/api/v1/namespaces/${ns}/pods/p`);
+    assert.equal(p.status, 200);
+    assert.equal(p.json.kind, 'Pod');
+    assert.equal(p.json.metadata.name, 'p');
+  });
+});
