@@ -1937,6 +1937,49 @@ describe('time fields: metav1.Time and metav1.MicroTime', () => {
     assert.equal(micro.json.eventTime, '2026-11-23T08:53:12.183456Z');
   });
 
+  test('a zero time is served as null (MarshalJSON of a zero Time/MicroTime), in both Event views', async () => {
+    const ns = await cluster.createNamespace('zerotime');
+    const legacy = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
+      metadata: { name: 'legacy' },
+      involvedObject: involved(ns),
+      reason: 'Tested',
+      message: 'as client-go tools/record writes it',
+      type: 'Normal',
+      source: { component: 'conformance' },
+      firstTimestamp: '2026-11-23T08:53:12Z',
+      lastTimestamp: '2026-11-23T08:53:12Z',
+      count: 1,
+    });
+    assert.equal(legacy.status, 201, legacy.text);
+    assert.equal(legacy.json.eventTime, null);
+    assert.equal(legacy.json.reportingComponent, '', 'no omitempty on reportingComponent');
+    const legacyNew = await raw(kc, 'GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events/legacy`);
+    assert.equal(legacyNew.json.eventTime, null);
+    assert.equal(legacyNew.json.deprecatedFirstTimestamp, '2026-11-23T08:53:12Z');
+    assert.equal(legacyNew.json.deprecatedCount, 1);
+    assert.deepEqual(legacyNew.json.deprecatedSource, { component: 'conformance' });
+    const created = await raw(kc, 'POST', `/apis/events.k8s.io/v1/namespaces/${ns}/events`, {
+      metadata: { name: 'new' },
+      eventTime: '2026-11-23T08:53:12.183456Z',
+      reportingController: 'levelset.dev/conformance',
+      reportingInstance: 'conformance-1',
+      action: 'Testing',
+      reason: 'Tested',
+      note: 'as client-go tools/events writes it',
+      type: 'Normal',
+      regarding: involved(ns),
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.deprecatedFirstTimestamp, null);
+    const asCore = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/events/new`);
+    assert.equal(asCore.json.firstTimestamp, null);
+    assert.equal(asCore.json.lastTimestamp, null);
+    assert.deepEqual(asCore.json.source, {});
+    assert.equal(asCore.json.eventTime, '2026-11-23T08:53:12.183456Z');
+    assert.equal(asCore.json.reportingComponent, 'levelset.dev/conformance');
+    assert.equal(asCore.json.count, undefined);
+  });
+
   test('Lease spec.renewTime is a MicroTime as well', async () => {
     const ns = await cluster.createNamespace('lease');
     const lease = (name: string, renewTime: string) => ({
