@@ -78,7 +78,11 @@ function crdManifest(): Obj {
                 },
                 status: {
                   type: 'object',
-                  properties: { observedGeneration: { type: 'integer' }, ready: { type: 'boolean' } },
+                  properties: {
+                    observedGeneration: { type: 'integer' },
+                    ready: { type: 'boolean' },
+                    since: { type: 'string', format: 'date-time' },
+                  },
                 },
               },
             },
@@ -1978,6 +1982,25 @@ describe('time fields: metav1.Time and metav1.MicroTime', () => {
     assert.equal(asCore.json.eventTime, '2026-11-23T08:53:12.183456Z');
     assert.equal(asCore.json.reportingComponent, 'levelset.dev/conformance');
     assert.equal(asCore.json.count, undefined);
+  });
+
+  // Custom resources are unstructured: a `format: date-time` string is checked by kube-openapi's
+  // strfmt.IsDateTime (looser than metav1.Time) and stored as sent, milliseconds included.
+  test('custom resources: format date-time is validated (422) and stored as sent', async () => {
+    const ns = await cluster.createNamespace('crtime');
+    await raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget('w'));
+    const path = `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w/status`;
+    const bad = await raw(kc, 'PATCH', path, { status: { since: 'yesterday' } }, MERGE);
+    assert.equal(bad.status, 422, bad.text);
+    assert.equal(bad.json.details.causes[0].field, 'status.since');
+    assert.equal(bad.json.details.causes[0].reason, 'FieldValueTypeInvalid');
+    assert.match(
+      bad.json.details.causes[0].message,
+      /status\.since in body must be of type date-time: "yesterday"/,
+    );
+    const ok = await raw(kc, 'PATCH', path, { status: { since: '2026-11-23T08:53:12.183Z' } }, MERGE);
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.status.since, '2026-11-23T08:53:12.183Z');
   });
 
   test('Lease spec.renewTime is a MicroTime as well', async () => {
