@@ -155,7 +155,8 @@ export function createEventRecorder(kubeConfig: KubeConfig, controller: string, 
               source: { component },
               reportingComponent: component,
               reportingInstance: process.env.K_REVISION ?? process.env.HOSTNAME ?? 'local',
-              // metav1.Time strings, not Dates: client-node would send milliseconds.
+              // metav1.Time strings in whole seconds, as client-go marshals them and kube-apiserver
+              // stores them (client-node would send a Date's milliseconds; accepted, but truncated).
               firstTimestamp: now as unknown as Date,
               lastTimestamp: now as unknown as Date,
               count: 1,
