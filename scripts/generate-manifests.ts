@@ -25,6 +25,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Controller, ResourceType, Verb } from '../functions/controllers/types.ts';
+import { EVENT_RECORDER_RULE } from '../functions/runtime/events.ts';
 
 /** The repository root (this file lives in `scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -177,8 +178,8 @@ export function relayRules(controllers: readonly Controller[]): ClusterRule[] {
 }
 
 /**
- * The functions' ClusterRole rules: every controller's `rbac`, `create`/`patch` on core `events`
- * (functions/runtime/events.ts writes core/v1 Events), and `list` on every primary and watched
+ * The functions' ClusterRole rules: every controller's `rbac`, the Event recorder's
+ * `EVENT_RECORDER_RULE` (functions/runtime/events.ts: create/get/patch of core/v1 Events), and `list` on every primary and watched
  * resource (resync enumerates keys with paginated LIST).
  */
 export function functionsRules(controllers: readonly Controller[]): ClusterRule[] {
@@ -192,7 +193,10 @@ export function functionsRules(controllers: readonly Controller[]): ClusterRule[
     for (const w of c.watches)
       grants.push({ group: w.resource.group, resource: w.resource.plural, verbs: ['list'] });
   }
-  if (controllers.length > 0) grants.push({ group: '', resource: 'events', verbs: ['create', 'patch'] });
+  if (controllers.length > 0) {
+    for (const resource of EVENT_RECORDER_RULE.resources)
+      grants.push({ group: EVENT_RECORDER_RULE.apiGroup, resource, verbs: EVENT_RECORDER_RULE.verbs });
+  }
   return mergeGrants(grants);
 }
 

@@ -27,6 +27,7 @@ import {
   tooOldResourceVersion,
 } from './status.ts';
 import { objectKey, type Store } from './store.ts';
+import { decodeTimes, TimeParseError } from './times.ts';
 import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
 
 /** Per-request write options (query parameters of create/update/patch/delete). */
@@ -268,6 +269,22 @@ export class Registry {
     return obj;
   }
 
+  /**
+   * Decodes a create/update body's time fields as kube-apiserver's JSON decoding does (times.ts).
+   * @throws ApiError 400 `<Kind> in version "<v>" cannot be handled as a <Kind>: parsing time …`
+   *   (apiserver handlers transformDecodeError)
+   */
+  private decodeBody(t: ResourceType, obj: KubeObject): void {
+    try {
+      decodeTimes(t, obj);
+    } catch (err) {
+      if (!(err instanceof TimeParseError)) throw err;
+      throw badRequest(
+        `${t.kind} in version "${t.version}" cannot be handled as a ${t.kind}: ${err.message}`,
+      );
+    }
+  }
+
   /** Prunes/defaults/validates a custom resource against its schema; handles fieldValidation. */
   private applyCustomSchema(t: ResourceType, obj: KubeObject, opts: WriteOptions): FieldError[] {
     if (!t.custom?.schema) return [];
@@ -320,6 +337,7 @@ export class Registry {
    */
   create(t: ResourceType, namespace: string | undefined, body: unknown, opts: WriteOptions = {}): KubeObject {
     const obj = this.bodyObject(body);
+    this.decodeBody(t, obj);
     const meta = obj.metadata;
     if (t.namespaced) {
       if (meta.namespace && namespace && meta.namespace !== namespace) {
@@ -382,6 +400,7 @@ export class Registry {
     subresource?: string,
   ): KubeObject {
     const incoming = this.bodyObject(body);
+    this.decodeBody(t, incoming);
     if (incoming.metadata.name !== name) {
       throw badRequest(
         `the name of the object (${incoming.metadata.name ?? ''}) does not match the name on the URL (${name})`,
@@ -489,6 +508,13 @@ export class Registry {
     const patched = applyPatch(contentType, existing, patch, !!t.custom) as KubeObject;
     if (!patched || typeof patched !== 'object') throw badRequest('the patched object is not a JSON object');
     patched.metadata ??= {};
+    try {
+      decodeTimes(t, patched);
+    } catch (err) {
+      if (!(err instanceof TimeParseError)) throw err;
+      // apiserver handlers/patch.go: a patched object that does not decode is 422 on field `patch`.
+      throw invalid('', '', '', [fieldErrors.invalid('patch', JSON.stringify(patched), err.message)]);
+    }
     if (patched.metadata.name === undefined) patched.metadata.name = name;
     return { object: this.update(t, namespace, name, patched, opts, subresource), created: false };
   }
@@ -510,18 +536,21 @@ export class Registry {
     const existingStored = this.getStored(t, namespace, name);
     const existing = this.toVersion(t, existingStored);
     const pre = options.preconditions;
+    // rest.BeforeDelete checks preconditions first and names the Kind, not the resource
+    // (errors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ...)).
+    const byKind: GroupResource = { group: t.group, resource: t.kind };
     if (pre?.uid && pre.uid !== existing.metadata.uid) {
       throw conflict(
-        gr,
+        byKind,
         name,
-        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${existing.metadata.uid}`,
+        `the UID in the precondition (${pre.uid}) does not match the UID in record (${existing.metadata.uid}). The object might have been deleted and then recreated`,
       );
     }
     if (pre?.resourceVersion && pre.resourceVersion !== existing.metadata.resourceVersion) {
       throw conflict(
-        gr,
+        byKind,
         name,
-        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${existing.metadata.resourceVersion}`,
+        `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${existing.metadata.resourceVersion}). The object might have been modified`,
       );
     }
     let policy = options.propagationPolicy;
@@ -560,12 +589,13 @@ export class Registry {
         return { object: opts.dryRun ? next : existing };
       return { object: this.toVersion(t, this.store.update(t.storage, key, stored)) };
     }
+    // genericregistry Store.finalizeDelete: the object when the type's ReturnDeletedObject, else Status.
     if (opts.dryRun)
-      return t.storage === '/pods'
+      return t.returnDeletedObject
         ? { object: existing }
         : { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
     const gone = this.toVersion(t, this.store.delete(t.storage, key));
-    if (t.storage === '/pods') return { object: gone };
+    if (t.returnDeletedObject) return { object: gone };
     return { status: deleteSuccess(gr, name, existing.metadata.uid ?? '') };
   }
 

@@ -2,6 +2,7 @@
  * The resource types the local API server serves: one description per group/version/resource, used by
  * the one generic storage and verb path for built-ins and custom resources alike.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { FieldError } from './status.ts';
 
 /** A stored Kubernetes object (wire JSON). */
@@ -66,6 +67,11 @@ export interface ResourceType {
   /** Field selector labels beyond `metadata.name`/`metadata.namespace` (as the type's GetAttrs). */
   fieldLabels: Record<string, (obj: KubeObject) => string>;
   nameRule: NameRule;
+  /**
+   * A delete that removes the object answers the object, not a `Status` (genericregistry.Store
+   * `ReturnDeletedObject`: true for pods and serviceaccounts in kube-apiserver's registry).
+   */
+  returnDeletedObject?: boolean;
   /** Not stored: create-only review resources (SelfSubjectAccessReview, TokenReview). */
   virtual?: boolean;
   /** Defaults applied on create and update (the scheme's defaulting functions). */
@@ -344,6 +350,47 @@ function renameFields(obj: KubeObject, pairs: [string, string][], apiVersion: st
   return out;
 }
 
+/**
+ * Fields Go always serializes on a core/v1 Event (no `omitempty`, or a struct): a zero metav1.Time /
+ * MicroTime is `null`, an empty EventSource `{}`, reportingComponent/reportingInstance `""`
+ * (k8s.io/api core/v1 Event). The local storage form leaves them out.
+ */
+const CORE_EVENT_ZEROS: [string, unknown][] = [
+  ['involvedObject', {}],
+  ['source', {}],
+  ['firstTimestamp', null],
+  ['lastTimestamp', null],
+  ['eventTime', null],
+  ['reportingComponent', ''],
+  ['reportingInstance', ''],
+];
+
+/** The same for events.k8s.io/v1 Event (structs and metav1.Time fields; its strings are omitempty). */
+const EVENTS_V1_ZEROS: [string, unknown][] = [
+  ['eventTime', null],
+  ['regarding', {}],
+  ['deprecatedSource', {}],
+  ['deprecatedFirstTimestamp', null],
+  ['deprecatedLastTimestamp', null],
+];
+
+/** Adds the zero values Go would serialize for absent fields. */
+function withZeros(obj: KubeObject, zeros: [string, unknown][]): KubeObject {
+  const out: KubeObject = { ...obj };
+  for (const [k, zero] of zeros) if (out[k] === undefined) out[k] = structuredClone(zero);
+  return out;
+}
+
+/** Storage form of a core/v1 Event: zero values (as {@link CORE_EVENT_ZEROS}) left out. */
+function compactEvent(obj: KubeObject): KubeObject {
+  const out: KubeObject = { ...obj };
+  for (const [k, zero] of CORE_EVENT_ZEROS) {
+    const v = out[k];
+    if (v === null || v === '' || (isDeepStrictEqual(zero, {}) && isDeepStrictEqual(v, {}))) delete out[k];
+  }
+  return out;
+}
+
 /** The built-in resources, in discovery order. */
 export function builtinResources(): ResourceType[] {
   const core = (s: Omit<Spec, 'group' | 'version'>, extra?: Partial<ResourceType>) =>
@@ -410,7 +457,10 @@ export function builtinResources(): ResourceType[] {
       { plural: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] },
       { validate: validateImmutable(['data', 'binaryData']) },
     ),
-    core({ plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], fieldLabels: eventFields }),
+    core(
+      { plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], fieldLabels: eventFields },
+      { toStorage: compactEvent, fromStorage: (obj) => withZeros(obj, CORE_EVENT_ZEROS) },
+    ),
     core(
       {
         plural: 'pods',
@@ -440,6 +490,7 @@ export function builtinResources(): ResourceType[] {
           spec.priority ??= 0;
           spec.preemptionPolicy ??= 'PreemptLowerPriority';
         },
+        returnDeletedObject: true,
         prepareForCreate(obj) {
           obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
           admitPod(asRecord(obj.spec));
@@ -447,13 +498,16 @@ export function builtinResources(): ResourceType[] {
         validate: (obj) => validatePodSpec(obj.spec, 'spec'),
       },
     ),
-    core({
-      plural: 'serviceaccounts',
-      kind: 'ServiceAccount',
-      namespaced: true,
-      shortNames: ['sa'],
-      subresources: ['token'],
-    }),
+    core(
+      {
+        plural: 'serviceaccounts',
+        kind: 'ServiceAccount',
+        namespaced: true,
+        shortNames: ['sa'],
+        subresources: ['token'],
+      },
+      { returnDeletedObject: true },
+    ),
     resourceType(
       {
         group: 'apps',
@@ -544,12 +598,15 @@ export function builtinResources(): ResourceType[] {
       },
       {
         toStorage: (obj) =>
-          renameFields(
-            obj,
-            EVENT_RENAMES.map(([a, b]) => [b, a]),
-            'v1',
+          compactEvent(
+            renameFields(
+              obj,
+              EVENT_RENAMES.map(([a, b]) => [b, a]),
+              'v1',
+            ),
           ),
-        fromStorage: (obj) => renameFields(obj, EVENT_RENAMES, 'events.k8s.io/v1'),
+        fromStorage: (obj) =>
+          withZeros(renameFields(obj, EVENT_RENAMES, 'events.k8s.io/v1'), EVENTS_V1_ZEROS),
         validate(obj) {
           const errs: FieldError[] = [];
           for (const f of ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason']) {

@@ -187,6 +187,17 @@ export function applySchema(
     if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) {
       out.errors.push(fieldErrors.invalid(where, value, `${where} in body should match '${schema.pattern}'`));
     }
+    if (schema.format === 'date-time' && !isDateTime(value)) {
+      // kube-openapi errors.InvalidType → apiextensions field.TypeInvalid.
+      out.errors.push({
+        ...fieldErrors.invalid(
+          where,
+          value,
+          `${where} in body must be of type date-time: ${JSON.stringify(value)}`,
+        ),
+        type: 'FieldValueTypeInvalid',
+      });
+    }
   }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) {
@@ -294,4 +305,21 @@ export function validateCrd(obj: KubeObject): FieldError[] {
     if (!v.name) errs.push(fieldErrors.required(`spec.versions[${i}].name`));
   });
   return errs;
+}
+
+/**
+ * `format: date-time` as kube-openapi's strfmt.IsDateTime checks it (looser than metav1.Time):
+ * a valid `YYYY-MM-DD`, `T`/`t`, then `HH:MM:SS`, an optional fraction and `Z`/`z` or `±HH:MM`.
+ */
+export function isDateTime(value: string): boolean {
+  const [date, time] = value.toLowerCase().split('t');
+  if (value.length < 4 || date === undefined || time === undefined) return false;
+  const d = /^(\d{4})-(\d{2})-(\d{2})$/.exec(date);
+  if (!d) return false;
+  const [year, month, day] = [Number(d[1]), Number(d[2]), Number(d[3])];
+  const valid = new Date(Date.UTC(2000, month - 1, day));
+  if (month < 1 || month > 12 || valid.getUTCDate() !== day) return false;
+  if (month === 2 && day === 29 && !(year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0))) return false;
+  const m = /^(\d{2}):(\d{2}):(\d{2})(.[0-9]+)?(z|([+-]\d{2}:\d{2}))$/.exec(time);
+  return !!m && (m[1] ?? '') <= '23' && (m[2] ?? '') <= '59' && (m[3] ?? '') <= '59';
 }

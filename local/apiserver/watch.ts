@@ -2,8 +2,9 @@
  * Watch streams as kube-apiserver serves them: a chunked `application/json` stream of
  * newline-delimited `{"type","object"}` events in resourceVersion order, synthetic ADDED events for the
  * current state when no resourceVersion is given, selector transitions (an object leaving the selector
- * is DELETED, entering it ADDED), BOOKMARKs, `timeoutSeconds`, and `410 Expired` as an ERROR event when
- * the requested resourceVersion is older than the kept history (cacher: newErrWatcher).
+ * is DELETED carrying its last matching state, entering it ADDED), BOOKMARKs, `timeoutSeconds`, and
+ * `410 Expired` as an ERROR event when the requested resourceVersion is older than the kept history
+ * (cacher: newErrWatcher).
  */
 import type { ServerResponse } from 'node:http';
 import type { Registry } from './registry.ts';
@@ -143,7 +144,13 @@ export class WatchHub {
           if (before) sendObject('DELETED', e.object);
         } else if (now && before) sendObject('MODIFIED', e.object);
         else if (now) sendObject('ADDED', e.object);
-        else if (before) sendObject('DELETED', e.object);
+        // Leaving the selector: DELETED with the last state that matched, at the event's
+        // resourceVersion (apiserver cacheWatcher.convertToWatchEvent; etcd3 watcher alike).
+        else if (before && e.prev)
+          sendObject('DELETED', {
+            ...e.prev,
+            metadata: { ...e.prev.metadata, resourceVersion: String(e.rv) },
+          });
       },
     };
     res.on('close', () => watch.close());

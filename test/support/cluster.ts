@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '../../local/apiserver/index.ts';
+import { waitFor } from './wait.ts';
 
 export interface TestCluster {
   /** Client configuration for the cluster. */
@@ -54,6 +55,18 @@ export async function startTestCluster(): Promise<TestCluster> {
         body: { metadata: { name, labels: { 'levelset.dev/test': 'true', ...labels } } },
       });
       created.push(name);
+      // kube-controller-manager creates the `default` ServiceAccount shortly after; until then the
+      // ServiceAccount admission plugin refuses Pods (403 "error looking up service account"). Wait,
+      // as the Kubernetes e2e framework does (WaitForDefaultServiceAccountInNamespace).
+      if (!local)
+        await waitFor(
+          () =>
+            core.readNamespacedServiceAccount({ name: 'default', namespace: name }).then(
+              () => true,
+              () => false,
+            ),
+          { message: `ServiceAccount ${name}/default` },
+        );
       return name;
     },
     async stop() {

@@ -120,9 +120,9 @@ describe('relayRules', () => {
 });
 
 describe('functionsRules', () => {
-  test("is the union of the controllers' rbac, Events create/patch, and list for resync", () => {
+  test("is the union of the controllers' rbac, Events create/get/patch (the recorder), and list for resync", () => {
     assert.deepEqual(functionsRules([replicator, foo]), [
-      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['get', 'create', 'patch'] },
       { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
       { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'create', 'patch'] },

@@ -82,7 +82,7 @@ describe('controller module', () => {
     assert.deepEqual(SECRET_REPLICATOR_RBAC, [
       { apiGroup: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
       { apiGroup: '', resources: ['namespaces'], verbs: ['list'] },
-      { apiGroup: '', resources: ['events'], verbs: ['create'] },
+      { apiGroup: '', resources: ['events'], verbs: ['create', 'get', 'patch'] },
     ]);
     assert.equal(controller.watches.length, 3);
     assert.equal(typeof controller.listKeys, 'function');

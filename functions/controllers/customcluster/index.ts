@@ -19,6 +19,7 @@ import {
 import { keyString } from '../../message.ts';
 import { FIELD_MANAGER, getCustomObject, writeCustomObjectStatus } from '../../runtime/custom-resource.ts';
 import { apiStatusOf, TerminalError } from '../../runtime/errors.ts';
+import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import { controllerKeysOf } from '../../runtime/owner.ts';
 import type { Controller, Key, ReconcileContext, Result } from '../types.ts';
 import {
@@ -194,7 +195,7 @@ export const customclusterController: Controller = {
     { apiGroup: GROUP, resources: ['customclusters'], verbs: ['get', 'list'] },
     { apiGroup: GROUP, resources: ['customclusters/status'], verbs: ['patch'] },
     { apiGroup: '', resources: ['pods'], verbs: ['list', 'create', 'delete'] },
-    { apiGroup: '', resources: ['events'], verbs: ['create'] },
+    EVENT_RECORDER_RULE,
   ],
   reconcile: reconcileCustomcluster,
 };

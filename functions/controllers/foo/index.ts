@@ -21,6 +21,7 @@ import { keyString } from '../../message.ts';
 import type { ConditionInput } from '../../runtime/conditions.ts';
 import { FIELD_MANAGER, getCustomObject, writeCustomObjectStatus } from '../../runtime/custom-resource.ts';
 import { isNotFound, TerminalError } from '../../runtime/errors.ts';
+import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import { controllerKeysOf, isControlledBy } from '../../runtime/owner.ts';
 import type { Controller, Key, ReconcileContext, Result } from '../types.ts';
 import {
@@ -177,7 +178,7 @@ export const fooController: Controller = {
     { apiGroup: GROUP, resources: ['foos'], verbs: ['get', 'list'] },
     { apiGroup: GROUP, resources: ['foos/status'], verbs: ['patch'] },
     { apiGroup: 'apps', resources: ['deployments'], verbs: ['get', 'create', 'patch'] },
-    { apiGroup: '', resources: ['events'], verbs: ['create'] },
+    EVENT_RECORDER_RULE,
   ],
   reconcile: reconcileFoo,
 };

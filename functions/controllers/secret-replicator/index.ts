@@ -5,6 +5,7 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../types.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
@@ -29,13 +30,14 @@ export const NAMESPACES: ResourceType = {
 
 /**
  * The RBAC rules of reconcile and listKeys, exactly: Secrets get (source; re-read after 409),
- * list (sources, copies), create/update/delete (copies); Namespaces list; Events create (Warning
- * `ErrResourceExists` and Normal `Replicated` on the source).
+ * list (sources, copies), create/update/delete (copies); Namespaces list; Events create/get/patch
+ * (the recorder's {@link EVENT_RECORDER_RULE}: Warning `ErrResourceExists` and Normal `Replicated`
+ * on the source, repeats counted).
  */
 export const SECRET_REPLICATOR_RBAC: PolicyRule[] = [
   { apiGroup: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
   { apiGroup: '', resources: ['namespaces'], verbs: ['list'] },
-  { apiGroup: '', resources: ['events'], verbs: ['create'] },
+  EVENT_RECORDER_RULE,
 ];
 
 function keyOf(object: KubernetesObject): Key[] {
