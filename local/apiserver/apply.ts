@@ -835,7 +835,9 @@ export function decodeManagedFields(entries: Json): Map<string, Manager> | undef
       apiVersion: e.apiVersion,
       set: FieldSet.fromFieldsV1(e.fieldsV1),
     };
-    if (typeof e.time === 'string') m.time = e.time;
+    // metav1.Time: re-serialized at seconds precision (clients may send milliseconds).
+    if (typeof e.time === 'string' && !Number.isNaN(Date.parse(e.time)))
+      m.time = new Date(Date.parse(e.time)).toISOString().replace(/\.\d{3}Z$/, 'Z');
     if (typeof e.subresource === 'string' && e.subresource) m.subresource = e.subresource;
     out.set(identity(m), m);
   }
