@@ -923,8 +923,17 @@ function printManager(m: Manager): string {
   return s;
 }
 
+/** A 409 apply conflict that keeps its conflicts (for the client-side apply upgrade). */
+export class ConflictError extends ApiError {
+  readonly conflicts: Conflict[];
+  constructor(conflicts: Conflict[], status: ApiError['status']) {
+    super(status);
+    this.conflicts = conflicts;
+  }
+}
+
 /** 409 Conflict as managedfields NewConflictError words it (errors.NewApplyConflict). */
-export function conflictError(conflicts: Conflict[]): ApiError {
+export function conflictError(conflicts: Conflict[]): ConflictError {
   const causes: StatusCause[] = conflicts.map((c) => ({
     reason: 'FieldManagerConflict',
     message: `conflict with ${printManager(c.manager)}`,
@@ -948,7 +957,16 @@ export function conflictError(conflicts: Conflict[]): ApiError {
     }
     message = `Apply failed with ${conflicts.length} conflicts: ${lines.join('\n')}`;
   }
-  return new ApiError({ message, reason: 'Conflict', details: { causes }, code: 409 });
+  return new ConflictError(conflicts, {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'Conflict',
+    details: { causes },
+    code: 409,
+  });
 }
 
 /** What a write does to field ownership: the object's managers after it. */
@@ -1094,6 +1112,45 @@ export function apply(
   ctx: FieldManagerContext,
   emptyLive?: JsonObject,
 ): ApplyResult {
+  try {
+    return applyOnce(live, config, new Map(managers), manager, force, ctx, emptyLive);
+  } catch (err) {
+    // managedfields lastAppliedManager: `kubectl` applying server-side over its own client-side
+    // apply may take the fields the last-applied annotation still matches.
+    if (!(err instanceof ConflictError) || manager !== 'kubectl') throw err;
+    const allowed = lastAppliedFields(live, ctx.schema);
+    if (!allowed) throw err;
+    const remaining = err.conflicts.filter((c) => !allowed.has(c.path));
+    if (remaining.length > 0) throw conflictError(remaining);
+    return applyOnce(live, config, new Map(managers), manager, true, ctx, emptyLive);
+  }
+}
+
+/** The fields of the last-applied annotation whose values the live object still has. */
+function lastAppliedFields(live: JsonObject, schema: MergeSchema): FieldSet | undefined {
+  const annotations = (live.metadata as JsonObject | undefined)?.annotations as JsonObject | undefined;
+  const text = annotations?.[LAST_APPLIED];
+  if (typeof text !== 'string' || !text) return undefined;
+  let last: Json;
+  try {
+    last = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const { managedFields: _m, ...metadata } = live.metadata as JsonObject;
+  const c = compare(last, { ...live, metadata }, schema);
+  return toFieldSet(last, schema).difference(c.modified).difference(c.added).difference(c.removed);
+}
+
+function applyOnce(
+  live: JsonObject,
+  config: JsonObject,
+  managers: Map<string, Manager>,
+  manager: string,
+  force: boolean,
+  ctx: FieldManagerContext,
+  emptyLive?: JsonObject,
+): ApplyResult {
   if (managers.size === 0 && emptyLive) recordUpdate(emptyLive, live, managers, 'before-first-apply', ctx);
   const merged = (merge(live, config, ctx.schema) ?? {}) as JsonObject;
   const info = {
@@ -1116,6 +1173,38 @@ export function apply(
   if (applied && !isDeepStrictEqual(live, object)) applied.time = nowTime();
   capUpdateManagers(managers);
   return { object, managers };
+}
+
+/** kubectl's client-side apply annotation. */
+export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Go's json.Marshal of a map: keys sorted. */
+function sortedJson(v: Json): string {
+  if (Array.isArray(v)) return `[${v.map(sortedJson).join(',')}]`;
+  if (!isObject(v)) return JSON.stringify(v);
+  return `{${Object.keys(v)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${sortedJson(v[k])}`)
+    .join(',')}}`;
+}
+
+/**
+ * managedfields lastAppliedUpdater: a server-side apply by the `kubectl` manager onto an object that
+ * carries the client-side apply annotation rewrites the annotation to the applied configuration, so
+ * a later client-side `kubectl apply` diffs against it. Mutates `object`.
+ */
+export function syncLastApplied(object: JsonObject, config: JsonObject, manager: string): void {
+  const meta = object.metadata as JsonObject | undefined;
+  const annotations = meta?.annotations as Record<string, string> | undefined;
+  if (manager !== 'kubectl' || !annotations || !(LAST_APPLIED in annotations)) return;
+  const copy = structuredClone(config);
+  const cmeta = (copy.metadata ?? {}) as JsonObject;
+  const cann = cmeta.annotations as JsonObject | undefined;
+  if (cann) {
+    delete cann[LAST_APPLIED];
+    if (Object.keys(cann).length === 0) delete cmeta.annotations;
+  }
+  annotations[LAST_APPLIED] = `${sortedJson(copy)}\n`;
 }
 
 /** Updater.prune with addBackOwnedItems and addBackDanglingItems. */

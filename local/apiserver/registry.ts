@@ -18,6 +18,7 @@ import {
   resetFields,
   SchemaError,
   schemaOf,
+  syncLastApplied,
   type TypeInfo,
 } from './apply.ts';
 import { applyPatch, checkPatchType } from './patch.ts';
@@ -625,6 +626,7 @@ export class Registry {
     }
     const object = dropNulls(result.object) as KubeObject;
     object.metadata ??= {};
+    syncLastApplied(object, config, opts.fieldManager ?? '');
     if ((object.metadata.name ?? '') !== name) {
       throw badRequest(
         `the name of the object (${object.metadata.name ?? ''}) does not match the name on the URL (${name})`,

@@ -2081,4 +2081,25 @@ describe('server-side apply', () => {
     assert.deepEqual(fieldsOf(got.json, 'other'), { 'f:data': { 'f:a': {} } });
     assert.equal(fieldsOf(got.json, 'kubectl'), undefined, 'kubectl owned nothing else');
   });
+
+  test('kubectl apply, then apply --server-side: takes over the client-side applied fields and rewrites last-applied', async () => {
+    const ns = await cluster.createNamespace('ssa-upgrade');
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-ssa-'));
+    const file = join(dir, 'cm.json');
+    const kubectl = (...args: string[]) =>
+      run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, ...args], { timeout: 60_000 });
+    writeFileSync(file, JSON.stringify(configMap('u', { a: '1' })));
+    await kubectl('apply', '-f', file);
+    const before = await raw(kc, 'GET', cmPath(ns, 'u'));
+    assert.deepEqual(fieldsOf(before.json, 'kubectl-client-side-apply')?.['f:data'], { '.': {}, 'f:a': {} });
+    writeFileSync(file, JSON.stringify(configMap('u', { a: '2' })));
+    assert.match((await kubectl('apply', '--server-side', '-f', file)).stdout, /serverside-applied/);
+    const after = await raw(kc, 'GET', cmPath(ns, 'u'));
+    assert.equal(after.json.data.a, '2');
+    assert.deepEqual(fieldsOf(after.json, 'kubectl'), { 'f:data': { 'f:a': {} } });
+    const lastApplied = JSON.parse(
+      after.json.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'],
+    );
+    assert.equal(lastApplied.data.a, '2');
+  });
 });
