@@ -858,7 +858,10 @@ export function encodeManagedFields(managers: Map<string, Manager>): JsonObject[
       cmp(p.subresource ?? '', q.subresource ?? ''),
   );
   return list.map((m) => {
-    const e: JsonObject = { manager: m.manager, operation: m.operation, apiVersion: m.apiVersion };
+    const e: JsonObject = {};
+    if (m.manager) e.manager = m.manager; // omitempty
+    e.operation = m.operation;
+    e.apiVersion = m.apiVersion;
     if (m.time) e.time = m.time;
     e.fieldsType = 'FieldsV1';
     e.fieldsV1 = m.set.toFieldsV1();

@@ -15,6 +15,7 @@ import {
   FieldSet,
   fromOpenApi,
   isResetManagedFields,
+  LAST_APPLIED,
   MAX_UPDATE_MANAGERS,
   type Manager,
   managerFromUserAgent,
@@ -23,6 +24,7 @@ import {
   recordUpdate,
   resetFields,
   schemaOf,
+  syncLastApplied,
   toFieldSet,
 } from '../../local/apiserver/apply.ts';
 import { ApiError } from '../../local/apiserver/status.ts';
@@ -458,6 +460,30 @@ describe('managers, conflicts and ownership', () => {
     assert.equal(decodeManagedFields([{ manager: 'a' }]), undefined);
     assert.ok(isResetManagedFields([{}]));
     assert.ok(!isResetManagedFields([]));
+  });
+
+  test('kubectl upgrading from client-side apply takes the fields last-applied still matches', () => {
+    const c = ctx(configMapType);
+    const lastApplied = JSON.stringify(configMap({ a: '1' }));
+    const live = {
+      ...configMap({ a: '1', b: '1' }),
+      metadata: { name: 'test-cm', annotations: { [LAST_APPLIED]: lastApplied } },
+    };
+    const managers = new Map<string, Manager>();
+    recordUpdate(emptyObject(configMapType), live, managers, 'kubectl-client-side-apply', c);
+    const r = apply(live, configMap({ a: '2' }), managers, 'kubectl', false, c);
+    assert.equal((r.object as Obj).data.a, '2');
+    assert.throws(
+      () => apply(live, configMap({ b: '2' }), managers, 'kubectl', false, c),
+      /conflict with "kubectl-client-side-apply" using v1: \.data\.b/,
+    );
+    assert.throws(() => apply(live, configMap({ a: '2' }), managers, 'other', false, c), /conflict/);
+    const object: Obj = structuredClone(r.object);
+    syncLastApplied(object, configMap({ a: '2' }), 'kubectl');
+    assert.equal(
+      object.metadata.annotations[LAST_APPLIED],
+      '{"apiVersion":"v1","data":{"a":"2"},"kind":"ConfigMap","metadata":{"name":"test-cm","namespace":"default"}}\n',
+    );
   });
 
   test('field manager from the User-Agent: the part before the first /', () => {
