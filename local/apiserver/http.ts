@@ -145,7 +145,7 @@ function decode(raw: Buffer, type: string): unknown {
   }
 }
 
-function writeOptions(url: URL): WriteOptions {
+function writeOptions(url: URL, req: IncomingMessage): WriteOptions {
   const dryRun = url.searchParams.getAll('dryRun');
   for (const d of dryRun)
     if (d !== 'All') throw badRequest(`Invalid dryRun value "${d}": supported values are "All"`);
@@ -158,6 +158,8 @@ function writeOptions(url: URL): WriteOptions {
   return {
     dryRun: dryRun.includes('All'),
     fieldManager: url.searchParams.get('fieldManager') ?? undefined,
+    userAgent: req.headers['user-agent'] ?? '',
+    force: url.searchParams.has('force') ? TRUE_VALUES.has(url.searchParams.get('force') ?? '') : undefined,
     fieldValidation: fv as WriteOptions['fieldValidation'],
     warnings: [],
   };
@@ -463,19 +465,19 @@ async function route(
     }
     case 'create': {
       if (name) throw methodNotAllowed();
-      const opts = writeOptions(url);
+      const opts = writeOptions(url, req);
       const body = decode(await readBody(req), mediaType(req));
       const obj = registry.create(t, namespace, body, opts);
       return send(res, 201, render(obj), rep, opts.warnings);
     }
     case 'update': {
-      const opts = writeOptions(url);
+      const opts = writeOptions(url, req);
       const body = decode(await readBody(req), mediaType(req));
       const obj = registry.update(t, namespace, name, body, opts, sub || undefined);
       return send(res, 200, render(obj), rep, opts.warnings);
     }
     case 'patch': {
-      const opts = writeOptions(url);
+      const opts = writeOptions(url, req);
       const type = mediaType(req);
       const body = decode(await readBody(req), type);
       if (body === undefined)
@@ -484,7 +486,7 @@ async function route(
       return send(res, created ? 201 : 200, render(object), rep, opts.warnings);
     }
     case 'delete': {
-      const opts = writeOptions(url);
+      const opts = writeOptions(url, req);
       const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
       const options = deleteOptions(url, body);
       if (options.dryRun?.includes('All')) opts.dryRun = true;
@@ -493,7 +495,7 @@ async function route(
       return send(res, 200, result.status, rep);
     }
     case 'deletecollection': {
-      const opts = writeOptions(url);
+      const opts = writeOptions(url, req);
       const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
       const items = registry.deleteCollection(
         t,

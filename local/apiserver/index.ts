@@ -109,6 +109,9 @@ function kubeConfigFor(server: string, token: string, user: string, ca?: string)
  * `kube-node-lease`) and bootstrap RBAC, and writes its kubeconfig.
  * @throws when the port cannot be bound.
  */
+/** Objects the API server makes itself are kube-apiserver's Update (as its bootstrap controllers). */
+const BOOTSTRAP = { fieldManager: 'kube-apiserver' };
+
 export async function startLocalApiServer(options: LocalApiServerOptions = {}): Promise<LocalApiServer> {
   const store = new Store({ historySize: options.historySize });
   const resources = new ResourceRegistry(builtinResources());
@@ -142,12 +145,12 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
     return t;
   };
   for (const r of rbac.clusterRoles)
-    registry.create(builtin('rbac.authorization.k8s.io', 'clusterroles'), undefined, r);
+    registry.create(builtin('rbac.authorization.k8s.io', 'clusterroles'), undefined, r, BOOTSTRAP);
   for (const b of rbac.clusterRoleBindings)
-    registry.create(builtin('rbac.authorization.k8s.io', 'clusterrolebindings'), undefined, b);
+    registry.create(builtin('rbac.authorization.k8s.io', 'clusterrolebindings'), undefined, b, BOOTSTRAP);
   const nsType = builtin('', 'namespaces');
   for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
-    registry.create(nsType, undefined, { metadata: { name } });
+    registry.create(nsType, undefined, { metadata: { name } }, BOOTSTRAP);
 
   let address = '';
   const handler = createHandler({

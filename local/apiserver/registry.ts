@@ -5,6 +5,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import {
+  apply,
+  decodeManagedFields,
+  emptyObject,
+  encodeManagedFields,
+  type FieldManagerContext,
+  isResetManagedFields,
+  type Manager,
+  managerFromUserAgent,
+  recordUpdate,
+  resetFields,
+  SchemaError,
+  schemaOf,
+  syncLastApplied,
+  type TypeInfo,
+} from './apply.ts';
 import { applyPatch, checkPatchType } from './patch.ts';
 import { groupVersion, type KubeObject, type ResourceRegistry, type ResourceType } from './resources.ts';
 import { fieldsMatch, parseFieldSelector, parseLabelSelector } from './selectors.ts';
@@ -35,6 +51,12 @@ export interface WriteOptions {
   /** `dryRun=All`: run everything but do not persist. */
   dryRun?: boolean;
   fieldManager?: string;
+  /** The request's User-Agent: the field manager of a non-apply write without `fieldManager`. */
+  userAgent?: string;
+  /** `force` of an apply patch: take the conflicting fields from their managers. */
+  force?: boolean;
+  /** managedFields computed by server-side apply (internal: the apply path's create/update). */
+  managedFields?: unknown[];
   /** `fieldValidation`: Strict rejects unknown fields (400), Warn (default) reports them. */
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
   /** Warnings to return in `Warning` headers. */
@@ -359,11 +381,15 @@ export class Registry {
     meta.creationTimestamp = now();
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
+    const incomingManagedFields = meta.managedFields;
     delete meta.managedFields;
     delete meta.selfLink;
     if (t.hasGeneration) meta.generation = 1;
     else delete meta.generation;
     if (t.custom && t.statusSubresource) delete obj.status;
+    t.defaults?.(obj);
+    const schemaErrors = this.applyCustomSchema(t, obj, opts);
+    this.trackCreate(t, obj, incomingManagedFields, opts);
     if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') {
       const versions = ((obj.spec as Record<string, unknown> | undefined)?.versions ?? []) as Record<
         string,
@@ -376,8 +402,6 @@ export class Registry {
       };
     }
     t.prepareForCreate?.(obj);
-    t.defaults?.(obj);
-    const schemaErrors = this.applyCustomSchema(t, obj, opts);
     this.validate(t, obj, undefined, schemaErrors);
     const key = this.key(t, meta.namespace, meta.name ?? '');
     if (this.store.get(t.storage, key)) throw alreadyExists(groupResource(t), meta.name ?? '');
@@ -440,6 +464,7 @@ export class Registry {
       }
       if (t.storage === '/namespaces') next.spec = existing.spec;
     }
+    const incomingManagedFields = incoming.metadata.managedFields;
     const m = next.metadata;
     const em = existing.metadata;
     m.namespace = em.namespace;
@@ -461,6 +486,7 @@ export class Registry {
       m.generation = em.generation ?? 1;
       if (!isDeepStrictEqual(specOf(t, next), specOf(t, existing))) m.generation += 1;
     } else delete m.generation;
+    this.trackUpdate(t, existing, next, incomingManagedFields, opts, subresource);
     this.validate(t, next, existing, schemaErrors);
     const key = this.key(t, namespace, name);
     const stored = this.toStorage(t, next);
@@ -470,6 +496,168 @@ export class Registry {
       return this.toVersion(t, this.store.delete(t.storage, key, stored));
     }
     return this.toVersion(t, this.store.update(t.storage, key, stored));
+  }
+
+  private typeInfo(t: ResourceType): TypeInfo {
+    return {
+      group: t.group,
+      kind: t.kind,
+      apiVersion: groupVersion(t),
+      custom: !!t.custom,
+      customSchema: t.custom?.schema,
+    };
+  }
+
+  private fieldContext(t: ResourceType, obj: KubeObject, subresource?: string): FieldManagerContext {
+    const ctx: FieldManagerContext = {
+      schema: schemaOf(this.typeInfo(t)),
+      apiVersion: groupVersion(t),
+      ignored: resetFields(obj, t.statusSubresource, subresource),
+    };
+    if (subresource) ctx.subresource = subresource;
+    return ctx;
+  }
+
+  /** The field manager of a non-apply write: `fieldManager`, else from the User-Agent, else (in-process) the controller's. */
+  private managerOf(t: ResourceType, opts: WriteOptions): string {
+    if (opts.fieldManager) return opts.fieldManager;
+    if (opts.userAgent !== undefined) return managerFromUserAgent(opts.userAgent);
+    return t.storage === 'apiextensions.k8s.io/customresourcedefinitions'
+      ? 'kube-apiserver'
+      : 'kube-controller-manager';
+  }
+
+  /** managedFields of a create (FieldManager.UpdateNoErrors against the type's empty object). */
+  private trackCreate(t: ResourceType, obj: KubeObject, incoming: unknown, opts: WriteOptions): void {
+    if (opts.managedFields) {
+      if (opts.managedFields.length > 0) obj.metadata.managedFields = opts.managedFields;
+      return;
+    }
+    const managers =
+      (!isResetManagedFields(incoming) && decodeManagedFields(incoming)) || new Map<string, Manager>();
+    try {
+      recordUpdate(
+        emptyObject(this.typeInfo(t)),
+        obj,
+        managers,
+        this.managerOf(t, opts),
+        this.fieldContext(t, obj),
+      );
+      const encoded = encodeManagedFields(managers);
+      if (encoded) obj.metadata.managedFields = encoded;
+    } catch (err) {
+      if (!(err instanceof SchemaError)) throw err;
+    }
+  }
+
+  /**
+   * managedFields of an update or non-apply patch (FieldManager.Update): the request's own
+   * managedFields when it sends some (`[{}]` resets them), else the live object's; an object without
+   * any stays untracked (managedfields skipNonAppliedManager).
+   */
+  private trackUpdate(
+    t: ResourceType,
+    existing: KubeObject,
+    next: KubeObject,
+    incoming: unknown,
+    opts: WriteOptions,
+    subresource?: string,
+  ): void {
+    delete next.metadata.managedFields;
+    if (opts.managedFields) {
+      if (opts.managedFields.length > 0) next.metadata.managedFields = opts.managedFields;
+      return;
+    }
+    const live = existing.metadata.managedFields;
+    let managers: Map<string, Manager> | undefined;
+    if (subresource) managers = decodeManagedFields(live);
+    else if (isResetManagedFields(incoming)) managers = undefined;
+    else {
+      const mine = decodeManagedFields(incoming);
+      managers = mine && mine.size > 0 ? mine : decodeManagedFields(live);
+    }
+    if (!managers || managers.size === 0) return;
+    try {
+      recordUpdate(
+        withoutManagedFields(existing),
+        next,
+        managers,
+        this.managerOf(t, opts),
+        this.fieldContext(t, next, subresource),
+      );
+      const encoded = encodeManagedFields(managers);
+      if (encoded) next.metadata.managedFields = encoded;
+    } catch (err) {
+      if (!(err instanceof SchemaError)) throw err;
+    }
+  }
+
+  /**
+   * Server-side apply (`application/apply-patch+yaml`): merges the applied configuration into the
+   * live object (or the type's empty object, creating it) with field ownership, as {@link apply}.
+   * @throws ApiError 400 wrong apiVersion/kind or managedFields in the configuration, 404 for a
+   * missing object's /status, 409 Conflict with other managers, as update/create otherwise
+   */
+  private apply(
+    t: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    opts: WriteOptions,
+    subresource?: string,
+  ): { object: KubeObject; created: boolean } {
+    const config = this.bodyObject(patch);
+    if (config.apiVersion !== groupVersion(t) || config.kind !== t.kind) {
+      const [g, v] = String(config.apiVersion ?? '').includes('/')
+        ? String(config.apiVersion).split('/', 2)
+        : ['', String(config.apiVersion ?? '')];
+      throw badRequest(`invalid object type: ${g}/${v}, Kind=${String(config.kind ?? '')}`);
+    }
+    if (config.metadata.managedFields !== undefined && config.metadata.managedFields !== null)
+      throw badRequest('metadata.managedFields must be nil');
+    delete config.metadata.managedFields;
+    let existing: KubeObject | undefined;
+    try {
+      existing = this.get(t, namespace, name);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 404) || subresource) throw err;
+    }
+    const info = this.typeInfo(t);
+    const ctx = this.fieldContext(t, config, subresource);
+    const managers = decodeManagedFields(existing?.metadata.managedFields) ?? new Map<string, Manager>();
+    let result: ReturnType<typeof apply>;
+    try {
+      result = apply(
+        existing ?? emptyObject(info),
+        config,
+        managers,
+        opts.fieldManager ?? '',
+        opts.force === true,
+        ctx,
+        existing ? emptyObject(info) : undefined,
+      );
+    } catch (err) {
+      if (!(err instanceof SchemaError)) throw err;
+      const gvk = `${t.group}/${t.version}, Kind=${t.kind}`;
+      throw internalError(
+        `failed to create typed patch object (${namespace ?? ''}/${name}; ${gvk}): ${err.message}`,
+      );
+    }
+    const object = dropNulls(result.object) as KubeObject;
+    object.metadata ??= {};
+    syncLastApplied(object, config, opts.fieldManager ?? '');
+    if ((object.metadata.name ?? '') !== name) {
+      throw badRequest(
+        `the name of the object (${object.metadata.name ?? ''}) does not match the name on the URL (${name})`,
+      );
+    }
+    const managedFields = encodeManagedFields(result.managers) ?? [];
+    const writeOpts = { ...opts, managedFields };
+    if (!existing) {
+      delete object.metadata.creationTimestamp;
+      return { object: this.create(t, namespace, object, writeOpts), created: true };
+    }
+    return { object: this.update(t, namespace, name, object, writeOpts, subresource), created: false };
   }
 
   private namespaceFinalizers(t: ResourceType, obj: KubeObject): boolean {
@@ -493,18 +681,9 @@ export class Registry {
   ): { object: KubeObject; created: boolean } {
     checkPatchType(contentType, !!t.custom);
     const isApply = contentType === 'application/apply-patch+yaml';
-    if (isApply && !opts.fieldManager) badRequestFieldManager();
-    let existing: KubeObject;
-    try {
-      existing = this.get(t, namespace, name);
-    } catch (err) {
-      if (isApply && err instanceof ApiError && err.code === 404 && !subresource) {
-        const body = this.bodyObject(patch);
-        body.metadata.name ??= name;
-        return { object: this.create(t, namespace, body, opts), created: true };
-      }
-      throw err;
-    }
+    checkPatchOptions(isApply, opts);
+    if (isApply) return this.apply(t, namespace, name, patch, opts, subresource);
+    const existing = this.get(t, namespace, name);
     const patched = applyPatch(contentType, existing, patch, !!t.custom) as KubeObject;
     if (!patched || typeof patched !== 'object') throw badRequest('the patched object is not a JSON object');
     patched.metadata ??= {};
@@ -624,6 +803,33 @@ export class Registry {
   }
 }
 
-function badRequestFieldManager(): never {
-  throw badRequest('PATCH, application/apply-patch+yaml requires fieldManager to be set');
+/**
+ * PatchOptions validation (apimachinery ValidatePatchOptions): apply needs a fieldManager, only
+ * apply takes `force`.
+ * @throws ApiError 422 Invalid PatchOptions
+ */
+function checkPatchOptions(isApply: boolean, opts: WriteOptions): void {
+  let error: FieldError | undefined;
+  if (!isApply && opts.force !== undefined)
+    error = fieldErrors.forbidden('force', 'may not be specified for non-apply patch');
+  else if (isApply && !opts.fieldManager)
+    error = fieldErrors.required('fieldManager', 'is required for apply patch');
+  if (!error) return;
+  const err = invalid('PatchOptions', 'meta.k8s.io', '', [error]);
+  delete err.status.details?.name;
+  throw err;
+}
+
+/** Drops null fields, as decoding into the Go type (or CRD pruning of non-nullable fields) does. */
+function dropNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropNulls);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = dropNulls(x);
+  return out;
+}
+
+function withoutManagedFields(obj: KubeObject): KubeObject {
+  const { managedFields: _m, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
 }

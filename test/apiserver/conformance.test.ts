@@ -1499,7 +1499,8 @@ describe('metadata-only responses (client-go metadata informers)', () => {
     assert.equal(list.json.items.length, 1);
     assert.equal(list.json.items[0].kind, 'PartialObjectMetadata');
     assert.equal(list.json.items[0].metadata.labels.a, 'b');
-    assert.ok(!list.text.includes('password'), 'no data');
+    // Key names do appear (managedFields: f:data.f:password), values never.
+    assert.ok(!list.text.includes(Buffer.from('hunter2').toString('base64')), 'no data');
     const get = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/secrets/s`, undefined, { Accept: METADATA });
     assert.equal(get.json.kind, 'PartialObjectMetadata');
     assert.equal(get.json.metadata.name, 's');
@@ -1726,7 +1727,7 @@ describe('more verbs', () => {
     };
     const yaml = { 'Content-Type': 'application/apply-patch+yaml' };
     const noManager = await raw(kc, 'PATCH', path, manifest, yaml);
-    assert.equal(noManager.status, 400);
+    assert.equal(noManager.status, 422);
     const created = await raw(kc, 'PATCH', `${path}?fieldManager=conformance`, manifest, yaml);
     assert.equal(created.status, 201, created.text);
     assert.equal(created.json.data.a, '1');
@@ -2075,5 +2076,287 @@ describe('delete answers: Status or the object (ReturnDeletedObject)', () => {
     assert.equal(p.status, 200);
     assert.equal(p.json.kind, 'Pod');
     assert.equal(p.json.metadata.name, 'p');
+  });
+});
+
+describe('server-side apply', () => {
+  const APPLY = { 'Content-Type': 'application/apply-patch+yaml' };
+  const RFC3339_SECONDS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+  const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;
+  const configMap = (name: string, data: Obj, labels?: Obj): Obj => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: labels ? { name, labels } : { name },
+    data,
+  });
+  const applyAs = (path: string, manager: string, body: Obj, query = '') =>
+    raw(kc, 'PATCH', `${path}?fieldManager=${manager}${query}`, body, APPLY);
+  /** managedFields without their times, by manager name. */
+  const fieldsOf = (obj: Obj, manager: string): Obj | undefined =>
+    (obj.metadata.managedFields as Obj[] | undefined)?.find((e) => e.manager === manager)?.fieldsV1;
+  const entry = (obj: Obj, manager: string): Obj | undefined => {
+    const e = (obj.metadata.managedFields as Obj[] | undefined)?.find((x) => x.manager === manager);
+    if (!e) return undefined;
+    const { time, ...rest } = e;
+    if (time !== undefined) assert.match(time, RFC3339_SECONDS);
+    return rest;
+  };
+
+  test('apply creates the object (201) with an Apply entry; fieldManager is required (422)', async () => {
+    const ns = await cluster.createNamespace('ssa');
+    const path = cmPath(ns, 'c');
+    const noManager = await raw(kc, 'PATCH', path, configMap('c', { a: '1' }), APPLY);
+    assert.deepEqual(noManager.json, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message:
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+      reason: 'Invalid',
+      details: {
+        group: 'meta.k8s.io',
+        kind: 'PatchOptions',
+        causes: [
+          {
+            reason: 'FieldValueRequired',
+            message: 'Required value: is required for apply patch',
+            field: 'fieldManager',
+          },
+        ],
+      },
+      code: 422,
+    });
+    const created = await applyAs(path, 'ssa-a', configMap('c', { a: '1' }, { l: 'x' }));
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.json.metadata.managedFields.length, 1);
+    assert.deepEqual(entry(created.json, 'ssa-a'), {
+      manager: 'ssa-a',
+      operation: 'Apply',
+      apiVersion: 'v1',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:data': { 'f:a': {} }, 'f:metadata': { 'f:labels': { 'f:l': {} } } },
+    });
+    const got = await raw(kc, 'GET', path);
+    assert.deepEqual(got.json.metadata.managedFields, created.json.metadata.managedFields);
+    const meta = await raw(kc, 'GET', path, undefined, { Accept: METADATA });
+    assert.deepEqual(meta.json.metadata.managedFields, created.json.metadata.managedFields);
+    const force = await raw(kc, 'PATCH', `${path}?force=true`, { data: { a: '2' } }, MERGE);
+    assert.equal(force.status, 422);
+    assert.equal(
+      force.json.message,
+      'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
+    );
+  });
+
+  test('create, update and patch are Update managers: the fieldManager, else the User-Agent', async () => {
+    const ns = await cluster.createNamespace('ssa-update');
+    const created = await raw(
+      kc,
+      'POST',
+      `/api/v1/namespaces/${ns}/configmaps?fieldManager=creator`,
+      configMap('c', { a: '1' }),
+    );
+    assert.equal(created.status, 201);
+    assert.deepEqual(entry(created.json, 'creator'), {
+      manager: 'creator',
+      operation: 'Update',
+      apiVersion: 'v1',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:data': { '.': {}, 'f:a': {} } },
+    });
+    const patched = await raw(
+      kc,
+      'PATCH',
+      `${cmPath(ns, 'c')}?fieldManager=patcher`,
+      { data: { a: '2', b: '1' } },
+      MERGE,
+    );
+    assert.equal(patched.status, 200);
+    assert.deepEqual(fieldsOf(patched.json, 'patcher'), { 'f:data': { 'f:a': {}, 'f:b': {} } });
+    assert.deepEqual(fieldsOf(patched.json, 'creator'), { 'f:data': {} }, 'a moved to patcher');
+    const typed = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'typed' }, data: { x: 'y' } },
+    });
+    assert.deepEqual(
+      typed.metadata?.managedFields?.map((e) => [e.manager, e.operation]),
+      [['kubernetes-client-javascript', 'Update']],
+    );
+    const same = await core.replaceNamespacedConfigMap({ name: 'typed', namespace: ns, body: typed });
+    assert.equal(
+      same.metadata?.resourceVersion,
+      typed.metadata?.resourceVersion,
+      'managedFields read back are no change',
+    );
+  });
+
+  test('conflicts: 409 names the manager and field; same value is shared; force takes ownership', async () => {
+    const ns = await cluster.createNamespace('ssa-conflict');
+    const path = cmPath(ns, 'c');
+    assert.equal((await applyAs(path, 'ssa-a', configMap('c', { a: '1', b: '1' }))).status, 201);
+    const conflict = await applyAs(path, 'ssa-b', configMap('c', { a: '2' }));
+    assert.equal(conflict.status, 409);
+    assert.deepEqual(conflict.json, {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: 'Apply failed with 1 conflict: conflict with "ssa-a": .data.a',
+      reason: 'Conflict',
+      details: {
+        causes: [{ reason: 'FieldManagerConflict', message: 'conflict with "ssa-a"', field: '.data.a' }],
+      },
+      code: 409,
+    });
+    const edited = await raw(kc, 'PATCH', `${path}?fieldManager=editor`, { data: { e: '1' } }, MERGE);
+    assert.equal(edited.status, 200);
+    const withUpdater = await applyAs(path, 'ssa-b', configMap('c', { e: '2' }));
+    assert.equal(withUpdater.status, 409);
+    assert.equal(
+      withUpdater.json.message,
+      'Apply failed with 1 conflict: conflict with "editor" using v1: .data.e',
+    );
+    assert.deepEqual(withUpdater.json.details.causes, [
+      { reason: 'FieldManagerConflict', message: 'conflict with "editor" using v1', field: '.data.e' },
+    ]);
+    const shared = await applyAs(path, 'ssa-b', configMap('c', { b: '1' }));
+    assert.equal(shared.status, 200);
+    assert.deepEqual(fieldsOf(shared.json, 'ssa-b'), { 'f:data': { 'f:b': {} } });
+    assert.deepEqual(fieldsOf(shared.json, 'ssa-a'), { 'f:data': { 'f:a': {}, 'f:b': {} } });
+    const forced = await applyAs(path, 'ssa-b', configMap('c', { a: '2', b: '1' }), '&force=true');
+    assert.equal(forced.status, 200, forced.text);
+    assert.equal(forced.json.data.a, '2');
+    assert.deepEqual(fieldsOf(forced.json, 'ssa-b'), { 'f:data': { 'f:a': {}, 'f:b': {} } });
+    assert.deepEqual(fieldsOf(forced.json, 'ssa-a'), { 'f:data': { 'f:b': {} } });
+  });
+
+  test('a field its only manager stops applying is removed; a shared one stays', async () => {
+    const ns = await cluster.createNamespace('ssa-remove');
+    const path = cmPath(ns, 'c');
+    assert.equal((await applyAs(path, 'ssa-a', configMap('c', { a: '1', b: '1', c: '1' }))).status, 201);
+    assert.equal((await applyAs(path, 'ssa-b', configMap('c', { c: '1' }))).status, 200);
+    const after = await applyAs(path, 'ssa-a', configMap('c', { a: '1' }));
+    assert.equal(after.status, 200);
+    assert.deepEqual(after.json.data, { a: '1', c: '1' });
+    assert.deepEqual(fieldsOf(after.json, 'ssa-a'), { 'f:data': { 'f:a': {} } });
+  });
+
+  test('lists merge by key: containers by name, ports by containerPort and protocol', async () => {
+    const ns = await cluster.createNamespace('ssa-lists');
+    const path = `/apis/apps/v1/namespaces/${ns}/deployments/d`;
+    const deployment = (spec: Obj): Obj => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd' },
+      spec,
+    });
+    const main = deployment({
+      selector: { matchLabels: { app: 'd' } },
+      template: {
+        metadata: { labels: { app: 'd' } },
+        spec: { containers: [{ name: 'main', image: 'nginx:1.27', ports: [{ containerPort: 80 }] }] },
+      },
+    });
+    const created = await applyAs(path, 'ssa-a', main);
+    assert.equal(created.status, 201, created.text);
+    const containersOf = (fields: Obj | undefined) =>
+      fields?.['f:spec']['f:template']['f:spec']['f:containers'];
+    assert.deepEqual(containersOf(fieldsOf(created.json, 'ssa-a')), {
+      'k:{"name":"main"}': {
+        '.': {},
+        'f:image': {},
+        'f:name': {},
+        'f:ports': { 'k:{"containerPort":80,"protocol":"TCP"}': { '.': {}, 'f:containerPort': {} } },
+      },
+    });
+    const sidecar = deployment({
+      template: { spec: { containers: [{ name: 'sidecar', image: 'busybox:1.36' }] } },
+    });
+    const both = await applyAs(path, 'ssa-b', sidecar);
+    assert.equal(both.status, 200, both.text);
+    assert.deepEqual(
+      both.json.spec.template.spec.containers.map((c: Obj) => c.name),
+      ['main', 'sidecar'],
+    );
+    assert.deepEqual(containersOf(fieldsOf(both.json, 'ssa-b')), {
+      'k:{"name":"sidecar"}': { '.': {}, 'f:image': {}, 'f:name': {} },
+    });
+    const dropped = await applyAs(path, 'ssa-b', deployment({}));
+    assert.equal(dropped.status, 200);
+    assert.deepEqual(
+      dropped.json.spec.template.spec.containers.map((c: Obj) => c.name),
+      ['main'],
+    );
+  });
+
+  test('apply to /status owns status only, recorded with the status subresource', async () => {
+    const ns = await cluster.createNamespace('ssa-status');
+    const path = `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`;
+    const created = await applyAs(path, 'ssa-a', widget('w', { size: 2 }));
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(fieldsOf(created.json, 'ssa-a'), { 'f:spec': { 'f:size': {} } });
+    const status = await applyAs(`${path}/status`, 'ssa-status', {
+      ...widget('w', { size: 9 }),
+      status: { ready: true },
+    });
+    assert.equal(status.status, 200, status.text);
+    assert.equal(status.json.spec.size, 2, 'spec is not written through /status');
+    assert.equal(status.json.status.ready, true);
+    assert.deepEqual(entry(status.json, 'ssa-status'), {
+      manager: 'ssa-status',
+      operation: 'Apply',
+      apiVersion: `${GROUP}/v1`,
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:status': { 'f:ready': {} } },
+      subresource: 'status',
+    });
+  });
+
+  test('kubectl apply --server-side: a conflict with another --field-manager, then --force-conflicts', async () => {
+    const ns = await cluster.createNamespace('ssa-kubectl');
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-ssa-'));
+    const file = join(dir, 'cm.json');
+    const kubectl = (...args: string[]) =>
+      run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, ...args], { timeout: 60_000 });
+    writeFileSync(file, JSON.stringify(configMap('k', { a: '1' })));
+    assert.match(
+      (await kubectl('apply', '--server-side', '-f', file)).stdout,
+      /configmap\/k serverside-applied/,
+    );
+    writeFileSync(file, JSON.stringify(configMap('k', { a: '2' })));
+    await assert.rejects(
+      kubectl('apply', '--server-side', '--field-manager=other', '-f', file),
+      (err: Obj) => {
+        assert.match(err.stderr, /Apply failed with 1 conflict: conflict with "kubectl": \.data\.a/);
+        return true;
+      },
+    );
+    await kubectl('apply', '--server-side', '--field-manager=other', '--force-conflicts', '-f', file);
+    const got = await raw(kc, 'GET', cmPath(ns, 'k'));
+    assert.equal(got.json.data.a, '2');
+    assert.deepEqual(fieldsOf(got.json, 'other'), { 'f:data': { 'f:a': {} } });
+    assert.equal(fieldsOf(got.json, 'kubectl'), undefined, 'kubectl owned nothing else');
+  });
+
+  test('kubectl apply, then apply --server-side: takes over the client-side applied fields and rewrites last-applied', async () => {
+    const ns = await cluster.createNamespace('ssa-upgrade');
+    const dir = mkdtempSync(join(tmpdir(), 'conformance-ssa-'));
+    const file = join(dir, 'cm.json');
+    const kubectl = (...args: string[]) =>
+      run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, ...args], { timeout: 60_000 });
+    writeFileSync(file, JSON.stringify(configMap('u', { a: '1' })));
+    await kubectl('apply', '-f', file);
+    const before = await raw(kc, 'GET', cmPath(ns, 'u'));
+    assert.deepEqual(fieldsOf(before.json, 'kubectl-client-side-apply')?.['f:data'], { '.': {}, 'f:a': {} });
+    writeFileSync(file, JSON.stringify(configMap('u', { a: '2' })));
+    assert.match((await kubectl('apply', '--server-side', '-f', file)).stdout, /serverside-applied/);
+    const after = await raw(kc, 'GET', cmPath(ns, 'u'));
+    assert.equal(after.json.data.a, '2');
+    assert.deepEqual(fieldsOf(after.json, 'kubectl'), { 'f:data': { 'f:a': {} } });
+    const lastApplied = JSON.parse(
+      after.json.metadata.annotations['kubectl.kubernetes.io/last-applied-configuration'],
+    );
+    assert.equal(lastApplied.data.a, '2');
   });
 });
