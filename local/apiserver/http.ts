@@ -26,7 +26,7 @@ import {
   pathNotFound,
   unauthorized,
 } from './status.ts';
-import { table } from './tables.ts';
+import { table, tableWatchRender } from './tables.ts';
 import { bookmarkTypeOf, type WatchHub } from './watch.ts';
 
 /** Everything the HTTP layer dispatches to. */
@@ -451,7 +451,10 @@ async function route(
           allowWatchBookmarks: TRUE_VALUES.has(url.searchParams.get('allowWatchBookmarks') ?? ''),
           sendInitialEvents: TRUE_VALUES.has(url.searchParams.get('sendInitialEvents') ?? ''),
           timeoutSeconds: numberParam(url, 'timeoutSeconds'),
-          render,
+          render:
+            rep.as === 'table'
+              ? tableWatchRender(t, rep.version, url.searchParams.get('includeObject'))
+              : render,
           bookmarkType:
             rep.as === 'metadata'
               ? { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${rep.version}` }

@@ -731,25 +731,23 @@ export function columnDefinitions(t: ResourceType): TableColumnDefinition[] {
   return printerFor(t).columns;
 }
 
-/**
- * metav1.Table for objects of `t` (a list, or one object for a get).
- * @param objects the objects in the requested version
- * @param listMeta the Table's ListMeta (resourceVersion, continue, remainingItemCount)
- * @param version meta.k8s.io version asked for (`v1` or `v1beta1`)
- * @param includeObject `?includeObject=`: `Metadata` (default) → PartialObjectMetadata, `Object`, `None`
- * @throws ApiError 400 for another includeObject value
- */
-export function table(
+/** `?includeObject=` checked as the handlers' asTable does: Metadata (default), Object or None. */
+function includeObjectOf(includeObject: string | null): string {
+  const include = includeObject || 'Metadata';
+  if (!['Metadata', 'Object', 'None'].includes(include))
+    throw badRequest(`unrecognized includeObject value: "${include}"`);
+  return include;
+}
+
+function buildTable(
   t: ResourceType,
   objects: KubeObject[],
   listMeta: Record<string, unknown>,
   version: string,
-  includeObject: string | null,
-  now = Date.now(),
-): unknown {
-  const include = includeObject || 'Metadata';
-  if (!['Metadata', 'Object', 'None'].includes(include))
-    throw badRequest(`unrecognized includeObject value: "${include}"`);
+  include: string,
+  headers: boolean,
+  now: number,
+): Record<string, unknown> {
   const printer = printerFor(t);
   // Built-in printers read the internal (storage) form: events.k8s.io Events print as core Events.
   const printable = (o: KubeObject): Obj => (!t.custom && t.toStorage ? t.toStorage(o) : o);
@@ -770,7 +768,55 @@ export function table(
     kind: 'Table',
     apiVersion: `meta.k8s.io/${version}`,
     metadata: listMeta,
-    columnDefinitions: printer.columns,
+    // TableOptions.NoHeaders leaves the (non-omitempty) slice nil: null on the wire.
+    columnDefinitions: headers ? printer.columns : null,
     rows,
+  };
+}
+
+/**
+ * metav1.Table for objects of `t` (a list, or one object for a get).
+ * @param objects the objects in the requested version
+ * @param listMeta the Table's ListMeta (resourceVersion, continue, remainingItemCount)
+ * @param version meta.k8s.io version asked for (`v1` or `v1beta1`)
+ * @param includeObject `?includeObject=`: `Metadata` (default) → PartialObjectMetadata, `Object`, `None`
+ * @throws ApiError 400 for another includeObject value
+ */
+export function table(
+  t: ResourceType,
+  objects: KubeObject[],
+  listMeta: Record<string, unknown>,
+  version: string,
+  includeObject: string | null,
+  now = Date.now(),
+): unknown {
+  return buildTable(t, objects, listMeta, version, includeObjectOf(includeObject), true, now);
+}
+
+/**
+ * The render of watch events asked for as Table (`kubectl get -w`): each event's object is a one-row
+ * Table with the object's resourceVersion; only the first carries column definitions (the watch
+ * encoder sets TableOptions.NoHeaders after the first event).
+ * @throws ApiError 400 for an unknown includeObject value (before the watch starts)
+ */
+export function tableWatchRender(
+  t: ResourceType,
+  version: string,
+  includeObject: string | null,
+): (obj: KubeObject) => unknown {
+  const include = includeObjectOf(includeObject);
+  let headers = true;
+  return (obj) => {
+    const out = buildTable(
+      t,
+      [obj],
+      { resourceVersion: obj.metadata.resourceVersion },
+      version,
+      include,
+      headers,
+      Date.now(),
+    );
+    headers = false;
+    return out;
   };
 }

@@ -2147,6 +2147,43 @@ describe('tables (kubectl get)', () => {
     assert.equal(bad.json.reason, 'BadRequest');
   });
 
+  test('watch as Table (kubectl get -w): one-row Tables, column definitions on the first event only', async () => {
+    const base = `/api/v1/namespaces/${ns}/configmaps`;
+    const listed = await getTable(base);
+    const w = await openWatch(kc, `${base}?watch=1&resourceVersion=${listed.metadata.resourceVersion}`, {
+      Accept: TABLE,
+    });
+    try {
+      assert.equal(w.status, 200);
+      await core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name: 'w' }, data: { a: '1' } },
+      });
+      await raw(kc, 'PATCH', `${base}/w`, { data: { a: '1', b: '2' } }, MERGE);
+      await waitFor(() => w.events.length >= 2, { message: 'two watch events' });
+      const [added, modified] = w.events.slice(0, 2) as unknown as [Obj, Obj];
+      assert.deepEqual([added.type, modified.type], ['ADDED', 'MODIFIED']);
+      for (const e of [added, modified]) {
+        assert.equal(e.object.kind, 'Table');
+        assert.equal(e.object.rows.length, 1);
+        assert.equal(e.object.rows[0].object.kind, 'PartialObjectMetadata');
+      }
+      assert.deepEqual(
+        columnsOf(added.object).map((c: unknown[]) => c[0]),
+        ['Name', 'Data', 'Age'],
+      );
+      assert.ok(!modified.object.columnDefinitions?.length, 'no column definitions after the first event');
+      assert.deepEqual(added.object.rows[0].cells.slice(0, 2), ['w', 1]);
+      assert.deepEqual(modified.object.rows[0].cells.slice(0, 2), ['w', 2]);
+      assert.equal(
+        modified.object.metadata.resourceVersion,
+        modified.object.rows[0].object.metadata.resourceVersion,
+      );
+    } finally {
+      w.close();
+    }
+  });
+
   test('kubectl get pods,deploy,events -o wide prints the columns of a real cluster', async () => {
     const { stdout } = await run(
       'kubectl',
