@@ -1884,6 +1884,29 @@ describe('tables (kubectl get)', () => {
         },
       },
     });
+    await apps.createNamespacedReplicaSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'rs' },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: 'rs' } },
+          template: {
+            metadata: { labels: { app: 'rs' } },
+            spec: { ...unschedulable, containers: [{ name: 'c', image: 'busybox:1.36' }] },
+          },
+        },
+      },
+    });
+    for (const spec of [
+      { type: 'ClusterIP', selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      { clusterIP: 'None', ports: [{ port: 5432 }] },
+      { type: 'NodePort', ports: [{ port: 80, protocol: 'UDP' }] },
+      { type: 'ExternalName', externalName: 'example.com' },
+    ]) {
+      const name = { ClusterIP: 'web', NodePort: 'np', ExternalName: 'ext' }[spec.type ?? ''] ?? 'db';
+      await core.createNamespacedService({ namespace: ns, body: { metadata: { name }, spec } });
+    }
     const event = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/events`, {
       metadata: { name: 'p.conformance' },
       involvedObject: {
@@ -2034,6 +2057,49 @@ describe('tables (kubectl get)', () => {
     );
     assert.match(age, FRESH_AGE);
     assert.deepEqual(wide, ['nginx,side', 'nginx:1.27,busybox:1.36', 'app=web']);
+  });
+
+  test('replicasets: DESIRED, CURRENT, READY; containers, images, selector for -o wide', async () => {
+    const t = await getTable(`/apis/apps/v1/namespaces/${ns}/replicasets`);
+    assert.deepEqual(columnsOf(t), [
+      ['Name', 'string', 'name', 0],
+      ['Desired', 'integer', '', 0],
+      ['Current', 'integer', '', 0],
+      ['Ready', 'integer', '', 0],
+      ['Age', 'string', '', 0],
+      ['Containers', 'string', '', 1],
+      ['Images', 'string', '', 1],
+      ['Selector', 'string', '', 1],
+    ]);
+    const [name, desired, current, ready, age, ...wide] = rowNamed(t, 'rs').cells;
+    assert.deepEqual([name, desired, ready], ['rs', 2, 0]);
+    assert.equal(typeof current, 'number', 'pods are created by the controller on a real cluster');
+    assert.match(age, FRESH_AGE);
+    assert.deepEqual(wide, ['c', 'busybox:1.36', 'app=rs']);
+  });
+
+  test('services: TYPE, CLUSTER-IP, EXTERNAL-IP, PORT(S); SELECTOR for -o wide', async () => {
+    const t = await getTable(`/api/v1/namespaces/${ns}/services`);
+    assert.deepEqual(columnsOf(t), [
+      ['Name', 'string', 'name', 0],
+      ['Type', 'string', '', 0],
+      ['Cluster-IP', 'string', '', 0],
+      ['External-IP', 'string', '', 0],
+      ['Port(s)', 'string', '', 0],
+      ['Age', 'string', '', 0],
+      ['Selector', 'string', '', 1],
+    ]);
+    const web = rowNamed(t, 'web').cells;
+    assert.equal(web[1], 'ClusterIP');
+    assert.match(web[2], /^\d+\.\d+\.\d+\.\d+$/);
+    assert.deepEqual([web[3], web[4], web[6]], ['<none>', '80/TCP', 'app=web']);
+    const db = rowNamed(t, 'db').cells;
+    assert.deepEqual([...db.slice(0, 5), db[6]], ['db', 'ClusterIP', 'None', '<none>', '5432/TCP', '<none>']);
+    const np = rowNamed(t, 'np').cells;
+    assert.equal(np[1], 'NodePort');
+    assert.match(np[4], /^80:\d+\/UDP$/);
+    const ext = rowNamed(t, 'ext').cells;
+    assert.deepEqual(ext.slice(0, 5), ['ext', 'ExternalName', '<none>', 'example.com', '<none>']);
   });
 
   test('events (core and events.k8s.io): LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; SUBOBJECT, SOURCE, FIRST SEEN, COUNT, NAME', async () => {
@@ -2208,6 +2274,19 @@ describe('tables (kubectl get)', () => {
       stdout,
       /^30m\s+Warning\s+Conformance\s+pod\/p\s+spec\.containers\{c\}\s+levelset-test, node-x\s+printed by the table test\s+120m\s+3\s+event\/p\.conformance$/m,
     );
+  });
+
+  test('kubectl get rs,svc -o wide prints the columns of a real cluster', async () => {
+    const { stdout } = await run(
+      'kubectl',
+      ['--kubeconfig', cluster.kubeconfigPath, 'get', 'rs,svc', '-o', 'wide', '-n', ns],
+      { timeout: 60_000 },
+    );
+    assert.match(stdout, /^NAME\s+DESIRED\s+CURRENT\s+READY\s+AGE\s+CONTAINERS\s+IMAGES\s+SELECTOR$/m);
+    assert.match(stdout, /^replicaset\.apps\/rs\s+2\s+\d+\s+0\s+\S+\s+c\s+busybox:1\.36\s+app=rs$/m);
+    assert.match(stdout, /^NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE\s+SELECTOR$/m);
+    assert.match(stdout, /^service\/web\s+ClusterIP\s+[\d.]+\s+<none>\s+80\/TCP\s+\S+\s+app=web$/m);
+    assert.match(stdout, /^service\/ext\s+ExternalName\s+<none>\s+example\.com\s+<none>\s+\S+\s+<none>$/m);
   });
 
   test('kubectl get foos,cc: the Ready printer column shows the Ready condition', async () => {
