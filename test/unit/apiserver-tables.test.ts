@@ -78,7 +78,12 @@ describe('humanDuration (apimachinery duration_test.go)', () => {
 describe('Kubernetes JSONPath over jsonpath-plus', () => {
   const obj = {
     metadata: { name: 'x', labels: { 'app.kubernetes.io/name': 'web' } },
-    spec: { replicas: 3, list: [1, 2, 3], nothing: null },
+    spec: {
+      replicas: 3,
+      list: [1, 2, 3],
+      nothing: null,
+      typed: [{ v: 1 }, { v: '1' }, { v: true }, { v: 'a==b' }],
+    },
     status: {
       conditions: [
         { type: 'Progressing', status: 'False' },
@@ -100,6 +105,11 @@ describe('Kubernetes JSONPath over jsonpath-plus', () => {
     ['.spec.list[0:2]', [1, 2]],
     ['.spec.list[?(@ > 1)]', [2, 3]],
     [".metadata.labels['app.kubernetes.io/name']", ['web']],
+    ['.spec.typed[?(@.v==1)].v', [1]],
+    ['.spec.typed[?(@.v=="1")].v', ['1']],
+    ['.spec.typed[?(@.v==true)].v', [true]],
+    ['.spec.typed[?(@.v != 1)].v', ['1', true, 'a==b']],
+    ['.spec.typed[?(@.v=="a==b")].v', ['a==b']],
     ['.spec.missing', []],
     ['.spec.nothing', [null]],
     ['.status.conditions[?(@.type=="Absent")].status', []],
@@ -112,6 +122,7 @@ describe('Kubernetes JSONPath over jsonpath-plus', () => {
     assert.equal(toJsonPathPlus('.a.b'), '$.a.b');
     assert.equal(toJsonPathPlus('{.a[-1]}'), '$.a[-1:]');
     assert.equal(toJsonPathPlus('.a[-3]'), '$.a[-3:-2]');
+    assert.equal(toJsonPathPlus('.a[?(@.b=="x==y" && @.c!=2)]'), '$.a[?(@.b==="x==y" && @.c!==2)]');
   });
 
   test('multi-part templates and empty expressions are rejected', () => {
