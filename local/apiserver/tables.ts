@@ -12,6 +12,7 @@
  */
 import { timestampSince } from './duration.ts';
 import { compileJsonPath } from './jsonpath.ts';
+import { partialObjectMetadata } from './negotiation.ts';
 import type { KubeObject, PrinterColumn, ResourceType } from './resources.ts';
 import { badRequest } from './status.ts';
 
@@ -756,12 +757,7 @@ function buildTable(
     const row: Record<string, unknown> = { cells: printed.cells };
     if (printed.conditions) row.conditions = printed.conditions;
     // RawExtension of a nil object marshals as null (includeObject=None).
-    row.object =
-      include === 'Object'
-        ? o
-        : include === 'Metadata'
-          ? { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: o.metadata }
-          : null;
+    row.object = include === 'Object' ? o : include === 'Metadata' ? partialObjectMetadata(o, version) : null;
     return row;
   });
   return {
