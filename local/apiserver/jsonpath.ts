@@ -16,20 +16,14 @@ import { JSONPath } from 'jsonpath-plus';
 /** A compiled Kubernetes JSONPath: every result, in document order (empty when nothing matches). */
 export type JsonPathQuery = (obj: unknown) => unknown[];
 
-const cache = new Map<string, JsonPathQuery>();
-
 /**
  * Compiles a Kubernetes JSONPath expression (`.status.conditions[?(@.type=="Ready")].status`).
  * @throws Error for an empty expression or a multi-part template (`{.a} {.b}`, `{range ...}{end}`)
  */
 export function compileJsonPath(expression: string): JsonPathQuery {
-  const cached = cache.get(expression);
-  if (cached) return cached;
   const path = toJsonPathPlus(expression);
-  const query: JsonPathQuery = (obj) =>
+  return (obj) =>
     (JSONPath({ path, json: obj as object, wrap: true, eval: 'safe' }) as unknown[] | undefined) ?? [];
-  cache.set(expression, query);
-  return query;
 }
 
 /** The jsonpath-plus form of a Kubernetes JSONPath expression (exported for tests). */
