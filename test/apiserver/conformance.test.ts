@@ -2162,6 +2162,62 @@ describe('tables (kubectl get)', () => {
     assert.match(c[2], FRESH_AGE);
   });
 
+  test('serviceaccounts, leases, role bindings; roles print the generic NAME and CREATED AT', async () => {
+    const post = async (path: string, body: Obj) => {
+      const res = await raw(kc, 'POST', path, body);
+      assert.equal(res.status, 201, res.text);
+      return res.json;
+    };
+    await post(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: 'bot' } });
+    await post(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`, {
+      metadata: { name: 'l' },
+      spec: { holderIdentity: 'me' },
+    });
+    const rbac = `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}`;
+    const role = await post(`${rbac}/roles`, {
+      metadata: { name: 'r' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    });
+    await post(`${rbac}/rolebindings`, {
+      metadata: { name: 'rb' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'r' },
+      subjects: [
+        { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'alice' },
+        { kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'devs' },
+        { kind: 'ServiceAccount', name: 'bot', namespace: ns },
+      ],
+    });
+    const sa = await getTable(`/api/v1/namespaces/${ns}/serviceaccounts/bot`);
+    assert.deepEqual(
+      columnsOf(sa).map((c: unknown[]) => c[0]),
+      ['Name', 'Secrets', 'Age'],
+    );
+    assert.deepEqual(sa.rows[0].cells.slice(0, 2), ['bot', 0]);
+    const lease = await getTable(`/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/l`);
+    assert.deepEqual(
+      columnsOf(lease).map((c: unknown[]) => c[0]),
+      ['Name', 'Holder', 'Age'],
+    );
+    assert.deepEqual(lease.rows[0].cells.slice(0, 2), ['l', 'me']);
+    const rb = await getTable(`${rbac}/rolebindings/rb`);
+    assert.deepEqual(columnsOf(rb), [
+      ['Name', 'string', 'name', 0],
+      ['Role', 'string', '', 0],
+      ['Age', 'string', '', 0],
+      ['Users', 'string', '', 1],
+      ['Groups', 'string', '', 1],
+      ['ServiceAccounts', 'string', '', 1],
+    ]);
+    const [rbName, roleRef, , ...subjects] = rb.rows[0].cells;
+    assert.deepEqual([rbName, roleRef, ...subjects], ['rb', 'Role/r', 'alice', 'devs', `${ns}/bot`]);
+    const roles = await getTable(`${rbac}/roles/r`);
+    assert.deepEqual(columnsOf(roles), [
+      ['Name', 'string', 'name', 0],
+      ['Created At', 'date', '', 0],
+    ]);
+    assert.deepEqual(roles.rows[0].cells, ['r', role.metadata.creationTimestamp]);
+  });
+
   test('CustomResourceDefinitions: NAME and CREATED AT (an RFC 3339 date)', async () => {
     const t = await getTable(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${GADGET_CRD}`);
     assert.deepEqual(columnsOf(t), [
