@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import YAML from 'yaml';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import type { FaultInjector } from './faults.ts';
-import { negotiate, partialObjectMetadata, type Representation, table } from './negotiation.ts';
+import { negotiate, partialObjectMetadata, type Representation } from './negotiation.ts';
 import { openapiV3 } from './openapi.ts';
 import { decodeProtobuf } from './protobuf.ts';
 import { type Authenticator, type Authorizer, serviceAccountUser, type UserInfo } from './rbac.ts';
@@ -26,6 +26,7 @@ import {
   pathNotFound,
   unauthorized,
 } from './status.ts';
+import { table, tableWatchRender } from './tables.ts';
 import { bookmarkTypeOf, type WatchHub } from './watch.ts';
 
 /** Everything the HTTP layer dispatches to. */
@@ -452,7 +453,10 @@ async function route(
           allowWatchBookmarks: TRUE_VALUES.has(url.searchParams.get('allowWatchBookmarks') ?? ''),
           sendInitialEvents: TRUE_VALUES.has(url.searchParams.get('sendInitialEvents') ?? ''),
           timeoutSeconds: numberParam(url, 'timeoutSeconds'),
-          render,
+          render:
+            rep.as === 'table'
+              ? tableWatchRender(t, rep.version, url.searchParams.get('includeObject'))
+              : render,
           bookmarkType:
             rep.as === 'metadata'
               ? { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${rep.version}` }

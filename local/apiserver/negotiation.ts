@@ -1,9 +1,9 @@
 /**
  * Content negotiation for responses as kube-apiserver does it for JSON: plain objects, metadata-only
  * `PartialObjectMetadata`/`PartialObjectMetadataList` (client-go's metadata client and informers), and
- * `Table` (kubectl get); YAML when asked for.
+ * `Table` (kubectl get; built by `./tables.ts`); YAML when asked for.
  */
-import type { KubeObject, ResourceType } from './resources.ts';
+import type { KubeObject } from './resources.ts';
 import { ApiError } from './status.ts';
 
 export type Representation =
@@ -44,83 +44,4 @@ export function negotiate(accept: string | undefined): Representation {
 /** An object reduced to metav1.PartialObjectMetadata. */
 export function partialObjectMetadata(obj: KubeObject, version = 'v1'): KubeObject {
   return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: obj.metadata };
-}
-
-function humanDuration(fromIso: string | undefined): string {
-  if (!fromIso) return '<unknown>';
-  const s = Math.max(0, Math.floor((Date.now() - Date.parse(fromIso)) / 1000));
-  if (s < 120) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 10) return `${m}m${s % 60 ? `${s % 60}s` : ''}`;
-  if (m < 180) return `${m}m`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h`;
-  return `${Math.floor(h / 24)}d`;
-}
-
-/** Evaluates the simple JSONPath forms printer columns use (`.spec.replicas`, `.status.conditions[0].type`). */
-function evalJsonPath(obj: unknown, path: string): unknown {
-  const parts = path
-    .replace(/^\{?\.?/, '')
-    .replace(/\}$/, '')
-    .split('.')
-    .filter(Boolean);
-  let v: unknown = obj;
-  for (const part of parts) {
-    const m = /^([^[]*)(?:\[(\d+)\])?$/.exec(part);
-    if (!m) return undefined;
-    if (m[1]) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[m[1]] : undefined;
-    if (m[2] !== undefined) v = Array.isArray(v) ? v[Number(m[2])] : undefined;
-  }
-  return v;
-}
-
-/** metav1.Table for a list of objects (Name, the CRD's printer columns, Age). */
-export function table(
-  t: ResourceType,
-  objects: KubeObject[],
-  listMeta: Record<string, unknown>,
-  version: string,
-  includeObject: string | null,
-): unknown {
-  const printer = t.custom?.printerColumns ?? [];
-  const columnDefinitions = [
-    {
-      name: 'Name',
-      type: 'string',
-      format: 'name',
-      description: 'Name must be unique within a namespace.',
-      priority: 0,
-    },
-    ...printer.map((c) => ({
-      name: c.name,
-      type: c.type,
-      format: c.format ?? '',
-      description: c.description ?? '',
-      priority: c.priority ?? 0,
-    })),
-  ];
-  const hasAge = printer.some((c) => c.name.toLowerCase() === 'age');
-  if (!hasAge)
-    columnDefinitions.push({
-      name: 'Age',
-      type: 'string',
-      format: '',
-      description:
-        'CreationTimestamp is a timestamp representing the server time when this object was created.',
-      priority: 0,
-    });
-  const rows = objects.map((o) => {
-    const cells: unknown[] = [o.metadata.name ?? ''];
-    for (const c of printer) {
-      const v = evalJsonPath(o, c.jsonPath);
-      cells.push(c.type === 'date' && typeof v === 'string' ? humanDuration(v) : v === undefined ? null : v);
-    }
-    if (!hasAge) cells.push(humanDuration(o.metadata.creationTimestamp));
-    const row: Record<string, unknown> = { cells };
-    if (includeObject !== 'None')
-      row.object = includeObject === 'Object' ? o : partialObjectMetadata(o, version);
-    return row;
-  });
-  return { kind: 'Table', apiVersion: `meta.k8s.io/${version}`, metadata: listMeta, columnDefinitions, rows };
 }

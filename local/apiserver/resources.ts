@@ -391,6 +391,120 @@ function compactEvent(obj: KubeObject): KubeObject {
   return out;
 }
 
+/** Defaults of a workload's `spec.template` (a PodTemplateSpec): the pod spec's, and a null creationTimestamp. */
+function defaultPodTemplate(spec: Record<string, unknown>): void {
+  const template = asRecord(spec.template);
+  spec.template = template;
+  // Go serializes the template's zero metav1.Time as null (Kubernetes 1.32).
+  template.metadata = { creationTimestamp: null, ...asRecord(template.metadata) };
+  const podSpec = asRecord(template.spec);
+  template.spec = podSpec;
+  defaultPodSpec(podSpec);
+}
+
+/** The first address of the default service-cluster-ip-range 10.96.0.0/12 handed to Services (10.96.0.1 is `kubernetes`). */
+const FIRST_SERVICE_IP = (10 << 24) | (96 << 16) | 10;
+
+/**
+ * core/v1 Service defaults (SetDefaults_Service) and what the Service REST storage allocates on create:
+ * a ClusterIP (from 10.96.0.0/12; kube-apiserver picks at random), node ports (30000-32767) for NodePort
+ * and LoadBalancer Services. No real networking: nothing answers on these addresses.
+ */
+function serviceType(): ResourceType {
+  let nextIp = FIRST_SERVICE_IP;
+  let nextNodePort = 30000;
+  return resourceType(
+    {
+      group: '',
+      version: 'v1',
+      plural: 'services',
+      kind: 'Service',
+      namespaced: true,
+      shortNames: ['svc'],
+      categories: ['all'],
+      statusSubresource: true,
+    },
+    {
+      defaults(obj) {
+        const spec = asRecord(obj.spec);
+        obj.spec = spec;
+        spec.type ??= 'ClusterIP';
+        spec.sessionAffinity ??= 'None';
+        if (spec.type !== 'ExternalName') spec.internalTrafficPolicy ??= 'Cluster';
+        if (spec.type === 'NodePort' || spec.type === 'LoadBalancer')
+          spec.externalTrafficPolicy ??= 'Cluster';
+        if (spec.type === 'LoadBalancer') spec.allocateLoadBalancerNodePorts ??= true;
+        for (const port of Array.isArray(spec.ports) ? (spec.ports as Record<string, unknown>[]) : []) {
+          port.protocol ??= 'TCP';
+          port.targetPort ??= port.port;
+        }
+      },
+      prepareForCreate(obj) {
+        const spec = asRecord(obj.spec);
+        obj.status = { loadBalancer: {} };
+        if (spec.type === 'ExternalName') return;
+        if (spec.clusterIP === undefined || spec.clusterIP === '') {
+          const ip = nextIp++;
+          spec.clusterIP = [ip >>> 24, (ip >>> 16) & 255, (ip >>> 8) & 255, ip & 255].join('.');
+        }
+        spec.clusterIPs = [spec.clusterIP];
+        spec.ipFamilies ??= ['IPv4'];
+        spec.ipFamilyPolicy ??= 'SingleStack';
+        if (spec.type === 'NodePort' || spec.type === 'LoadBalancer') {
+          for (const port of Array.isArray(spec.ports) ? (spec.ports as Record<string, unknown>[]) : [])
+            port.nodePort ??= nextNodePort++;
+        }
+      },
+      validate(obj) {
+        const spec = asRecord(obj.spec);
+        const ports = Array.isArray(spec.ports) ? spec.ports : [];
+        if (ports.length === 0 && spec.type !== 'ExternalName' && spec.clusterIP !== 'None')
+          return [{ type: 'FieldValueRequired', field: 'spec.ports', detail: 'Required value' }];
+        return [];
+      },
+    },
+  );
+}
+
+/**
+ * Deployment and ReplicaSet spec validation (apps ValidateDeploymentSpec/ValidateReplicaSetSpec): a
+ * non-empty immutable selector matching the template's labels, and a valid pod template.
+ */
+function validateReplicatedPods(obj: KubeObject, old?: KubeObject): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = asRecord(obj.spec);
+  const selector = asRecord(spec.selector);
+  if (old && JSON.stringify(selector) !== JSON.stringify(asRecord(asRecord(old.spec).selector))) {
+    errs.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.selector',
+      detail: `Invalid value: ${JSON.stringify(selector)}: field is immutable`,
+    });
+  }
+  const matchLabels = asRecord(selector.matchLabels);
+  if (!spec.selector)
+    errs.push({ type: 'FieldValueRequired', field: 'spec.selector', detail: 'Required value' });
+  else if (Object.keys(matchLabels).length === 0 && !Array.isArray(selector.matchExpressions)) {
+    errs.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.selector',
+      detail: 'Invalid value: "null": empty selector is invalid for deployment',
+    });
+  }
+  const tlabels = asRecord(asRecord(asRecord(spec.template).metadata).labels);
+  if (spec.selector && Object.entries(matchLabels).some(([k, v]) => tlabels[k] !== v)) {
+    errs.push({
+      type: 'FieldValueInvalid',
+      field: 'spec.template.metadata.labels',
+      detail: `Invalid value: map[string]string{${Object.entries(tlabels)
+        .map(([k, v]) => `"${k}":"${v}"`)
+        .join(', ')}}: \`selector\` does not match template \`labels\``,
+    });
+  }
+  errs.push(...validatePodSpec(asRecord(spec.template).spec, 'spec.template.spec'));
+  return errs;
+}
+
 /** The built-in resources, in discovery order. */
 export function builtinResources(): ResourceType[] {
   const core = (s: Omit<Spec, 'group' | 'version'>, extra?: Partial<ResourceType>) =>
@@ -498,6 +612,7 @@ export function builtinResources(): ResourceType[] {
         validate: (obj) => validatePodSpec(obj.spec, 'spec'),
       },
     ),
+    serviceType(),
     core(
       {
         plural: 'serviceaccounts',
@@ -531,51 +646,37 @@ export function builtinResources(): ResourceType[] {
             strategy.rollingUpdate ??= { maxUnavailable: '25%', maxSurge: '25%' };
           spec.revisionHistoryLimit ??= 10;
           spec.progressDeadlineSeconds ??= 600;
-          const template = asRecord(spec.template);
-          spec.template = template;
-          // Go serializes the template's zero metav1.Time as null (Kubernetes 1.32).
-          template.metadata = { creationTimestamp: null, ...asRecord(template.metadata) };
-          const podSpec = asRecord(template.spec);
-          template.spec = podSpec;
-          defaultPodSpec(podSpec);
+          defaultPodTemplate(spec);
         },
         prepareForCreate(obj) {
           obj.status = {};
         },
-        validate(obj, old) {
-          const errs: FieldError[] = [];
+        validate: validateReplicatedPods,
+      },
+    ),
+    resourceType(
+      {
+        group: 'apps',
+        version: 'v1',
+        plural: 'replicasets',
+        kind: 'ReplicaSet',
+        namespaced: true,
+        shortNames: ['rs'],
+        categories: ['all'],
+        statusSubresource: true,
+        hasGeneration: true,
+      },
+      {
+        defaults(obj) {
           const spec = asRecord(obj.spec);
-          const selector = asRecord(spec.selector);
-          if (old && JSON.stringify(selector) !== JSON.stringify(asRecord(asRecord(old.spec).selector))) {
-            errs.push({
-              type: 'FieldValueInvalid',
-              field: 'spec.selector',
-              detail: `Invalid value: ${JSON.stringify(selector)}: field is immutable`,
-            });
-          }
-          const matchLabels = asRecord(selector.matchLabels);
-          if (!spec.selector)
-            errs.push({ type: 'FieldValueRequired', field: 'spec.selector', detail: 'Required value' });
-          else if (Object.keys(matchLabels).length === 0 && !Array.isArray(selector.matchExpressions)) {
-            errs.push({
-              type: 'FieldValueInvalid',
-              field: 'spec.selector',
-              detail: 'Invalid value: "null": empty selector is invalid for deployment',
-            });
-          }
-          const tlabels = asRecord(asRecord(asRecord(spec.template).metadata).labels);
-          if (spec.selector && Object.entries(matchLabels).some(([k, v]) => tlabels[k] !== v)) {
-            errs.push({
-              type: 'FieldValueInvalid',
-              field: 'spec.template.metadata.labels',
-              detail: `Invalid value: map[string]string{${Object.entries(tlabels)
-                .map(([k, v]) => `"${k}":"${v}"`)
-                .join(', ')}}: \`selector\` does not match template \`labels\``,
-            });
-          }
-          errs.push(...validatePodSpec(asRecord(spec.template).spec, 'spec.template.spec'));
-          return errs;
+          obj.spec = spec;
+          spec.replicas ??= 1;
+          defaultPodTemplate(spec);
         },
+        prepareForCreate(obj) {
+          obj.status = { replicas: 0 };
+        },
+        validate: validateReplicatedPods,
       },
     ),
     resourceType({
