@@ -11,6 +11,7 @@
  * Fields are `name:type`, type one of `string`, `integer`, `number`, `boolean`, `string[]`; a
  * trailing `!` makes a spec field required. `levelset new controller` calls {@link scaffoldController}.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -345,6 +346,17 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
   for (const [path, text] of files) writeFileSync(path, text);
   addRegistryLine(root, o);
   const written = [...files.map(([p]) => relative(root, p)), 'functions/controllers/index.ts'];
+  // The project's formatter and import order (biome.json), so that `npm run lint` passes as generated.
+  const biome = join(REPO_ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome');
+  const format = spawnSync(
+    process.execPath,
+    [biome, 'check', '--write', ...written.filter((p) => p.endsWith('.ts'))],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  if (format.status !== 0) throw new Error(`biome check --write failed: ${format.stderr || format.stdout}`);
   if (options.regenerate ?? true) {
     const { controllers } = await import(
       pathToFileURL(join(root, 'functions', 'controllers', 'index.ts')).href
