@@ -156,8 +156,16 @@ describe('the Icecream controller is the scaffold plus its reconcile', () => {
       'functions/controllers/icecream/crd.yaml',
       'functions/controllers/icecream/example.yaml',
       'test/controllers/icecream.test.ts',
-      'functions/controllers/index.ts',
     ])
       assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
+    const icecreamLines = (path: string) =>
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => /icecream/i.test(l));
+    assert.deepEqual(
+      icecreamLines(join(root, 'functions/controllers/index.ts')),
+      icecreamLines(join(REPO, 'functions/controllers/index.ts')),
+      'the registry lines',
+    );
   });
 });
