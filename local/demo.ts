@@ -110,15 +110,20 @@ export async function seedDemo(
   say('demo        done; the pipeline keeps running. Try:');
   say(`              kubectl --kubeconfig .levelset/kubeconfig create namespace team-d`);
   say(`              kubectl --kubeconfig .levelset/kubeconfig get secrets -A -l levelset.dev/replica-of`);
-  say('              kubectl --kubeconfig .levelset/kubeconfig -n demo get foos,deployments,cc,pods');
+  say(
+    '              kubectl --kubeconfig .levelset/kubeconfig -n demo get foos,icecreams,deployments,cc,pods -o wide',
+  );
+  say(
+    `              kubectl --kubeconfig .levelset/kubeconfig -n demo patch icecream example-icecream --type=merge -p '{"spec":{"replicas":3}}'`,
+  );
   say(
     `              kubectl --kubeconfig .levelset/kubeconfig -n demo patch cc cpod-f --type=merge -p '{"spec":{"count":2}}'`,
   );
 }
 
 /**
- * The sample-controller Foo and the Customcluster examples, applied unchanged into namespace
- * `demo`; the simulated node makes their Pods run and Deployments available.
+ * The sample-controller Foo, the Customcluster and the Icecream examples, applied unchanged into
+ * namespace `demo`; the simulated node makes their Deployments roll out and their Pods run on nodes.
  */
 async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) => void): Promise<void> {
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
@@ -154,5 +159,18 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
       name: 'cpod-f',
     })) as { status?: { count?: number } };
     return cc.status?.count === 5;
+  });
+  say('demo        applying the Icecream tutorial example example-icecream into namespace demo');
+  await createIfAbsent(objects, withNamespace(upstreamExample('icecream-example.yaml')));
+  await timed('Icecream example-icecream: Deployment → Pods on nodes, status.nodeNames set', async () => {
+    const icecream = (await custom.getNamespacedCustomObject({
+      group: 'controller.nicoleh.io',
+      version: 'v1alpha1',
+      namespace: 'demo',
+      plural: 'icecreams',
+      name: 'example-icecream',
+    })) as { status?: { availableReplicas?: number; nodeNames?: string[] } };
+    const nodes = icecream.status?.nodeNames ?? [];
+    return icecream.status?.availableReplicas === 1 && nodes.length === 1 ? nodes : undefined;
   });
 }

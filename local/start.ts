@@ -109,9 +109,9 @@ try {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfigPath);
   if (apiserver) {
-    // No kubelet and no Deployment controller in the embedded cluster: simulate their status writes.
+    // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.
     simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
-    say('  simulated node   Pods become Running, Deployments available (embedded cluster only)');
+    say('  simulated node   Deployments → ReplicaSets → Pods on node-1..3, Running (embedded cluster only)');
     if (!flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
   }
   stack = await startLocalStack({

@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, ListWatch } from '@kubernetes/client-node';
-import type { ResourceType, WatchEvent } from '../functions/controllers/types.ts';
+import type { Key, ResourceType, WatchEvent } from '../functions/controllers/types.ts';
 import type { Logger } from '../functions/log.ts';
 import { keyString } from '../functions/message.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
@@ -99,6 +99,11 @@ export class MetadataInformer {
   /** The cached objects (metadata only). */
   list(): KubernetesObject[] {
     return [...this.#cache.values()];
+  }
+
+  /** The cached object of `key` (metadata only), or `undefined`. */
+  get(key: Key): KubernetesObject | undefined {
+    return this.#cache.get(keyString(key));
   }
 
   /** Starts list+watch in the background. Idempotent. */

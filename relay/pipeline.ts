@@ -2,6 +2,7 @@
  * From watch events to key messages: which controllers' watches an informer serves (shared like
  * client-go's SharedInformerFactory), the primary predicate, `Watch.map`, collapse, publish.
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type {
   Controller,
   Key,
@@ -81,6 +82,12 @@ export interface PipelineOptions {
   publish(message: KeyMessage): Promise<string>;
   /** The primary keys in the relay's cache of a controller's primary resource ({@link MapContext.primaryKeys}). */
   primaryKeys(controller: string): Key[];
+  /** The cached metadata of `key` in a controller's watch of `resource` ({@link MapContext.get}). */
+  lookup?(
+    controller: string,
+    resource: Pick<ResourceType, 'group' | 'kind'>,
+    key: Key,
+  ): KubernetesObject | undefined;
   logger: Logger;
   metrics?: RelayMetrics;
   timers?: Timers;
@@ -127,7 +134,10 @@ export class KeyPipeline {
   #context(controller: string): MapContext {
     let ctx = this.#contexts.get(controller);
     if (!ctx) {
-      ctx = { primaryKeys: () => this.#options.primaryKeys(controller) };
+      ctx = {
+        primaryKeys: () => this.#options.primaryKeys(controller),
+        get: (resource, key) => this.#options.lookup?.(controller, resource, key),
+      };
       this.#contexts.set(controller, ctx);
     }
     return ctx;

@@ -104,6 +104,15 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         namespace: o.metadata?.namespace ?? '',
         name: o.metadata?.name ?? '',
       })),
+    lookup: (controller, resource, key) => {
+      for (const plan of plans) {
+        if (plan.resource.group !== resource.group || plan.resource.kind !== resource.kind) continue;
+        if (!plan.routes.some((r) => r.controller.name === controller)) continue;
+        const found = informers.get(plan.id)?.get(key);
+        if (found) return found;
+      }
+      return undefined;
+    },
     logger,
     metrics,
   });

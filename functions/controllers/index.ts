@@ -5,6 +5,7 @@
  */
 import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
+import { icecreamController } from './icecream/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
 import type { Controller } from './types.ts';
 
@@ -12,6 +13,7 @@ export const controllers: readonly Controller[] = [
   secretReplicator, // one line per controller
   fooController, // kubernetes/sample-controller's Foo
   customclusterController, // the Customcluster tutorial
+  icecreamController, // Icecream (controller.nicoleh.io/v1alpha1)
 ];
 
 /** The registered controller called `name`, or `undefined`. */

@@ -33,6 +33,13 @@ export interface WatchEvent {
 export interface MapContext {
   /** Every primary key currently in the relay's cache of the controller's primary resource. */
   primaryKeys(): Key[];
+  /**
+   * The cached metadata of the object `key` of a resource this same controller watches (by group and
+   * kind), or `undefined` when not cached (or not watched). Lets a map follow controller references
+   * through intermediate objects (Pod → ReplicaSet → Deployment), as the relay's metadata allows.
+   * Optional: absent where no cache exists.
+   */
+  get?(resource: Pick<ResourceType, 'group' | 'kind'>, key: Key): KubernetesObject | undefined;
 }
 
 /**
@@ -90,6 +97,11 @@ export interface Controller {
    * usually the identity). Secondary resources map to primary keys.
    */
   watches: Watch[];
+  /**
+   * The child types the reconcile creates, updates and prunes (each child controlled by its primary
+   * through a controller reference); set by the kit's `defineController`, shown by the command line.
+   */
+  owns?: ResourceType[];
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
   /**

@@ -152,12 +152,12 @@ describe('foo reconcile on an API server', () => {
     assert.equal(normal[0]?.message, 'Foo synced successfully');
   });
 
-  it('costs two GETs and writes nothing once converged', async () => {
+  it('costs two requests (GET the Foo, LIST its Deployments by label) and writes nothing once converged', async () => {
     const before = await getFoo('example-foo');
     const requests = await reconcile('example-foo');
     assert.deepEqual(requests, [
       `GET /apis/${group}/${version}/namespaces/${ns}/${plural}/example-foo`,
-      `GET /apis/apps/v1/namespaces/${ns}/deployments/example-foo`,
+      `GET /apis/apps/v1/namespaces/${ns}/deployments`,
     ]);
     const afterwards = await getFoo('example-foo');
     assert.equal(

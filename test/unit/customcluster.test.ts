@@ -11,9 +11,9 @@ import {
   customclusterSpecSchema,
 } from '../../functions/controllers/customcluster/api.ts';
 import {
-  desiredStatus,
   messageOf,
   newPod,
+  observedStatus,
   planPods,
   readyCondition,
 } from '../../functions/controllers/customcluster/desired.ts';
@@ -201,12 +201,10 @@ describe('customcluster plan', () => {
     const pods = [pod('hello', 'Running'), pod('hello', 'Running'), pod('hello', 'Running')];
     const plan = planPods(cc, spec, pods);
     assert.deepEqual([plan.create, plan.delete.length, plan.running], [0, 0, 3]);
-    assert.deepEqual(readyCondition(cc, spec, plan), {
-      type: 'Ready',
-      status: 'True',
+    assert.deepEqual(readyCondition(spec, plan), {
+      status: true,
       reason: 'PodsRunning',
       message: '3 of 3 pods running',
-      observedGeneration: 2,
     });
   });
 
@@ -217,24 +215,20 @@ describe('customcluster plan', () => {
       pod('hello', 'Pending'),
     ]);
     assert.equal(plan.create, 0);
-    assert.equal(readyCondition(cc, spec, plan).status, 'False');
+    assert.equal(readyCondition(spec, plan).status, false);
   });
 });
 
 describe('customcluster status', () => {
-  it('count = running pods, message = what they run, observedGeneration', () => {
+  it('count = running pods, message = what they run (the kit adds observedGeneration and Ready)', () => {
     const plan = planPods(cc, spec, [pod('hello', 'Running'), pod('hello', 'Pending')]);
-    const s = desiredStatus(cc, readyCondition(cc, spec, plan), { running: plan.running, message: 'hello' });
-    assert.equal(s.count, 1);
-    assert.equal(s.message, 'hello');
-    assert.equal(s.observedGeneration, 2);
-    assert.equal(s.conditions?.[0]?.status, 'False');
+    assert.deepEqual(observedStatus(spec, plan), { count: 1, message: 'hello' });
+    assert.equal(readyCondition(spec, plan).status, false);
   });
 
   it('message is empty while no pod runs', () => {
     const plan = planPods(cc, spec, []);
-    const s = desiredStatus(cc, readyCondition(cc, spec, plan), { running: 0, message: 'hello' });
-    assert.deepEqual([s.count, s.message], [0, '']);
+    assert.deepEqual(observedStatus(spec, plan), { count: 0, message: '' });
   });
 });
 

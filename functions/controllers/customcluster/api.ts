@@ -4,9 +4,7 @@
  * CRD's openAPIV3Schema already rejects invalid specs with 422).
  */
 import { z } from 'zod';
-import type { Condition } from '../../runtime/conditions.ts';
-import { namespacedCustomObjectSchema } from '../../runtime/custom-resource.ts';
-import type { ResourceType } from '../types.ts';
+import { customResource, type PrimaryObject } from '../../kit/index.ts';
 
 export const GROUP = 'sde.dev';
 export const VERSION = 'v1alpha1';
@@ -14,27 +12,7 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = 'Customcluster';
 
 /** The primary resource: `customclusters.sde.dev` (short name `cc`), namespaced. */
-export const customclusterResource: ResourceType = {
-  group: GROUP,
-  version: VERSION,
-  plural: 'customclusters',
-  kind: KIND,
-  namespaced: true,
-};
-
-/** Core `v1` Pods: what a Customcluster controls. */
-export const podResource: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'pods',
-  kind: 'Pod',
-  namespaced: true,
-};
-
-/** The condition type Levelset maintains on a Customcluster (Kubernetes API conventions: conditions). */
-export const READY = 'Ready';
-/** Reason of the Warning Event and condition for a spec no reconcile can act on. */
-export const INVALID_SPEC = 'InvalidSpec';
+export const customclusterResource = customResource({ group: GROUP, version: VERSION, kind: KIND });
 
 /** The most pods one Customcluster may ask for (the CRD's `spec.count` maximum). */
 export const MAX_COUNT = 1000;
@@ -46,16 +24,5 @@ export const customclusterSpecSchema = z.object({
 });
 export type CustomclusterSpec = z.infer<typeof customclusterSpecSchema>;
 
-/** The parts of a Customcluster a reconcile reads; the rest of the object passes through. */
-export const customclusterSchema = namespacedCustomObjectSchema;
-export type Customcluster = z.infer<typeof customclusterSchema>;
-
-/** The status Levelset writes (a merge patch through the `status` subresource). */
-export interface CustomclusterStatus {
-  /** Pods in phase `Running` that run `spec.message`. */
-  count: number;
-  /** The message those pods print; `""` while none runs. */
-  message: string;
-  observedGeneration?: number;
-  conditions: Condition[];
-}
+/** A Customcluster as the reconcile reads it. */
+export type Customcluster = PrimaryObject;

@@ -4,16 +4,8 @@
  * No I/O here, so it is unit-tested without a cluster.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { type ConditionInput, parseConditions, setCondition } from '../../runtime/conditions.ts';
-import { isControlledBy, newControllerRef } from '../../runtime/owner.ts';
-import {
-  API_VERSION,
-  type Customcluster,
-  type CustomclusterSpec,
-  type CustomclusterStatus,
-  KIND,
-  READY,
-} from './api.ts';
+import { isControlledBy, newControllerRef, type ReadyInput } from '../../kit/index.ts';
+import { API_VERSION, type Customcluster, type CustomclusterSpec, KIND } from './api.ts';
 
 /** The container the tutorial runs, and the variable that carries the message. */
 export const CONTAINER = 'nginx';
@@ -128,44 +120,22 @@ export function planPods(cc: Customcluster, spec: CustomclusterSpec, pods: reado
 }
 
 /**
- * The `Ready` condition: `True`/`PodsRunning` when `spec.count` pods run `spec.message` and nothing
- * is to be created or deleted, else `False`/`Progressing` with the counts.
+ * `Ready`: `True`/`PodsRunning` when `spec.count` pods run `spec.message` and nothing is to be
+ * created or deleted, else `False`/`Progressing` with the counts (the kit adds observedGeneration).
  */
-export function readyCondition(cc: Customcluster, spec: CustomclusterSpec, plan: PodPlan): ConditionInput {
-  const observedGeneration = cc.metadata.generation;
+export function readyCondition(spec: CustomclusterSpec, plan: PodPlan): ReadyInput {
   const converged = plan.running === spec.count && plan.create === 0 && plan.delete.length === 0;
   const message = `${plan.running} of ${spec.count} pods running`;
   return converged
-    ? { type: READY, status: 'True', reason: 'PodsRunning', message, observedGeneration }
+    ? { status: true, reason: 'PodsRunning', message }
     : {
-        type: READY,
-        status: 'False',
+        status: false,
         reason: 'Progressing',
         message: `${message}; creating ${plan.create}, deleting ${plan.delete.length}`,
-        observedGeneration,
       };
 }
 
-/** A `Ready=False` condition saying why the Customcluster cannot be acted on (invalid spec). */
-export function notReady(cc: Customcluster, reason: string, message: string): ConditionInput {
-  return { type: READY, status: 'False', reason, message, observedGeneration: cc.metadata.generation };
-}
-
-/**
- * The status to merge-patch onto `cc`: `count` = running pods, `message` = what they run (`""`
- * while none runs), `observedGeneration`, and `ready` set among the current conditions (keeping
- * `lastTransitionTime` when its status is unchanged). `count`/`message` are left alone when
- * `observed` is not given (the spec could not be acted on).
- */
-export function desiredStatus(
-  cc: Customcluster,
-  ready: ConditionInput,
-  observed?: { running: number; message: string },
-  now = new Date(),
-): Partial<CustomclusterStatus> {
-  return {
-    ...(observed ? { count: observed.running, message: observed.running > 0 ? observed.message : '' } : {}),
-    ...(cc.metadata.generation !== undefined ? { observedGeneration: cc.metadata.generation } : {}),
-    conditions: setCondition(parseConditions(cc.status?.conditions), ready, now),
-  };
+/** The status fields: `count` = running pods, `message` = what they run (`""` while none runs). */
+export function observedStatus(spec: CustomclusterSpec, plan: PodPlan): { count: number; message: string } {
+  return { count: plan.running, message: plan.running > 0 ? spec.message : '' };
 }

@@ -5,28 +5,16 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { namespaces, secrets } from '../../kit/index.ts';
 import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../types.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
 import { listSourceKeys, reconcileSource } from './reconcile.ts';
 
-/** core/v1 Secrets. */
-export const SECRETS: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'secrets',
-  kind: 'Secret',
-  namespaced: true,
-};
-/** core/v1 Namespaces (cluster-scoped). */
-export const NAMESPACES: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'namespaces',
-  kind: 'Namespace',
-  namespaced: false,
-};
+/** core/v1 Secrets and Namespaces (cluster-scoped), as the kit declares them. */
+export const SECRETS: ResourceType = secrets;
+export const NAMESPACES: ResourceType = namespaces;
 
 /**
  * The RBAC rules of reconcile and listKeys, exactly: Secrets get (source; re-read after 409),

@@ -1,0 +1,174 @@
+/**
+ * Owned children, the way the field manages them: a reconcile returns the desired children, the kit
+ * creates or updates them under Levelset's field manager with a controller reference to their owner
+ * (controller-runtime's `SetControllerReference`), never touches an object someone else controls
+ * (sample-controller's `ErrResourceExists`), and prunes the children it finds by label and controller
+ * reference that are no longer desired ("apply is easy, prune is hard": found, never guessed).
+ *
+ * Cost: one LIST by label per owned type (made before the reconcile, which reads it), and no write
+ * when every desired child is already a subset of its live object ({@link isSubset}).
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ResourceType } from '../controllers/types.ts';
+import { apiStatusOf, isConflict, TerminalError } from '../runtime/errors.ts';
+import { apiVersionOf } from '../runtime/list.ts';
+import { type GroupVersionKind, isControlledBy, newControllerRef } from '../runtime/owner.ts';
+import type { ResourceClient } from './client.ts';
+
+/** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
+export const CONTROLLER_LABEL = 'levelset.dev/controller';
+/** Label carrying the owner's UID (a UID is a valid label value; a name may not be): `levelset.dev/owner=<uid>`. */
+export const OWNER_LABEL = 'levelset.dev/owner';
+
+/** Reason of the condition and Warning Event when a desired child's name is taken (sample-controller). */
+export const ERR_RESOURCE_EXISTS = 'ErrResourceExists';
+
+/** The primary object a child belongs to: what a controller reference needs. */
+export interface Owner {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid: string };
+}
+
+/** A child type a controller owns, and the labels that find its children. */
+export interface OwnedType {
+  resource: ResourceType;
+  /**
+   * The labels every child of `owner` carries and is listed by; default
+   * `{levelset.dev/controller: <controller>, levelset.dev/owner: <owner uid>}`.
+   */
+  labels?: (owner: Owner) => Record<string, string>;
+  /** Server-side label selector of the relay's watch of this type; default none (every object). */
+  watchSelector?: string;
+}
+
+/** `k=v,k=v`: a label selector matching every label of `labels`. */
+export function selectorOf(labels: Record<string, string>): string {
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+}
+
+/** The labels of `owner`'s children of `type` for `controller`. */
+export function childLabels(controller: string, type: OwnedType, owner: Owner): Record<string, string> {
+  return type.labels?.(owner) ?? { [CONTROLLER_LABEL]: controller, [OWNER_LABEL]: owner.metadata.uid };
+}
+
+/**
+ * Whether `desired` is a subset of `live`: every member `desired` sets has the same value in `live`
+ * (objects member by member, arrays element by element with equal length, scalars equal). Members
+ * `desired` leaves out (server defaults, other managers' fields) are ignored. This is the kit's
+ * no-op rule: whether an apply would change an object after defaulting is not knowable client-side,
+ * so what the controller sets is compared, nothing else. Consequences: a field the controller stops
+ * setting is not removed from the live object (set it explicitly instead), and a value the API server
+ * normalises (a quantity `500m` stored as `0.5`) must be written in its normal form or it is
+ * re-applied on every reconcile (harmless, but not a no-op).
+ */
+export function isSubset(desired: unknown, live: unknown): boolean {
+  if (desired === undefined) return true;
+  if (desired === null) return live === null || live === undefined;
+  if (Array.isArray(desired)) {
+    return (
+      Array.isArray(live) && live.length === desired.length && desired.every((d, i) => isSubset(d, live[i]))
+    );
+  }
+  if (typeof desired === 'object') {
+    if (typeof live !== 'object' || live === null || Array.isArray(live)) return false;
+    const have = live as Record<string, unknown>;
+    return Object.entries(desired).every(([k, v]) => isSubset(v, have[k]));
+  }
+  return desired === live;
+}
+
+/** `Resource "<name>" already exists and is not managed by <Kind>`, as sample-controller says it (Go's `%q`). */
+export function messageResourceExists(name: string, ownerKind: string): string {
+  return `Resource ${JSON.stringify(name)} already exists and is not managed by ${ownerKind}`;
+}
+
+/** What {@link reconcileChildren} did, for logs and the `Synced` Event: `created Deployment x`, … */
+export type ChildChange = `${'created' | 'updated' | 'pruned'} ${string}`;
+
+export interface ChildrenInput {
+  client: ResourceClient;
+  controller: string;
+  owner: Owner;
+  /** The owned types, each with the children listed for it before the reconcile (by label). */
+  owned: readonly { type: OwnedType; listed: readonly KubernetesObject[] }[];
+  /** Every desired child (apiVersion, kind, metadata.name, …); namespace, labels and controller reference are set here. */
+  desired: readonly KubernetesObject[];
+}
+
+/**
+ * Converges `owner`'s children to `desired`: each desired child missing from its listing is created
+ * (POST: atomic, so an object that appeared meanwhile under that name is never adopted), each listed
+ * one that differs ({@link isSubset}) is server-side applied (conditional on the listed
+ * `resourceVersion`: a 409 retries the reconcile from a fresh read), and every listed child
+ * controlled by `owner` that is not desired is deleted with a UID precondition.
+ * @returns the changes made (`[]`: nothing written)
+ * @throws {TerminalError} `ErrResourceExists` when a desired child's name is taken by an object
+ *   `owner` does not control (nothing is written to it); {@link Error} when a desired child's type is
+ *   not among the owned types (a programming error); API errors as thrown (retried)
+ */
+export async function reconcileChildren(input: ChildrenInput): Promise<ChildChange[]> {
+  const { client, owner } = input;
+  const ref = newControllerRef(owner, owner satisfies GroupVersionKind);
+  const changes: ChildChange[] = [];
+  const wanted = new Set<string>();
+  for (const child of input.desired) {
+    const entry = input.owned.find(
+      (o) => apiVersionOf(o.type.resource) === child.apiVersion && o.type.resource.kind === child.kind,
+    );
+    if (!entry) throw new Error(`${child.apiVersion} ${child.kind} is not among the owned types (owns)`);
+    const name = child.metadata?.name;
+    if (!name) throw new Error(`a desired ${child.kind} has no metadata.name`);
+    const resource = entry.type.resource;
+    wanted.add(`${child.kind}/${name}`);
+    const body: KubernetesObject = {
+      ...child,
+      metadata: {
+        ...child.metadata,
+        ...(resource.namespaced ? { namespace: owner.metadata.namespace } : {}),
+        labels: { ...child.metadata?.labels, ...childLabels(input.controller, entry.type, owner) },
+        ownerReferences: [ref],
+      },
+    };
+    const label = `${child.kind} ${name}`;
+    let live = entry.listed.find((o) => o.metadata?.name === name);
+    if (!live) {
+      try {
+        await client.create(resource, body);
+        changes.push(`created ${label}`);
+        continue;
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        // AlreadyExists: someone's object, or ours without our labels (e.g. made before the kit).
+        live = await client.get(resource, owner.metadata.namespace, name);
+      }
+    }
+    if (!isControlledBy(live, owner))
+      throw new TerminalError(ERR_RESOURCE_EXISTS, messageResourceExists(name, owner.kind));
+    const { ownerReferences: _, ...metadata } = body.metadata ?? {};
+    if (isSubset({ ...body, metadata }, live)) continue;
+    await client.apply(resource, {
+      ...body,
+      metadata: { ...body.metadata, resourceVersion: live.metadata?.resourceVersion },
+    });
+    changes.push(`updated ${label}`);
+  }
+  for (const { type, listed } of input.owned) {
+    for (const child of listed) {
+      if (!isControlledBy(child, owner) || wanted.has(`${type.resource.kind}/${child.metadata?.name}`))
+        continue;
+      if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
+        continue;
+      try {
+        await client.delete(type.resource, child);
+        changes.push(`pruned ${type.resource.kind} ${child.metadata?.name}`);
+      } catch (err) {
+        const status = apiStatusOf(err);
+        if (status !== 404 && status !== 409) throw err; // gone, or re-created: not ours to delete
+      }
+    }
+  }
+  return changes;
+}

@@ -1,0 +1,413 @@
+/**
+ * Scaffolds a controller on the kit: the folder `functions/controllers/<name>/` (`api.ts` with the
+ * resource type and the zod schema of its spec, `crd.yaml` with the OpenAPI schema, the status
+ * subresource and printer columns, `index.ts` with `defineController` and a reconcile to fill in,
+ * `example.yaml`), a test `test/controllers/<name>.test.ts`, the registry line, and the regenerated
+ * RBAC/CRD manifests. The generated controller passes `npm test` as generated.
+ *
+ *   npm run new:controller -- icecream --group controller.nicoleh.io --version v1alpha1 --kind Icecream \
+ *     --spec deploymentName:string!,replicas:integer --status availableReplicas:integer,nodeNames:string[]
+ *
+ * Fields are `name:type`, type one of `string`, `integer`, `number`, `boolean`, `string[]`; a
+ * trailing `!` makes a spec field required. `levelset new controller` calls {@link scaffoldController}.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { z } from 'zod';
+import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
+
+const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'string[]'] as const;
+type FieldType = (typeof FIELD_TYPES)[number];
+
+/** One spec or status field. */
+export interface Field {
+  name: string;
+  type: FieldType;
+  required?: boolean;
+}
+
+/** What to scaffold. */
+export interface ScaffoldOptions {
+  /** kebab-case controller name, e.g. `icecream`. */
+  name: string;
+  /** API group, e.g. `controller.nicoleh.io`. */
+  group: string;
+  /** e.g. `v1alpha1`. */
+  version: string;
+  /** UpperCamelCase kind, e.g. `Icecream`. */
+  kind: string;
+  /** Default: the lower-cased kind plus `s`. */
+  plural?: string;
+  spec?: Field[];
+  status?: Field[];
+  /** Repository root (default: this repository). */
+  root?: string;
+  /** Regenerate RBAC/CRD manifests from the registry afterwards (default true). */
+  regenerate?: boolean;
+}
+
+const optionsSchema = z.object({
+  name: z.string().regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'must be kebab-case, e.g. my-controller'),
+  group: z
+    .string()
+    .regex(
+      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/,
+      'must be a DNS subdomain with a dot',
+    ),
+  version: z.string().regex(/^v[0-9]+((alpha|beta)[0-9]+)?$/, 'must look like v1, v1beta1, v1alpha1'),
+  kind: z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'must be UpperCamelCase'),
+  plural: z
+    .string()
+    .regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits')
+    .optional(),
+});
+
+/**
+ * Parses `a:string!,b:integer` into fields.
+ * @throws {Error} for an unknown type or a malformed entry
+ */
+export function parseFields(text: string | undefined): Field[] {
+  if (!text) return [];
+  return text.split(',').map((entry) => {
+    const m = /^([a-z][A-Za-z0-9]*):([a-z]+(?:\[\])?)(!?)$/.exec(entry.trim());
+    if (!m || !(FIELD_TYPES as readonly string[]).includes(m[2] ?? ''))
+      throw new Error(
+        `bad field "${entry}": expected name:type[!] with type one of ${FIELD_TYPES.join(', ')}`,
+      );
+    return { name: m[1] ?? '', type: m[2] as FieldType, required: m[3] === '!' };
+  });
+}
+
+const camel = (kebab: string) => kebab.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+const zodOf: Record<FieldType, string> = {
+  string: 'z.string()',
+  integer: 'z.number().int()',
+  number: 'z.number()',
+  boolean: 'z.boolean()',
+  'string[]': 'z.array(z.string())',
+};
+const openApiOf = (t: FieldType): Record<string, unknown> =>
+  t === 'string[]' ? { type: 'array', items: { type: 'string' } } : { type: t };
+const exampleOf = (f: Field, name: string): unknown =>
+  ({ string: `example-${name}`, integer: 1, number: 1, boolean: true, 'string[]': [] })[f.type];
+
+function apiTs(
+  o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>,
+  spec: Field[],
+) {
+  const id = camel(o.name);
+  const fields = spec
+    .map((f) => `  ${f.name}: ${zodOf[f.type]}${f.required ? '' : '.optional()'},`)
+    .join('\n');
+  return `/**
+ * The ${o.kind} API (\`${o.group}/${o.version}\`), as \`crd.yaml\` serves it, and the zod schema of its
+ * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
+ */
+import { z } from 'zod';
+import { customResource } from '../../kit/index.ts';
+
+/** The primary resource: \`${o.plural}.${o.group}\`, namespaced. */
+export const ${id}Resource = customResource({
+  group: '${o.group}',
+  version: '${o.version}',
+  kind: '${o.kind}',
+  plural: '${o.plural}',
+});
+
+/** \`spec\`, as the CRD allows it. */
+export const ${id}SpecSchema = z.object({${fields ? `\n${fields}\n` : ''}});
+export type ${o.kind}Spec = z.infer<typeof ${id}SpecSchema>;
+`;
+}
+
+function indexTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind'>>) {
+  const id = camel(o.name);
+  return `/**
+ * \`${o.name}\`: the ${o.kind} controller (\`${o.group}/${o.version}\`), on the Levelset controller kit
+ * (docs/writing-a-controller.md).
+ */
+import { defineController } from '../../kit/index.ts';
+import { ${id}Resource, ${id}SpecSchema } from './api.ts';
+
+/** The \`${o.name}\` controller module (registered in \`functions/controllers/index.ts\`). */
+export const ${id}Controller = defineController({
+  name: '${o.name}',
+  primary: ${id}Resource,
+  spec: ${id}SpecSchema,
+  owns: [],
+  watches: [],
+  reconcile({ object }) {
+    // Return the desired children (of the owned types), the status fields and the Ready condition.
+    return { ready: { status: true, reason: 'Reconciled', message: \`\${object.metadata.name} reconciled\` } };
+  },
+});
+`;
+}
+
+function crdYaml(
+  o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>,
+  spec: Field[],
+  status: Field[],
+) {
+  const properties = (fields: Field[]) => Object.fromEntries(fields.map((f) => [f.name, openApiOf(f.type)]));
+  const required = spec.filter((f) => f.required).map((f) => f.name);
+  const scalar = (f: Field) => f.type !== 'string[]';
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${o.plural}.${o.group}`,
+      labels: { 'app.kubernetes.io/part-of': 'levelset', 'levelset.dev/controller': o.name },
+    },
+    spec: {
+      group: o.group,
+      scope: 'Namespaced',
+      names: { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular: o.kind.toLowerCase() },
+      versions: [
+        {
+          name: o.version,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            ...spec.filter(scalar).map((f) => ({ name: f.name, type: f.type, jsonPath: `.spec.${f.name}` })),
+            ...status
+              .filter(scalar)
+              .map((f) => ({ name: f.name, type: f.type, jsonPath: `.status.${f.name}` })),
+            { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: {
+                  type: 'object',
+                  properties: properties(spec),
+                  ...(required.length ? { required } : {}),
+                },
+                status: {
+                  type: 'object',
+                  properties: {
+                    ...properties(status),
+                    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+                    conditions: {
+                      type: 'array',
+                      'x-kubernetes-list-type': 'map',
+                      'x-kubernetes-list-map-keys': ['type'],
+                      items: {
+                        type: 'object',
+                        required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+                        properties: {
+                          type: { type: 'string', maxLength: 316 },
+                          status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
+                          observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
+                          lastTransitionTime: { type: 'string', format: 'date-time' },
+                          reason: { type: 'string', maxLength: 1024 },
+                          message: { type: 'string', maxLength: 32768 },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+  return `# The ${o.kind} CRD, generated by \`npm run new:controller\`. Read by Terraform and \`npm start\`.\n${stringify(crd)}`;
+}
+
+function exampleYaml(
+  o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind'>>,
+  spec: Field[],
+) {
+  const name = `example-${o.name}`;
+  return stringify({
+    apiVersion: `${o.group}/${o.version}`,
+    kind: o.kind,
+    metadata: { name },
+    spec: Object.fromEntries(spec.map((f) => [f.name, exampleOf(f, o.name)])),
+  });
+}
+
+function testTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>) {
+  const id = camel(o.name);
+  return `/**
+ * The ${o.name} controller against an API server (the local one, or TEST_KUBECONFIG's cluster): its
+ * CRD and example applied with kubectl, one reconcile converges it, the next writes nothing.
+ * Generated by \`npm run new:controller\`; extend it as the controller grows.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { ${id}Controller } from '../../functions/controllers/${o.name}/index.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { reconcilerForTest } from '../../functions/kit/testing.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const exec = promisify(execFile);
+const folder = new URL('../../functions/controllers/${o.name}/', import.meta.url);
+const resource = { group: '${o.group}', version: '${o.version}', plural: '${o.plural}' };
+
+describe('${o.name} controller', () => {
+  let cluster: TestCluster;
+  let namespace: string;
+  // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+  const get = (): Promise<any> =>
+    cluster.kubeConfig
+      .makeApiClient(CustomObjectsApi)
+      .getNamespacedCustomObject({ ...resource, namespace, name: 'example-${o.name}' });
+
+  before(async () => {
+    cluster = await startTestCluster();
+    const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
+    await kubectl('apply', '-f', new URL('crd.yaml', folder).pathname);
+    namespace = await cluster.createNamespace('${o.name}');
+    await waitFor(() => kubectl('apply', '-n', namespace, '-f', new URL('example.yaml', folder).pathname).then(() => true), {
+      message: 'the CRD to be served and the example applied',
+    });
+  });
+  after(() => cluster?.stop());
+
+  it('reconciles the example: Ready with observedGeneration; then a no-op writes nothing', async () => {
+    const t = reconcilerForTest(${id}Controller, cluster.kubeconfigPath);
+    const first = await t.reconcile({ namespace, name: 'example-${o.name}' });
+    assert.equal(first.error, undefined, first.error?.message);
+    const object = await get();
+    const ready = findCondition(parseConditions(object.status?.conditions), 'Ready');
+    assert.ok(ready, 'a Ready condition');
+    assert.equal(ready.observedGeneration, object.metadata.generation);
+    const again = await t.reconcile({ namespace, name: 'example-${o.name}' });
+    assert.deepEqual(
+      again.requests.filter((r) => !r.startsWith('GET ')),
+      [],
+      \`a converged object is only read: \${again.requests.join(', ')}\`,
+    );
+    assert.equal((await get()).metadata.resourceVersion, object.metadata.resourceVersion, 'status not rewritten');
+  });
+});
+`;
+}
+
+/** Adds `import { <id>Controller } …` and its registry entry to `functions/controllers/index.ts`. */
+function addRegistryLine(root: string, o: { name: string; kind: string; group: string; version: string }) {
+  const path = join(root, 'functions', 'controllers', 'index.ts');
+  const text = readFileSync(path, 'utf8');
+  const id = `${camel(o.name)}Controller`;
+  if (text.includes(`./${o.name}/index.ts`)) return;
+  const importLine = `import { ${id} } from './${o.name}/index.ts';\n`;
+  const lastImport = text.lastIndexOf("from './");
+  const afterImport = text.indexOf('\n', lastImport) + 1;
+  const end = text.indexOf('];', text.indexOf('export const controllers'));
+  if (lastImport < 0 || end < 0) throw new Error(`${path}: cannot find where to add the registry line`);
+  const entry = `  ${id}, // ${o.kind} (${o.group}/${o.version})\n`;
+  writeFileSync(
+    path,
+    text.slice(0, afterImport) + importLine + text.slice(afterImport, end) + entry + text.slice(end),
+  );
+}
+
+/**
+ * Creates the controller (see the module comment). Never overwrites: an existing folder is an error.
+ * @returns the paths written, relative to the root
+ * @throws {Error} for invalid options or an existing controller folder
+ */
+export async function scaffoldController(options: ScaffoldOptions): Promise<string[]> {
+  const valid = optionsSchema.parse(options);
+  const root = options.root ?? REPO_ROOT;
+  const o = { ...valid, plural: valid.plural ?? `${valid.kind.toLowerCase()}s` };
+  const spec = options.spec ?? [];
+  const status = options.status ?? [];
+  const dir = join(root, 'functions', 'controllers', o.name);
+  if (existsSync(dir)) throw new Error(`${relative(root, dir)} already exists`);
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(join(root, 'test', 'controllers'), { recursive: true });
+  const files: [string, string][] = [
+    [join(dir, 'api.ts'), apiTs(o, spec)],
+    [join(dir, 'index.ts'), indexTs(o)],
+    [join(dir, 'crd.yaml'), crdYaml(o, spec, status)],
+    [join(dir, 'example.yaml'), exampleYaml(o, spec)],
+    [join(root, 'test', 'controllers', `${o.name}.test.ts`), testTs(o)],
+  ];
+  for (const [path, text] of files) writeFileSync(path, text);
+  addRegistryLine(root, o);
+  const written = [...files.map(([p]) => relative(root, p)), 'functions/controllers/index.ts'];
+  // The project's formatter and import order (biome.json), so that `npm run lint` passes as generated.
+  const biome = join(REPO_ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome');
+  const format = spawnSync(
+    process.execPath,
+    [biome, 'check', '--write', ...written.filter((p) => p.endsWith('.ts'))],
+    {
+      cwd: root,
+      encoding: 'utf8',
+    },
+  );
+  if (format.status !== 0) throw new Error(`biome check --write failed: ${format.stderr || format.stdout}`);
+  if (options.regenerate ?? true) {
+    const { controllers } = await import(
+      pathToFileURL(join(root, 'functions', 'controllers', 'index.ts')).href
+    );
+    const generated = generateFiles(controllers, findCrdSources(root));
+    writeFiles(generated, root);
+    written.push(...generated.keys());
+  }
+  return written;
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      group: { type: 'string' },
+      version: { type: 'string', default: 'v1alpha1' },
+      kind: { type: 'string' },
+      plural: { type: 'string' },
+      spec: { type: 'string' },
+      status: { type: 'string' },
+    },
+  });
+  const [name] = positionals;
+  if (!name || !values.group || !values.kind) {
+    process.stderr.write(
+      'usage: npm run new:controller -- <name> --group <group> --kind <Kind> [--version v1alpha1] [--plural p]\n' +
+        '         [--spec field:type[!],…] [--status field:type,…]   (types: string, integer, number, boolean, string[])\n',
+    );
+    process.exitCode = 2;
+    return;
+  }
+  const written = await scaffoldController({
+    name,
+    group: values.group,
+    version: values.version,
+    kind: values.kind,
+    ...(values.plural ? { plural: values.plural } : {}),
+    spec: parseFields(values.spec),
+    status: parseFields(values.status),
+  });
+  process.stdout.write(
+    `wrote\n  ${written.join('\n  ')}\nnext: write the reconcile in functions/controllers/${name}/index.ts (docs/writing-a-controller.md)\n`,
+  );
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * The kit against an API server (the local one, or TEST_KUBECONFIG's cluster), with a small
+ * controller defined here: a Widget owns `spec.count` ConfigMaps holding `spec.value`. Asserts what
+ * the kit promises: children created with a controller reference, updated when they differ, pruned
+ * when no longer desired, never taken from someone else; status written only when it changed; an
+ * invalid spec is a condition, not a retry; and the exact API requests of each path.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
+import { z } from 'zod';
+import {
+  CONTROLLER_LABEL,
+  configmaps,
+  customResource,
+  defineController,
+  findCondition,
+  isControlledBy,
+  OWNER_LABEL,
+  parseConditions,
+} from '../../functions/kit/index.ts';
+import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const GROUP = 'kit-test.levelset.dev';
+const widgets = customResource({ group: GROUP, version: 'v1', kind: 'Widget' });
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+const widgetController = defineController({
+  name: 'kit-test',
+  primary: widgets,
+  // Stricter than the CRD (which allows any count): what a zod schema adds.
+  spec: z.object({ count: z.number().int().max(5), value: z.string() }),
+  owns: [configmaps],
+  reconcile({ object, spec, owned }) {
+    const have = owned(configmaps).length;
+    return {
+      children: Array.from({ length: spec.count }, (_, i) => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `${object.metadata.name}-${i}` },
+        data: { value: spec.value },
+      })),
+      status: { value: spec.value },
+      ready: { status: have === spec.count, reason: 'Counted', message: `${have} of ${spec.count}` },
+    };
+  },
+});
+
+const crd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `widgets.${GROUP}` },
+  spec: {
+    group: GROUP,
+    scope: 'Namespaced',
+    names: { kind: 'Widget', listKind: 'WidgetList', plural: 'widgets', singular: 'widget' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: {
+                type: 'object',
+                properties: { count: { type: 'integer' }, value: { type: 'string' } },
+              },
+              status: {
+                type: 'object',
+                properties: {
+                  value: { type: 'string' },
+                  observedGeneration: { type: 'integer' },
+                  conditions: {
+                    type: 'array',
+                    items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+type Json = any;
+
+describe('kit: children, status, invalid specs, request counts', () => {
+  let cluster: TestCluster;
+  let ns: string;
+  let t: ReconcilerForTest;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+  const plural = { group: GROUP, version: 'v1', plural: 'widgets' };
+  const getWidget = (name: string): Promise<Json> =>
+    custom.getNamespacedCustomObject({ ...plural, namespace: ns, name });
+  const createWidget = (name: string, spec: object) =>
+    custom.createNamespacedCustomObject({
+      ...plural,
+      namespace: ns,
+      body: { apiVersion: `${GROUP}/v1`, kind: 'Widget', metadata: { name }, spec },
+    });
+  const patchSpec = (name: string, spec: object) =>
+    custom.patchNamespacedCustomObject({ ...plural, namespace: ns, name, body: { spec } }, mergePatch);
+  const reconcile = (name: string) => t.reconcile({ namespace: ns, name });
+  const methods = (requests: string[]) => requests.map((r) => r.split(' ')[0]);
+  const configMaps = async () =>
+    (await core.listNamespacedConfigMap({ namespace: ns })).items.filter(
+      (c) => c.metadata?.name !== 'kube-root-ca.crt',
+    );
+  const ready = (w: Json) => findCondition(parseConditions(w.status?.conditions), 'Ready');
+
+  before(async () => {
+    cluster = await startTestCluster();
+    custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
+      .create(crd)
+      .catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+    ns = await cluster.createNamespace('kit');
+    await waitFor(() => custom.listNamespacedCustomObject({ ...plural, namespace: ns }).then(() => true), {
+      message: 'the Widget CRD to be served',
+    });
+    t = reconcilerForTest(widgetController, cluster.kubeconfigPath);
+  });
+  after(() => cluster?.stop());
+
+  it('creates the children with a controller reference and the kit labels: GET, LIST, a POST each, status, Event', async () => {
+    await createWidget('w', { count: 2, value: 'a' });
+    const run = await reconcile('w');
+    assert.equal(run.error, undefined);
+    assert.deepEqual(
+      methods(run.requests),
+      ['GET', 'GET', 'POST', 'POST', 'PATCH', 'POST'],
+      run.requests.join(', '),
+    );
+    const widget = await getWidget('w');
+    const children = await configMaps();
+    assert.deepEqual(children.map((c) => c.metadata?.name).sort(), ['w-0', 'w-1']);
+    for (const c of children) {
+      assert.ok(isControlledBy(c, widget), `${c.metadata?.name} controlled by the Widget`);
+      assert.equal(c.metadata?.labels?.[CONTROLLER_LABEL], 'kit-test');
+      assert.equal(c.metadata?.labels?.[OWNER_LABEL], widget.metadata.uid);
+      assert.deepEqual(c.data, { value: 'a' });
+    }
+    assert.equal(widget.status.value, 'a');
+    assert.equal(widget.status.observedGeneration, widget.metadata.generation);
+    assert.equal(ready(widget)?.observedGeneration, widget.metadata.generation);
+  });
+
+  it('a converged object costs one GET and one LIST per owned type, and writes nothing', async () => {
+    await reconcile('w'); // Ready becomes True now that both children are listed
+    const before = await getWidget('w');
+    assert.equal(ready(before)?.status, 'True');
+    const run = await reconcile('w');
+    assert.deepEqual(run.requests, [
+      `GET /apis/${GROUP}/v1/namespaces/${ns}/widgets/w`,
+      `GET /api/v1/namespaces/${ns}/configmaps`,
+    ]);
+    const afterwards = await getWidget('w');
+    assert.equal(
+      afterwards.metadata.resourceVersion,
+      before.metadata.resourceVersion,
+      'status not rewritten',
+    );
+    const listed = await t.ctx.kubeConfig.makeApiClient(CoreV1Api).listNamespacedConfigMap({
+      namespace: ns,
+      labelSelector: `${OWNER_LABEL}=${before.metadata.uid}`,
+    });
+    assert.equal(listed.items.length, 2, 'the children are found by label');
+  });
+
+  it('applies only the children that differ, and restores a hand edit', async () => {
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'w-1', body: { data: { value: 'edited by hand' } } },
+      mergePatch,
+    );
+    const run = await reconcile('w');
+    assert.deepEqual(methods(run.requests), ['GET', 'GET', 'PATCH', 'POST'], run.requests.join(', '));
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: ns, name: 'w-1' })).data, {
+      value: 'a',
+    });
+
+    await patchSpec('w', { value: 'b' });
+    const changed = await reconcile('w');
+    assert.deepEqual(methods(changed.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'POST']);
+    for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' });
+  });
+
+  it('prunes the children no longer desired (DELETE with a UID precondition), and only those', async () => {
+    await patchSpec('w', { count: 1 });
+    const run = await reconcile('w');
+    assert.equal(run.requests.filter((r) => r.startsWith('DELETE ')).length, 1, run.requests.join(', '));
+    assert.deepEqual(
+      (await configMaps()).map((c) => c.metadata?.name),
+      ['w-0'],
+    );
+  });
+
+  it('never takes an object it does not control: ErrResourceExists, Ready=False, a Warning Event, nothing written to it', async () => {
+    const theirs = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'taken-0' }, data: { owner: 'someone else' } },
+    });
+    await createWidget('taken', { count: 1, value: 'mine' });
+    const run = await reconcile('taken');
+    assert.equal(run.error?.reason, 'ErrResourceExists');
+    assert.equal(run.error?.message, 'Resource "taken-0" already exists and is not managed by Widget');
+    const still = await core.readNamespacedConfigMap({ namespace: ns, name: 'taken-0' });
+    assert.equal(still.metadata?.resourceVersion, theirs.metadata?.resourceVersion, 'not modified');
+    const widget = await getWidget('taken');
+    assert.equal(ready(widget)?.status, 'False');
+    assert.equal(ready(widget)?.reason, 'ErrResourceExists');
+    assert.equal(widget.status.value, undefined, 'the status fields are left alone on failure');
+    const events = await core.listNamespacedEvent({ namespace: ns });
+    assert.ok(
+      events.items.some(
+        (e) => e.involvedObject.name === 'taken' && e.type === 'Warning' && e.reason === 'ErrResourceExists',
+      ),
+      'a Warning Event on the Widget',
+    );
+  });
+
+  it('does not prune an object carrying its labels but controlled by another owner', async () => {
+    const widget = await getWidget('w');
+    const other = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'other-owner' } },
+    });
+    const body: V1ConfigMap = {
+      metadata: {
+        name: 'w-9',
+        labels: { [CONTROLLER_LABEL]: 'kit-test', [OWNER_LABEL]: widget.metadata.uid },
+        ownerReferences: [
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            name: 'other-owner',
+            uid: other.metadata?.uid ?? '',
+            controller: true,
+          },
+        ],
+      },
+      data: { value: 'theirs' },
+    };
+    await core.createNamespacedConfigMap({ namespace: ns, body });
+    const run = await reconcile('w');
+    assert.equal(run.error, undefined);
+    assert.equal(run.requests.filter((r) => r.startsWith('DELETE ')).length, 0, 'not pruned');
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: ns, name: 'w-9' })).data, {
+      value: 'theirs',
+    });
+  });
+
+  it('an invalid spec is Ready=False/InvalidSpec and a terminal error, with nothing listed or created', async () => {
+    await patchSpec('w', { count: 10 }); // valid for the CRD, not for the zod schema
+    const run = await reconcile('w');
+    assert.equal(run.error?.reason, 'InvalidSpec');
+    assert.match(run.error?.message ?? '', /spec\.count/);
+    assert.deepEqual(methods(run.requests), ['GET', 'PATCH', 'POST'], 'GET, status, Warning Event');
+    const widget = await getWidget('w');
+    assert.equal(ready(widget)?.reason, 'InvalidSpec');
+    assert.equal(ready(widget)?.observedGeneration, widget.metadata.generation);
+  });
+
+  it('a deleted object costs one GET', async () => {
+    await custom.deleteNamespacedCustomObject({ ...plural, namespace: ns, name: 'taken' });
+    const run = await reconcile('taken');
+    assert.deepEqual(methods(run.requests), ['GET']);
+  });
+});

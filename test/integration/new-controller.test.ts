@@ -1,0 +1,171 @@
+/**
+ * The scaffold (`npm run new:controller`, scripts/new-controller.ts) on a copy of the repository in
+ * a temporary directory (nothing is written here): the generated controller typechecks, passes
+ * Biome and its own generated test, is registered, and its CRD and RBAC are generated; and the
+ * Icecream controller is exactly the scaffold's output plus its reconcile (index.ts).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { parseFields, scaffoldController } from '../../scripts/new-controller.ts';
+
+const exec = promisify(execFile);
+const REPO = new URL('../../', import.meta.url).pathname;
+const temps: string[] = [];
+
+/** A temporary copy of the parts of the repository a scaffolded controller and its test need. */
+function copyOfRepo(parts: string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-scaffold-'));
+  temps.push(dir);
+  for (const part of parts) cpSync(join(REPO, part), join(dir, part), { recursive: true });
+  symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
+
+after(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('scaffold: npm run new:controller', () => {
+  let root: string;
+  let written: string[];
+
+  before(async () => {
+    root = copyOfRepo([
+      'functions',
+      'local',
+      'scripts',
+      'test/support',
+      'deploy',
+      'package.json',
+      'tsconfig.json',
+      'biome.json',
+    ]);
+    mkdirSync(join(root, 'terraform'));
+    written = await scaffoldController({
+      root,
+      name: 'scaffold-probe',
+      group: 'probe.levelset.dev',
+      version: 'v1beta1',
+      kind: 'ScaffoldProbe',
+      spec: parseFields('size:integer!,label:string,tags:string[]'),
+      status: parseFields('observed:integer'),
+    });
+  });
+
+  it('writes the folder, the test, the registry line and the manifests', () => {
+    for (const path of [
+      'functions/controllers/scaffold-probe/api.ts',
+      'functions/controllers/scaffold-probe/index.ts',
+      'functions/controllers/scaffold-probe/crd.yaml',
+      'functions/controllers/scaffold-probe/example.yaml',
+      'test/controllers/scaffold-probe.test.ts',
+      'deploy/crds/scaffoldprobes.probe.levelset.dev.yaml',
+    ])
+      assert.ok(written.includes(path) && existsSync(join(root, path)), path);
+    const registry = readFileSync(join(root, 'functions/controllers/index.ts'), 'utf8');
+    assert.match(registry, /import \{ scaffoldProbeController \} from '\.\/scaffold-probe\/index\.ts';/);
+    assert.match(
+      registry,
+      /\n {2}scaffoldProbeController, \/\/ ScaffoldProbe \(probe\.levelset\.dev\/v1beta1\)\n\];/,
+    );
+    const rbac = readFileSync(join(root, 'deploy/rbac.yaml'), 'utf8');
+    assert.match(rbac, /scaffoldprobes\/status/, 'the functions may write its status');
+  });
+
+  it('passes Biome and the typechecker as generated', async () => {
+    const files = written.filter((p) => p.endsWith('.ts'));
+    await exec(process.execPath, [join(REPO, 'node_modules/@biomejs/biome/bin/biome'), 'check', ...files], {
+      cwd: root,
+    });
+    writeFileSync(
+      join(root, 'tsconfig.scaffold.json'),
+      JSON.stringify({ extends: './tsconfig.json', include: files }),
+    );
+    await exec(
+      process.execPath,
+      [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.scaffold.json'],
+      {
+        cwd: root,
+      },
+    );
+  });
+
+  it('passes its own generated test against an API server', async () => {
+    // Without NODE_TEST_CONTEXT, the child runs as a test runner of its own (not a subtest of this one).
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const { stdout } = await exec(
+      process.execPath,
+      ['--test', '--test-reporter=tap', 'test/controllers/scaffold-probe.test.ts'],
+      { cwd: root, env },
+    );
+    assert.match(stdout, /# pass 1/);
+    assert.match(stdout, /# fail 0/);
+  });
+
+  it('never overwrites an existing controller, and rejects bad names and fields', async () => {
+    await assert.rejects(
+      scaffoldController({
+        root,
+        name: 'scaffold-probe',
+        group: 'probe.levelset.dev',
+        version: 'v1',
+        kind: 'X',
+      }),
+      /already exists/,
+    );
+    await assert.rejects(
+      scaffoldController({ root, name: 'Bad_Name', group: 'probe.levelset.dev', version: 'v1', kind: 'X' }),
+      /kebab-case/,
+    );
+    assert.throws(() => parseFields('size:int'), /bad field/);
+  });
+});
+
+describe('the Icecream controller is the scaffold plus its reconcile', () => {
+  it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
+    const root = copyOfRepo(['biome.json']);
+    mkdirSync(join(root, 'functions/controllers'), { recursive: true });
+    const registry = readFileSync(join(REPO, 'functions/controllers/index.ts'), 'utf8');
+    writeFileSync(join(root, 'functions/controllers/index.ts'), registry.replace(/.*icecream.*\n/gi, ''));
+    await scaffoldController({
+      root,
+      regenerate: false,
+      name: 'icecream',
+      group: 'controller.nicoleh.io',
+      version: 'v1alpha1',
+      kind: 'Icecream',
+      spec: parseFields('deploymentName:string!,replicas:integer'),
+      status: parseFields('availableReplicas:integer,nodeNames:string[]'),
+    });
+    for (const path of [
+      'functions/controllers/icecream/api.ts',
+      'functions/controllers/icecream/crd.yaml',
+      'functions/controllers/icecream/example.yaml',
+      'test/controllers/icecream.test.ts',
+    ])
+      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
+    const icecreamLines = (path: string) =>
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((l) => /icecream/i.test(l));
+    assert.deepEqual(
+      icecreamLines(join(root, 'functions/controllers/index.ts')),
+      icecreamLines(join(REPO, 'functions/controllers/index.ts')),
+      'the registry lines',
+    );
+  });
+});
