@@ -11,6 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
+import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
@@ -30,6 +31,8 @@ export interface ReconcileHandlerDeps {
   /** Resolved at the first delivery, then reused across deliveries of the instance. */
   kubeConfig: () => KubeConfig;
   logger: Logger;
+  /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
+  requestRules?: RequestRules;
 }
 
 /**
@@ -78,7 +81,9 @@ export async function reconcileRetryingConflicts(
 
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
- * publishTime},subscription}`, `data` = base64 JSON key message).
+ * publishTime},subscription}`, `data` = base64 JSON key message). A request that breaks the HTTP
+ * rules ({@link rejectRequest}) or does not decode is malformed: one ERROR line and `204` (never
+ * retried), except a missing or wrong token: `401`.
  */
 export function createReconcileHandler(
   deps: ReconcileHandlerDeps,
@@ -88,8 +93,15 @@ export function createReconcileHandler(
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     let decoded: ReturnType<typeof decodePushEnvelope>;
+    const rejection = rejectRequest(req, deps.requestRules);
+    if (rejection?.status === 401) {
+      // Not a delivery at all: the caller is told, and a misconfigured push is retried, then dead-lettered.
+      deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: rejection.reason }, 'request refused');
+      res.status(401).end();
+      return;
+    }
     try {
-      if (req.method !== 'POST') throw new MalformedMessageError(`method ${req.method} not allowed`);
+      if (rejection) throw new MalformedMessageError(rejection.reason);
       decoded = decodePushEnvelope(req.body);
     } catch (err) {
       deps.logger.error(

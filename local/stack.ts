@@ -45,7 +45,8 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-const functionsCli = join(
+/** The functions-framework CLI (`functions-framework --target=… --port=…`). */
+export const functionsCli = join(
   repoRoot,
   'node_modules',
   '@google-cloud',
