@@ -11,6 +11,10 @@ import { type LogLine, repoRoot, type Service, startService } from './service.ts
 export interface LocalStackOptions {
   /** The cluster every process talks to. */
   kubeconfigPath: string;
+  /** The relay's identity, when not `kubeconfigPath`'s (e.g. a least-privileged ServiceAccount). */
+  relayKubeconfigPath?: string;
+  /** The functions' identity, when not `kubeconfigPath`'s. */
+  functionsKubeconfigPath?: string;
   /** Controller configuration for the functions and the relay (e.g. `LEVELSET_SOURCE_NAMESPACE`). */
   env?: Record<string, string>;
   /** Keys topic id; default `levelset-keys`. */
@@ -85,7 +89,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         name: target,
         args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
         port,
-        env,
+        env: { ...env, KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath },
         onLog: log(target),
       });
       started.push(service);
@@ -107,7 +111,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         name: 'relay',
         args: [join(repoRoot, 'relay', 'main.ts')],
         port,
-        env: { ...env, RELAY_PORT: String(port) },
+        env: {
+          ...env,
+          KUBECONFIG: options.relayKubeconfigPath ?? options.kubeconfigPath,
+          RELAY_PORT: String(port),
+        },
         readyPath: '/readyz',
         onLog: log('relay'),
       });
