@@ -93,3 +93,24 @@ export async function relayCounter(p: Pipeline, metric: string, labels: string):
   }
   return sum;
 }
+
+/**
+ * The Secret values that occur in any of `haystacks`, plainly or base64-encoded (standard and URL
+ * alphabets, as a whole value). Used to check that no log line, Event or answer carries Secret data.
+ */
+export function leakedSecretValues(haystacks: readonly string[], values: readonly string[]): string[] {
+  const forms = values.flatMap((v) => {
+    const b = Buffer.from(v);
+    return [
+      [v, v],
+      [v, b.toString('base64')],
+      [v, b.toString('base64url')],
+      [v, JSON.stringify(v).slice(1, -1)],
+    ] as const;
+  });
+  const leaked = new Set<string>();
+  for (const text of haystacks)
+    for (const [value, form] of forms)
+      if (text.includes(form)) leaked.add(`${value} (as ${form === value ? 'plain' : form})`);
+  return [...leaked];
+}
