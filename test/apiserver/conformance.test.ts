@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -1559,6 +1559,7 @@ describe('kubectl', () => {
       await kubectl('delete', 'namespace', ns, '--wait=false');
     } finally {
       await kubectl('delete', '-f', join(dir, 'crd.json'), '--ignore-not-found').catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
