@@ -17,6 +17,7 @@ import { loadKubeConfig } from './kube.ts';
 import { createLogger } from './log.ts';
 import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
+import { createRequeuer, readRequeueConfig } from './requeue.ts';
 import { createResyncHandler } from './resync.ts';
 
 const logger = createLogger('functions');
@@ -38,7 +39,13 @@ function sharedPublisher(): KeyPublisher {
 
 const requestRules = readRequestRules();
 const handlers = {
-  reconcile: createReconcileHandler({ controllers, kubeConfig: sharedKubeConfig, logger, requestRules }),
+  reconcile: createReconcileHandler({
+    controllers,
+    kubeConfig: sharedKubeConfig,
+    logger,
+    requestRules,
+    requeuer: createRequeuer(readRequeueConfig(), logger),
+  }),
   resync: createResyncHandler({
     controllers,
     kubeConfig: sharedKubeConfig,

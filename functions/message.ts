@@ -44,8 +44,11 @@ export const namespaceName = z.union([
     ),
 ]);
 
-/** Why a key was enqueued: a watch event (relay), the periodic resync, or an operator. */
-export const enqueueReason = z.enum(['watch', 'resync', 'manual']);
+/**
+ * Why a key was enqueued: a watch event (relay), the periodic resync, an operator, or a reconcile
+ * that asked to come back later (`requeueAfterMs`, functions/requeue.ts).
+ */
+export const enqueueReason = z.enum(['watch', 'resync', 'manual', 'requeue']);
 export type EnqueueReason = z.infer<typeof enqueueReason>;
 
 /**

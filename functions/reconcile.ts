@@ -14,13 +14,14 @@ import type { Controller, Key, ReconcileContext, Result } from './controllers/ty
 import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
+import type { Requeuer } from './requeue.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';
 
 /**
  * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
- * log-based metrics count them): `success`, `requeue` (success, asked to come back: the next resync
- * brings it), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
+ * {@link Requeuer} delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
  * (unexpected, e.g. 403 from missing RBAC) → 500.
  */
 export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
@@ -33,6 +34,8 @@ export interface ReconcileHandlerDeps {
   logger: Logger;
   /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
   requestRules?: RequestRules;
+  /** Delivers a key again when its reconcile asks (`requeueAfterMs`); default: none (the next resync). */
+  requeuer?: Requeuer;
 }
 
 /**
@@ -131,8 +134,14 @@ export function createReconcileHandler(
     const events = createEventRecorder(kubeConfig, controller.name, log);
     try {
       const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
-      const outcome: Outcome = result?.requeueAfterMs !== undefined ? 'requeue' : 'success';
-      log.info({ outcome, durationMs: elapsed(), requeueAfterMs: result?.requeueAfterMs }, 'reconciled');
+      const requeueAfterMs = result?.requeueAfterMs;
+      const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
+      if (requeueAfterMs !== undefined && deps.requeuer) {
+        await deps.requeuer.requeue({ controller: controller.name, ...key }, requeueAfterMs).catch((err) => {
+          log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
+        });
+      }
+      log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
       res.status(204).end();
     } catch (err) {
       if (err instanceof TerminalError) {

@@ -83,13 +83,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
     const log = (name: string) => (line: LogLine) => options.onLog?.(name, line);
+    // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
+    const reconcilePort = await freePort();
+    const functionsEnv = {
+      LEVELSET_REQUEUE: 'local',
+      LEVELSET_REQUEUE_URL: `http://127.0.0.1:${reconcilePort}/`,
+      ...env,
+      KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
+    };
     const startFunction = async (target: string) => {
-      const port = await freePort();
+      const port = target === 'reconcile' ? reconcilePort : await freePort();
       const service = await startService({
         name: target,
         args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
         port,
-        env: { ...env, KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath },
+        env: functionsEnv,
         onLog: log(target),
       });
       started.push(service);
