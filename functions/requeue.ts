@@ -51,7 +51,7 @@ const requeueEnvSchema = z.discriminatedUnion('LEVELSET_REQUEUE', [
     /** Full queue name, `projects/<p>/locations/<l>/queues/<q>`. */
     LEVELSET_REQUEUE_QUEUE: z.string().regex(/^projects\/[^/]+\/locations\/[^/]+\/queues\/[^/]+$/),
     /** Service account whose OIDC token authenticates the task's call to reconcile. */
-    LEVELSET_REQUEUE_SERVICE_ACCOUNT: z.email(),
+    LEVELSET_REQUEUE_INVOKER: z.email(),
   }),
 ]);
 export type RequeueConfig = z.infer<typeof requeueEnvSchema>;
@@ -165,7 +165,7 @@ export function cloudTask(
       headers: { 'Content-Type': 'application/json' },
       body: Buffer.from(requeueEnvelope(key, now).body),
       oidcToken: {
-        serviceAccountEmail: config.LEVELSET_REQUEUE_SERVICE_ACCOUNT,
+        serviceAccountEmail: config.LEVELSET_REQUEUE_INVOKER,
         audience: config.LEVELSET_REQUEUE_URL,
       },
     },

@@ -10,10 +10,10 @@ locals {
   reconcile_deterministic_url = "https://${local.reconcile_function_name}-${local.project_number}.${var.region}.run.app/"
 
   requeue_env = {
-    LEVELSET_REQUEUE                 = "cloud-tasks"
-    LEVELSET_REQUEUE_URL             = local.reconcile_deterministic_url
-    LEVELSET_REQUEUE_QUEUE           = google_cloud_tasks_queue.requeue.id
-    LEVELSET_REQUEUE_SERVICE_ACCOUNT = google_service_account.push.email
+    LEVELSET_REQUEUE         = "cloud-tasks"
+    LEVELSET_REQUEUE_URL     = local.reconcile_deterministic_url
+    LEVELSET_REQUEUE_QUEUE   = google_cloud_tasks_queue.requeue.id
+    LEVELSET_REQUEUE_INVOKER = google_service_account.push.email
   }
 }
 

@@ -33,7 +33,7 @@ describe('terraform/ requeue', () => {
       LEVELSET_REQUEUE: 'cloud-tasks',
       LEVELSET_REQUEUE_URL: ref('local.reconcile_deterministic_url'),
       LEVELSET_REQUEUE_QUEUE: ref('google_cloud_tasks_queue.requeue.id'),
-      LEVELSET_REQUEUE_SERVICE_ACCOUNT: ref('google_service_account.push.email'),
+      LEVELSET_REQUEUE_INVOKER: ref('google_service_account.push.email'),
     });
     assert.match(String(m.locals.get('function_env')), /local\.requeue_env/);
     assert.equal(
@@ -45,7 +45,7 @@ describe('terraform/ requeue', () => {
       LEVELSET_REQUEUE: 'cloud-tasks',
       LEVELSET_REQUEUE_URL: 'https://levelset-reconcile-123456789.europe-west1.run.app/',
       LEVELSET_REQUEUE_QUEUE: 'projects/p/locations/europe-west1/queues/levelset-requeue',
-      LEVELSET_REQUEUE_SERVICE_ACCOUNT: 'levelset-push@p.iam.gserviceaccount.com',
+      LEVELSET_REQUEUE_INVOKER: 'levelset-push@p.iam.gserviceaccount.com',
     });
     assert.equal(config.LEVELSET_REQUEUE, 'cloud-tasks');
   });

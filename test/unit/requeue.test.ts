@@ -13,7 +13,7 @@ const config = readRequeueConfig({
   LEVELSET_REQUEUE: 'cloud-tasks',
   LEVELSET_REQUEUE_URL: 'https://levelset-reconcile-1.europe-west1.run.app/',
   LEVELSET_REQUEUE_QUEUE: 'projects/p/locations/europe-west1/queues/levelset-requeue',
-  LEVELSET_REQUEUE_SERVICE_ACCOUNT: 'levelset-push@p.iam.gserviceaccount.com',
+  LEVELSET_REQUEUE_INVOKER: 'levelset-push@p.iam.gserviceaccount.com',
 }) as Extract<ReturnType<typeof readRequeueConfig>, { LEVELSET_REQUEUE: 'cloud-tasks' }>;
 const key = { controller: 'customcluster', namespace: 'team-a', name: 'big' };
 
@@ -23,7 +23,7 @@ describe('requeue', () => {
     assert.throws(() => readRequeueConfig({ LEVELSET_REQUEUE: 'local' }), /LEVELSET_REQUEUE_URL/);
     assert.throws(
       () => readRequeueConfig({ LEVELSET_REQUEUE: 'cloud-tasks', LEVELSET_REQUEUE_URL: 'https://x/' }),
-      /LEVELSET_REQUEUE_QUEUE.*LEVELSET_REQUEUE_SERVICE_ACCOUNT|LEVELSET_REQUEUE_SERVICE_ACCOUNT.*LEVELSET_REQUEUE_QUEUE/,
+      /LEVELSET_REQUEUE_QUEUE.*LEVELSET_REQUEUE_INVOKER|LEVELSET_REQUEUE_INVOKER.*LEVELSET_REQUEUE_QUEUE/,
     );
     assert.throws(() => readRequeueConfig({ LEVELSET_REQUEUE: 'sqs' }), /invalid requeue configuration/);
   });
