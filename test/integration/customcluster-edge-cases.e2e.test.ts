@@ -1,9 +1,15 @@
 /**
- * Requeue end to end with the local mechanism (functions/requeue.ts `local`, the local stack's
- * default): a Customcluster asking for more pods than one reconcile creates (MAX_BURST) returns
+ * Customcluster edge cases end to end.
+ *
+ * Requeue with the local mechanism (functions/requeue.ts `local`, the local stack's default): a
+ * Customcluster asking for more pods than one reconcile creates (MAX_BURST) returns
  * `requeueAfterMs`, and the key comes back by itself — with no relay and no resync running, only the
  * requeue can bring it — until every pod exists. How late each requeue came (requested vs actual) is
  * reported as a test diagnostic; timing is not asserted (benchmarks own timing).
+ *
+ * An object that passes its CRD's schema but cannot be reconciled (a name of 70 characters: a valid
+ * DNS-1123 subdomain, but not a label value for its pods) gets a `Ready=False` condition and a
+ * Warning Event, and is delivered exactly once: its own status write does not bring it back.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -12,8 +18,9 @@ import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { MAX_BURST } from '../../functions/controllers/customcluster/index.ts';
 import { LABELS } from '../../functions/log.ts';
+import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import type { LogLine } from '../../local/service.ts';
-import { type Pipeline, pushEnvelope, startPipeline } from '../support/pipeline.ts';
+import { type Pipeline, pushEnvelope, relayCounter, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -28,7 +35,7 @@ function startOf(line: LogLine): number {
   return ts.seconds * 1000 + ts.nanos / 1e6 - Number(line.durationMs ?? 0);
 }
 
-describe('requeue (local mechanism)', () => {
+describe('customcluster edge cases', () => {
   let p: Pipeline;
   let ns: string;
   let core: CoreV1Api;
@@ -53,7 +60,7 @@ describe('requeue (local mechanism)', () => {
     await p?.stop();
   });
 
-  it('brings a key that asked for it back after requeueAfterMs, until converged', async (t) => {
+  it('requeue (local mechanism): brings a key that asked for it back after requeueAfterMs, until converged', async (t) => {
     const count = MAX_BURST * 2 + 1;
     const custom = p.cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     await custom.createNamespacedCustomObject({
@@ -116,5 +123,69 @@ describe('requeue (local mechanism)', () => {
       t.diagnostic(`requeue ${i}: requested ${requested} ms, came back after ${actual.toFixed(1)} ms`);
       assert.ok(requested > 0);
     }
+  });
+
+  it('gives an object it cannot reconcile a condition and a Warning Event, and delivers it once', async () => {
+    await p.stack.startRelay();
+    const custom = p.cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    const name = 'c'.repeat(70);
+    await custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: ns,
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'Customcluster',
+        metadata: { name },
+        spec: { count: 1, message: 'm' },
+      },
+    });
+    const event = await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.find(
+          (e) => e.involvedObject.name === name && e.reason === 'InvalidSpec',
+        ),
+      { message: 'a Warning InvalidSpec Event on the Customcluster' },
+    );
+    assert.equal(event.type, 'Warning');
+    const cc = (await custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name })) as {
+      status?: { conditions?: unknown };
+    };
+    const ready = findCondition(parseConditions(cc.status?.conditions), 'Ready');
+    assert.equal(ready?.status, 'False');
+    assert.equal(ready?.reason, 'InvalidSpec');
+    const deliveries = () =>
+      p.logs.filter(({ service, line }) => {
+        const labels = line[LABELS] as { key?: string } | undefined;
+        return service === 'reconcile' && labels?.key === `${ns}/${name}` && typeof line.outcome === 'string';
+      });
+    // Quiet: the relay dropped the status write's event and published every key it enqueued.
+    await waitFor(
+      async () => {
+        const dropped = await relayCounter(
+          p,
+          'levelset_relay_events_filtered_total',
+          'controller="customcluster"',
+        );
+        const enqueued = await relayCounter(
+          p,
+          'levelset_relay_keys_enqueued_total',
+          'controller="customcluster"',
+        );
+        const published = await relayCounter(
+          p,
+          'levelset_relay_keys_published_total',
+          'controller="customcluster"',
+        );
+        return dropped >= 1 && enqueued === published && deliveries().length >= 1;
+      },
+      { message: 'the status write dropped by the relay and the delivery finished' },
+    );
+    assert.deepEqual(
+      deliveries().map(({ line }) => line.outcome),
+      ['terminal'],
+      'one delivery, acknowledged, not retried',
+    );
   });
 });
