@@ -135,6 +135,11 @@ export function routeFrameworkErrors(handler: (req: Request, res: Response) => u
   application.handle = function handle(req, res, callback) {
     if (callback) return original.call(this, req, res, callback);
     const toHandler = (err: unknown) => {
+      // An error after the function answered is not a request to handle again.
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
       const r = req as Request & WithFrameworkError;
       r[FRAMEWORK_ERROR] = err as WithFrameworkError[typeof FRAMEWORK_ERROR];
       r.body = undefined;
