@@ -2,6 +2,8 @@
  * The functions' entry point, for functions-framework and Cloud Run functions (runtime `nodejs24`):
  * `reconcile` (Pub/Sub push) and `resync` (Cloud Scheduler). Configuration comes from the
  * environment (see README "Configuration"); clients are created once per instance, at first use.
+ * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
+ * shared token `LEVELSET_FUNCTIONS_TOKEN`).
  *
  *   npx functions-framework --target=reconcile --port=8081
  *   npx functions-framework --target=resync --port=8082
@@ -10,10 +12,12 @@ import * as ff from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFunctionsConfig } from './config.ts';
 import { controllers } from './controllers/index.ts';
+import { readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { loadKubeConfig } from './kube.ts';
 import { createLogger } from './log.ts';
 import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
+import { createRequeuer, readRequeueConfig } from './requeue.ts';
 import { createResyncHandler } from './resync.ts';
 
 const logger = createLogger('functions');
@@ -33,8 +37,28 @@ function sharedPublisher(): KeyPublisher {
   return publisher;
 }
 
-ff.http('reconcile', createReconcileHandler({ controllers, kubeConfig: sharedKubeConfig, logger }));
-ff.http(
-  'resync',
-  createResyncHandler({ controllers, kubeConfig: sharedKubeConfig, publisher: sharedPublisher, logger }),
-);
+const requestRules = readRequestRules();
+const handlers = {
+  reconcile: createReconcileHandler({
+    controllers,
+    kubeConfig: sharedKubeConfig,
+    logger,
+    requestRules,
+    requeuer: createRequeuer(readRequeueConfig(), logger),
+  }),
+  resync: createResyncHandler({
+    controllers,
+    kubeConfig: sharedKubeConfig,
+    publisher: sharedPublisher,
+    logger,
+    requestRules,
+  }),
+};
+ff.http('reconcile', handlers.reconcile);
+ff.http('resync', handlers.resync);
+
+// A body the framework cannot parse reaches the served function's handler, not Express's 400 page.
+const served = handlers[servedTarget() as keyof typeof handlers] as
+  | (typeof handlers)['reconcile']
+  | undefined;
+if (served) routeFrameworkErrors(served);

@@ -11,19 +11,55 @@ export const controllerName = z
   .string()
   .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'controller must be kebab-case (e.g. "secret-replicator")');
 
-/** Why a key was enqueued: a watch event (relay), the periodic resync, or an operator. */
-export const enqueueReason = z.enum(['watch', 'resync', 'manual']);
+/**
+ * An object name as apimachinery's `validation.IsDNS1123Subdomain` (and so `NameIsDNSSubdomain`)
+ * accepts it: at most 253 characters, lowercase alphanumerics, '-' and '.', starting and ending
+ * alphanumeric. Every primary kind of the registry names its objects so: Secrets, Pods, Deployments
+ * and custom resources (the apiextensions-apiserver validates CR names as subdomains). A future
+ * primary kind with another rule (e.g. RBAC's path-segment names such as `system:viewer`) must widen
+ * this.
+ */
+export const objectName = z
+  .string()
+  .min(1, 'name must not be empty')
+  .max(253, 'name must be no more than 253 characters')
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    "name must be a lowercase RFC 1123 subdomain (lowercase alphanumerics, '-' or '.', starting and ending alphanumeric)",
+  );
+
+/**
+ * A namespace as apimachinery's `validation.IsDNS1123Label` (`ValidateNamespaceName`) accepts it: at
+ * most 63 characters, lowercase alphanumerics and '-', starting and ending alphanumeric; or `""` for a
+ * cluster-scoped key.
+ */
+export const namespaceName = z.union([
+  z.literal(''),
+  z
+    .string()
+    .max(63, 'namespace must be no more than 63 characters')
+    .regex(
+      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+      "namespace must be a lowercase RFC 1123 label (lowercase alphanumerics or '-', starting and ending alphanumeric)",
+    ),
+]);
+
+/**
+ * Why a key was enqueued: a watch event (relay), the periodic resync, an operator, or a reconcile
+ * that asked to come back later (`requeueAfterMs`, functions/requeue.ts).
+ */
+export const enqueueReason = z.enum(['watch', 'resync', 'manual', 'requeue']);
 export type EnqueueReason = z.infer<typeof enqueueReason>;
 
 /**
  * Version 1 of the key message. Strict: unknown fields and unknown versions are malformed.
- * `namespace` is `""` for cluster-scoped keys. `enqueuedAt` is an RFC 3339 timestamp (UTC).
+ * `namespace` is `""` for cluster-scoped keys, else a DNS-1123 label; `name` a DNS-1123 subdomain. `enqueuedAt` is an RFC 3339 timestamp (UTC).
  */
 export const keyMessageSchema = z.strictObject({
   v: z.literal(1),
   controller: controllerName,
-  namespace: z.string().max(253),
-  name: z.string().min(1).max(253),
+  namespace: namespaceName,
+  name: objectName,
   reason: enqueueReason,
   enqueuedAt: z.iso.datetime(),
 });
@@ -71,7 +107,8 @@ export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
  */
 export const pushEnvelopeSchema = z.object({
   message: z.object({
-    data: z.string(),
+    /** Standard base64 with padding (RFC 4648 §4), as Pub/Sub writes it. */
+    data: z.base64(),
     attributes: z.record(z.string(), z.string()).optional(),
     messageId: z.string().optional(),
     message_id: z.string().optional(),

@@ -11,15 +11,17 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
+import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
+import type { Requeuer } from './requeue.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';
 
 /**
  * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
- * log-based metrics count them): `success`, `requeue` (success, asked to come back: the next resync
- * brings it), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
+ * {@link Requeuer} delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
  * (unexpected, e.g. 403 from missing RBAC) → 500.
  */
 export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
@@ -30,6 +32,10 @@ export interface ReconcileHandlerDeps {
   /** Resolved at the first delivery, then reused across deliveries of the instance. */
   kubeConfig: () => KubeConfig;
   logger: Logger;
+  /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
+  requestRules?: RequestRules;
+  /** Delivers a key again when its reconcile asks (`requeueAfterMs`); default: none (the next resync). */
+  requeuer?: Requeuer;
 }
 
 /**
@@ -78,7 +84,9 @@ export async function reconcileRetryingConflicts(
 
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
- * publishTime},subscription}`, `data` = base64 JSON key message).
+ * publishTime},subscription}`, `data` = base64 JSON key message). A request that breaks the HTTP
+ * rules ({@link rejectRequest}) or does not decode is malformed: one ERROR line and `204` (never
+ * retried), except a missing or wrong token: `401`.
  */
 export function createReconcileHandler(
   deps: ReconcileHandlerDeps,
@@ -88,8 +96,15 @@ export function createReconcileHandler(
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     let decoded: ReturnType<typeof decodePushEnvelope>;
+    const rejection = rejectRequest(req, deps.requestRules);
+    if (rejection?.status === 401) {
+      // Not a delivery at all: the caller is told, and a misconfigured push is retried, then dead-lettered.
+      deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: rejection.reason }, 'request refused');
+      res.status(401).end();
+      return;
+    }
     try {
-      if (req.method !== 'POST') throw new MalformedMessageError(`method ${req.method} not allowed`);
+      if (rejection) throw new MalformedMessageError(rejection.reason);
       decoded = decodePushEnvelope(req.body);
     } catch (err) {
       deps.logger.error(
@@ -119,8 +134,14 @@ export function createReconcileHandler(
     const events = createEventRecorder(kubeConfig, controller.name, log);
     try {
       const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
-      const outcome: Outcome = result?.requeueAfterMs !== undefined ? 'requeue' : 'success';
-      log.info({ outcome, durationMs: elapsed(), requeueAfterMs: result?.requeueAfterMs }, 'reconciled');
+      const requeueAfterMs = result?.requeueAfterMs;
+      const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
+      if (requeueAfterMs !== undefined && deps.requeuer) {
+        await deps.requeuer.requeue({ controller: controller.name, ...key }, requeueAfterMs).catch((err) => {
+          log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
+        });
+      }
+      log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
       res.status(204).end();
     } catch (err) {
       if (err instanceof TerminalError) {

@@ -6,6 +6,7 @@
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Key, ResyncContext } from './controllers/types.ts';
+import { type RequestRules, rejectRequest } from './http.ts';
 import type { Logger } from './log.ts';
 import type { KeyPublisher } from './publish.ts';
 import { errorText } from './reconcile.ts';
@@ -77,14 +78,25 @@ export interface ResyncHandlerDeps {
   kubeConfig: () => KubeConfig;
   publisher: () => KeyPublisher;
   logger: Logger;
+  /** What a request must satisfy ({@link rejectRequest}; an empty body is accepted); default: no token. */
+  requestRules?: RequestRules;
 }
 
 /**
  * Builds the HTTP handler: answers `200` with a {@link ResyncReport} as JSON, or `500` with the
- * report when any controller failed (Cloud Scheduler's retry config then applies).
+ * report when any controller failed (Cloud Scheduler's retry config then applies); a request that
+ * breaks the HTTP rules ({@link rejectRequest}) gets their status (401, 405, 413, 415, 400) and
+ * `{error}`, and nothing is published.
  */
 export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res: Response) => Promise<void> {
-  return async (_req, res) => {
+  const rules: RequestRules = { ...deps.requestRules, allowEmptyBody: true };
+  return async (req, res) => {
+    const rejection = rejectRequest(req, rules);
+    if (rejection) {
+      deps.logger.error({ err: rejection.reason }, 'resync request refused');
+      res.status(rejection.status).json({ error: rejection.reason });
+      return;
+    }
     try {
       const report = await resyncAll(deps.controllers, deps.kubeConfig(), deps.publisher(), deps.logger);
       const failed = Object.entries(report.controllers).filter(([, c]) => c.error);

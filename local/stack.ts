@@ -11,6 +11,10 @@ import { type LogLine, repoRoot, type Service, startService } from './service.ts
 export interface LocalStackOptions {
   /** The cluster every process talks to. */
   kubeconfigPath: string;
+  /** The relay's identity, when not `kubeconfigPath`'s (e.g. a least-privileged ServiceAccount). */
+  relayKubeconfigPath?: string;
+  /** The functions' identity, when not `kubeconfigPath`'s. */
+  functionsKubeconfigPath?: string;
   /** Controller configuration for the functions and the relay (e.g. `LEVELSET_SOURCE_NAMESPACE`). */
   env?: Record<string, string>;
   /** Keys topic id; default `levelset-keys`. */
@@ -45,7 +49,8 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
-const functionsCli = join(
+/** The functions-framework CLI (`functions-framework --target=… --port=…`). */
+export const functionsCli = join(
   repoRoot,
   'node_modules',
   '@google-cloud',
@@ -78,13 +83,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
     const log = (name: string) => (line: LogLine) => options.onLog?.(name, line);
+    // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
+    const reconcilePort = await freePort();
+    const functionsEnv = {
+      LEVELSET_REQUEUE: 'local',
+      LEVELSET_REQUEUE_URL: `http://127.0.0.1:${reconcilePort}/`,
+      ...env,
+      KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
+    };
     const startFunction = async (target: string) => {
-      const port = await freePort();
+      const port = target === 'reconcile' ? reconcilePort : await freePort();
       const service = await startService({
         name: target,
         args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
         port,
-        env,
+        env: functionsEnv,
         onLog: log(target),
       });
       started.push(service);
@@ -106,7 +119,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         name: 'relay',
         args: [join(repoRoot, 'relay', 'main.ts')],
         port,
-        env: { ...env, RELAY_PORT: String(port) },
+        env: {
+          ...env,
+          KUBECONFIG: options.relayKubeconfigPath ?? options.kubeconfigPath,
+          RELAY_PORT: String(port),
+        },
         readyPath: '/readyz',
         onLog: log('relay'),
       });

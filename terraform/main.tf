@@ -46,6 +46,7 @@ locals {
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
     "cloudscheduler.googleapis.com",
+    "cloudtasks.googleapis.com",
     "container.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",

@@ -5,7 +5,7 @@
  * semantics, so that @kubernetes/client-node and kubectl work against it unchanged.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -182,8 +182,9 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   const port = (server.address() as AddressInfo).port;
   address = `${host}:${port}`;
   const url = `${cert ? 'https' : 'http'}://${address}`;
-  const kubeconfigPath =
-    options.kubeconfigPath ?? join(mkdtempSync(join(tmpdir(), 'levelset-apiserver-')), 'kubeconfig');
+  // A kubeconfig in a temporary directory of our own unless a path is given; removed by stop().
+  const ownDir = options.kubeconfigPath ? undefined : mkdtempSync(join(tmpdir(), 'levelset-apiserver-'));
+  const kubeconfigPath = options.kubeconfigPath ?? join(ownDir as string, 'kubeconfig');
   writeFileSync(kubeconfigPath, kubeconfigYaml(url, adminToken, 'levelset-local', cert?.cert), {
     mode: 0o600,
   });
@@ -209,6 +210,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
       server.closeAllConnections();
       for (const s of sockets) s.destroy();
       await closed;
+      if (ownDir) rmSync(ownDir, { recursive: true, force: true });
     },
   };
 }

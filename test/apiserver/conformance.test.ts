@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -1590,6 +1590,7 @@ describe('kubectl', () => {
       await kubectl('delete', 'namespace', ns, '--wait=false');
     } finally {
       await kubectl('delete', '-f', join(dir, 'crd.json'), '--ignore-not-found').catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
@@ -2314,9 +2315,10 @@ describe('server-side apply', () => {
     });
   });
 
-  test('kubectl apply --server-side: a conflict with another --field-manager, then --force-conflicts', async () => {
+  test('kubectl apply --server-side: a conflict with another --field-manager, then --force-conflicts', async (t) => {
     const ns = await cluster.createNamespace('ssa-kubectl');
     const dir = mkdtempSync(join(tmpdir(), 'conformance-ssa-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'cm.json');
     const kubectl = (...args: string[]) =>
       run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, ...args], { timeout: 60_000 });
@@ -2340,9 +2342,10 @@ describe('server-side apply', () => {
     assert.equal(fieldsOf(got.json, 'kubectl'), undefined, 'kubectl owned nothing else');
   });
 
-  test('kubectl apply, then apply --server-side: takes over the client-side applied fields and rewrites last-applied', async () => {
+  test('kubectl apply, then apply --server-side: takes over the client-side applied fields and rewrites last-applied', async (t) => {
     const ns = await cluster.createNamespace('ssa-upgrade');
     const dir = mkdtempSync(join(tmpdir(), 'conformance-ssa-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'cm.json');
     const kubectl = (...args: string[]) =>
       run('kubectl', ['--kubeconfig', cluster.kubeconfigPath, '-n', ns, ...args], { timeout: 60_000 });

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -215,7 +215,12 @@ test('main.ts runs the server from the command line and writes a kubeconfig', as
     const ns = await kc.makeApiClient(CoreV1Api).listNamespace();
     assert.ok(ns.items.some((n) => n.metadata?.name === 'default'));
   } finally {
-    child.kill('SIGTERM');
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -253,5 +258,6 @@ test('tls: HTTPS with a self-signed CA in the kubeconfig; kubectl then authentic
     assert.equal(String(self.stdout).trim(), 'no');
   } finally {
     await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -6,29 +6,39 @@
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
+import { createLeastPrivilegedIdentities, type Identities } from './identities.ts';
 
 export interface Pipeline {
   cluster: TestCluster;
   stack: LocalStack;
   /** Every log line of every process, tagged with the process name. */
   logs: { service: string; line: LogLine }[];
+  /** The relay's and the functions' least-privileged identities; `undefined` with `admin: true`. */
+  identities?: Identities;
   stop(): Promise<void>;
 }
 
 /**
- * Starts cluster and stack. `LEVELSET_TEST_VERBOSE=1` echoes every log line to stderr.
- * @param env controller configuration for the stack (e.g. the source namespace).
+ * Starts cluster and stack. The relay and the functions run least-privileged: each with a
+ * ServiceAccount token bound to its ClusterRole from the generated `deploy/rbac.yaml` (see
+ * `identities.ts`); `setup` and the test itself use the cluster admin. `admin: true` runs the
+ * processes as the admin instead. `LEVELSET_TEST_VERBOSE=1` echoes every log line to stderr.
+ * @param setup arranges the cluster and returns controller configuration for the stack (e.g. the source namespace).
  */
 export async function startPipeline(
   setup: (cluster: TestCluster) => Promise<Record<string, string>>,
-  options: Partial<LocalStackOptions> = {},
+  options: Partial<LocalStackOptions> & { admin?: boolean } = {},
 ): Promise<Pipeline> {
   const cluster = await startTestCluster();
   const logs: Pipeline['logs'] = [];
+  let identities: Identities | undefined;
   try {
     const env = await setup(cluster);
+    if (!options.admin) identities = await createLeastPrivilegedIdentities(cluster.kubeConfig);
     const stack = await startLocalStack({
       kubeconfigPath: cluster.kubeconfigPath,
+      relayKubeconfigPath: identities?.relay.kubeconfigPath,
+      functionsKubeconfigPath: identities?.functions.kubeconfigPath,
       env,
       collapseMs: 50,
       ...options,
@@ -41,12 +51,15 @@ export async function startPipeline(
       cluster,
       stack,
       logs,
+      identities,
       async stop() {
         await stack.stop();
+        await identities?.remove();
         await cluster.stop();
       },
     };
   } catch (err) {
+    await identities?.remove();
     await cluster.stop();
     throw err;
   }
@@ -79,4 +92,25 @@ export async function relayCounter(p: Pipeline, metric: string, labels: string):
     if (m[1]?.includes(labels)) sum += Number(m[2]);
   }
   return sum;
+}
+
+/**
+ * The Secret values that occur in any of `haystacks`, plainly or base64-encoded (standard and URL
+ * alphabets, as a whole value). Used to check that no log line, Event or answer carries Secret data.
+ */
+export function leakedSecretValues(haystacks: readonly string[], values: readonly string[]): string[] {
+  const forms = values.flatMap((v) => {
+    const b = Buffer.from(v);
+    return [
+      [v, v],
+      [v, b.toString('base64')],
+      [v, b.toString('base64url')],
+      [v, JSON.stringify(v).slice(1, -1)],
+    ] as const;
+  });
+  const leaked = new Set<string>();
+  for (const text of haystacks)
+    for (const [value, form] of forms)
+      if (text.includes(form)) leaked.add(`${value} (as ${form === value ? 'plain' : form})`);
+  return [...leaked];
 }

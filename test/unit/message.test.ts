@@ -62,7 +62,26 @@ describe('key message', () => {
     ['missing name', envelopeOf({ ...valid, name: undefined })],
     ['bad timestamp', envelopeOf({ ...valid, enqueuedAt: 'yesterday' })],
     ['JSON but not an object', envelopeOf('"just a string"')],
+    ['not standard base64', { message: { data: 'eyJ2Ijox!!' } }],
+    ['name with a slash', envelopeOf({ ...valid, name: 'a/b' })],
+    ['name in upper case', envelopeOf({ ...valid, name: 'ABC' })],
+    ['name of 254 characters', envelopeOf({ ...valid, name: 'a'.repeat(254) })],
+    ['name ending in a dash', envelopeOf({ ...valid, name: 'db-' })],
+    ['namespace with an underscore', envelopeOf({ ...valid, namespace: 'Bad_NS' })],
+    ['namespace with a dot (a subdomain, not a label)', envelopeOf({ ...valid, namespace: 'team.a' })],
+    ['namespace of 64 characters', envelopeOf({ ...valid, namespace: 'n'.repeat(64) })],
   ];
+  it('accepts names as apimachinery does: DNS-1123 subdomains, namespaces DNS-1123 labels of ≤ 63', () => {
+    for (const [namespace, name] of [
+      ['n'.repeat(63), 'a'.repeat(253)],
+      ['team-a', 'db.creds-1'],
+      ['0ns', '0'],
+      ['', 'cluster-scoped'],
+    ] as const) {
+      assert.deepEqual(decodePushEnvelope(envelopeOf({ ...valid, namespace, name })).message.name, name);
+    }
+  });
+
   for (const [what, body] of malformed) {
     it(`rejects as malformed: ${what}`, () => {
       assert.throws(() => decodePushEnvelope(body), MalformedMessageError);

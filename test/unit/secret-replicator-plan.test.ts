@@ -209,6 +209,24 @@ describe('parseReplicateTo / selectTargets', () => {
     );
   });
 
+  test('a catastrophic pattern matches in linear time (RE2), not exponential backtracking', () => {
+    const match = parseReplicateTo('(a+)+b');
+    // 62 a's then a non-matching character: a backtracking engine (JavaScript's RegExp) explores
+    // ~2^62 paths and never returns; RE2 answers at once.
+    assert.ok(!match(`${'a'.repeat(62)}1`));
+    assert.ok(match('aaab'));
+  });
+
+  test('JavaScript-only syntax (lookaround, backreferences) is invalid, as RE2 defines it', () => {
+    for (const pattern of ['(?!kube-).*', '(a)\\1']) {
+      assert.throws(
+        () => parseReplicateTo(pattern),
+        (err: unknown) => err instanceof TerminalError && err.reason === 'InvalidReplicateTo',
+        pattern,
+      );
+    }
+  });
+
   test('an invalid regex is a TerminalError naming the item', () => {
     assert.throws(
       () => parseReplicateTo('team-a,prod-(['),

@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
+import { RE2JS } from 're2js';
 import { TerminalError } from '../../runtime/errors.ts';
 import type { Key } from '../types.ts';
 import type { SecretReplicatorConfig } from './config.ts';
@@ -30,7 +31,8 @@ export const SOURCE_VERSION_ANNOTATION = 'levelset.dev/source-resource-version';
 export const CONTENT_HASH_ANNOTATION = 'levelset.dev/content-hash';
 /**
  * Annotation on a source Secret narrowing its target namespaces: a comma-separated list of
- * namespace names and/or regular expressions, each matched against the whole namespace name
+ * namespace names and/or RE2 regular expressions (linear-time matching, so no pattern such as
+ * `(a+)+b` can stall a reconcile), each matched against the whole namespace name
  * (anchored, as kubernetes-reflector's `reflection-allowed-namespaces`). Absent: every eligible
  * namespace. Present but empty: no namespace (a way to keep one Secret un-replicated).
  */
@@ -111,10 +113,11 @@ export function isTerminating(ns: V1Namespace): boolean {
 
 /**
  * Parses {@link REPLICATE_TO_ANNOTATION} into a namespace predicate. Each comma-separated item
- * (trimmed; empty items skipped) matches a namespace equal to it or, as a JavaScript regular
- * expression, matching the whole name (`^(?:item)$`).
+ * (trimmed; empty items skipped) matches a namespace equal to it or, as an RE2 regular expression
+ * (re2js: linear time in the name's length whatever the pattern; no backreferences or lookaround),
+ * matching the whole name.
  * @param value the annotation value; `undefined`: every namespace matches.
- * @throws {TerminalError} reason `InvalidReplicateTo` when an item is not a valid regular expression.
+ * @throws {TerminalError} reason `InvalidReplicateTo` when an item is not a valid RE2 regular expression.
  */
 export function parseReplicateTo(value: string | undefined): (namespace: string) => boolean {
   if (value === undefined) return () => true;
@@ -124,16 +127,16 @@ export function parseReplicateTo(value: string | undefined): (namespace: string)
     .filter((item) => item !== '');
   const patterns = items.map((item) => {
     try {
-      return new RegExp(`^(?:${item})$`);
+      return RE2JS.compile(`(?:${item})`);
     } catch (err) {
       throw new TerminalError(
         REASON_INVALID_REPLICATE_TO,
-        `annotation ${REPLICATE_TO_ANNOTATION}: ${JSON.stringify(item)} is not a valid regular expression`,
+        `annotation ${REPLICATE_TO_ANNOTATION}: ${JSON.stringify(item)} is not a valid RE2 regular expression`,
         { cause: err },
       );
     }
   });
-  return (namespace) => items.includes(namespace) || patterns.some((p) => p.test(namespace));
+  return (namespace) => items.includes(namespace) || patterns.some((p) => p.matches(namespace));
 }
 
 /** A Secret as the object an Event is about: kind, apiVersion and metadata, never `data`. */
