@@ -59,6 +59,8 @@ async function main(): Promise<void> {
       collapseMs: config.collapseMs,
       port: config.port,
       logger,
+      informers: { watchSilenceTimeoutMs: config.watchSilenceTimeoutMs },
+      retryBufferKeys: config.retryBufferKeys,
     });
   } catch (err) {
     logger.fatal({ err }, 'relay failed to start');

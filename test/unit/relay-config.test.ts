@@ -19,6 +19,8 @@ describe('loadRelayConfig', () => {
       topic: 'levelset-keys',
       collapseMs: 250,
       port: 8080,
+      watchSilenceTimeoutMs: 90_000,
+      retryBufferKeys: 10_000,
       logLevel: 'info',
     });
   });
@@ -31,6 +33,8 @@ describe('loadRelayConfig', () => {
         LEVELSET_TOPIC: 'keys-2',
         RELAY_COLLAPSE_MS: '0',
         RELAY_PORT: '9090',
+        RELAY_WATCH_SILENCE_TIMEOUT_MS: '5000',
+        RELAY_RETRY_BUFFER_KEYS: '50',
         LOG_LEVEL: 'debug',
       }),
       {
@@ -40,6 +44,8 @@ describe('loadRelayConfig', () => {
         topic: 'keys-2',
         collapseMs: 0,
         port: 9090,
+        watchSilenceTimeoutMs: 5000,
+        retryBufferKeys: 50,
         logLevel: 'debug',
       },
     );
