@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     topic: config.topic,
     emulatorHost: config.emulatorHost,
     logger,
+    timeoutMs: config.publishTimeoutMs,
   });
   let relay: Awaited<ReturnType<typeof startRelay>>;
   try {

@@ -41,12 +41,28 @@ export interface RelayMetrics {
   retryDropped: Counter<'controller'>;
   /** Keys taken from the retry buffer back into the pipeline, by controller. */
   keysRetried: Counter<'controller'>;
+  /** Keys waiting in the collapse window now (read at scrape time from {@link RelayMetrics.trackPendingKeys}'s source). */
+  keysPending: Gauge;
+  /** Sets where {@link RelayMetrics.keysPending} reads the number of keys in the collapse window. */
+  trackPendingKeys(source: () => number): void;
 }
 
 /** Creates the relay's metrics in `registry` (default: a new one). */
 export function createRelayMetrics(registry: Registry = new Registry()): RelayMetrics {
   const registers = [registry];
+  let pendingKeys = (): number => 0;
   return {
+    trackPendingKeys: (source) => {
+      pendingKeys = source;
+    },
+    keysPending: new Gauge({
+      name: 'levelset_relay_keys_pending',
+      help: 'Keys waiting in the collapse window.',
+      registers,
+      collect() {
+        this.set(pendingKeys());
+      },
+    }),
     registry,
     eventsReceived: new Counter({
       name: 'levelset_relay_events_received_total',

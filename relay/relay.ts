@@ -128,6 +128,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     retryBackoff: options.retryBackoff,
   });
 
+  metrics.trackPendingKeys(() => pipeline.pending);
+
   const makeInformer = (plan: InformerPlan) =>
     new MetadataInformer({
       kubeConfig: options.kubeConfig,

@@ -3,6 +3,7 @@
  * stack (Pub/Sub emulator, both functions under functions-framework, the relay) pointed at it.
  */
 
+import type { LocalApiServerOptions } from '../../local/apiserver/index.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
@@ -17,13 +18,15 @@ export interface Pipeline {
 
 /**
  * Starts cluster and stack. `LEVELSET_TEST_VERBOSE=1` echoes every log line to stderr.
- * @param env controller configuration for the stack (e.g. the source namespace).
+ * @param setup arranges the cluster; returns controller configuration for the stack (e.g. the source namespace).
+ * @param clusterOptions options of the local API server (e.g. a short bookmark interval).
  */
 export async function startPipeline(
   setup: (cluster: TestCluster) => Promise<Record<string, string>>,
   options: Partial<LocalStackOptions> = {},
+  clusterOptions: LocalApiServerOptions = {},
 ): Promise<Pipeline> {
-  const cluster = await startTestCluster();
+  const cluster = await startTestCluster(clusterOptions);
   const logs: Pipeline['logs'] = [];
   try {
     const env = await setup(cluster);

@@ -21,6 +21,7 @@ describe('loadRelayConfig', () => {
       port: 8080,
       watchSilenceTimeoutMs: 90_000,
       retryBufferKeys: 10_000,
+      publishTimeoutMs: 30_000,
       logLevel: 'info',
     });
   });
@@ -35,6 +36,7 @@ describe('loadRelayConfig', () => {
         RELAY_PORT: '9090',
         RELAY_WATCH_SILENCE_TIMEOUT_MS: '5000',
         RELAY_RETRY_BUFFER_KEYS: '50',
+        RELAY_PUBLISH_TIMEOUT_MS: '2000',
         LOG_LEVEL: 'debug',
       }),
       {
@@ -46,6 +48,7 @@ describe('loadRelayConfig', () => {
         port: 9090,
         watchSilenceTimeoutMs: 5000,
         retryBufferKeys: 50,
+        publishTimeoutMs: 2000,
         logLevel: 'debug',
       },
     );
