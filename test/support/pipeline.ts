@@ -69,8 +69,8 @@ export function pushEnvelope(message: object, messageId = String(Date.now())): o
 }
 
 /**
- * Sums the series of one of the running relay's Prometheus counters (its `/metrics`) whose label
- * set contains `labels` (e.g. `controller="foo"`).
+ * Sums the series of one of the running relay's Prometheus counters or gauges (its `/metrics`) whose
+ * label set contains `labels` (e.g. `controller="foo"`; `''` matches every series, unlabelled ones too).
  * @throws {Error} when the relay is not running
  */
 export async function relayCounter(p: Pipeline, metric: string, labels: string): Promise<number> {
@@ -78,8 +78,8 @@ export async function relayCounter(p: Pipeline, metric: string, labels: string):
   if (!relay) throw new Error('the relay is not running');
   const text = await (await fetch(new URL('/metrics', relay.url))).text();
   let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
-    if (m[1]?.includes(labels)) sum += Number(m[2]);
+  for (const m of text.matchAll(new RegExp(`^${metric}(?:\\{([^}]*)\\})? (\\S+)`, 'gm'))) {
+    if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
   }
   return sum;
 }
