@@ -239,13 +239,14 @@ describe('faults survived by the pipeline (secret-replicator)', {
       'a reconcile answered 500 and Pub/Sub redelivered',
     );
     // The relay's LIST answered 429 with Retry-After: 3 was not retried before 3 s.
-    const [throttled, next] = await waitFor(
+    const { throttled, next } = await waitFor(
       () => {
         const lists = requests
           .entries({ verb: 'list', resource: 'secrets', namespace: source })
           .filter((e) => e.time >= since);
         const i = lists.findIndex((e) => e.status === 429);
-        return i >= 0 && lists[i + 1] ? ([lists[i], lists[i + 1]] as const) : undefined;
+        const [throttled, next] = [lists[i], lists[i + 1]];
+        return throttled && next ? { throttled, next } : undefined;
       },
       { message: "the relay's LIST answered 429, then its next LIST" },
     );
