@@ -19,6 +19,8 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
+  /** Ack deadline of the push subscription, s (10–600); default 60. */
+  ackDeadlineSeconds?: number;
   /** Start the relay with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -117,6 +119,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         emulatorHost: emulator.host,
         topic,
         pushEndpoint: reconcile.url,
+        ackDeadlineSeconds: options.ackDeadlineSeconds,
       });
     const topology = await ensureTopology();
 

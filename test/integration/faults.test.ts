@@ -119,7 +119,9 @@ describe('faults survived by the pipeline (secret-replicator)', {
           RELAY_PUBLISH_TIMEOUT_MS: '2000',
         };
       },
-      {},
+      // The emulator redelivers a push whose connection broke (reconcile killed) only after the ack
+      // deadline: the minimum keeps that test short (Cloud Run answers 5xx instead, retried at once).
+      { ackDeadlineSeconds: 10 },
       { bookmarkIntervalMs: 1_000 },
     );
     const local = p.cluster.local;
@@ -162,6 +164,12 @@ describe('faults survived by the pipeline (secret-replicator)', {
   });
 
   it('restarts a watch that stays open but silent (no event, no bookmark), and misses nothing', async (t) => {
+    // Every informer watching first (the previous fault left re-watches in flight).
+    await waitFor(
+      async () =>
+        (await relayCounter(p, 'levelset_relay_informer_watching', `resource="v1/secrets@${source}"`)) === 1,
+      { message: 'the sources informer watching' },
+    );
     const silenced = faults.silenceWatches();
     const started = Date.now();
     assert.ok(silenced >= 1, `silenced ${silenced} watches`);
@@ -186,34 +194,6 @@ describe('faults survived by the pipeline (secret-replicator)', {
       'a series for the sources informer',
     );
     for (const m of stamps) assert.ok(Date.now() / 1000 - Number(m[1]) < 30, `recent: ${m[0]}`);
-  });
-
-  it('reports not ready while it cannot watch, ready again after, and misses nothing', async (t) => {
-    const started = Date.now();
-    const stopFailing = faults.failNext(
-      { verb: ['list', 'watch'], resource: 'secrets', namespace: source },
-      Number.POSITIVE_INFINITY,
-      { status: 503 },
-    );
-    try {
-      faults.dropWatches('reset');
-      const notReady = await waitFor(
-        async () => {
-          const r = await readyz();
-          return r.status === 503 ? r : undefined;
-        },
-        { timeoutMs: 30_000, message: '/readyz 503' },
-      );
-      assert.match(notReady.body, new RegExp(`v1/secrets@${source}: cannot watch`));
-      t.diagnostic(
-        `/readyz false ${Date.now() - started} ms after the watches broke: ${notReady.body.trim()}`,
-      );
-      await updateSource('c');
-    } finally {
-      stopFailing();
-    }
-    await waitFor(async () => (await readyz()).status === 200, { timeoutMs: 60_000, message: '/readyz 200' });
-    await converged(t, started);
   });
 
   it('converges through 409/429/500/503 answers and reset connections; the relay honours Retry-After', async (t) => {
@@ -248,32 +228,66 @@ describe('faults survived by the pipeline (secret-replicator)', {
         const [throttled, next] = [lists[i], lists[i + 1]];
         return throttled && next ? { throttled, next } : undefined;
       },
-      { message: "the relay's LIST answered 429, then its next LIST" },
+      // Its next LIST waits max(restart backoff, Retry-After): the backoff may have grown to 30 s.
+      { timeoutMs: 45_000, message: "the relay's LIST answered 429, then its next LIST" },
     );
     const waited = next.time - throttled.time;
     t.diagnostic(`relay waited ${waited} ms after 429 Retry-After: 3`);
     assert.ok(waited >= 2_900, `waited ${waited} ms`);
   });
 
+  it('reports not ready while it cannot watch, ready again after, and misses nothing', async (t) => {
+    const started = Date.now();
+    const stopFailing = faults.failNext(
+      { verb: ['list', 'watch'], resource: 'secrets', namespace: source },
+      Number.POSITIVE_INFINITY,
+      { status: 503 },
+    );
+    try {
+      faults.dropWatches('reset');
+      const notReady = await waitFor(
+        async () => {
+          const r = await readyz();
+          return r.status === 503 ? r : undefined;
+        },
+        { timeoutMs: 30_000, message: '/readyz 503' },
+      );
+      assert.match(notReady.body, new RegExp(`v1/secrets@${source}: cannot watch`));
+      t.diagnostic(
+        `/readyz false ${Date.now() - started} ms after the watches broke: ${notReady.body.trim()}`,
+      );
+      await updateSource('c');
+    } finally {
+      stopFailing();
+    }
+    await waitFor(async () => (await readyz()).status === 200, { timeoutMs: 60_000, message: '/readyz 200' });
+    await converged(t, started);
+  });
+
   it('converges after the relay is killed with collapsed keys not yet published', async (t) => {
+    const sourceCount = (await core.listNamespacedSecret({ namespace: source })).items.length;
     await p.stack.killRelay();
     await p.stack.startRelay({ RELAY_COLLAPSE_MS: '60000' });
-    for (const name of ['a', 'c', 'd']) {
-      await updateSource(name);
-      await updateSource(name);
+    let started = Date.now();
+    try {
+      for (const name of ['a', 'c', 'd']) {
+        await updateSource(name);
+        await updateSource(name);
+      }
+      const pending = await waitFor(
+        async () => {
+          const n = await relayCounter(p, 'levelset_relay_keys_pending', '');
+          const received = await relayCounter(p, 'levelset_relay_events_received_total', 'v1/secrets@');
+          return received >= sourceCount + 6 && n > 0 ? n : undefined; // the sources listed, then the burst
+        },
+        { message: 'the burst collapsed and waiting in the relay' },
+      );
+      started = Date.now();
+      t.diagnostic(`relay SIGKILLed with ${pending} keys pending`);
+    } finally {
+      await p.stack.killRelay();
+      await p.stack.startRelay();
     }
-    const pending = await waitFor(
-      async () => {
-        const n = await relayCounter(p, 'levelset_relay_keys_pending', '');
-        const received = await relayCounter(p, 'levelset_relay_events_received_total', 'v1/secrets@');
-        return received >= 6 + 4 && n > 0 ? n : undefined; // 4 sources listed, then the burst
-      },
-      { message: 'the burst collapsed and waiting in the relay' },
-    );
-    const started = Date.now();
-    await p.stack.killRelay();
-    t.diagnostic(`relay SIGKILLed with ${pending} keys pending`);
-    await p.stack.startRelay();
     await converged(t, started);
   });
 
@@ -316,15 +330,18 @@ describe('faults survived by the pipeline (secret-replicator)', {
     const errorsBefore = await relayCounter(p, 'levelset_relay_publish_errors_total', '');
     const started = Date.now();
     await p.stack.stopEmulator();
-    await updateSource('a');
-    await createSource('g');
-    await waitFor(
-      async () => (await relayCounter(p, 'levelset_relay_publish_errors_total', '')) > errorsBefore,
-      { message: 'publishes failing while the emulator is down' },
-    );
-    const buffered = await relayCounter(p, 'levelset_relay_retry_buffer_keys', '');
-    t.diagnostic(`emulator down ${Date.now() - started} ms; ${buffered} keys in the retry buffer`);
-    await p.stack.startEmulator();
+    try {
+      await updateSource('a');
+      await createSource('g');
+      await waitFor(
+        async () => (await relayCounter(p, 'levelset_relay_publish_errors_total', '')) > errorsBefore,
+        { message: 'publishes failing while the emulator is down' },
+      );
+      const buffered = await relayCounter(p, 'levelset_relay_retry_buffer_keys', '');
+      t.diagnostic(`emulator down ${Date.now() - started} ms; ${buffered} keys in the retry buffer`);
+    } finally {
+      await p.stack.startEmulator();
+    }
     await converged(t, started);
     assert.ok((await relayCounter(p, 'levelset_relay_keys_retried_total', '')) > 0, 'keys retried');
     assert.equal(await relayCounter(p, 'levelset_relay_retry_buffer_keys', ''), 0);
