@@ -21,6 +21,8 @@ export interface LocalStackOptions {
   resyncIntervalMs?: number;
   /** Ack deadline of the push subscription, s (10–600); default 60. */
   ackDeadlineSeconds?: number;
+  /** Deliveries before a key message is dead-lettered (5–100); default 5. */
+  maxDeliveryAttempts?: number;
   /** Start the relay with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -120,6 +122,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         topic,
         pushEndpoint: reconcile.url,
         ackDeadlineSeconds: options.ackDeadlineSeconds,
+        maxDeliveryAttempts: options.maxDeliveryAttempts,
       });
     const topology = await ensureTopology();
 
