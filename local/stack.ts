@@ -19,8 +19,6 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
-  /** Ack deadline of the push subscription, s (10–600); default 60. */
-  ackDeadlineSeconds?: number;
   /** Deliveries before a key message is dead-lettered (5–100); default 5. */
   maxDeliveryAttempts?: number;
   /** Start the relay with the stack; default true. */
@@ -121,7 +119,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         emulatorHost: emulator.host,
         topic,
         pushEndpoint: reconcile.url,
-        ackDeadlineSeconds: options.ackDeadlineSeconds,
         maxDeliveryAttempts: options.maxDeliveryAttempts,
       });
     const topology = await ensureTopology();
