@@ -225,7 +225,10 @@ export class MetadataInformer {
         await this.#pause(this.#options.discoveryIntervalMs ?? 5_000);
         continue;
       }
-      if (waitingLogged) this.#log.info('resource served now: starting list+watch');
+      if (waitingLogged) {
+        this.#log.info('resource served now: starting list+watch');
+        this.#notWatchingSince = Date.now(); // it had nothing to watch until now
+      }
       waitingLogged = false;
       this.#state = 'running';
       const startedAt = Date.now();
