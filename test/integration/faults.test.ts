@@ -143,26 +143,29 @@ describe('faults survived by the pipeline (secret-replicator)', {
     const started = Date.now();
     const lists = () => requests.count({ verb: 'list', resource: 'secrets', namespace: source });
     const listsBefore = lists();
-    const stopDropping = faults.dropWatchesEvery(150);
-    // Re-watches arrive late, so writes land between the relay's resourceVersion and a compaction.
-    const removeLatency = faults.addLatency({ verb: 'watch' }, 300);
+    // Watches dropped every 100 ms while sources change.
+    const stopDropping = faults.dropWatchesEvery(100);
     try {
-      for (const name of ['a', 'b', 'c']) {
-        await updateSource(name);
-        faults.compactHistory();
-      }
+      await updateSource('a');
+      await updateSource('c');
       await createSource('d');
-      await makeNamespace('3');
-      faults.compactHistory();
-      await deleteSource('b');
-      faults.compactHistory();
-      faults.dropWatches('reset');
     } finally {
       stopDropping();
+    }
+    // Then the re-watches are held while more changes land and the history is compacted past the
+    // relay's resourceVersion: they get 410 Gone, and the relay must re-list.
+    const removeLatency = faults.addLatency({ verb: 'watch' }, 4_000);
+    try {
+      faults.dropWatches('close');
+      await updateSource('b');
+      await makeNamespace('3');
+      await deleteSource('b');
+      faults.compactHistory();
+    } finally {
       removeLatency();
     }
     await converged(t, started);
-    assert.ok(lists() > listsBefore, 'the relay re-listed after 410 Gone');
+    await waitFor(() => lists() > listsBefore, { message: 'the relay re-listed after 410 Gone' });
   });
 
   it('restarts a watch that stays open but silent (no event, no bookmark), and misses nothing', async (t) => {
