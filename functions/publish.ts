@@ -18,6 +18,13 @@ export interface KeyPublisherOptions {
    * `maxMilliseconds` (default 10 ms) per publish request.
    */
   batching?: { maxMessages?: number; maxMilliseconds?: number };
+  /**
+   * ms the client library may spend on one publish, retries of UNAVAILABLE etc. included (gax
+   * `timeout`, which also bounds the total retry time); default the library's 600 000 for Publish.
+   * The relay shortens it so that an outage moves keys into its bounded retry buffer instead of an
+   * unbounded queue of pending messages.
+   */
+  timeoutMs?: number;
 }
 
 /** Publishes key messages with their ordering key (`controller/namespace/name`). */
@@ -49,6 +56,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
       maxMessages: options.batching?.maxMessages ?? 100,
       maxMilliseconds: options.batching?.maxMilliseconds ?? 10,
     },
+    ...(options.timeoutMs !== undefined ? { gaxOpts: { timeout: options.timeoutMs } } : {}),
   });
   return {
     topic,

@@ -122,6 +122,11 @@ export interface KeysTopologyOptions {
   subscription?: string;
   /** Deliveries before a message goes to the dead-letter topic; default 5 (Pub/Sub allows 5–100). */
   maxDeliveryAttempts?: number;
+  /**
+   * Seconds a push delivery may take before Pub/Sub gives up on it and redelivers; default 60. The
+   * emulator also waits this long to redeliver a push whose connection broke (no HTTP answer).
+   */
+  ackDeadlineSeconds?: number;
   /** Retry backoff bounds in seconds; default 1 → 10 locally (Terraform uses 10 → 600). */
   minimumBackoffSeconds?: number;
   maximumBackoffSeconds?: number;
@@ -159,7 +164,7 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
       .createSubscription(subscriptionId, {
         pushConfig: { pushEndpoint: options.pushEndpoint },
         enableMessageOrdering: true,
-        ackDeadlineSeconds: 60,
+        ackDeadlineSeconds: options.ackDeadlineSeconds ?? 60,
         retryPolicy: {
           minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },
           maximumBackoff: { seconds: options.maximumBackoffSeconds ?? 10 },

@@ -25,6 +25,8 @@ export interface Service {
   logs: LogLine[];
   /** Stops the process: SIGTERM, then SIGKILL after `graceMs` (default 10 000). Idempotent. */
   stop(): Promise<void>;
+  /** Kills the process at once (SIGKILL: no shutdown hook runs), and waits until it is gone. Fault injection. */
+  kill(): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -118,5 +120,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     }
     await delay(50);
   }
-  return { name: options.name, port: options.port, url, pid: child.pid ?? 0, logs, stop };
+  const kill = async () => {
+    if (exited) return;
+    child.kill('SIGKILL');
+    await gone;
+  };
+  return { name: options.name, port: options.port, url, pid: child.pid ?? 0, logs, stop, kill };
 }

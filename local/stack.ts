@@ -23,6 +23,8 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
+  /** Deliveries before a key message is dead-lettered (5–100); default 5. */
+  maxDeliveryAttempts?: number;
   /** Start the relay with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -32,16 +34,31 @@ export interface LocalStackOptions {
 }
 
 export interface LocalStack {
-  emulator: PubSubEmulator;
+  /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
+  readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
   topology: Awaited<ReturnType<typeof ensureKeysTopology>>;
-  reconcile: Service;
-  resync: Service;
+  /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
+  readonly reconcile: Service;
+  readonly resync: Service;
   /** The running relay, if any. */
   relay(): Service | undefined;
-  startRelay(): Promise<Service>;
+  /** Starts the relay unless it runs; `env` is added to the stack's environment for this process. */
+  startRelay(env?: Record<string, string>): Promise<Service>;
   /** Stops the relay (it flushes pending keys on SIGTERM). */
   stopRelay(): Promise<void>;
+  /** Fault injection: kills the relay with SIGKILL (keys in its collapse window are lost with it). */
+  killRelay(): Promise<void>;
+  /**
+   * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
+   * new one on the same port (the push endpoint stays valid). `killOnly` leaves it down until
+   * {@link LocalStack.restartFunction} is called again.
+   */
+  restartFunction(name: 'reconcile' | 'resync', options?: { killOnly?: boolean }): Promise<void>;
+  /** Fault injection: kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
+  stopEmulator(): Promise<void>;
+  /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
+  startEmulator(): Promise<void>;
   /** Calls the `resync` function once, as Cloud Scheduler does. @throws on a non-2xx answer. */
   runResync(): Promise<ResyncReport>;
   /** The environment every process of the stack gets. */
@@ -71,8 +88,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     started.length = 0;
   };
   try {
-    const emulator = await startPubSubEmulator();
-    started.push(emulator);
+    let emulator = await startPubSubEmulator();
+    const emulatorRef = { stop: () => emulator.stop() };
+    started.push(emulatorRef);
     const topic = options.topic ?? 'levelset-keys';
     const env: Record<string, string> = {
       ...options.env,
@@ -91,8 +109,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       ...env,
       KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     };
-    const startFunction = async (target: string) => {
-      const port = target === 'reconcile' ? reconcilePort : await freePort();
+    const functions = new Map<string, Service>();
+    const startFunction = async (target: 'reconcile' | 'resync', port?: number) => {
+      port ??= target === 'reconcile' ? reconcilePort : await freePort();
       const service = await startService({
         name: target,
         args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
@@ -100,19 +119,25 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         env: functionsEnv,
         onLog: log(target),
       });
-      started.push(service);
+      functions.set(target, service);
       return service;
     };
-    const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
-    const topology = await ensureKeysTopology({
-      projectId: emulator.projectId,
-      emulatorHost: emulator.host,
-      topic,
-      pushEndpoint: reconcile.url,
+    started.push({
+      stop: async () => void (await Promise.all([...functions.values()].map((f) => f.stop()))),
     });
+    const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
+    const ensureTopology = () =>
+      ensureKeysTopology({
+        projectId: emulator.projectId,
+        emulatorHost: emulator.host,
+        topic,
+        pushEndpoint: reconcile.url,
+        maxDeliveryAttempts: options.maxDeliveryAttempts,
+      });
+    const topology = await ensureTopology();
 
     let relay: Service | undefined;
-    const startRelay = async () => {
+    const startRelay = async (extraEnv: Record<string, string> = {}) => {
       if (relay) return relay;
       const port = await freePort();
       relay = await startService({
@@ -121,6 +146,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         port,
         env: {
           ...env,
+          ...extraEnv,
           KUBECONFIG: options.relayKubeconfigPath ?? options.kubeconfigPath,
           RELAY_PORT: String(port),
         },
@@ -137,7 +163,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     if (options.relay ?? true) await startRelay();
 
     const runResync = async (): Promise<ResyncReport> => {
-      const res = await fetch(resync.url, { method: 'POST' });
+      const res = await fetch(service('resync').url, { method: 'POST' });
       const body = (await res.json()) as ResyncReport;
       if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
       return body;
@@ -152,14 +178,43 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       }, options.resyncIntervalMs);
       timer.unref();
     }
+    const service = (name: 'reconcile' | 'resync') => {
+      const f = functions.get(name);
+      if (!f) throw new Error(`${name} is not running`);
+      return f;
+    };
+    const ports = { reconcile: reconcile.port, resync: resync.port };
     return {
-      emulator,
+      get emulator() {
+        return emulator;
+      },
       topology,
-      reconcile,
-      resync,
+      get reconcile() {
+        return service('reconcile');
+      },
+      get resync() {
+        return service('resync');
+      },
       relay: () => relay,
       startRelay,
       stopRelay,
+      async killRelay() {
+        const r = relay;
+        relay = undefined;
+        await r?.kill();
+      },
+      async restartFunction(name, restartOptions = {}) {
+        await functions.get(name)?.kill();
+        functions.delete(name);
+        if (!restartOptions.killOnly) await startFunction(name, ports[name]);
+      },
+      async stopEmulator() {
+        await emulator.stop();
+      },
+      async startEmulator() {
+        emulator = await startPubSubEmulator({ port: Number(emulator.host.split(':')[1]) });
+        await ensureTopology();
+      },
       runResync,
       env,
       async stop() {

@@ -2,11 +2,15 @@
  * The relay process's configuration, from the environment, validated with zod.
  */
 import { z } from 'zod';
+import { DEFAULT_WATCH_SILENCE_TIMEOUT_MS } from './informer.ts';
+import { DEFAULT_RETRY_BUFFER_KEYS } from './retry-buffer.ts';
 
 /** Default collapse window in ms (`RELAY_COLLAPSE_MS`). */
 export const DEFAULT_COLLAPSE_MS = 250;
 /** Default port of `/healthz`, `/readyz`, `/metrics` (`RELAY_PORT`). */
 export const DEFAULT_PORT = 8080;
+/** Default time the Pub/Sub client may retry one publish, ms (`RELAY_PUBLISH_TIMEOUT_MS`). */
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 30_000;
 /** Default keys topic id (`LEVELSET_TOPIC`). */
 export const DEFAULT_TOPIC = 'levelset-keys';
 
@@ -33,6 +37,9 @@ const envSchema = z
     LEVELSET_TOPIC: optional(topicId),
     RELAY_COLLAPSE_MS: optional(z.coerce.number().int().min(0).max(60_000)),
     RELAY_PORT: optional(z.coerce.number().int().min(0).max(65_535)),
+    RELAY_WATCH_SILENCE_TIMEOUT_MS: optional(z.coerce.number().int().min(1_000).max(3_600_000)),
+    RELAY_RETRY_BUFFER_KEYS: optional(z.coerce.number().int().min(1).max(1_000_000)),
+    RELAY_PUBLISH_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)),
     LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   })
   .superRefine(
@@ -60,6 +67,12 @@ export interface RelayConfig {
   collapseMs: number;
   /** Health/metrics port. Default 8080. */
   port: number;
+  /** ms a watch may stay silent (no event, no bookmark) before it is watched again. Default 90 000. */
+  watchSilenceTimeoutMs: number;
+  /** Keys the publish retry buffer holds at most. Default 10 000. */
+  retryBufferKeys: number;
+  /** ms the Pub/Sub client may retry one publish before the key goes to the retry buffer. Default 30 000. */
+  publishTimeoutMs: number;
   logLevel: string;
 }
 
@@ -71,7 +84,10 @@ export class ConfigError extends Error {
 /**
  * Reads the relay's configuration from `env`: `KUBECONFIG`, `GOOGLE_CLOUD_PROJECT` (default
  * `local-project` when `PUBSUB_EMULATOR_HOST` is set), `LEVELSET_TOPIC` (default `levelset-keys`),
- * `RELAY_COLLAPSE_MS` (ms, default 250), `RELAY_PORT` (default 8080), `LOG_LEVEL` (default `info`).
+ * `RELAY_COLLAPSE_MS` (ms, default 250), `RELAY_PORT` (default 8080),
+ * `RELAY_WATCH_SILENCE_TIMEOUT_MS` (ms, 1 000–3 600 000, default 90 000: kube-apiserver bookmarks
+ * about once a minute), `RELAY_RETRY_BUFFER_KEYS` (default 10 000), `RELAY_PUBLISH_TIMEOUT_MS` (ms,
+ * 100–600 000, default 30 000), `LOG_LEVEL` (default `info`).
  * @throws {ConfigError} listing each invalid variable.
  */
 export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
@@ -88,6 +104,9 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     topic: e.LEVELSET_TOPIC ?? DEFAULT_TOPIC,
     collapseMs: e.RELAY_COLLAPSE_MS ?? DEFAULT_COLLAPSE_MS,
     port: e.RELAY_PORT ?? DEFAULT_PORT,
+    watchSilenceTimeoutMs: e.RELAY_WATCH_SILENCE_TIMEOUT_MS ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS,
+    retryBufferKeys: e.RELAY_RETRY_BUFFER_KEYS ?? DEFAULT_RETRY_BUFFER_KEYS,
+    publishTimeoutMs: e.RELAY_PUBLISH_TIMEOUT_MS ?? DEFAULT_PUBLISH_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL ?? 'info',
   };
 }

@@ -2,7 +2,8 @@
  * The relay's HTTP endpoints for the kubelet and Prometheus:
  * - `GET /healthz` — 200 while the process serves HTTP (liveness).
  * - `GET /readyz` — 200 once every informer's first LIST is in its cache (client-go's
- *   `WaitForCacheSync`), else 503 naming the informers still syncing (readiness).
+ *   `WaitForCacheSync`) and while every informer can watch; else 503 naming each informer still
+ *   syncing or unable to watch (readiness: a relay that cannot watch is not doing its job).
  * - `GET /metrics` — Prometheus text format from the relay's registry.
  */
 import { createServer, type Server } from 'node:http';
@@ -14,8 +15,8 @@ export interface HealthServerOptions {
   port: number;
   /** Bind address; default all interfaces (`::`, falling back to IPv4). */
   host?: string;
-  /** Informer ids still syncing; empty means ready. */
-  notSynced(): string[];
+  /** Why the relay is not ready, one line per informer (`v1/secrets: not synced`); empty means ready. */
+  notReady(): string[];
   registry: Registry;
 }
 
@@ -39,12 +40,9 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     if (path === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
     } else if (path === '/readyz') {
-      const pending = options.notSynced();
-      if (pending.length === 0) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-      else
-        res
-          .writeHead(503, { 'content-type': 'text/plain' })
-          .end(`informers not synced: ${pending.join(', ')}\n`);
+      const reasons = options.notReady();
+      if (reasons.length === 0) res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      else res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready: ${reasons.join('; ')}\n`);
     } else if (path === '/metrics') {
       options.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': options.registry.contentType }).end(text),

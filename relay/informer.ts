@@ -9,6 +9,11 @@
  * backoff; its LIST is diffed against the relay's cache, so objects created, changed or deleted
  * while nothing watched come out as ADDED / MODIFIED / DELETED (client-go's reflector `Replace`,
  * with the cached object as the tombstone).
+ *
+ * A watch that stays open but silent — no event and no BOOKMARK for `watchSilenceTimeoutMs` — is
+ * aborted and watched again from the last resourceVersion (client-node's inactivity timeout, set
+ * here): the classic "replication silently stopped" cannot last longer than that. A 429 answer to
+ * a LIST waits at least its `Retry-After` before the next attempt.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, ListWatch } from '@kubernetes/client-node';
@@ -16,7 +21,14 @@ import type { Key, ResourceType, WatchEvent } from '../functions/controllers/typ
 import type { Logger } from '../functions/log.ts';
 import { keyString } from '../functions/message.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
-import { collectionPath, isServed, listMetadata, MetadataWatch, resourceName } from './metadata.ts';
+import {
+  ApiStatusError,
+  collectionPath,
+  isServed,
+  listMetadata,
+  MetadataWatch,
+  resourceName,
+} from './metadata.ts';
 
 export interface MetadataInformerOptions {
   kubeConfig: KubeConfig;
@@ -36,7 +48,32 @@ export interface MetadataInformerOptions {
   resetBackoffAfterMs?: number;
   /** While the resource is not served (CRD missing), how often discovery is asked again, in ms; default 5 000. */
   discoveryIntervalMs?: number;
+  /**
+   * ms an open watch may stay silent (no event, no BOOKMARK) before it is aborted and watched again
+   * from its last resourceVersion; default {@link DEFAULT_WATCH_SILENCE_TIMEOUT_MS}.
+   */
+  watchSilenceTimeoutMs?: number;
+  /** Called for every event or BOOKMARK received on a watch, and after each successful LIST. */
+  onActivity?(): void;
+  /** Called when a watch was aborted for silence (it is watched again at once). */
+  onSilentWatch?(): void;
+  /** Called when a watch stream opens (`true`) or ends (`false`). */
+  onWatching?(watching: boolean): void;
 }
+
+/**
+ * Default {@link MetadataInformerOptions.watchSilenceTimeoutMs}: 90 s. kube-apiserver's watch cache
+ * sends each watcher that allows them a BOOKMARK about once a minute (the cacher's
+ * `defaultBookmarkFrequency`), even when nothing changes; 1.5 periods tolerates a late bookmark on a
+ * busy server without restarting healthy watches, and bounds how long a stuck watch goes unnoticed.
+ */
+export const DEFAULT_WATCH_SILENCE_TIMEOUT_MS = 90_000;
+
+/**
+ * A watch open at least this long (ms) before a clean close was healthy: the next one starts at once
+ * (client-go's reflector backs off only after a watch that ended within about a second).
+ */
+const HEALTHY_WATCH_MS = 1_000;
 
 /** What an informer is doing now. */
 export type InformerState = 'idle' | 'waiting-for-resource' | 'running' | 'backing-off' | 'stopped';
@@ -62,6 +99,10 @@ export class MetadataInformer {
   #loop: Promise<void> | undefined;
   #restarts = 0;
   #warnedWholeObjects = false;
+  #watching = false;
+  /** Since when (ms since the epoch) no watch stream has been open; set while not watching. */
+  #notWatchingSince: number | undefined = Date.now();
+  #lastActivityAt: number | undefined;
 
   constructor(options: MetadataInformerOptions) {
     this.#options = options;
@@ -94,6 +135,39 @@ export class MetadataInformer {
   /** Resolves once {@link hasSynced} is true. */
   whenSynced(): Promise<void> {
     return this.#syncedPromise;
+  }
+
+  /** Whether a watch stream is open now. */
+  get watching(): boolean {
+    return this.#watching;
+  }
+
+  /**
+   * ms for which this informer has been unable to watch: 0 while a watch stream is open, and while
+   * its resource is not served (nothing to watch); else the time since the last stream ended (or
+   * since start).
+   */
+  notWatchingForMs(now = Date.now()): number {
+    if (this.#watching || this.#state === 'waiting-for-resource' || this.#notWatchingSince === undefined)
+      return 0;
+    return now - this.#notWatchingSince;
+  }
+
+  /** When the last event or BOOKMARK arrived, or the last LIST succeeded (ms since the epoch). */
+  get lastActivityAt(): number | undefined {
+    return this.#lastActivityAt;
+  }
+
+  #activity(): void {
+    this.#lastActivityAt = Date.now();
+    this.#options.onActivity?.();
+  }
+
+  #setWatching(watching: boolean): void {
+    if (watching === this.#watching) return;
+    this.#watching = watching;
+    this.#notWatchingSince = watching ? undefined : Date.now();
+    this.#options.onWatching?.(watching);
   }
 
   /** The cached objects (metadata only). */
@@ -162,7 +236,10 @@ export class MetadataInformer {
         await this.#pause(this.#options.discoveryIntervalMs ?? 5_000);
         continue;
       }
-      if (waitingLogged) this.#log.info('resource served now: starting list+watch');
+      if (waitingLogged) {
+        this.#log.info('resource served now: starting list+watch');
+        this.#notWatchingSince = Date.now(); // it had nothing to watch until now
+      }
       waitingLogged = false;
       this.#state = 'running';
       const startedAt = Date.now();
@@ -176,7 +253,9 @@ export class MetadataInformer {
   async #restartAfter(err: unknown, ranForMs: number): Promise<void> {
     this.#restarts++;
     if (ranForMs >= (this.#options.resetBackoffAfterMs ?? 60_000)) this.#backoff.reset();
-    const delayMs = this.#backoff.next();
+    // A 429 says when to come back (Retry-After); client-go's rest client waits for it too.
+    const retryAfterMs = (retryAfterSecondsOf(err) ?? 0) * 1000;
+    const delayMs = Math.max(this.#backoff.next(), retryAfterMs);
     this.#state = 'backing-off';
     this.#log.warn(
       { err, delayMs, restarts: this.#restarts },
@@ -190,18 +269,47 @@ export class MetadataInformer {
   #runInformer(): Promise<unknown> {
     const { kubeConfig, resource, namespace, labelSelector } = this.#options;
     return new Promise<unknown>((resolve) => {
+      let watchOpenedAt = 0;
       const informer: ListWatch<KubernetesObject> = new ListWatch(
         collectionPath(resource, namespace),
-        new MetadataWatch(kubeConfig, resource, (kind) => {
-          if (this.#warnedWholeObjects) return;
-          this.#warnedWholeObjects = true;
-          this.#log.warn({ kind }, 'API server sent whole objects on a metadata watch: stripped on arrival');
+        new MetadataWatch(kubeConfig, resource, {
+          silenceTimeoutMs: this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS,
+          onWholeObject: (kind) => {
+            if (this.#warnedWholeObjects) return;
+            this.#warnedWholeObjects = true;
+            this.#log.warn(
+              { kind },
+              'API server sent whole objects on a metadata watch: stripped on arrival',
+            );
+          },
+          onActivity: () => {
+            if (this.#current === informer) this.#activity();
+          },
+          onWatching: (watching, err) => {
+            if (this.#current !== informer) return;
+            if (watching) watchOpenedAt = Date.now();
+            else if (!err && Date.now() - watchOpenedAt >= HEALTHY_WATCH_MS) {
+              // client-node doubles its re-watch delay after every clean close (1 s … 30 s) and never
+              // resets it, so after a few server-side closes each re-watch would wait 30 s. A watch
+              // that stayed open a while was healthy: watch again at once, as client-go's reflector.
+              (informer as unknown as { reconnectDelayMs: number }).reconnectDelayMs = 0;
+            }
+            this.#setWatching(watching);
+            if ((err as { name?: string } | undefined)?.name === 'TimeoutError') {
+              this.#log.warn(
+                { silenceTimeoutMs: this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS },
+                'watch silent too long (no event, no bookmark): watching again from the last resourceVersion',
+              );
+              this.#options.onSilentWatch?.();
+            }
+          },
         }),
         async () => {
           const list = await listMetadata(kubeConfig, resource, { namespace, labelSelector });
           if (this.#current !== informer) throw new Error('informer stopped');
           this.#replace(list.items);
           this.#setSynced();
+          this.#activity();
           return list;
         },
         false,
@@ -211,6 +319,7 @@ export class MetadataInformer {
         if (this.#current !== informer) return;
         this.#current = undefined;
         this.#endRun = undefined;
+        this.#setWatching(false);
         void informer.stop();
         resolve(err);
       };
@@ -256,4 +365,9 @@ export class MetadataInformer {
     for (const [key, cached] of [...this.#cache]) if (!listed.has(key)) this.#remove(cached, cached);
     for (const item of items) this.#upsert(item);
   }
+}
+
+/** `Retry-After` in seconds carried by an error of a LIST ({@link ApiStatusError}), if any. */
+function retryAfterSecondsOf(err: unknown): number | undefined {
+  return err instanceof ApiStatusError ? err.retryAfterSeconds : undefined;
 }

@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     topic: config.topic,
     emulatorHost: config.emulatorHost,
     logger,
+    timeoutMs: config.publishTimeoutMs,
   });
   let relay: Awaited<ReturnType<typeof startRelay>>;
   try {
@@ -59,6 +60,8 @@ async function main(): Promise<void> {
       collapseMs: config.collapseMs,
       port: config.port,
       logger,
+      informers: { watchSilenceTimeoutMs: config.watchSilenceTimeoutMs },
+      retryBufferKeys: config.retryBufferKeys,
     });
   } catch (err) {
     logger.fatal({ err }, 'relay failed to start');

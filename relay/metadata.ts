@@ -87,37 +87,65 @@ class AcceptKubeConfig extends KubeConfig {
  */
 export class MetadataWatch extends Watch {
   readonly #resource: ResourceType;
-  readonly #onWholeObject: ((kind: string) => void) | undefined;
+  readonly #hooks: MetadataWatchHooks;
   /**
-   * @param onWholeObject called for each event whose object is not a `PartialObjectMetadata` (a
-   *   server that ignores the metadata Accept header); the object is stripped all the same.
+   * @param hooks `onWholeObject`, `onActivity`, `onWatching`; `silenceTimeoutMs` replaces client-node's
+   *   30 s inactivity timeout of a watch (see {@link MetadataWatchHooks.silenceTimeoutMs}).
    */
-  constructor(kubeConfig: KubeConfig, resource: ResourceType, onWholeObject?: (kind: string) => void) {
+  constructor(kubeConfig: KubeConfig, resource: ResourceType, hooks: MetadataWatchHooks = {}) {
     super(new AcceptKubeConfig(kubeConfig, METADATA_WATCH_ACCEPT));
     this.#resource = resource;
-    this.#onWholeObject = onWholeObject;
+    this.#hooks = hooks;
+    // client-node 2.x declares it private but reads it on every watch (connect and inactivity timeout).
+    if (hooks.silenceTimeoutMs !== undefined)
+      (this as unknown as { requestTimeoutMs: number }).requestTimeoutMs = hooks.silenceTimeoutMs;
   }
-  override watch(
+  override async watch(
     path: string,
     queryParams: Parameters<Watch['watch']>[1],
     callback: Parameters<Watch['watch']>[2],
     done: Parameters<Watch['watch']>[3],
   ): Promise<AbortController> {
-    return super.watch(
+    let ended = false;
+    const controller = await super.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true },
       (phase, apiObj) => {
+        this.#hooks.onActivity?.();
         // ERROR carries a Status, BOOKMARK only a resourceVersion: both pass as they are.
         if (phase === 'ERROR' || phase === 'BOOKMARK' || !apiObj?.metadata) {
           callback(phase, apiObj);
           return;
         }
-        if (apiObj.kind !== 'PartialObjectMetadata') this.#onWholeObject?.(String(apiObj.kind));
+        if (apiObj.kind !== 'PartialObjectMetadata') this.#hooks.onWholeObject?.(String(apiObj.kind));
         callback(phase, stripToMetadata(apiObj, this.#resource));
       },
-      done,
+      (err) => {
+        ended = true;
+        this.#hooks.onWatching?.(false, err ?? undefined);
+        done(err);
+      },
     );
+    // super.watch resolves once the answer's headers are in: a 200 stream is open unless already done.
+    if (!ended) this.#hooks.onWatching?.(true);
+    return controller;
   }
+}
+
+/** Observers and tuning of a {@link MetadataWatch}. */
+export interface MetadataWatchHooks {
+  /**
+   * ms without a byte on an open watch (no event, no BOOKMARK) after which the watch is aborted with
+   * a `TimeoutError`, upon which client-node's ListWatch watches again from its last resourceVersion.
+   * Also the time allowed for the answer's headers. Default client-node's 30 000.
+   */
+  silenceTimeoutMs?: number;
+  /** Called for each event whose object is not a `PartialObjectMetadata` (a server ignoring the metadata Accept header); it is stripped all the same. */
+  onWholeObject?(kind: string): void;
+  /** Called for every event received, BOOKMARKs and ERRORs included. */
+  onActivity?(): void;
+  /** `true` once a watch stream is open (200); `false` with the error (or none: a clean close) when it ends. */
+  onWatching?(watching: boolean, err?: unknown): void;
 }
 
 /** An API server answer other than 2xx. `statusCode` as client-node's Watch sets it (the informer reads it). */
@@ -125,10 +153,14 @@ export class ApiStatusError extends Error {
   override readonly name = 'ApiStatusError';
   readonly statusCode: number;
   readonly code: number;
-  constructor(statusCode: number, method: string, path: string, body: string) {
+  /** The answer's `Retry-After` in seconds (delta-seconds form), when it had one. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(statusCode: number, method: string, path: string, body: string, retryAfter?: string | null) {
     super(`${method} ${path}: HTTP ${statusCode}${body ? `: ${body.slice(0, 300)}` : ''}`);
     this.statusCode = statusCode;
     this.code = statusCode;
+    const seconds = retryAfter != null && /^\d+$/.test(retryAfter.trim()) ? Number(retryAfter) : undefined;
+    this.retryAfterSeconds = seconds;
   }
 }
 
@@ -150,7 +182,7 @@ async function getJson(
   const response = await http.send(ctx).toPromise();
   const text = await response.body.text();
   if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
-    throw new ApiStatusError(response.httpStatusCode, 'GET', path, text);
+    throw new ApiStatusError(response.httpStatusCode, 'GET', path, text, response.headers['retry-after']);
   }
   return JSON.parse(text);
 }

@@ -24,12 +24,45 @@ export interface RelayMetrics {
   informerRestarts: Counter<'resource'>;
   /** 1 once an informer's first LIST is in its cache, by informer id. */
   informerSynced: Gauge<'resource'>;
+  /** 1 while an informer has a watch stream open (or its resource is not served), by informer id. */
+  informerWatching: Gauge<'resource'>;
+  /**
+   * Unix time (s) of the last event or BOOKMARK on an informer's watch, or of its last successful
+   * LIST, by informer id. A timestamp rather than an age (Prometheus instrumentation practice: export
+   * when, not how long ago — it stays right between scrapes and when the process stalls); alert on
+   * `time() - levelset_relay_watch_last_event_timestamp_seconds > 120`.
+   */
+  watchLastEventTimestamp: Gauge<'resource'>;
+  /** Watches aborted because they stayed silent (no event, no bookmark) past the limit, by informer id. */
+  watchSilenceRestarts: Counter<'resource'>;
+  /** Keys waiting in the publish retry buffer (a publish failed; retried with backoff), all controllers. */
+  retryBufferKeys: Gauge;
+  /** Keys dropped from the full publish retry buffer (oldest first): the next resync reconciles them. */
+  retryDropped: Counter<'controller'>;
+  /** Keys taken from the retry buffer back into the pipeline, by controller. */
+  keysRetried: Counter<'controller'>;
+  /** Keys waiting in the collapse window now (read at scrape time from {@link RelayMetrics.trackPendingKeys}'s source). */
+  keysPending: Gauge;
+  /** Sets where {@link RelayMetrics.keysPending} reads the number of keys in the collapse window. */
+  trackPendingKeys(source: () => number): void;
 }
 
 /** Creates the relay's metrics in `registry` (default: a new one). */
 export function createRelayMetrics(registry: Registry = new Registry()): RelayMetrics {
   const registers = [registry];
+  let pendingKeys = (): number => 0;
   return {
+    trackPendingKeys: (source) => {
+      pendingKeys = source;
+    },
+    keysPending: new Gauge({
+      name: 'levelset_relay_keys_pending',
+      help: 'Keys waiting in the collapse window.',
+      registers,
+      collect() {
+        this.set(pendingKeys());
+      },
+    }),
     registry,
     eventsReceived: new Counter({
       name: 'levelset_relay_events_received_total',
@@ -84,6 +117,41 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
       name: 'levelset_relay_informer_synced',
       help: "1 once an informer's first list is in its cache.",
       labelNames: ['resource'],
+      registers,
+    }),
+    informerWatching: new Gauge({
+      name: 'levelset_relay_informer_watching',
+      help: 'Whether an informer has a watch stream open (1) or cannot watch now (0).',
+      labelNames: ['resource'],
+      registers,
+    }),
+    watchLastEventTimestamp: new Gauge({
+      name: 'levelset_relay_watch_last_event_timestamp_seconds',
+      help: "Unix time of the last event or bookmark on an informer's watch (or of its last list).",
+      labelNames: ['resource'],
+      registers,
+    }),
+    watchSilenceRestarts: new Counter({
+      name: 'levelset_relay_watch_silence_restarts_total',
+      help: 'Watches aborted and watched again because they stayed silent (no event, no bookmark) too long.',
+      labelNames: ['resource'],
+      registers,
+    }),
+    retryBufferKeys: new Gauge({
+      name: 'levelset_relay_retry_buffer_keys',
+      help: 'Keys whose publish failed, waiting to be retried.',
+      registers,
+    }),
+    retryDropped: new Counter({
+      name: 'levelset_relay_retry_dropped_total',
+      help: 'Keys dropped from the full publish retry buffer (oldest first); the next resync covers them.',
+      labelNames: ['controller'],
+      registers,
+    }),
+    keysRetried: new Counter({
+      name: 'levelset_relay_keys_retried_total',
+      help: 'Keys taken from the publish retry buffer back into the pipeline.',
+      labelNames: ['controller'],
       registers,
     }),
   };

@@ -13,10 +13,12 @@ import type {
 } from '../functions/controllers/types.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyString, orderingKeyOf } from '../functions/message.ts';
+import type { BackoffOptions } from './backoff.ts';
 import { Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { primaryEventPasses } from './predicate.ts';
+import { DEFAULT_RETRY_BUFFER_KEYS, RetryBuffer } from './retry-buffer.ts';
 
 /** One controller's watch served by an informer. */
 export interface Route {
@@ -91,6 +93,10 @@ export interface PipelineOptions {
   logger: Logger;
   metrics?: RelayMetrics;
   timers?: Timers;
+  /** Keys the publish retry buffer holds at most; default {@link DEFAULT_RETRY_BUFFER_KEYS}. */
+  retryBufferKeys?: number;
+  /** Backoff of the publish retry buffer (tests shorten it). */
+  retryBackoff?: BackoffOptions;
 }
 
 /** Validates a key returned by a `Watch.map`: a non-empty name, a string namespace. */
@@ -115,10 +121,32 @@ export class KeyPipeline {
   readonly #inFlight = new Set<Promise<void>>();
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
+  readonly #retry: RetryBuffer<QueuedKey>;
 
   constructor(options: PipelineOptions) {
     this.#options = options;
     this.#timers = options.timers ?? systemTimers;
+    const { metrics, logger } = options;
+    this.#retry = new RetryBuffer<QueuedKey>({
+      capacity: options.retryBufferKeys ?? DEFAULT_RETRY_BUFFER_KEYS,
+      backoff: options.retryBackoff,
+      timers: this.#timers,
+      onSize: (size) => metrics?.retryBufferKeys.set(size),
+      onDrop: (key) => {
+        metrics?.retryDropped.inc({ controller: key.controller });
+        logger.warn(
+          { controller: key.controller, key: keyString(key) },
+          'publish retry buffer full: oldest key dropped (the next resync reconciles it)',
+        );
+      },
+      retry: (keys) => {
+        logger.info({ keys: keys.length }, 'retrying keys whose publish failed');
+        for (const key of keys) {
+          metrics?.keysRetried.inc({ controller: key.controller });
+          this.enqueue(key.controller, key);
+        }
+      },
+    });
     this.#collapser = new Collapser<QueuedKey>({
       windowMs: options.collapseMs,
       timers: this.#timers,
@@ -210,11 +238,14 @@ export class KeyPipeline {
         metrics?.keysPublished.inc(labels);
         metrics?.enqueueToPublish.observe(labels, (this.#timers.now() - firstAddedAt) / 1000);
         logger.debug({ controller: key.controller, key: keyString(key), messageId }, 'published');
+        this.#retry.succeeded();
       } catch (err) {
         metrics?.publishErrors.inc(labels);
-        // Terraform's log-based alert matches this exact message. The key is not retried here:
-        // the next event or the periodic resync publishes it again (level-driven).
+        // Terraform's log-based alert matches this exact message. The key waits in the bounded
+        // retry buffer and is published again after a backoff; the periodic resync covers a key
+        // the full buffer dropped.
         logger.error({ err, controller: key.controller, key: keyString(key) }, 'publish failed');
+        this.#retry.add(orderingKeyOf(key), key);
       }
     })();
     this.#inFlight.add(p);
@@ -227,8 +258,14 @@ export class KeyPipeline {
     while (this.#inFlight.size) await Promise.allSettled([...this.#inFlight]);
   }
 
-  /** Drops pending keys without publishing them. */
+  /** Keys whose publish failed, waiting in the retry buffer. */
+  get retrying(): number {
+    return this.#retry.size;
+  }
+
+  /** Drops pending keys (collapse window and retry buffer) without publishing them. */
   discard(): void {
     this.#collapser.clear();
+    this.#retry.clear();
   }
 }

@@ -40,7 +40,15 @@ export interface RelayOptions {
     resetBackoffAfterMs?: number;
     /** How often discovery is polled while a resource is not served, in ms; default 5 000. */
     discoveryIntervalMs?: number;
+    /** ms a watch may stay silent (no event, no bookmark) before it is watched again; default 90 000. */
+    watchSilenceTimeoutMs?: number;
+    /** ms an informer may be unable to watch before `/readyz` fails; default {@link NOT_WATCHING_GRACE_MS}. */
+    notWatchingGraceMs?: number;
   };
+  /** Keys the publish retry buffer holds at most; default 10 000 (`relay/retry-buffer.ts`). */
+  retryBufferKeys?: number;
+  /** Backoff of the publish retry buffer; default 1 s doubling to 30 s. */
+  retryBackoff?: BackoffOptions;
   /** Metrics to record into; default: a fresh registry. */
   metrics?: RelayMetrics;
 }
@@ -50,15 +58,25 @@ export interface InformerStatus {
   id: string;
   state: MetadataInformer['state'];
   synced: boolean;
+  /** A watch stream is open now. */
+  watching: boolean;
   restarts: number;
   objects: number;
 }
 
+/**
+ * How long an informer may be without an open watch before the relay reports not ready: re-watching
+ * after a clean close or a silence timeout takes a moment (client-node waits 1 s, doubling, between
+ * re-watches) and must not flap `/readyz`; a failing list+watch does.
+ */
+export const NOT_WATCHING_GRACE_MS = 5_000;
+
 export interface Relay {
   /**
-   * True once every informer's first LIST is in its cache (client-go's `WaitForCacheSync`). A
-   * resource that is not served yet (its CRD absent) counts as synced with no objects: the relay
-   * can be ready before a CRD exists, and picks the resource up when it appears.
+   * True once every informer's first LIST is in its cache (client-go's `WaitForCacheSync`) and while
+   * every informer can watch (none has been without an open watch for longer than the grace). A
+   * resource that is not served yet (its CRD absent) counts as synced and watching with no objects:
+   * the relay can be ready before a CRD exists, and picks the resource up when it appears.
    */
   ready(): boolean;
   /** Resolves when {@link ready} becomes true. */
@@ -115,7 +133,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     },
     logger,
     metrics,
+    retryBufferKeys: options.retryBufferKeys,
+    retryBackoff: options.retryBackoff,
   });
+
+  metrics.trackPendingKeys(() => pipeline.pending);
 
   const makeInformer = (plan: InformerPlan) =>
     new MetadataInformer({
@@ -127,6 +149,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       backoff: options.informers?.backoff,
       resetBackoffAfterMs: options.informers?.resetBackoffAfterMs,
       discoveryIntervalMs: options.informers?.discoveryIntervalMs,
+      watchSilenceTimeoutMs: options.informers?.watchSilenceTimeoutMs,
+      onActivity: () => metrics.watchLastEventTimestamp.set({ resource: plan.id }, Date.now() / 1000),
+      onSilentWatch: () => metrics.watchSilenceRestarts.inc({ resource: plan.id }),
+      onWatching: (watching) => metrics.informerWatching.set({ resource: plan.id }, watching ? 1 : 0),
       onEvent: (event) => {
         metrics.eventsReceived.inc({ resource: plan.id, type: event.type });
         pipeline.handle(plan.routes, event);
@@ -138,6 +164,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     const informer = makeInformer(plan);
     informers.set(plan.id, informer);
     metrics.informerSynced.set({ resource: plan.id }, 0);
+    metrics.informerWatching.set({ resource: plan.id }, 0);
     void informer.whenSynced().then(() => metrics.informerSynced.set({ resource: plan.id }, 1));
     for (const route of plan.routes) {
       if (route.primary && !primaryOf.has(route.controller.name))
@@ -145,11 +172,24 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
   }
 
-  const notSynced = () => [...informers.values()].filter((i) => !i.hasSynced()).map((i) => i.id);
+  const graceMs = options.informers?.notWatchingGraceMs ?? NOT_WATCHING_GRACE_MS;
+  /** Why the relay is not ready: one line per informer not synced or unable to watch. */
+  const notReady = (): string[] => {
+    const now = Date.now();
+    const reasons: string[] = [];
+    for (const i of informers.values()) {
+      if (!i.hasSynced()) reasons.push(`${i.id}: not synced`);
+      else {
+        const ms = i.notWatchingForMs(now);
+        if (ms > graceMs) reasons.push(`${i.id}: cannot watch for ${Math.round(ms / 1000)} s (${i.state})`);
+      }
+    }
+    return reasons;
+  };
   const server = await startHealthServer({
     port: options.port ?? DEFAULT_PORT,
     host: options.host,
-    notSynced,
+    notReady,
     registry: metrics.registry,
   });
 
@@ -171,13 +211,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   return {
     port: server.port,
     metrics,
-    ready: () => notSynced().length === 0,
+    ready: () => notReady().length === 0,
     whenReady: () => allSynced,
     informers: () =>
       [...informers.values()].map((i) => ({
         id: i.id,
         state: i.state,
         synced: i.hasSynced(),
+        watching: i.watching,
         restarts: i.restarts,
         objects: i.list().length,
       })),
@@ -191,6 +232,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         } catch (err) {
           logger.error({ err }, 'publish failed');
         }
+        const unpublished = pipeline.retrying;
+        pipeline.discard();
+        if (unpublished)
+          logger.warn(
+            { keys: unpublished },
+            'keys still unpublished at stop: the next resync reconciles them',
+          );
         await server.close();
         logger.info('relay stopped');
       })();

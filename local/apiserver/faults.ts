@@ -1,5 +1,6 @@
 /**
- * Fault injection for tests and `npm start`: drop watches (now or periodically), compact the history
+ * Fault injection for tests and `npm start`: drop watches (now or periodically), silence open watches
+ * (connection open, nothing sent), compact the history
  * (old resourceVersions → 410), fail the next N matching requests with a status or a reset connection,
  * add latency, pause and resume the server.
  */
@@ -22,6 +23,7 @@ interface LatencyRule {
 /** What the fault injector acts on (wired by the server). */
 export interface FaultTargets {
   dropWatches(mode: 'close' | 'reset'): number;
+  silenceWatches(): number;
   compact(): number;
 }
 
@@ -41,6 +43,15 @@ export class FaultInjector {
     return this.targets.dropWatches(mode);
   }
 
+  /**
+   * Silences every open watch: the connection stays open but sends nothing more (no event, no
+   * BOOKMARK, no close at its timeout) — the stuck watch behind "replication silently stopped".
+   * Watches opened afterwards are served normally. @returns watches silenced
+   */
+  silenceWatches(): number {
+    return this.targets.silenceWatches();
+  }
+
   /** Drops every open watch every `intervalMs` ms; `0` stops. @returns a function that stops it */
   dropWatchesEvery(intervalMs: number): () => void {
     if (this.dropTimer) clearInterval(this.dropTimer);
@@ -57,9 +68,13 @@ export class FaultInjector {
     return this.targets.compact();
   }
 
-  /** Fails the next `count` requests matching `match` with `failure`. */
-  failNext(match: RequestMatch, count: number, failure: Failure): void {
-    this.failRules.push({ match, remaining: count, failure });
+  /** Fails the next `count` requests matching `match` with `failure`. @returns a function removing the rule */
+  failNext(match: RequestMatch, count: number, failure: Failure): () => void {
+    const rule = { match, remaining: count, failure };
+    this.failRules.push(rule);
+    return () => {
+      this.failRules = this.failRules.filter((r) => r !== rule);
+    };
   }
 
   /** Delays matching requests by `ms` ms before they are handled. @returns a function removing the rule */

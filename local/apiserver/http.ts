@@ -263,7 +263,10 @@ export function createHandler(ctx: HttpContext) {
       await route(ctx, req, res, url, info, user, () => log());
     })().catch((err: unknown) => {
       if (err instanceof ApiError) sendError(res, err);
-      else {
+      else if (req.destroyed && (err as { code?: string }).code === 'ECONNRESET') {
+        // The client went away while its request was read (e.g. a killed process): nothing to answer.
+        res.destroy();
+      } else {
         console.error('local apiserver: unexpected error', err);
         sendError(res, internalError(err instanceof Error ? err.message : String(err)));
       }

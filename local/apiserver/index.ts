@@ -128,6 +128,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   const watches = new WatchHub(store, registry, { bookmarkIntervalMs: options.bookmarkIntervalMs });
   const faults = new FaultInjector({
     dropWatches: (mode) => watches.dropAll(mode),
+    silenceWatches: () => watches.silenceAll(),
     compact: () => store.compact(),
   });
   const requests = new RequestLog();

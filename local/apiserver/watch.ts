@@ -38,6 +38,8 @@ interface ActiveWatch {
   res: ServerResponse;
   type: ResourceType;
   close(): void;
+  /** From now on sends nothing (no event, no bookmark, no timeout close) while the connection stays open. */
+  silence(): void;
   onEvent(e: StoreEvent): void;
 }
 
@@ -80,6 +82,17 @@ export class WatchHub {
     return all.length;
   }
 
+  /**
+   * Makes every open watch silent: its connection stays open but it sends nothing more — no event,
+   * no BOOKMARK, not even the close at its timeout — as a watch stuck in a broken proxy or watch
+   * cache. Only the client can notice (an inactivity timeout) and watch again. New watches are normal.
+   * @returns how many
+   */
+  silenceAll(): number {
+    for (const w of this.watches) w.silence();
+    return this.watches.size;
+  }
+
   stop(): void {
     this.dropAll();
     this.unsubscribe();
@@ -106,9 +119,10 @@ export class WatchHub {
     res.flushHeaders();
 
     let closed = false;
+    let silent = false;
     let lastRv = this.store.currentRv();
     const send = (type: string, object: unknown) => {
-      if (closed) return;
+      if (closed || silent) return;
       res.write(`${JSON.stringify({ type, object })}\n`);
     };
     const sendObject = (type: string, stored: KubeObject) => {
@@ -132,6 +146,10 @@ export class WatchHub {
         for (const tm of timers) clearTimeout(tm);
         this.watches.delete(watch);
         if (!res.writableEnded) res.end();
+      },
+      silence: () => {
+        silent = true;
+        for (const tm of timers) clearTimeout(tm);
       },
       onEvent: (e) => {
         if (e.storage !== t.storage || closed) return;
@@ -177,6 +195,7 @@ export class WatchHub {
 
     if (req.allowWatchBookmarks) {
       const tick = () => {
+        if (silent) return;
         bookmark();
         timers[0] = setTimeout(tick, this.options.bookmarkIntervalMs);
       };

@@ -5,7 +5,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { type LocalApiServer, startLocalApiServer } from '../../local/apiserver/index.ts';
+import {
+  type LocalApiServer,
+  type LocalApiServerOptions,
+  startLocalApiServer,
+} from '../../local/apiserver/index.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestCluster {
@@ -29,8 +33,11 @@ export function uniqueSuffix(): string {
   return randomBytes(3).toString('hex');
 }
 
-/** Starts (or connects to) the cluster for one test file. */
-export async function startTestCluster(): Promise<TestCluster> {
+/**
+ * Starts (or connects to) the cluster for one test file.
+ * @param localOptions options of the local API server (ignored on a real cluster).
+ */
+export async function startTestCluster(localOptions: LocalApiServerOptions = {}): Promise<TestCluster> {
   const external = process.env.TEST_KUBECONFIG;
   let local: LocalApiServer | undefined;
   const kubeConfig = new KubeConfig();
@@ -39,7 +46,7 @@ export async function startTestCluster(): Promise<TestCluster> {
     kubeConfig.loadFromFile(external);
     kubeconfigPath = external;
   } else {
-    local = await startLocalApiServer();
+    local = await startLocalApiServer(localOptions);
     kubeconfigPath = local.kubeconfigPath;
     kubeConfig.loadFromFile(kubeconfigPath);
   }

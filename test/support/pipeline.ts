@@ -3,6 +3,7 @@
  * stack (Pub/Sub emulator, both functions under functions-framework, the relay) pointed at it.
  */
 
+import type { LocalApiServerOptions } from '../../local/apiserver/index.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
@@ -24,12 +25,14 @@ export interface Pipeline {
  * `identities.ts`); `setup` and the test itself use the cluster admin. `admin: true` runs the
  * processes as the admin instead. `LEVELSET_TEST_VERBOSE=1` echoes every log line to stderr.
  * @param setup arranges the cluster and returns controller configuration for the stack (e.g. the source namespace).
+ * @param clusterOptions options of the local API server (e.g. a short bookmark interval).
  */
 export async function startPipeline(
   setup: (cluster: TestCluster) => Promise<Record<string, string>>,
   options: Partial<LocalStackOptions> & { admin?: boolean } = {},
+  clusterOptions: LocalApiServerOptions = {},
 ): Promise<Pipeline> {
-  const cluster = await startTestCluster();
+  const cluster = await startTestCluster(clusterOptions);
   const logs: Pipeline['logs'] = [];
   let identities: Identities | undefined;
   try {
@@ -79,8 +82,8 @@ export function pushEnvelope(message: object, messageId = String(Date.now())): o
 }
 
 /**
- * Sums the series of one of the running relay's Prometheus counters (its `/metrics`) whose label
- * set contains `labels` (e.g. `controller="foo"`).
+ * Sums the series of one of the running relay's Prometheus counters or gauges (its `/metrics`) whose
+ * label set contains `labels` (e.g. `controller="foo"`; `''` matches every series, unlabelled ones too).
  * @throws {Error} when the relay is not running
  */
 export async function relayCounter(p: Pipeline, metric: string, labels: string): Promise<number> {
@@ -88,8 +91,8 @@ export async function relayCounter(p: Pipeline, metric: string, labels: string):
   if (!relay) throw new Error('the relay is not running');
   const text = await (await fetch(new URL('/metrics', relay.url))).text();
   let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm'))) {
-    if (m[1]?.includes(labels)) sum += Number(m[2]);
+  for (const m of text.matchAll(new RegExp(`^${metric}(?:\\{([^}]*)\\})? (\\S+)`, 'gm'))) {
+    if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
   }
   return sum;
 }

@@ -19,6 +19,9 @@ describe('loadRelayConfig', () => {
       topic: 'levelset-keys',
       collapseMs: 250,
       port: 8080,
+      watchSilenceTimeoutMs: 90_000,
+      retryBufferKeys: 10_000,
+      publishTimeoutMs: 30_000,
       logLevel: 'info',
     });
   });
@@ -31,6 +34,9 @@ describe('loadRelayConfig', () => {
         LEVELSET_TOPIC: 'keys-2',
         RELAY_COLLAPSE_MS: '0',
         RELAY_PORT: '9090',
+        RELAY_WATCH_SILENCE_TIMEOUT_MS: '5000',
+        RELAY_RETRY_BUFFER_KEYS: '50',
+        RELAY_PUBLISH_TIMEOUT_MS: '2000',
         LOG_LEVEL: 'debug',
       }),
       {
@@ -40,6 +46,9 @@ describe('loadRelayConfig', () => {
         topic: 'keys-2',
         collapseMs: 0,
         port: 9090,
+        watchSilenceTimeoutMs: 5000,
+        retryBufferKeys: 50,
+        publishTimeoutMs: 2000,
         logLevel: 'debug',
       },
     );

@@ -1,0 +1,178 @@
+/**
+ * Load, nothing lost (issue 11): 200 namespaces × 50 source Secrets = 10 000 copies through the whole
+ * local pipeline (relay → Pub/Sub emulator → `reconcile` under functions-framework → local API
+ * server), then a storm of 1 000 source updates. Each phase ends only when the cluster holds exactly
+ * the expected copies, each at its source's final resourceVersion and data. Reports, per phase: time
+ * to converge, reconciles, API requests made by Levelset (by verb), and the peak RSS (VmHWM) of the
+ * relay and of the reconcile function. `npm run test:load` (outside `npm test`: minutes, not seconds).
+ * Sizes: `LOAD_NAMESPACES`, `LOAD_SOURCES`, `LOAD_UPDATES`.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import {
+  COPY_LABEL,
+  REPLICATE_TO_ANNOTATION,
+  SOURCE_ANNOTATION,
+  SOURCE_VERSION_ANNOTATION,
+} from '../../functions/controllers/secret-replicator/plan.ts';
+import { uniqueSuffix } from '../support/cluster.ts';
+import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
+import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { waitFor } from '../support/wait.ts';
+
+const NAMESPACES = Number(process.env.LOAD_NAMESPACES ?? 200);
+const SOURCES = Number(process.env.LOAD_SOURCES ?? 50);
+const UPDATES = Number(process.env.LOAD_UPDATES ?? 1_000);
+
+const run = uniqueSuffix();
+const prefix = `load-${run}`;
+
+/** Peak resident set size of a process, in MiB (`VmHWM` of /proc/<pid>/status). */
+function peakRssMiB(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
+}
+
+/** Runs `fn` over `items`, `limit` at a time. */
+async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
+}
+
+describe('load: 10 000 copies, then 1 000 source updates', { skip: !!process.env.TEST_KUBECONFIG }, () => {
+  let p: Pipeline;
+  let core: CoreV1Api;
+  const testKubeConfig = new CountingKubeConfig();
+  const source = `${prefix}-src`;
+  const versions = new Map<string, number>();
+  const report: Record<string, unknown> = {
+    namespaces: NAMESPACES,
+    sources: SOURCES,
+    copies: NAMESPACES * SOURCES,
+    updates: UPDATES,
+  };
+
+  const body = (name: string): V1Secret => ({
+    metadata: { name, namespace: source, annotations: { [REPLICATE_TO_ANNOTATION]: `${prefix}-t.*` } },
+    type: 'Opaque',
+    data: { v: Buffer.from(`${name}-${versions.get(name) ?? 0}`).toString('base64') },
+  });
+
+  /** Throws unless exactly NAMESPACES × SOURCES copies exist, each at its source's resourceVersion and data. */
+  const checkExact = async (): Promise<true> => {
+    const [sources, copies] = await Promise.all([
+      core.listNamespacedSecret({ namespace: source }),
+      core.listSecretForAllNamespaces({ labelSelector: COPY_LABEL }),
+    ]);
+    const byName = new Map(sources.items.map((s) => [s.metadata?.name ?? '', s]));
+    let ok = 0;
+    let wrong = 0;
+    const seen = new Set<string>();
+    for (const c of copies.items) {
+      if (!c.metadata?.annotations?.[SOURCE_ANNOTATION]?.startsWith(`${source}/`)) continue;
+      const s = byName.get(c.metadata.name ?? '');
+      const id = `${c.metadata.namespace}/${c.metadata.name}`;
+      if (
+        s &&
+        !seen.has(id) &&
+        c.metadata.namespace?.startsWith(`${prefix}-t`) &&
+        c.metadata.annotations[SOURCE_VERSION_ANNOTATION] === s.metadata?.resourceVersion &&
+        c.data?.v === s.data?.v
+      )
+        ok++;
+      else wrong++;
+      seen.add(id);
+    }
+    const expected = NAMESPACES * SOURCES;
+    if (ok !== expected || wrong !== 0) throw new Error(`${ok}/${expected} copies right, ${wrong} wrong`);
+    return true;
+  };
+
+  /** Levelset's API requests by verb since the phase began: the server's counts minus the test's own. */
+  const levelsetRequests = () => {
+    const byVerb = { ...p.cluster.local?.requests.countsByVerb() };
+    const own: Record<string, string> = { GET: 'list', POST: 'create', PATCH: 'patch' };
+    for (const r of testKubeConfig.requests) {
+      const verb = own[r.split(' ')[0] ?? ''] ?? '';
+      byVerb[verb] = (byVerb[verb] ?? 0) - 1;
+    }
+    return byVerb;
+  };
+  /** Starts counting a phase's requests. */
+  const resetCounts = () => {
+    p.cluster.local?.requests.clear();
+    testKubeConfig.requests = [];
+  };
+  const reconciles = () =>
+    p.logs.filter(({ service, line }) => service === 'reconcile' && typeof line.outcome === 'string').length;
+
+  /** Waits for the exact state, then records the phase's figures. */
+  const phase = async (t: TestContext, name: string, started: number, reconcilesBefore: number) => {
+    await waitFor(checkExact, { timeoutMs: 600_000, intervalMs: 1_000, message: `${name}: exact copies` });
+    const figures = {
+      convergeMs: Date.now() - started,
+      reconciles: reconciles() - reconcilesBefore,
+      apiRequests: levelsetRequests(),
+      relayPeakRssMiB: peakRssMiB(p.stack.relay()?.pid ?? 0),
+      reconcilePeakRssMiB: peakRssMiB(p.stack.reconcile.pid),
+    };
+    report[name] = figures;
+    t.diagnostic(`${name}: ${JSON.stringify(figures)}`);
+  };
+
+  before(async () => {
+    p = await startPipeline(
+      async (cluster) => {
+        assert.ok(cluster.local, 'local API server only');
+        testKubeConfig.loadFromString(cluster.kubeConfig.exportConfig());
+        core = testKubeConfig.makeApiClient(CoreV1Api);
+        await core.createNamespace({ body: { metadata: { name: source } } });
+        await pool(
+          Array.from({ length: NAMESPACES }, (_, i) => `${prefix}-t${i}`),
+          20,
+          (name) => core.createNamespace({ body: { metadata: { name } } }),
+        );
+        return { LEVELSET_SOURCE_NAMESPACE: source };
+      },
+      { collapseMs: 250 },
+      { historySize: 20_000 },
+    );
+  });
+
+  after(async () => {
+    if (Object.keys(report).length > 4) process.stdout.write(`load report: ${JSON.stringify(report)}\n`);
+    await p?.stop();
+  });
+
+  it(`replicates ${SOURCES} sources into ${NAMESPACES} namespaces: exactly the expected copies`, async (t) => {
+    resetCounts();
+    const before = reconciles();
+    const started = Date.now();
+    const names = Array.from({ length: SOURCES }, (_, i) => `s${i}`);
+    await pool(names, 10, (name) => core.createNamespacedSecret({ namespace: source, body: body(name) }));
+    await phase(t, 'initial', started, before);
+  });
+
+  it(`ends a storm of ${UPDATES} source updates with every copy at its source's final version`, async (t) => {
+    resetCounts();
+    const before = reconciles();
+    const started = Date.now();
+    const updates = Array.from({ length: UPDATES }, (_, i) => `s${i % SOURCES}`);
+    await pool(updates, 10, async (name) => {
+      versions.set(name, (versions.get(name) ?? 0) + 1);
+      await core.patchNamespacedSecret({
+        namespace: source,
+        name,
+        body: [{ op: 'replace', path: '/data', value: body(name).data }],
+      });
+    });
+    report.stormIssueMs = Date.now() - started;
+    await phase(t, 'storm', started, before);
+  });
+});
