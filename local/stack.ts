@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { ResyncReport } from '../functions/resync.ts';
 import { ensureKeysTopology, freePort, type PubSubEmulator, startPubSubEmulator } from './pubsub-emulator.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
+import { createLogFile, removeStackState, writeStackState } from './state.ts';
 
 export interface LocalStackOptions {
   /** The cluster every process talks to. */
@@ -25,6 +26,11 @@ export interface LocalStackOptions {
   onLog?: (service: string, line: LogLine) => void;
   /** Called after each timer-driven resync. */
   onResync?: (report: ResyncReport | Error) => void;
+  /**
+   * Where to write `stack.json` and `logs/<service>.jsonl` so that `levelset` commands find this
+   * stack (local/state.ts); omitted: nothing is written.
+   */
+  stateDir?: string;
 }
 
 export interface LocalStack {
@@ -77,7 +83,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       LEVELSET_TOPIC: topic,
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
-    const log = (name: string) => (line: LogLine) => options.onLog?.(name, line);
+    const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
+    const log = (name: string) => {
+      const file = options.stateDir ? createLogFile(options.stateDir, name) : undefined;
+      if (file) logFiles.set(name, file);
+      return (line: LogLine) => {
+        file?.append(line);
+        options.onLog?.(name, line);
+      };
+    };
     const startFunction = async (target: string) => {
       const port = await freePort();
       const service = await startService({
@@ -99,6 +113,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
 
     let relay: Service | undefined;
+    const relayLog = log('relay');
+    const writeState = () => {
+      if (!options.stateDir) return;
+      writeStackState(options.stateDir, {
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        kubeconfigPath: options.kubeconfigPath,
+        emulatorHost: emulator.host,
+        projectId: emulator.projectId,
+        topology,
+        reconcileUrl: reconcile.url,
+        resyncUrl: resync.url,
+        relayUrl: relay?.url,
+        logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
+      });
+    };
     const startRelay = async () => {
       if (relay) return relay;
       const port = await freePort();
@@ -108,16 +138,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         port,
         env: { ...env, RELAY_PORT: String(port) },
         readyPath: '/readyz',
-        onLog: log('relay'),
+        onLog: relayLog,
       });
+      writeState();
       return relay;
     };
     const stopRelay = async () => {
       const r = relay;
       relay = undefined;
       await r?.stop();
+      writeState();
     };
     if (options.relay ?? true) await startRelay();
+    else writeState();
 
     const runResync = async (): Promise<ResyncReport> => {
       const res = await fetch(resync.url, { method: 'POST' });
@@ -148,10 +181,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       async stop() {
         if (timer) clearInterval(timer);
         await stopRelay();
+        if (options.stateDir) removeStackState(options.stateDir);
         await stopAll();
       },
     };
   } catch (err) {
+    if (options.stateDir) removeStackState(options.stateDir);
     await stopAll();
     throw err;
   }
