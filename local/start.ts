@@ -147,7 +147,9 @@ export async function runDev(options: DevOptions): Promise<void> {
     say(
       `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,
     );
-    say(`  resync           ${stack.resync.url} (every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s)`);
+    say(
+      `  resync           ${stack.resync.url} (${env.LEVELSET_RESYNC_INTERVAL_MS ? `every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s` : 'no timer: levelset resync'})`,
+    );
     say(`  relay            ${stack.relay()?.url ?? '-'} (/healthz, /readyz, /metrics)`);
     say(
       `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,

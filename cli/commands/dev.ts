@@ -3,6 +3,7 @@
  * Flags default to the environment variables README "Configuration" lists.
  */
 import type { CommandModule } from 'yargs';
+import { stateDirectory } from '../../local/state.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
 interface DevArgs {
@@ -68,10 +69,12 @@ export const devCommand: CommandModule<object, DevArgs> = {
         return true;
       }),
   handler: async (argv) => {
-    const [{ runDev }, { stateDirectory }] = await Promise.all([
-      import('../../local/start.ts'),
-      import('../../local/state.ts'),
-    ]);
+    // A computed specifier: the relay image compiles cli/ (tsconfig.build.json) without the local
+    // stack, which only a source checkout has. runDev takes local/start.ts's DevOptions.
+    const startModule = new URL('../../local/start.ts', import.meta.url).href;
+    const { runDev } = (await import(startModule).catch(() => {
+      throw new CliError('levelset dev runs from a source checkout (npm ci && npm start)');
+    })) as { runDev(options: object): Promise<void> };
     await runDev({
       cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
       demo: argv.demo,
