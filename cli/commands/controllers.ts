@@ -1,41 +1,7 @@
 /**
- * `levelset controllers`: the registry (functions/controllers/index.ts) as a table — what each
- * controller reconciles, what the relay watches for it, which kinds it owns, and its RBAC rules.
+ * `levelset controllers`: the registry as a table. Implementation: cli/impl/controllers.ts.
  */
 import type { CommandModule } from 'yargs';
-import { controllers } from '../../functions/controllers/index.ts';
-import type { Controller, PolicyRule, ResourceType } from '../../functions/controllers/types.ts';
-import { say, table } from '../output.ts';
-
-/** `Kind (group/version, namespaced)`; core resources show `v1`. */
-export function describeResource(r: ResourceType): string {
-  return `${r.kind} (${r.group ? `${r.group}/` : ''}${r.version}${r.namespaced ? '' : ', cluster-scoped'})`;
-}
-
-/**
- * The kinds a controller owns: the secondary resources it watches and may create (its RBAC grants
- * `create` on them), as controller-runtime's `Owns()` lists them.
- */
-export function ownedKinds(c: Controller): string[] {
-  const creatable = (r: ResourceType) =>
-    c.rbac.some(
-      (rule) =>
-        rule.apiGroup === r.group && rule.resources.includes(r.plural) && rule.verbs.includes('create'),
-    );
-  const kinds = c.watches.map((w) => w.resource).filter((r) => creatable(r));
-  return [...new Set(kinds.map((r) => r.kind))];
-}
-
-function describeRule(rule: PolicyRule): string {
-  return `${rule.apiGroup || 'core'} ${rule.resources.join(',')}: ${rule.verbs.join(',')}`;
-}
-
-function describeWatch(w: Controller['watches'][number]): string {
-  const scope = [w.namespace ? `ns ${w.namespace}` : '', w.labelSelector ? `-l ${w.labelSelector}` : '']
-    .filter(Boolean)
-    .join(' ');
-  return `${w.resource.plural}${w.resource.group ? `.${w.resource.group}` : ''}${scope ? ` (${scope})` : ''}`;
-}
 
 export const controllersCommand: CommandModule<object, { output: string }> = {
   command: 'controllers',
@@ -47,29 +13,5 @@ export const controllersCommand: CommandModule<object, { output: string }> = {
       default: 'table',
       describe: 'table, or json for scripts',
     }),
-  handler: (argv) => {
-    const rows = controllers.map((c) => ({
-      name: c.name,
-      primary: describeResource(c.primary),
-      watches: c.watches.map(describeWatch),
-      owns: ownedKinds(c),
-      rbac: c.rbac.map(describeRule),
-    }));
-    if (argv.output === 'json') {
-      say(JSON.stringify(rows, null, 2));
-      return;
-    }
-    say(
-      table(
-        ['controller', 'primary', 'watches', 'owns', 'RBAC rules (reconcile)'],
-        rows.map((r) => [
-          r.name,
-          r.primary,
-          r.watches.join('\n'),
-          r.owns.join('\n') || '-',
-          r.rbac.join('\n'),
-        ]),
-      ),
-    );
-  },
+  handler: async (argv) => (await import('../impl/controllers.ts')).runControllers(argv),
 };

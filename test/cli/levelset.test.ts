@@ -338,7 +338,7 @@ describe('levelset (the real binary against the local stack)', () => {
         JSON.stringify({
           apiVersion: 'v1',
           kind: 'Config',
-          clusters: [{ name: 'c', cluster: { server } }],
+          clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
           users: [{ name: 'u', user: {} }],
           contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
           'current-context': 'c',
