@@ -312,6 +312,41 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal((await relay.done).code, 0);
   });
 
+  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async () => {
+    const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
+    const dev = spawnCli(
+      ['dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '0', '--log-format', 'json'],
+      {
+        KUBECONFIG: cluster.kubeconfigPath,
+        LEVELSET_STATE_DIR: devState,
+        LEVELSET_SOURCE_NAMESPACE: namespace,
+      },
+    );
+    try {
+      const state = await waitFor(
+        () => {
+          const current = readStackState(devState);
+          return current?.relayUrl ? current : undefined;
+        },
+        {
+          timeoutMs: 90_000,
+          message: 'levelset dev to write its state file',
+        },
+      );
+      assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
+      const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
+      assert.equal(status.code, 0, status.stdout + status.stderr);
+      assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
+    } finally {
+      dev.child.kill('SIGINT');
+    }
+    const run = await dev.done;
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /stopped\./);
+    assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
+    rmSync(devState, { recursive: true, force: true });
+  });
+
   test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'levelset-cli-empty-'));
     const gone = mkdtempSync(join(tmpdir(), 'levelset-cli-gone-'));
