@@ -9,7 +9,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createKeyPublisher, type KeyPublisher } from '../functions/publish.ts';
-import { readStackState, type StackState, stateDirectory } from '../local/state.ts';
+import { readStackState, type StackState, stackProcessAlive, stateDirectory } from '../local/state.ts';
 import { CliError, firstLine } from './errors.ts';
 
 /** Options every command that talks to Pub/Sub or the cluster accepts. */
@@ -82,7 +82,7 @@ export async function resolveTarget(
   } catch (err) {
     throw new CliError(`${firstLine(err)}: delete it, then start the stack with \`levelset dev\``);
   }
-  if (stack && (await answers(`http://${stack.emulatorHost}/`, 2000))) {
+  if (stack && stackProcessAlive(stack) && (await answers(`http://${stack.emulatorHost}/`, 2000))) {
     return {
       kind: 'local',
       projectId: stack.projectId,
@@ -96,7 +96,7 @@ export async function resolveTarget(
   if (env.GOOGLE_CLOUD_PROJECT) return cloud(env.GOOGLE_CLOUD_PROJECT);
   if (stack)
     throw new CliError(
-      `the local stack is not running (its Pub/Sub emulator at ${stack.emulatorHost} does not answer): ` +
+      `the local stack is not running (${stackProcessAlive(stack) ? `its Pub/Sub emulator at ${stack.emulatorHost} does not answer` : `its process ${stack.pid} is gone`}): ` +
         'start it with `levelset dev`, or pass --project for Google Cloud',
     );
   throw new CliError(

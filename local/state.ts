@@ -5,7 +5,7 @@
  *
  * The state directory is `LEVELSET_STATE_DIR`, default `<repository>/.levelset`.
  */
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { repoRoot } from './service.ts';
@@ -48,10 +48,22 @@ export function logFilePath(dir: string, service: string): string {
   return join(dir, 'logs', `${service}.jsonl`);
 }
 
-/** Writes the state file (creating `dir`). */
+/** Writes the state file (creating `dir`); atomically, so a reader never sees half a file. */
 export function writeStackState(dir: string, state: StackState): void {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(stackStatePath(dir), `${JSON.stringify(stackStateSchema.parse(state), null, 2)}\n`);
+  const temporary = `${stackStatePath(dir)}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(stackStateSchema.parse(state), null, 2)}\n`);
+  renameSync(temporary, stackStatePath(dir));
+}
+
+/** Whether the process that wrote `state` still runs (a stack killed with SIGKILL leaves its file behind). */
+export function stackProcessAlive(state: StackState): boolean {
+  try {
+    process.kill(state.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Removes the state file; the log files stay for reading afterwards. */
@@ -71,7 +83,13 @@ export function readStackState(dir: string): StackState | undefined {
   } catch {
     return undefined;
   }
-  const parsed = stackStateSchema.safeParse(JSON.parse(text));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = stackStateSchema.safeParse(json);
   if (!parsed.success) throw new Error(`${stackStatePath(dir)} is not a Levelset stack state file`);
   return parsed.data;
 }
