@@ -1,7 +1,8 @@
 /**
  * The whole Levelset pipeline on one machine: the Pub/Sub emulator with the keys topology, the
  * `reconcile` and `resync` functions under functions-framework, the relay, and a resync timer
- * standing in for Cloud Scheduler. `npm start` and the end-to-end tests both run it.
+ * standing in for Cloud Scheduler. `levelset dev` and the end-to-end tests both run it; the relay
+ * runs as `levelset relay`, as in its container.
  */
 import { join } from 'node:path';
 import type { ResyncReport } from '../functions/resync.ts';
@@ -134,7 +135,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       const port = await freePort();
       relay = await startService({
         name: 'relay',
-        args: [join(repoRoot, 'relay', 'main.ts')],
+        args: [join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
         port,
         env: { ...env, RELAY_PORT: String(port) },
         readyPath: '/readyz',
