@@ -32,6 +32,7 @@ function describeWatch(w: Controller['watches'][number]): string {
   return `${w.resource.plural}${w.resource.group ? `.${w.resource.group}` : ''}${scope ? ` (${scope})` : ''}`;
 }
 
+/** Runs `levelset controllers`. */
 export async function runControllers(argv: { output: string }): Promise<void> {
   const rows = controllers.map((c) => ({
     name: c.name,

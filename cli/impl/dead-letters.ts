@@ -76,6 +76,7 @@ export interface ReplayArgs {
   topic?: string;
 }
 
+/** Runs `levelset dead-letters list`: pulls, shows, releases the leases (nothing is acknowledged). */
 export async function runDeadLettersList(argv: ListArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const { subscriber, letters } = await pullDeadLetters(target, argv.limit);
@@ -115,6 +116,7 @@ export async function runDeadLettersList(argv: ListArgs): Promise<void> {
   );
 }
 
+/** Runs `levelset dead-letters replay`. @throws {CliError} when some keys could not be republished (they stay). */
 export async function runDeadLettersReplay(argv: ReplayArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const { subscriber, letters } = await pullDeadLetters(target, argv.limit);

@@ -111,6 +111,7 @@ export interface ReconcileArgs {
   topic?: string;
 }
 
+/** Runs `levelset reconcile`. @throws {CliError} on a usage error, no target, a refused publish, or no final outcome in time. */
 export async function runReconcile(argv: ReconcileArgs): Promise<void> {
   const controller = requireController(argv.controller);
   const key = parseKey(controller, argv.key);

@@ -49,6 +49,7 @@ function progress(names: string[], dryRun: boolean) {
   };
 }
 
+/** Runs `levelset resync`. @throws {CliError} when the cluster is unreachable or a controller failed. */
 export async function runResync(argv: ResyncArgs): Promise<void> {
   const selected = argv.controller ? [requireController(argv.controller)] : [...controllers];
   const target = await resolveTarget(argv);

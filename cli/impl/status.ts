@@ -131,6 +131,7 @@ export interface StatusArgs {
 
 const COUNT_LIMIT = 1000;
 
+/** Runs `levelset status`; sets exit code 1 when the relay is not ready or keys are dead-lettered. */
 export async function runStatus(argv: StatusArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const relayUrl = argv['relay-url'] ?? target.stack?.relayUrl;
