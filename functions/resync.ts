@@ -30,6 +30,14 @@ export interface ResyncReport {
   durationMs: number;
 }
 
+/** Options of {@link resyncAll} for tools (`levelset resync`). */
+export interface ResyncOptions {
+  /** Enumerate only: count the keys, publish nothing (`published` then counts the keys found). */
+  dryRun?: boolean;
+  /** Called after each key is published (or found, with `dryRun`) with the controller's count so far. */
+  onKey?: (controller: string, count: number) => void;
+}
+
 /**
  * Enumerates and publishes every controller's keys (`reason: "resync"`). A failing controller does
  * not stop the others; its error is in the report.
@@ -39,6 +47,7 @@ export async function resyncAll(
   kubeConfig: KubeConfig,
   publisher: KeyPublisher,
   logger: Logger,
+  options: ResyncOptions = {},
 ): Promise<ResyncReport> {
   const started = performance.now();
   const report: ResyncReport = { controllers: {}, published: 0, durationMs: 0 };
@@ -51,9 +60,26 @@ export async function resyncAll(
       const pending: Promise<string>[] = [];
       const enqueuedAt = new Date().toISOString();
       try {
+        let done = 0;
+        const counted = () => options.onKey?.(controller.name, ++done);
         for await (const key of keys) {
+          if (options.dryRun) {
+            pending.push(Promise.resolve(''));
+            counted();
+            continue;
+          }
+          const published = publisher.publish({
+            v: 1,
+            controller: controller.name,
+            ...key,
+            reason: 'resync',
+            enqueuedAt,
+          });
           pending.push(
-            publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }),
+            published.then((id) => {
+              counted();
+              return id;
+            }),
           );
         }
         await Promise.all(pending);

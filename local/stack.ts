@@ -1,12 +1,14 @@
 /**
  * The whole Levelset pipeline on one machine: the Pub/Sub emulator with the keys topology, the
  * `reconcile` and `resync` functions under functions-framework, the relay, and a resync timer
- * standing in for Cloud Scheduler. `npm start` and the end-to-end tests both run it.
+ * standing in for Cloud Scheduler. `levelset dev` and the end-to-end tests both run it; the relay
+ * runs as `levelset relay`, as in its container.
  */
 import { join } from 'node:path';
 import type { ResyncReport } from '../functions/resync.ts';
 import { ensureKeysTopology, freePort, type PubSubEmulator, startPubSubEmulator } from './pubsub-emulator.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
+import { createLogFile, removeStackState, writeStackState } from './state.ts';
 
 export interface LocalStackOptions {
   /** The cluster every process talks to. */
@@ -31,6 +33,11 @@ export interface LocalStackOptions {
   onLog?: (service: string, line: LogLine) => void;
   /** Called after each timer-driven resync. */
   onResync?: (report: ResyncReport | Error) => void;
+  /**
+   * Where to write `stack.json` and `logs/<service>.jsonl` so that `levelset` commands find this
+   * stack (local/state.ts); omitted: nothing is written.
+   */
+  stateDir?: string;
 }
 
 export interface LocalStack {
@@ -100,7 +107,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       LEVELSET_TOPIC: topic,
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
-    const log = (name: string) => (line: LogLine) => options.onLog?.(name, line);
+    const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
+    const log = (name: string) => {
+      const file = options.stateDir ? createLogFile(options.stateDir, name) : undefined;
+      if (file) logFiles.set(name, file);
+      return (line: LogLine) => {
+        file?.append(line);
+        options.onLog?.(name, line);
+      };
+    };
     // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
     const reconcilePort = await freePort();
     const functionsEnv = {
@@ -110,6 +125,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     };
     const functions = new Map<string, Service>();
+    const functionLogs = { reconcile: log('reconcile'), resync: log('resync') };
     const startFunction = async (target: 'reconcile' | 'resync', port?: number) => {
       port ??= target === 'reconcile' ? reconcilePort : await freePort();
       const service = await startService({
@@ -117,7 +133,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
         port,
         env: functionsEnv,
-        onLog: log(target),
+        onLog: functionLogs[target],
       });
       functions.set(target, service);
       return service;
@@ -137,12 +153,28 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     const topology = await ensureTopology();
 
     let relay: Service | undefined;
+    const relayLog = log('relay');
+    const writeState = () => {
+      if (!options.stateDir) return;
+      writeStackState(options.stateDir, {
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        kubeconfigPath: options.kubeconfigPath,
+        emulatorHost: emulator.host,
+        projectId: emulator.projectId,
+        topology,
+        reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
+        resyncUrl: functions.get('resync')?.url ?? resync.url,
+        relayUrl: relay?.url,
+        logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
+      });
+    };
     const startRelay = async (extraEnv: Record<string, string> = {}) => {
       if (relay) return relay;
       const port = await freePort();
       relay = await startService({
         name: 'relay',
-        args: [join(repoRoot, 'relay', 'main.ts')],
+        args: [join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
         port,
         env: {
           ...env,
@@ -151,16 +183,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
           RELAY_PORT: String(port),
         },
         readyPath: '/readyz',
-        onLog: log('relay'),
+        onLog: relayLog,
       });
+      writeState();
       return relay;
     };
     const stopRelay = async () => {
       const r = relay;
       relay = undefined;
       await r?.stop();
+      writeState();
     };
     if (options.relay ?? true) await startRelay();
+    else writeState();
 
     const runResync = async (): Promise<ResyncReport> => {
       const res = await fetch(service('resync').url, { method: 'POST' });
@@ -220,10 +255,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       async stop() {
         if (timer) clearInterval(timer);
         await stopRelay();
+        if (options.stateDir) removeStackState(options.stateDir);
         await stopAll();
       },
     };
   } catch (err) {
+    if (options.stateDir) removeStackState(options.stateDir);
     await stopAll();
     throw err;
   }

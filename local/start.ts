@@ -1,159 +1,173 @@
 /**
- * `npm start`: the whole Levelset pipeline on this machine.
+ * `levelset dev` (`npm start`): the whole Levelset pipeline on this machine.
  *
  * Uses the cluster in `KUBECONFIG` (or ~/.kube/config) when it answers, else the embedded local
  * Kubernetes API server, in which it creates demo namespaces and a source Secret so replication is
  * visible. Prints what it started and where, then one readable line per reconcile; Ctrl-C stops
- * everything. `LEVELSET_LOG_FORMAT=json` prints the processes' JSON log lines instead.
+ * everything. `--log-format json` prints the processes' JSON log lines instead. Writes the stack's
+ * state file and log files (local/state.ts) so that the other `levelset` commands find it.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
-import { z } from 'zod';
 import { createLogger } from '../functions/log.ts';
 import { type LocalApiServer, startLocalApiServer } from './apiserver/index.ts';
 import { seedDemo } from './demo.ts';
 import { formatLogLine } from './progress.ts';
-import { repoRoot } from './service.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
-process.env.METADATA_SERVER_DETECTION ??= 'none';
-
-const envSchema = z.object({
-  KUBECONFIG: z.string().optional(),
-  LEVELSET_SOURCE_NAMESPACE: z.string().default('levelset-system'),
-  LEVELSET_RESYNC_INTERVAL_MS: z.coerce.number().int().min(0).default(60_000),
-  RELAY_COLLAPSE_MS: z.coerce.number().int().min(0).optional(),
-  LEVELSET_LOG_FORMAT: z.enum(['pretty', 'json']).default('pretty'),
-});
-
-const { values: flags } = parseArgs({
-  options: {
-    local: {
-      type: 'boolean',
-      default: false,
-      description: 'use the embedded API server even if KUBECONFIG answers',
-    },
-    'no-demo': { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
-if (flags.help) {
-  process.stdout.write('usage: npm start [-- --local] [-- --no-demo]\n');
-  process.exit(0);
+/** Options of {@link runDev} (`levelset dev` flags). */
+export interface DevOptions {
+  /** `auto`: the cluster in `KUBECONFIG` when it answers, else the embedded one. */
+  cluster: 'auto' | 'embedded' | 'kubeconfig';
+  /** Seed the embedded cluster with demo objects. */
+  demo: boolean;
+  /** Namespace whose Secrets secret-replicator copies. */
+  sourceNamespace: string;
+  /** Period of the resync timer in ms; 0 = none. */
+  resyncIntervalMs: number;
+  /** The relay's collapse window in ms; default the relay's own. */
+  collapseMs?: number;
+  /** `pretty`: one readable line per reconcile; `json`: every process's raw log line. */
+  logFormat: 'pretty' | 'json';
+  /** Where `stack.json` and `logs/` go (local/state.ts). */
+  stateDir: string;
+  /** `KUBECONFIG`. */
+  kubeconfig?: string;
 }
 
-const parsedEnv = envSchema.safeParse(process.env);
-if (!parsedEnv.success) {
-  process.stderr.write(`levelset: invalid environment: ${z.prettifyError(parsedEnv.error)}\n`);
-  process.exit(1);
-}
-const env = parsedEnv.data;
-const say = (line: string) => process.stdout.write(`${line}\n`);
+/**
+ * Runs the local pipeline until SIGINT/SIGTERM, then stops everything and exits the process.
+ * On a start failure, prints one line and exits 1.
+ */
+export async function runDev(options: DevOptions): Promise<void> {
+  process.env.METADATA_SERVER_DETECTION ??= 'none';
+  const env = {
+    KUBECONFIG: options.kubeconfig,
+    LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace,
+    LEVELSET_RESYNC_INTERVAL_MS: options.resyncIntervalMs,
+    RELAY_COLLAPSE_MS: options.collapseMs,
+    LEVELSET_LOG_FORMAT: options.logFormat,
+  };
+  const say = (line: string) => process.stdout.write(`${line}\n`);
 
-/** The kubeconfig of a cluster that answers `/version` within 3 s, or undefined. */
-async function reachableCluster(): Promise<{ path: string; server: string; version: string } | undefined> {
-  const path = env.KUBECONFIG ?? join(homedir(), '.kube', 'config');
-  if (!existsSync(path)) return undefined;
+  /** The kubeconfig of a cluster that answers `/version` within 3 s, or undefined. */
+  async function reachableCluster(): Promise<{ path: string; server: string; version: string } | undefined> {
+    const path = env.KUBECONFIG ?? join(homedir(), '.kube', 'config');
+    if (!existsSync(path)) return undefined;
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromFile(path);
+      const version = await Promise.race([
+        kc.makeApiClient(VersionApi).getCode(),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref()),
+      ]);
+      return { path, server: kc.getCurrentCluster()?.server ?? '?', version: version.gitVersion };
+    } catch {
+      return undefined;
+    }
+  }
+
+  let apiserver: LocalApiServer | undefined;
+  let stack: LocalStack | undefined;
+  let simulatedNode: { stop(): Promise<void> } | undefined;
+  let stopping = false;
+  async function shutdown(code: number) {
+    if (stopping) return;
+    stopping = true;
+    say('\nstopping: relay (flushes pending keys), functions, Pub/Sub emulator, API server…');
+    await simulatedNode?.stop().catch(() => {});
+    await stack?.stop().catch((err: Error) => say(`  ${err.message}`));
+    await apiserver?.stop().catch((err: Error) => say(`  ${err.message}`));
+    say('stopped.');
+    process.exit(code);
+  }
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
   try {
-    const kc = new KubeConfig();
-    kc.loadFromFile(path);
-    const version = await Promise.race([
-      kc.makeApiClient(VersionApi).getCode(),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref()),
-    ]);
-    return { path, server: kc.getCurrentCluster()?.server ?? '?', version: version.gitVersion };
-  } catch {
-    return undefined;
-  }
-}
-
-let apiserver: LocalApiServer | undefined;
-let stack: LocalStack | undefined;
-let simulatedNode: { stop(): Promise<void> } | undefined;
-let stopping = false;
-async function shutdown(code: number) {
-  if (stopping) return;
-  stopping = true;
-  say('\nstopping: relay (flushes pending keys), functions, Pub/Sub emulator, API server…');
-  await simulatedNode?.stop().catch(() => {});
-  await stack?.stop().catch((err: Error) => say(`  ${err.message}`));
-  await apiserver?.stop().catch((err: Error) => say(`  ${err.message}`));
-  say('stopped.');
-  process.exit(code);
-}
-process.on('SIGINT', () => void shutdown(0));
-process.on('SIGTERM', () => void shutdown(0));
-
-try {
-  say('Levelset: Kubernetes controllers as serverless functions (local pipeline)');
-  const external = flags.local ? undefined : await reachableCluster();
-  let kubeconfigPath: string;
-  if (external) {
-    kubeconfigPath = external.path;
-    say(`  cluster          ${external.server} (${external.version}) from ${external.path}`);
-  } else {
-    const dir = join(repoRoot, '.levelset');
-    mkdirSync(dir, { recursive: true });
-    apiserver = await startLocalApiServer({ kubeconfigPath: join(dir, 'kubeconfig') });
-    kubeconfigPath = apiserver.kubeconfigPath;
-    say(
-      `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
-    );
-  }
-  say(`  kubeconfig       ${kubeconfigPath}    try: kubectl --kubeconfig ${kubeconfigPath} get secrets -A`);
-  const controllerEnv: Record<string, string> = { LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE };
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(kubeconfigPath);
-  if (apiserver) {
-    // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.
-    simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
-    say('  simulated node   Deployments → ReplicaSets → Pods on node-1..3, Running (embedded cluster only)');
-    if (!flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
-  }
-  stack = await startLocalStack({
-    kubeconfigPath,
-    env: controllerEnv,
-    collapseMs: env.RELAY_COLLAPSE_MS,
-    resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS,
-    onLog: (service, line) => {
-      if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
-      else {
-        const text = formatLogLine(service, line);
-        if (text) say(text);
-      }
-    },
-    onResync: (report) =>
+    say('Levelset: Kubernetes controllers as serverless functions (local pipeline)');
+    const external = options.cluster === 'embedded' ? undefined : await reachableCluster();
+    if (!external && options.cluster === 'kubeconfig') {
+      throw new Error(
+        `no cluster answered in ${env.KUBECONFIG ?? join(homedir(), '.kube', 'config')}: check KUBECONFIG, or use --cluster embedded`,
+      );
+    }
+    let kubeconfigPath: string;
+    if (external) {
+      kubeconfigPath = external.path;
+      say(`  cluster          ${external.server} (${external.version}) from ${external.path}`);
+    } else {
+      mkdirSync(options.stateDir, { recursive: true });
+      apiserver = await startLocalApiServer({ kubeconfigPath: join(options.stateDir, 'kubeconfig') });
+      kubeconfigPath = apiserver.kubeconfigPath;
       say(
-        report instanceof Error
-          ? `resync      failed: ${report.message}`
-          : `resync      published ${report.published} keys (${Object.entries(report.controllers)
-              .map(([name, c]) => `${name}: ${c.published}`)
-              .join(', ')})`,
-      ),
-  });
-  say(`  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`);
-  say(
-    `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,
-  );
-  say(`  resync           ${stack.resync.url} (every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s)`);
-  say(`  relay            ${stack.relay()?.url ?? '-'} (/healthz, /readyz, /metrics)`);
-  say(
-    `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
-  );
-  say('Ctrl-C stops everything.\n');
-  if (apiserver && !flags['no-demo']) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
-  else {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    const sources = await core
-      .listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE })
-      .catch(() => undefined);
-    say(`watching: ${sources?.items.length ?? 0} source Secrets in ${env.LEVELSET_SOURCE_NAMESPACE}`);
+        `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
+      );
+    }
+    say(`  kubeconfig       ${kubeconfigPath}    try: kubectl --kubeconfig ${kubeconfigPath} get secrets -A`);
+    const controllerEnv: Record<string, string> = {
+      LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE,
+    };
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfigPath);
+    if (apiserver) {
+      // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.
+      simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
+      say(
+        '  simulated node   Deployments → ReplicaSets → Pods on node-1..3, Running (embedded cluster only)',
+      );
+      if (options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
+    }
+    stack = await startLocalStack({
+      kubeconfigPath,
+      env: controllerEnv,
+      collapseMs: env.RELAY_COLLAPSE_MS,
+      resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS,
+      stateDir: options.stateDir,
+      onLog: (service, line) => {
+        if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
+        else {
+          const text = formatLogLine(service, line);
+          if (text) say(text);
+        }
+      },
+      onResync: (report) =>
+        say(
+          report instanceof Error
+            ? `resync      failed: ${report.message}`
+            : `resync      published ${report.published} keys (${Object.entries(report.controllers)
+                .map(([name, c]) => `${name}: ${c.published}`)
+                .join(', ')})`,
+        ),
+    });
+    say(
+      `  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`,
+    );
+    say(
+      `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,
+    );
+    say(
+      `  resync           ${stack.resync.url} (${env.LEVELSET_RESYNC_INTERVAL_MS ? `every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s` : 'no timer: levelset resync'})`,
+    );
+    say(`  relay            ${stack.relay()?.url ?? '-'} (/healthz, /readyz, /metrics)`);
+    say(
+      `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
+    );
+    say(`  state            ${options.stateDir} (levelset status, reconcile, resync, dead-letters use it)`);
+    say('Ctrl-C stops everything.\n');
+    if (apiserver && options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
+    else {
+      const core = kubeConfig.makeApiClient(CoreV1Api);
+      const sources = await core
+        .listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE })
+        .catch(() => undefined);
+      say(`watching: ${sources?.items.length ?? 0} source Secrets in ${env.LEVELSET_SOURCE_NAMESPACE}`);
+    }
+  } catch (err) {
+    say(`levelset: could not start: ${err instanceof Error ? err.message : String(err)}`);
+    await shutdown(1);
   }
-} catch (err) {
-  say(`levelset: could not start: ${err instanceof Error ? err.message : String(err)}`);
-  await shutdown(1);
 }

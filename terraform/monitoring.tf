@@ -146,7 +146,7 @@ resource "google_monitoring_alert_policy" "dead_letters" {
 
   documentation {
     mime_type = "text/markdown"
-    content   = "A key failed reconcile ${var.max_delivery_attempts} times and was dead-lettered. Read its story in Logs Explorer (labels.controller and labels.key), fix the cause, then replay the subscription ${google_pubsub_subscription.dead_letter.name} or run the resync job (terraform/README.md \"Dead letters\")."
+    content   = "A key failed reconcile ${var.max_delivery_attempts} times and was dead-lettered. Read its story in Logs Explorer (labels.controller and labels.key), fix the cause, then `npx levelset dead-letters replay --project ${var.project_id}` (replays ${google_pubsub_subscription.dead_letter.name}) or `npx levelset resync --project ${var.project_id}` (docs/operations.md \"Dead letters\")."
   }
 }
 

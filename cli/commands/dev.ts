@@ -1,0 +1,89 @@
+/**
+ * `levelset dev` (what `npm start` runs): the whole pipeline on this machine (local/start.ts).
+ * Flags default to the environment variables README "Configuration" lists.
+ */
+import type { CommandModule } from 'yargs';
+import { stateDirectory } from '../../local/state.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
+
+interface DevArgs {
+  cluster: string;
+  demo: boolean;
+  'source-namespace': string;
+  'resync-interval-ms': number;
+  'collapse-ms'?: number;
+  'log-format': string;
+}
+
+const intFromEnv = (name: string): number | undefined => {
+  const value = process.env[name];
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new CliError(`${name} must be a whole number of ms, not "${value}"`, EXIT_USAGE);
+  return n;
+};
+
+export const devCommand: CommandModule<object, DevArgs> = {
+  command: 'dev',
+  describe: 'run the whole pipeline locally: Pub/Sub emulator, both functions, the relay, a resync timer',
+  builder: (y) =>
+    y
+      .option('cluster', {
+        choices: ['auto', 'embedded', 'kubeconfig'],
+        default: 'auto',
+        describe: 'auto: the cluster in KUBECONFIG when it answers, else the embedded local API server',
+      })
+      .option('demo', {
+        type: 'boolean',
+        default: true,
+        describe: 'seed the embedded cluster with demo objects (--no-demo: none)',
+      })
+      .option('source-namespace', {
+        type: 'string',
+        default: process.env.LEVELSET_SOURCE_NAMESPACE || 'levelset-system',
+        describe: "secret-replicator's source namespace (LEVELSET_SOURCE_NAMESPACE)",
+      })
+      .option('resync-interval-ms', {
+        type: 'number',
+        default: intFromEnv('LEVELSET_RESYNC_INTERVAL_MS') ?? 60_000,
+        describe: 'period of the resync timer in ms, 0 = none (LEVELSET_RESYNC_INTERVAL_MS)',
+      })
+      .option('collapse-ms', {
+        type: 'number',
+        default: intFromEnv('RELAY_COLLAPSE_MS'),
+        describe: "the relay's collapse window in ms (RELAY_COLLAPSE_MS; default the relay's 250)",
+      })
+      .option('log-format', {
+        choices: ['pretty', 'json'],
+        default: process.env.LEVELSET_LOG_FORMAT || 'pretty',
+        describe:
+          "pretty: one line per reconcile; json: every process's Cloud Logging line (LEVELSET_LOG_FORMAT)",
+      })
+      .check((argv) => {
+        for (const name of ['resync-interval-ms', 'collapse-ms'] as const) {
+          const v = argv[name];
+          if (v !== undefined && (!Number.isInteger(v) || v < 0))
+            throw new Error(`--${name} must be a whole number ≥ 0`);
+        }
+        return true;
+      }),
+  handler: async (argv) => {
+    // A computed specifier: the relay image compiles cli/ (tsconfig.build.json) without the local
+    // stack, which only a source checkout has. runDev takes local/start.ts's DevOptions.
+    const startModule = new URL('../../local/start.ts', import.meta.url).href;
+    const { runDev } = (await import(startModule).catch(() => {
+      throw new CliError('levelset dev runs from a source checkout (npm ci && npm start)');
+    })) as { runDev(options: object): Promise<void> };
+    await runDev({
+      cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
+      demo: argv.demo,
+      sourceNamespace: argv['source-namespace'],
+      resyncIntervalMs: argv['resync-interval-ms'],
+      collapseMs: argv['collapse-ms'],
+      logFormat: argv['log-format'] as 'pretty' | 'json',
+      stateDir: stateDirectory(),
+      kubeconfig: process.env.KUBECONFIG || undefined,
+    });
+  },
+};

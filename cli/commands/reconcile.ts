@@ -1,0 +1,37 @@
+/**
+ * `levelset reconcile <controller> <namespace/name>`: publishes one key now (`reason: "manual"`);
+ * `--wait` follows it to its outcome in the local stack's reconcile log. Implementation: cli/impl/reconcile.ts
+ * (loaded on use, so that `--help` and completion stay fast).
+ */
+import type { CommandModule } from 'yargs';
+import type { ReconcileArgs } from '../impl/reconcile.ts';
+import { targetOptions } from './options.ts';
+
+export const reconcileCommand: CommandModule<object, ReconcileArgs> = {
+  command: 'reconcile <controller> <key>',
+  describe: 'publish one key now (reason: manual); --wait follows it to its outcome (local stack)',
+  builder: (y) =>
+    targetOptions(y)
+      .positional('controller', {
+        type: 'string',
+        demandOption: true,
+        describe: 'a registered controller (levelset controllers)',
+      })
+      .positional('key', {
+        type: 'string',
+        demandOption: true,
+        describe: 'namespace/name, or name for a cluster-scoped primary',
+      })
+      .option('wait', {
+        type: 'boolean',
+        default: false,
+        describe: "follow the key to its outcome in the reconcile function's log (local stack only)",
+      })
+      .option('timeout', {
+        type: 'number',
+        default: 120,
+        describe: '--wait gives up after this many seconds',
+      })
+      .example('$0 reconcile foo team-a/example-foo --wait', 'reconcile one Foo now and print the outcome'),
+  handler: async (argv) => (await import('../impl/reconcile.ts')).runReconcile(argv),
+};

@@ -1,0 +1,16 @@
+/**
+ * `levelset relay`: the relay process (relay/main.ts), the container's entry point. Configured by
+ * the environment only (`KUBECONFIG`, `GOOGLE_CLOUD_PROJECT`, `LEVELSET_TOPIC`, `RELAY_COLLAPSE_MS`,
+ * `RELAY_PORT`, `LOG_LEVEL`, `PUBSUB_EMULATOR_HOST`), as a Deployment sets it.
+ */
+import type { CommandModule } from 'yargs';
+
+export const relayCommand: CommandModule = {
+  command: 'relay',
+  describe:
+    'run the relay: list+watch, map to keys, collapse, publish (env: KUBECONFIG, GOOGLE_CLOUD_PROJECT, LEVELSET_TOPIC, RELAY_COLLAPSE_MS, RELAY_PORT)',
+  handler: async () => {
+    // relay/main.ts starts the relay when loaded and exits on SIGTERM/SIGINT.
+    await import('../../relay/main.ts');
+  },
+};

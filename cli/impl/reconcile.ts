@@ -1,0 +1,165 @@
+/**
+ * `levelset reconcile <controller> <namespace/name>`: publishes one key now (`reason: "manual"`);
+ * `--wait` follows it to its outcome in the local stack's reconcile log (local/state.ts).
+ */
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { controllerByName, controllers } from '../../functions/controllers/index.ts';
+import type { Controller, Key } from '../../functions/controllers/types.ts';
+import { keyString } from '../../functions/message.ts';
+import type { Outcome } from '../../functions/reconcile.ts';
+import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
+import { formatDuration, say } from '../output.ts';
+import { resolveTarget, type Target, targetPublisher } from '../target.ts';
+
+/**
+ * The registered controller called `name`.
+ * @throws {CliError} (exit 2) naming the registered ones.
+ */
+export function requireController(name: string): Controller {
+  const controller = controllerByName(name);
+  if (!controller)
+    throw new CliError(
+      `unknown controller "${name}": one of ${controllers.map((c) => c.name).join(', ')} (levelset controllers)`,
+      EXIT_USAGE,
+    );
+  return controller;
+}
+
+/**
+ * Parses a key as client-go's `SplitMetaNamespaceKey`: `namespace/name` for a namespaced primary,
+ * `name` for a cluster-scoped one.
+ * @throws {CliError} (exit 2) for any other shape.
+ */
+export function parseKey(controller: Controller, text: string): Key {
+  const parts = text.split('/');
+  const valid = (s: string | undefined) =>
+    s !== undefined && /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(s);
+  if (controller.primary.namespaced && parts.length === 2 && valid(parts[0]) && valid(parts[1]))
+    return { namespace: parts[0] ?? '', name: parts[1] ?? '' };
+  if (!controller.primary.namespaced && parts.length === 1 && valid(parts[0]))
+    return { namespace: '', name: text };
+  throw new CliError(
+    `malformed key "${text}": ${controller.name} keys are ${controller.primary.namespaced ? 'namespace/name' : 'name (cluster-scoped)'} of a ${controller.primary.kind}`,
+    EXIT_USAGE,
+  );
+}
+
+/** Outcomes after which Pub/Sub delivers the message no more (functions/reconcile.ts answers 204). */
+const FINAL: readonly Outcome[] = ['success', 'requeue', 'terminal', 'malformed'];
+
+interface OutcomeLine {
+  outcome: Outcome;
+  durationMs?: number;
+  err?: string;
+}
+
+/**
+ * Follows a JSON-lines log file from byte `offset`, yielding the outcome lines of message `messageId`
+ * (the reconcile's last line per delivery) until a final outcome or the deadline.
+ */
+async function* outcomesOf(
+  path: string,
+  offset: number,
+  messageId: string,
+  deadline: number,
+): AsyncIterable<OutcomeLine> {
+  let position = offset;
+  let partial = '';
+  const fd = openSync(path, 'r');
+  try {
+    while (Date.now() < deadline) {
+      const size = statSync(path).size;
+      if (size > position) {
+        const buffer = Buffer.alloc(size - position);
+        readSync(fd, buffer, 0, buffer.length, position);
+        position = size;
+        const lines = (partial + buffer.toString('utf8')).split('\n');
+        partial = lines.pop() ?? '';
+        for (const text of lines) {
+          let line: Record<string, unknown>;
+          try {
+            line = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            continue;
+          }
+          if (line.messageId !== messageId || typeof line.outcome !== 'string') continue;
+          yield line as unknown as OutcomeLine;
+          if (FINAL.includes(line.outcome as Outcome)) return;
+        }
+      } else await delay(100);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function logSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+export interface ReconcileArgs {
+  controller: string;
+  key: string;
+  wait: boolean;
+  timeout: number;
+  project?: string;
+  topic?: string;
+}
+
+/** Runs `levelset reconcile`. @throws {CliError} on a usage error, no target, a refused publish, or no final outcome in time. */
+export async function runReconcile(argv: ReconcileArgs): Promise<void> {
+  const controller = requireController(argv.controller);
+  const key = parseKey(controller, argv.key);
+  const target = await resolveTarget(argv);
+  if (argv.wait && !target.stack?.logs.reconcile)
+    throw new CliError(
+      `--wait follows the local stack's reconcile log only; on Google Cloud read the outcome in Logs Explorer: labels.controller="${controller.name}" labels.key="${keyString(key)}" jsonPayload.outcome:* (docs/operations.md)`,
+      EXIT_USAGE,
+    );
+  const logPath = target.stack?.logs.reconcile;
+  const offset = logPath ? logSize(logPath) : 0;
+  const messageId = await publishManual(target, controller, key);
+  say(`published ${controller.name} ${keyString(key)} to ${target.describe} (message ${messageId})`);
+  if (!argv.wait || !logPath) return;
+  const started = Date.now();
+  let last: OutcomeLine | undefined;
+  let deliveries = 0;
+  for await (const line of outcomesOf(logPath, offset, messageId, started + argv.timeout * 1000)) {
+    deliveries++;
+    last = line;
+    const took = line.durationMs !== undefined ? ` in ${formatDuration(line.durationMs)}` : '';
+    say(`delivery ${deliveries}: ${line.outcome}${took}${line.err ? ` — ${line.err}` : ''}`);
+  }
+  if (!last || !FINAL.includes(last.outcome)) {
+    throw new CliError(
+      last
+        ? `no final outcome within ${argv.timeout} s: ${deliveries} deliveries, the last ${last.outcome}; Pub/Sub keeps retrying, then dead-letters (levelset dead-letters list)`
+        : `no outcome within ${argv.timeout} s: is the reconcile function running? (levelset status)`,
+    );
+  }
+  say(`${controller.name} ${keyString(key)}: ${last.outcome} after ${formatDuration(Date.now() - started)}`);
+  if (last.outcome === 'terminal' || last.outcome === 'malformed') process.exitCode = 1;
+}
+
+/** Publishes `key` with reason `manual`; @returns the message id. @throws {CliError} when Pub/Sub refuses. */
+async function publishManual(target: Target, controller: Controller, key: Key): Promise<string> {
+  const publisher = targetPublisher(target);
+  try {
+    return await publisher.publish({
+      v: 1,
+      controller: controller.name,
+      ...key,
+      reason: 'manual',
+      enqueuedAt: new Date().toISOString(),
+    });
+  } catch (err) {
+    throw new CliError(`could not publish to ${target.topic}: ${firstLine(err)}`);
+  } finally {
+    await publisher.close().catch(() => {});
+  }
+}

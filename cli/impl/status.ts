@@ -1,0 +1,182 @@
+/**
+ * `levelset status`: is Levelset healthy? The relay (`/readyz`, informers synced, informer
+ * restarts), the reconcile subscription's backlog and oldest unacknowledged message age, and the
+ * number of dead letters. Exit code 1 when the relay is not ready or keys are dead-lettered.
+ *
+ * Where each figure comes from: the relay from its HTTP endpoints (the local stack's relay, or
+ * `--relay-url` e.g. through `kubectl port-forward`); backlog and age from Cloud Monitoring
+ * (`pubsub.googleapis.com/subscription/num_undelivered_messages` and `oldest_unacked_message_age`;
+ * the Pub/Sub API has no such call and the emulator no metrics); dead letters by pulling the
+ * dead-letter subscription without acknowledging (emulator and Google Cloud alike).
+ */
+import { GoogleAuth } from 'google-auth-library';
+import { firstLine } from '../errors.ts';
+import { formatDuration, say } from '../output.ts';
+import { createSubscriber } from '../pubsub.ts';
+import { resolveTarget, resourceId, type Target } from '../target.ts';
+
+/** What the relay's endpoints say; `error` when it did not answer. */
+export interface RelayStatus {
+  url: string;
+  ready: boolean;
+  readyz: string;
+  /** Informer id → synced. */
+  informers: Record<string, boolean>;
+  /** Informer restarts (list+watch restarted after an error), summed. */
+  restarts: number;
+  published: number;
+  error?: string;
+}
+
+/** Sums by first label value the samples of one metric in Prometheus text format. */
+export function metricSamples(text: string, metric: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(
+    new RegExp(`^${metric}(?:\\{[a-z_]+="([^"]*)"[^}]*\\})? ([0-9.eE+-]+)$`, 'gm'),
+  )) {
+    const label = m[1] ?? '';
+    out.set(label, (out.get(label) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+async function relayStatus(url: string): Promise<RelayStatus> {
+  const status: RelayStatus = { url, ready: false, readyz: '', informers: {}, restarts: 0, published: 0 };
+  try {
+    const readyz = await fetch(new URL('/readyz', url), { signal: AbortSignal.timeout(5000) });
+    status.ready = readyz.ok;
+    status.readyz = (await readyz.text()).trim();
+    const text = await (await fetch(new URL('/metrics', url), { signal: AbortSignal.timeout(5000) })).text();
+    for (const [id, v] of metricSamples(text, 'levelset_relay_informer_synced'))
+      status.informers[id] = v === 1;
+    for (const v of metricSamples(text, 'levelset_relay_informer_restarts_total').values())
+      status.restarts += v;
+    for (const v of metricSamples(text, 'levelset_relay_keys_published_total').values())
+      status.published += v;
+  } catch (err) {
+    status.error = `not answering: ${firstLine(err)}`;
+  }
+  return status;
+}
+
+/** The latest value of a Pub/Sub subscription metric from Cloud Monitoring (last 10 min). */
+async function monitoringValue(
+  projectId: string,
+  subscription: string,
+  metric: string,
+): Promise<number | undefined> {
+  const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/monitoring.read'] });
+  const end = new Date();
+  const start = new Date(end.getTime() - 10 * 60_000);
+  const params = new URLSearchParams({
+    filter: `metric.type="pubsub.googleapis.com/subscription/${metric}" AND resource.labels.subscription_id="${subscription}"`,
+    'interval.startTime': start.toISOString(),
+    'interval.endTime': end.toISOString(),
+  });
+  const res = await auth.request<{
+    timeSeries?: { points?: { value: { int64Value?: string; doubleValue?: number } }[] }[];
+  }>({
+    url: `https://monitoring.googleapis.com/v3/projects/${projectId}/timeSeries?${params}`,
+  });
+  const point = res.data.timeSeries?.[0]?.points?.[0]?.value;
+  if (!point) return undefined;
+  return Number(point.int64Value ?? point.doubleValue);
+}
+
+interface Backlog {
+  undelivered?: number;
+  oldestUnackedSeconds?: number;
+  note?: string;
+}
+
+async function backlog(target: Target): Promise<Backlog> {
+  if (target.kind === 'local') return { note: 'not available from the Pub/Sub emulator (no metrics)' };
+  const sub = resourceId(target.subscription);
+  try {
+    const [undelivered, oldestUnackedSeconds] = await Promise.all([
+      monitoringValue(target.projectId, sub, 'num_undelivered_messages'),
+      monitoringValue(target.projectId, sub, 'oldest_unacked_message_age'),
+    ]);
+    return {
+      undelivered,
+      oldestUnackedSeconds,
+      note: undelivered === undefined ? 'no data in Cloud Monitoring for the last 10 min' : undefined,
+    };
+  } catch (err) {
+    return { note: `Cloud Monitoring: ${firstLine(err)} (needs roles/monitoring.viewer)` };
+  }
+}
+
+/** Dead letters counted by pulling without acknowledging, up to `limit`. */
+async function deadLetterCount(target: Target, limit: number): Promise<number> {
+  const subscriber = createSubscriber(target);
+  try {
+    const pulled = await subscriber.pull(target.deadLetterSubscription, limit);
+    await subscriber.release(
+      target.deadLetterSubscription,
+      pulled.map((m) => m.ackId),
+    );
+    return pulled.length;
+  } finally {
+    await subscriber.close().catch(() => {});
+  }
+}
+
+export interface StatusArgs {
+  'relay-url'?: string;
+  output: string;
+  project?: string;
+  topic?: string;
+}
+
+const COUNT_LIMIT = 1000;
+
+/** Runs `levelset status`; sets exit code 1 when the relay is not ready or keys are dead-lettered. */
+export async function runStatus(argv: StatusArgs): Promise<void> {
+  const target = await resolveTarget(argv);
+  const relayUrl = argv['relay-url'] ?? target.stack?.relayUrl;
+  const [relay, keys, deadLetters] = await Promise.all([
+    relayUrl ? relayStatus(relayUrl) : Promise.resolve(undefined),
+    backlog(target),
+    deadLetterCount(target, COUNT_LIMIT),
+  ]);
+  const healthy = (relay ? relay.ready : target.kind === 'cloud') && deadLetters === 0;
+  if (!healthy) process.exitCode = 1;
+  if (argv.output === 'json') {
+    say(JSON.stringify({ target: target.describe, relay, backlog: keys, deadLetters, healthy }, null, 2));
+    return;
+  }
+  say(`target        ${target.describe}`);
+  if (!relay)
+    say(
+      target.kind === 'local'
+        ? 'relay         not running in the local stack'
+        : 'relay         not checked: pass --relay-url (kubectl -n levelset-system port-forward deploy/levelset-relay 8080)',
+    );
+  else if (relay.error) say(`relay         ${relay.url} ${relay.error}`);
+  else {
+    const informers = Object.entries(relay.informers);
+    const synced = informers.filter(([, s]) => s).length;
+    say(`relay         ${relay.ready ? 'ready' : `NOT READY (${relay.readyz})`} at ${relay.url}`);
+    say(
+      `  informers   ${synced}/${informers.length} synced${
+        synced < informers.length
+          ? `: waiting for ${informers
+              .filter(([, s]) => !s)
+              .map(([id]) => id)
+              .join(', ')}`
+          : ''
+      }`,
+    );
+    say(`  restarts    ${relay.restarts} informer restarts`);
+    say(`  published   ${relay.published} keys`);
+  }
+  say(`subscription  ${target.subscription}`);
+  if (keys.undelivered !== undefined) say(`  backlog     ${keys.undelivered} undelivered keys`);
+  if (keys.oldestUnackedSeconds !== undefined)
+    say(`  oldest      ${formatDuration(keys.oldestUnackedSeconds * 1000)} unacknowledged`);
+  if (keys.note) say(`  backlog     ${keys.note}`);
+  say(
+    `dead letters  ${deadLetters}${deadLetters === COUNT_LIMIT ? '+' : ''} in ${target.deadLetterSubscription}${deadLetters ? ' (levelset dead-letters list)' : ''}`,
+  );
+}

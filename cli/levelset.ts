@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+/**
+ * `levelset`: the operator's command line (yargs). Every subcommand has `--help`;
+ * `levelset completion` prints a bash/zsh completion script.
+ *
+ * Exit codes: 0 done; 1 an expected failure (cluster unreachable, emulator absent, keys that failed),
+ * printed as one line `levelset: …`; 2 a usage error (unknown command or controller, malformed key).
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { controllersCommand } from './commands/controllers.ts';
+import { deadLettersCommand } from './commands/dead-letters.ts';
+import { devCommand } from './commands/dev.ts';
+import { reconcileCommand } from './commands/reconcile.ts';
+import { relayCommand } from './commands/relay.ts';
+import { resyncCommand } from './commands/resync.ts';
+import { statusCommand } from './commands/status.ts';
+import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors.ts';
+
+process.env.METADATA_SERVER_DETECTION ??= 'none';
+
+const parser = yargs(hideBin(process.argv))
+  .scriptName('levelset')
+  .usage('$0 <command>\n\nKubernetes controllers as serverless functions: run, inspect and operate Levelset.')
+  .command(devCommand)
+  .command(relayCommand)
+  .command(reconcileCommand)
+  .command(resyncCommand)
+  .command(deadLettersCommand)
+  .command(controllersCommand)
+  .command(statusCommand)
+  // `levelset new controller` (scaffolding, scripts/new-controller.ts) is registered here.
+  .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
+  .demandCommand(1, 'name a command (levelset --help lists them)')
+  .recommendCommands()
+  .strict()
+  .help()
+  .alias('help', 'h')
+  .version(false)
+  .wrap(Math.min(110, process.stdout.columns || 110))
+  .fail((message, err) => {
+    // A handler's error passes through; a yargs validation message is a usage error.
+    if (err) throw err;
+    throw new CliError(`${message} (levelset --help)`, EXIT_USAGE);
+  });
+
+/** Commands that keep running until a signal stops them. */
+const LONG_RUNNING = ['dev', 'relay'];
+
+try {
+  const argv = await parser.parseAsync();
+  // A finished command exits now, even if a client library left a socket or timer behind.
+  if (!LONG_RUNNING.includes(String(argv._[0]))) process.exit(process.exitCode ?? 0);
+} catch (err) {
+  if (err instanceof CliError) {
+    process.stderr.write(`levelset: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    // Unexpected: a bug or an unclassified failure. The stack trace helps a bug report.
+    process.stderr.write(
+      `levelset: ${err instanceof Error ? err.message : String(err)}\n${process.env.LEVELSET_DEBUG ? `${(err as Error).stack}\n` : '(LEVELSET_DEBUG=1 shows the stack trace)\n'}`,
+    );
+    process.exitCode = EXIT_FAILURE;
+  }
+  process.exit(process.exitCode);
+}

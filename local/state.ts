@@ -1,0 +1,106 @@
+/**
+ * The local stack's state file, `<stateDir>/stack.json`, and its log files,
+ * `<stateDir>/logs/<service>.jsonl`: how `levelset` commands find a running `levelset dev`
+ * (emulator, topics, function and relay URLs, kubeconfig) and follow its processes' log lines.
+ *
+ * The state directory is `LEVELSET_STATE_DIR`, default `<repository>/.levelset`.
+ */
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { repoRoot } from './service.ts';
+
+/** The state directory: `LEVELSET_STATE_DIR`, default `<repository>/.levelset`. */
+export function stateDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  return env.LEVELSET_STATE_DIR || join(repoRoot, '.levelset');
+}
+
+export const stackStateSchema = z.object({
+  /** PID of the process that runs the stack (`levelset dev`, a test). */
+  pid: z.number().int(),
+  startedAt: z.iso.datetime(),
+  kubeconfigPath: z.string(),
+  emulatorHost: z.string(),
+  projectId: z.string(),
+  /** Full resource names (`projects/<p>/topics/<t>`, `projects/<p>/subscriptions/<s>`). */
+  topology: z.object({
+    topic: z.string(),
+    deadLetterTopic: z.string(),
+    subscription: z.string(),
+    deadLetterSubscription: z.string(),
+  }),
+  reconcileUrl: z.string(),
+  resyncUrl: z.string(),
+  /** `undefined` while the relay is stopped. */
+  relayUrl: z.string().optional(),
+  /** Service name → its log file (one JSON log line per line). */
+  logs: z.record(z.string(), z.string()),
+});
+export type StackState = z.infer<typeof stackStateSchema>;
+
+/** Path of the state file in `dir`. */
+export function stackStatePath(dir: string): string {
+  return join(dir, 'stack.json');
+}
+
+/** Path of a service's log file in `dir`. */
+export function logFilePath(dir: string, service: string): string {
+  return join(dir, 'logs', `${service}.jsonl`);
+}
+
+/** Writes the state file (creating `dir`); atomically, so a reader never sees half a file. */
+export function writeStackState(dir: string, state: StackState): void {
+  mkdirSync(dir, { recursive: true });
+  const temporary = `${stackStatePath(dir)}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(stackStateSchema.parse(state), null, 2)}\n`);
+  renameSync(temporary, stackStatePath(dir));
+}
+
+/** Whether the process that wrote `state` still runs (a stack killed with SIGKILL leaves its file behind). */
+export function stackProcessAlive(state: StackState): boolean {
+  try {
+    process.kill(state.pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes the state file; the log files stay for reading afterwards. */
+export function removeStackState(dir: string): void {
+  rmSync(stackStatePath(dir), { force: true });
+}
+
+/**
+ * Reads the state file of `dir`.
+ * @returns `undefined` when there is none
+ * @throws {Error} when it exists but is not a valid state file
+ */
+export function readStackState(dir: string): StackState | undefined {
+  let text: string;
+  try {
+    text = readFileSync(stackStatePath(dir), 'utf8');
+  } catch {
+    return undefined;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = stackStateSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`${stackStatePath(dir)} is not a Levelset stack state file`);
+  return parsed.data;
+}
+
+/**
+ * A writer of `<dir>/logs/<service>.jsonl`: truncates the file once at creation, then appends one
+ * JSON line per call (synchronously, so a reader sees a line as soon as it was logged).
+ */
+export function createLogFile(dir: string, service: string): { path: string; append(line: object): void } {
+  const path = logFilePath(dir, service);
+  mkdirSync(join(dir, 'logs'), { recursive: true });
+  writeFileSync(path, '');
+  return { path, append: (line) => appendFileSync(path, `${JSON.stringify(line)}\n`) };
+}

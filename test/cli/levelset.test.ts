@@ -1,0 +1,399 @@
+/**
+ * The `levelset` command, run as a real process (the package's `bin`) against a real local stack:
+ * the cluster (local API server, or `TEST_KUBECONFIG`), the Pub/Sub emulator, both functions under
+ * functions-framework and the relay, started once for the whole file. Every subcommand is run,
+ * and the expected failures (unknown controller, malformed key, no stack, emulator gone, cluster
+ * unreachable) are one line with a non-zero exit code and no stack trace.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { controllers } from '../../functions/controllers/index.ts';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { repoRoot } from '../../local/service.ts';
+import { type LocalStack, startLocalStack } from '../../local/stack.ts';
+import { readStackState, type StackState, writeStackState } from '../../local/state.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+};
+const bin = join(repoRoot, packageJson.bin.levelset ?? 'missing');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Spawns the levelset bin with this Node (24) and collects its output. */
+function spawnCli(
+  args: string[],
+  env: Record<string, string | undefined>,
+): { child: ChildProcess; done: Promise<Run> } {
+  const child = spawn(process.execPath, [bin, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, GOOGLE_CLOUD_PROJECT: undefined, METADATA_SERVER_DETECTION: 'none', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr?.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const done = new Promise<Run>((resolve) =>
+    child.once('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+/** An expected failure: the exit code, one `levelset: …` line on stderr, no stack trace. */
+function assertOneLineFailure(run: Run, code: number, pattern: RegExp): void {
+  assert.equal(run.code, code, `exit code; stderr: ${run.stderr}`);
+  const lines = run.stderr.trim().split('\n');
+  assert.equal(lines.length, 1, `one line: ${run.stderr}`);
+  assert.match(lines[0] ?? '', /^levelset: /);
+  assert.match(lines[0] ?? '', pattern);
+  assert.doesNotMatch(run.stderr + run.stdout, /\n\s+at /, 'no stack trace');
+}
+
+describe('levelset (the real binary against the local stack)', () => {
+  let cluster: TestCluster;
+  let stack: LocalStack;
+  let stateDir: string;
+  let namespace: string;
+  const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
+    spawnCli(args, { LEVELSET_STATE_DIR: stateDir, ...env }).done;
+
+  before(async () => {
+    stateDir = mkdtempSync(join(tmpdir(), 'levelset-cli-'));
+    cluster = await startTestCluster();
+    namespace = await cluster.createNamespace('e2e-cli');
+    stack = await startLocalStack({
+      kubeconfigPath: cluster.kubeconfigPath,
+      env: { LEVELSET_SOURCE_NAMESPACE: namespace },
+      collapseMs: 50,
+      stateDir,
+      onLog: (service, line) => {
+        if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(`[${service}] ${JSON.stringify(line)}\n`);
+      },
+    });
+  });
+
+  after(async () => {
+    await stack?.stop();
+    await cluster?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  test('the local stack writes its state file and per-service log files', () => {
+    const state = readStackState(stateDir);
+    assert.ok(state);
+    assert.equal(state.emulatorHost, stack.emulator.host);
+    assert.equal(state.relayUrl, stack.relay()?.url);
+    assert.deepEqual(Object.keys(state.logs).sort(), ['reconcile', 'relay', 'resync']);
+  });
+
+  test('--help on every subcommand', async () => {
+    const commands = [
+      [],
+      ['dev'],
+      ['relay'],
+      ['reconcile'],
+      ['resync'],
+      ['dead-letters'],
+      ['dead-letters', 'list'],
+      ['dead-letters', 'replay'],
+      ['controllers'],
+      ['status'],
+    ];
+    const runs = await Promise.all(commands.map((c) => cli([...c, '--help'])));
+    for (const [i, run] of runs.entries()) {
+      assert.equal(run.code, 0, `${commands[i]?.join(' ')} --help: ${run.stderr}`);
+      assert.match(run.stdout, new RegExp(`levelset ${commands[i]?.join(' ')}`));
+    }
+    const completion = await cli(['completion']);
+    assert.equal(completion.code, 0);
+    assert.match(completion.stdout, /levelset/);
+  });
+
+  test('npm exec levelset runs the bin under the project Node', async () => {
+    const run = await new Promise<Run>((resolve) => {
+      const child = spawn('npm', ['exec', '--silent', '--', 'levelset', 'controllers', '-o', 'json'], {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => {
+        stdout += c.toString();
+      });
+      child.once('close', (code) => resolve({ code, stdout, stderr: '' }));
+    });
+    assert.equal(run.code, 0);
+    assert.equal((JSON.parse(run.stdout) as unknown[]).length, controllers.length);
+  });
+
+  test('controllers: the registry with primary, watches, owned kinds and RBAC rules', async () => {
+    const table = await cli(['controllers']);
+    assert.equal(table.code, 0, table.stderr);
+    for (const c of controllers) assert.match(table.stdout, new RegExp(c.name));
+    const json = JSON.parse((await cli(['controllers', '-o', 'json'])).stdout) as {
+      name: string;
+      primary: string;
+      owns: string[];
+      rbac: string[];
+    }[];
+    const foo = json.find((c) => c.name === 'foo');
+    assert.ok(foo);
+    assert.match(foo.primary, /^Foo \(samplecontroller\.k8s\.io\/v1alpha1\)$/);
+    assert.deepEqual(foo.owns, ['Deployment']);
+    assert.ok(foo.rbac.includes('apps deployments: get,create,patch'));
+  });
+
+  test('reconcile --wait publishes one key and prints its outcome', async () => {
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 'manual' }, stringData: { k: 'v' } },
+    });
+    const run = await cli(['reconcile', 'secret-replicator', `${namespace}/manual`, '--wait']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /published secret-replicator .*\/manual .*\(message \S+\)/);
+    assert.match(run.stdout, /delivery 1: success in \d/);
+    assert.match(run.stdout, new RegExp(`secret-replicator ${namespace}/manual: success after`));
+    const line = stack.reconcile.logs.find((l) => l.reason === 'manual' && typeof l.outcome === 'string');
+    assert.ok(line, 'the function logged a manual delivery');
+  });
+
+  test('reconcile: unknown controller and malformed key are one line, exit 2', async () => {
+    assertOneLineFailure(
+      await cli(['reconcile', 'nope', 'a/b']),
+      2,
+      /unknown controller "nope": one of .*foo/,
+    );
+    assertOneLineFailure(
+      await cli(['reconcile', 'foo', 'a/b/c']),
+      2,
+      /malformed key "a\/b\/c": foo keys are namespace\/name/,
+    );
+    assertOneLineFailure(await cli(['reconcile', 'foo']), 2, /Not enough non-option arguments/);
+  });
+
+  test('resync publishes every key with a summary per controller; --dry-run publishes none', async () => {
+    const before = stack.reconcile.logs.filter((l) => l.reason === 'resync').length;
+    const dry = await cli(['resync', '--controller', 'secret-replicator', '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, /secret-replicator\s*│\s*1\s/);
+    assert.match(dry.stdout, /would publish 1 keys/);
+    const run = await cli(['resync']);
+    assert.equal(run.code, 0, run.stderr);
+    for (const c of controllers) assert.match(run.stdout, new RegExp(`${c.name}\\s*│`));
+    assert.match(run.stdout, /published \d+ keys to local stack/);
+    assert.match(run.stderr, /^$|resync/, 'plain progress lines (not a TTY)');
+    await waitFor(
+      () =>
+        stack.reconcile.logs.some((l) => l.reason === 'resync' && (l as { messageId?: string }).messageId),
+      { message: 'a resync key reconciled' },
+    );
+    assert.ok(stack.reconcile.logs.filter((l) => l.reason === 'resync').length > before);
+    assertOneLineFailure(await cli(['resync', '--controller', 'nope']), 2, /unknown controller/);
+  });
+
+  test('status: relay ready with its informers, backlog source, no dead letters', async () => {
+    const run = await cli(['status']);
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /relay\s+ready at http:\/\/127\.0\.0\.1:\d+/);
+    assert.match(run.stdout, /informers\s+(\d+)\/\1 synced/);
+    assert.match(run.stdout, /backlog\s+not available from the Pub\/Sub emulator/);
+    assert.match(run.stdout, /dead letters\s+0 in /);
+  });
+
+  test('dead-letters list shows a dead-lettered key without acking it; replay republishes and acks it', {
+    skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to fail requests' : false,
+  }, async () => {
+    // Pub/Sub emulator 0.8.20 never dead-letters from a subscription with message ordering on,
+    // as the keys subscription is: a second push subscription to the same reconcile function,
+    // without ordering, dead-letters to the stack's dead-letter topic as Pub/Sub does.
+    const pubsub = new PubSub({
+      projectId: stack.emulator.projectId,
+      apiEndpoint: stack.emulator.host,
+      emulatorMode: true,
+    });
+    try {
+      await pubsub.topic(stack.topology.topic).createSubscription('levelset-keys-unordered', {
+        pushConfig: { pushEndpoint: stack.reconcile.url },
+        deadLetterPolicy: { deadLetterTopic: stack.topology.deadLetterTopic, maxDeliveryAttempts: 5 },
+      });
+    } finally {
+      await pubsub.close();
+    }
+    const local = cluster.local;
+    assert.ok(local);
+    // Every GET of this source Secret answers 500: the reconcile fails transiently, Pub/Sub retries.
+    local.faults.failNext({ verb: 'get', resource: 'secrets', namespace, name: 'broken' }, 1000, {
+      status: 500,
+    });
+    const published = await cli(['reconcile', 'secret-replicator', `${namespace}/broken`]);
+    assert.equal(published.code, 0, published.stderr);
+
+    type Listed = { controller: string; key: string; deliveryAttempts?: number; firstPublished?: string };
+    const listed = await waitFor(
+      async () => {
+        const run = await cli(['dead-letters', 'list', '-o', 'json']);
+        const letters = JSON.parse(run.stdout) as Listed[];
+        return letters.length > 0 ? letters : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, message: 'the key in the dead-letter subscription' },
+    );
+    assert.deepEqual(
+      listed.map((l) => [l.controller, l.key, l.deliveryAttempts]),
+      [['secret-replicator', `${namespace}/broken`, 5]],
+    );
+    assert.ok(listed[0]?.firstPublished);
+    const table = await cli(['dead-letters', 'list']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, new RegExp(`secret-replicator\\s*│\\s*${namespace}/broken\\s*│\\s*5\\s*│`));
+    assert.match(table.stdout, /1 dead letters in /);
+
+    const status = await cli(['status']);
+    assert.equal(status.code, 1, 'unhealthy while keys are dead-lettered');
+    assert.match(status.stdout, /dead letters\s+1 in .*levelset dead-letters list/);
+
+    const dry = await cli(['dead-letters', 'replay', '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, new RegExp(`would replay secret-replicator ${namespace}/broken`));
+
+    local.faults.clear();
+    const replay = await cli(['dead-letters', 'replay']);
+    assert.equal(replay.code, 0, replay.stderr);
+    assert.match(
+      replay.stdout,
+      new RegExp(`replayed secret-replicator ${namespace}/broken \\(message \\S+\\)`),
+    );
+    assert.match(replay.stdout, /replayed 1 of 1 dead letters/);
+    const empty = await cli(['dead-letters', 'list']);
+    assert.match(empty.stdout, /no dead letters in /);
+    await waitFor(
+      () =>
+        stack.reconcile.logs.some(
+          (l) =>
+            l.reason === 'manual' &&
+            l.outcome === 'success' &&
+            (l['logging.googleapis.com/labels'] as { key?: string } | undefined)?.key ===
+              `${namespace}/broken`,
+        ),
+      { message: 'the replayed key reconciled' },
+    );
+  });
+
+  test('relay: the relay process behind `levelset relay` becomes ready and stops on SIGTERM', async () => {
+    const port = await freePort();
+    const relay = spawnCli(['relay'], { ...stack.env, RELAY_PORT: String(port), LOG_LEVEL: 'warn' });
+    try {
+      await waitFor(
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+          return res.ok;
+        },
+        { message: 'levelset relay ready' },
+      );
+    } finally {
+      relay.child.kill('SIGTERM');
+    }
+    assert.equal((await relay.done).code, 0);
+  });
+
+  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async () => {
+    const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
+    const dev = spawnCli(
+      ['dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '0', '--log-format', 'json'],
+      {
+        KUBECONFIG: cluster.kubeconfigPath,
+        LEVELSET_STATE_DIR: devState,
+        LEVELSET_SOURCE_NAMESPACE: namespace,
+      },
+    );
+    try {
+      const state = await waitFor(
+        () => {
+          const current = readStackState(devState);
+          return current?.relayUrl ? current : undefined;
+        },
+        {
+          timeoutMs: 90_000,
+          message: 'levelset dev to write its state file',
+        },
+      );
+      assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
+      const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
+      assert.equal(status.code, 0, status.stdout + status.stderr);
+      assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
+    } finally {
+      dev.child.kill('SIGINT');
+    }
+    const run = await dev.done;
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /stopped\./);
+    assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
+    rmSync(devState, { recursive: true, force: true });
+  });
+
+  test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'levelset-cli-empty-'));
+    const gone = mkdtempSync(join(tmpdir(), 'levelset-cli-gone-'));
+    const unreachable = mkdtempSync(join(tmpdir(), 'levelset-cli-unreachable-'));
+    try {
+      assertOneLineFailure(
+        await cli(['status'], { LEVELSET_STATE_DIR: empty }),
+        1,
+        /no local stack running .*levelset dev/,
+      );
+
+      const state = readStackState(stateDir) as StackState;
+      writeStackState(gone, { ...state, emulatorHost: `127.0.0.1:${await freePort()}` });
+      assertOneLineFailure(
+        await cli(['dead-letters', 'list'], { LEVELSET_STATE_DIR: gone }),
+        1,
+        /local stack is not running \(its Pub\/Sub emulator at .* does not answer\)/,
+      );
+
+      const kubeconfig = join(unreachable, 'kubeconfig');
+      const server = `http://127.0.0.1:${await freePort()}`;
+      writeFileSync(
+        kubeconfig,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
+          users: [{ name: 'u', user: {} }],
+          contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+          'current-context': 'c',
+        }),
+      );
+      writeStackState(unreachable, { ...state, kubeconfigPath: kubeconfig });
+      assertOneLineFailure(
+        await cli(['resync'], { LEVELSET_STATE_DIR: unreachable }),
+        1,
+        new RegExp(`cannot reach the Kubernetes API at ${server}`),
+      );
+      const dev = await cli(['dev', '--cluster', 'kubeconfig'], {
+        KUBECONFIG: kubeconfig,
+        LEVELSET_STATE_DIR: unreachable,
+      });
+      assert.equal(dev.code, 1);
+      assert.match(dev.stdout, /levelset: could not start: no cluster answered in .*kubeconfig/);
+      assert.doesNotMatch(dev.stdout + dev.stderr, /\n\s+at /);
+    } finally {
+      for (const dir of [empty, gone, unreachable]) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

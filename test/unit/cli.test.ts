@@ -1,0 +1,102 @@
+/**
+ * The `levelset` command's pure parts: key parsing, owned kinds, dead-letter decoding, metric parsing.
+ * The commands themselves run as a real process in test/cli/levelset.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CliError } from '../../cli/errors.ts';
+import { ownedKinds } from '../../cli/impl/controllers.ts';
+import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
+import { parseKey, requireController } from '../../cli/impl/reconcile.ts';
+import { metricSamples } from '../../cli/impl/status.ts';
+import { controllerByName } from '../../functions/controllers/index.ts';
+
+const foo = controllerByName('foo');
+
+test('requireController: a registered controller, else a usage error naming the registered ones', () => {
+  assert.equal(requireController('foo'), foo);
+  assert.throws(
+    () => requireController('bar'),
+    (err: unknown) =>
+      err instanceof CliError && err.exitCode === 2 && /one of secret-replicator, foo/.test(err.message),
+  );
+});
+
+test('parseKey: namespace/name for a namespaced primary, as SplitMetaNamespaceKey', () => {
+  assert.ok(foo);
+  assert.deepEqual(parseKey(foo, 'team-a/my.foo'), { namespace: 'team-a', name: 'my.foo' });
+  for (const bad of ['my-foo', 'a/b/c', '/x', 'x/', 'Team/x', 'a/b c'])
+    assert.throws(
+      () => parseKey(foo, bad),
+      (err: unknown) =>
+        err instanceof CliError && err.exitCode === 2 && err.message.includes('namespace/name'),
+      bad,
+    );
+  const clusterScoped = { ...foo, primary: { ...foo.primary, namespaced: false } };
+  assert.deepEqual(parseKey(clusterScoped, 'node-1'), { namespace: '', name: 'node-1' });
+  assert.throws(() => parseKey(clusterScoped, 'a/b'), /cluster-scoped/);
+});
+
+test('ownedKinds: watched secondary kinds the controller may create', () => {
+  assert.ok(foo);
+  assert.deepEqual(ownedKinds(foo), ['Deployment']);
+  assert.deepEqual(ownedKinds({ ...foo, rbac: foo.rbac.filter((r) => r.apiGroup !== 'apps') }), []);
+});
+
+test('decodeDeadLetter: key, delivery attempts and times; degrades without the attributes', () => {
+  const message = {
+    v: 1,
+    controller: 'foo',
+    namespace: 'team-a',
+    name: 'x',
+    reason: 'watch',
+    enqueuedAt: '2026-01-01T00:00:00.000Z',
+  };
+  const full = decodeDeadLetter({
+    ackId: 'a',
+    messageId: '1',
+    data: Buffer.from(JSON.stringify(message)),
+    attributes: {
+      CloudPubSubDeadLetterSourceDeliveryCount: '5',
+      CloudPubSubDeadLetterSourceTopicPublishTime: '2026-01-01T00:00:01.000Z',
+    },
+    orderingKey: '',
+    publishTime: new Date('2026-01-01T00:01:00.000Z'),
+  });
+  assert.deepEqual(full.message, message);
+  assert.equal(full.deliveryAttempts, 5);
+  assert.equal(full.firstPublished, '2026-01-01T00:00:01.000Z');
+  assert.equal(full.deadLetteredAt, '2026-01-01T00:01:00.000Z');
+  const bare = decodeDeadLetter({
+    ackId: 'b',
+    messageId: '2',
+    data: Buffer.from('not json'),
+    attributes: {},
+    orderingKey: '',
+    publishTime: undefined,
+  });
+  assert.equal(bare.message, undefined);
+  assert.equal(bare.deliveryAttempts, undefined);
+  assert.equal(bare.firstPublished, undefined);
+});
+
+test('metricSamples: sums a Prometheus metric by its first label', () => {
+  const text = [
+    '# HELP levelset_relay_informer_synced x',
+    'levelset_relay_informer_synced{resource="v1/secrets"} 1',
+    'levelset_relay_informer_synced{resource="apps/v1/deployments"} 0',
+    'levelset_relay_informer_restarts_total{resource="v1/secrets"} 2',
+    'levelset_relay_informer_restarts_total{resource="v1/pods"} 3',
+  ].join('\n');
+  assert.deepEqual(
+    [...metricSamples(text, 'levelset_relay_informer_synced')],
+    [
+      ['v1/secrets', 1],
+      ['apps/v1/deployments', 0],
+    ],
+  );
+  assert.equal(
+    [...metricSamples(text, 'levelset_relay_informer_restarts_total').values()].reduce((a, b) => a + b),
+    5,
+  );
+});
