@@ -11,6 +11,7 @@ import { hideBin } from 'yargs/helpers';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
+import { newCommand } from './commands/new.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
@@ -29,7 +30,7 @@ const parser = yargs(hideBin(process.argv))
   .command(deadLettersCommand)
   .command(controllersCommand)
   .command(statusCommand)
-  // `levelset new controller` (scaffolding, scripts/new-controller.ts) is registered here.
+  .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')
   .recommendCommands()

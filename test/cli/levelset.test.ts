@@ -115,6 +115,7 @@ describe('levelset (the real binary against the local stack)', () => {
       ['dead-letters', 'replay'],
       ['controllers'],
       ['status'],
+      ['new', 'controller'],
     ];
     const runs = await Promise.all(commands.map((c) => cli([...c, '--help'])));
     for (const [i, run] of runs.entries()) {

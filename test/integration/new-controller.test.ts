@@ -133,6 +133,30 @@ describe('scaffold: npm run new:controller', () => {
     );
     assert.throws(() => parseFields('size:int'), /bad field/);
   });
+
+  it('levelset new controller: the same scaffold from the command line; a refusal is one line, exit 2', async () => {
+    const levelset = (...args: string[]) =>
+      exec(process.execPath, [join(REPO, 'cli/levelset.ts'), 'new', 'controller', ...args, `--root=${root}`]);
+    const { stdout } = await levelset('cli-probe', '--group=probe.levelset.dev', '--kind=CliProbe');
+    assert.match(stdout, /functions\/controllers\/cli-probe\/index\.ts/);
+    assert.ok(existsSync(join(root, 'functions/controllers/cli-probe/crd.yaml')));
+    assert.match(
+      readFileSync(join(root, 'functions/controllers/index.ts'), 'utf8'),
+      /from '\.\/cli-probe\/index\.ts'/,
+    );
+    await assert.rejects(
+      levelset('cli-probe', '--group=probe.levelset.dev', '--kind=CliProbe'),
+      (err: Error) => {
+        const failure = err as Error & { code: number; stderr: string };
+        assert.equal(failure.code, 2);
+        assert.equal(
+          failure.stderr,
+          'levelset: cannot scaffold cli-probe: functions/controllers/cli-probe already exists\n',
+        );
+        return true;
+      },
+    );
+  });
 });
 
 describe('the Icecream controller is the scaffold plus its reconcile', () => {

@@ -1,0 +1,68 @@
+/**
+ * `levelset new controller <name>`: scaffolds a controller (scripts/new-controller.ts, the same code
+ * as `npm run new:controller`): its folder, CRD, registry line, a test, and regenerated manifests.
+ */
+import type { CommandModule } from 'yargs';
+import { CliError, EXIT_USAGE } from '../errors.ts';
+
+interface NewControllerArgs {
+  name: string;
+  group: string;
+  version: string;
+  kind: string;
+  plural?: string;
+  spec?: string;
+  status?: string;
+  root?: string;
+}
+
+const controllerCommand: CommandModule<object, NewControllerArgs> = {
+  command: 'controller <name>',
+  describe: 'scaffold a controller: api (zod), CRD, defineController stub, registry line, test, manifests',
+  builder: (y) =>
+    y
+      .positional('name', { type: 'string', demandOption: true, describe: 'kebab-case, e.g. icecream' })
+      .option('group', {
+        type: 'string',
+        demandOption: true,
+        describe: 'API group, e.g. controller.nicoleh.io',
+      })
+      .option('version', { type: 'string', default: 'v1alpha1', describe: 'API version' })
+      .option('kind', { type: 'string', demandOption: true, describe: 'UpperCamelCase kind, e.g. Icecream' })
+      .option('plural', { type: 'string', describe: 'resource name (default: lower-case kind + s)' })
+      .option('spec', {
+        type: 'string',
+        describe: 'spec fields: name:type[!],… (string, integer, number, boolean, string[]; ! = required)',
+      })
+      .option('status', { type: 'string', describe: 'status fields: name:type,…' })
+      .option('root', { type: 'string', describe: 'repository to write into (default: this one)' }),
+  handler: async (argv) => {
+    const { parseFields, scaffoldController } = await import('../../scripts/new-controller.ts');
+    let written: string[];
+    try {
+      written = await scaffoldController({
+        name: argv.name,
+        group: argv.group,
+        version: argv.version,
+        kind: argv.kind,
+        ...(argv.plural ? { plural: argv.plural } : {}),
+        ...(argv.root ? { root: argv.root } : {}),
+        spec: parseFields(argv.spec),
+        status: parseFields(argv.status),
+      });
+    } catch (err) {
+      const message = err instanceof Error ? err.message.split('\n')[0] : String(err);
+      throw new CliError(`cannot scaffold ${argv.name}: ${message}`, EXIT_USAGE);
+    }
+    process.stdout.write(
+      `wrote\n  ${written.join('\n  ')}\nnext: write the reconcile in functions/controllers/${argv.name}/index.ts (docs/writing-a-controller.md)\n`,
+    );
+  },
+};
+
+export const newCommand: CommandModule = {
+  command: 'new <what>',
+  describe: 'create something from a template (new controller --help)',
+  builder: (y) => y.command(controllerCommand).demandCommand(1, 'name what to create: controller'),
+  handler: () => undefined,
+};
