@@ -1,5 +1,5 @@
 /**
- * The key message: the only thing that crosses Pub/Sub (DESIGN.md "Contracts").
+ * The key message: the only thing that crosses Pub/Sub (docs/architecture.md "Contracts").
  *
  * A message names *which* key to reconcile, never what changed: the reconcile reads the whole
  * current state (edge-triggered, level-driven).

@@ -1,7 +1,7 @@
 /**
  * The `reconcile` function: one Pub/Sub push delivery = one key reconciled.
  *
- * Answers (DESIGN.md "functions/"): `204` when done, when the failure is terminal (Warning Event +
+ * Answers (docs/architecture.md "functions/"): `204` when done, when the failure is terminal (Warning Event +
  * ERROR log) and when the message is malformed (ERROR log; a poison message is never retried);
  * `500` for everything a retry may fix, so Pub/Sub redelivers with backoff and dead-letters after
  * the subscription's `max_delivery_attempts`.

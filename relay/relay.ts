@@ -1,7 +1,7 @@
 /**
  * The relay: for every watch of every controller it runs a metadata-only list+watch, maps each event
  * to the primary keys it affects, collapses repeats of a key inside a window and publishes one key
- * message per key (DESIGN.md "The flow", step 1). In-process API: `relay/main.ts` (the Deployment's
+ * message per key (docs/architecture.md "The flow", step 1). In-process API: `relay/main.ts` (the Deployment's
  * entry point), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig } from '@kubernetes/client-node';

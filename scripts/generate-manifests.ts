@@ -1,7 +1,7 @@
 /**
  * Generates the Kubernetes RBAC and the CRD list from the controller registry
  * (`functions/controllers/index.ts`), so that the registry stays the one list of what is watched
- * and what is reconciled (DESIGN.md "Contracts"). Writes checked-in files:
+ * and what is reconciled (docs/architecture.md "Contracts"). Writes checked-in files:
  *
  * - `terraform/registry.gen.tf.json` — Terraform locals: the relay's and the functions' ClusterRole rules.
  * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.

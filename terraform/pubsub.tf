@@ -1,4 +1,4 @@
-# The keys topic and its one push subscription to reconcile (DESIGN.md "The flow", step 2): message
+# The keys topic and its one push subscription to reconcile (docs/architecture.md "The flow", step 2): message
 # ordering on (one key at a time per ordering key controller/namespace/name), exponential backoff,
 # a dead-letter topic after max_delivery_attempts, OIDC-authenticated push.
 

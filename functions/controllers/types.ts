@@ -1,5 +1,5 @@
 /**
- * The controller module contract (DESIGN.md "Contracts"): what a controller declares so that the
+ * The controller module contract (docs/architecture.md "Contracts"): what a controller declares so that the
  * relay knows what to watch, `resync` knows what to enumerate and `reconcile` knows what to run.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';

@@ -1,5 +1,5 @@
 /**
- * How a reconcile failure is answered (DESIGN.md "functions/"): terminal failures are acknowledged
+ * How a reconcile failure is answered (docs/architecture.md "functions/"): terminal failures are acknowledged
  * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`).
  */
 import { ApiException, type KubernetesObject } from '@kubernetes/client-node';

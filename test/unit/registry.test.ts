@@ -1,5 +1,5 @@
 /**
- * Invariants of the registry, the one list of controllers (DESIGN.md "Contracts").
+ * Invariants of the registry, the one list of controllers (docs/architecture.md "Contracts").
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
