@@ -48,7 +48,7 @@ export class ItemExponentialFailureRateLimiter implements RateLimiter {
     const exp = this.#failures.get(key) ?? 0;
     this.#failures.set(key, exp + 1);
     const backoff = this.baseMs * 2 ** exp;
-    return backoff > this.maxMs ? this.maxMs : backoff;
+    return Math.min(backoff, this.maxMs);
   }
   forget(key: string): void {
     this.#failures.delete(key);
@@ -85,8 +85,8 @@ export class BucketRateLimiter implements RateLimiter {
     this.#tokens -= 1;
     return this.#tokens >= 0 ? 0 : (-this.#tokens / this.qps) * 1000;
   }
-  forget(): void {}
-  numRequeues(): number {
+  forget(_key: string): void {}
+  numRequeues(_key: string): number {
     return 0;
   }
 }
