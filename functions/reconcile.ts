@@ -76,6 +76,67 @@ export async function reconcileRetryingConflicts(
   }
 }
 
+/** How {@link reconcileKey} ended, and the delay the reconcile asked for (`requeue`). */
+export interface KeyOutcome {
+  outcome: Outcome;
+  requeueAfterMs?: number;
+}
+
+/**
+ * Runs one key, the same way in both modes (the `reconcile` function and the in-process workers):
+ * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
+ * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
+ * `durationMs` (ms). Never throws: every failure is an outcome (`malformed` for an unknown
+ * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
+ * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
+ */
+export async function reconcileKey(
+  controllers: ReadonlyMap<string, Controller>,
+  controllerName: string,
+  key: Key,
+  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string },
+): Promise<KeyOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const { log } = options;
+  const controller = controllers.get(controllerName);
+  if (!controller) {
+    log.error(
+      { outcome: 'malformed' satisfies Outcome },
+      `unknown controller "${controllerName}": message dropped`,
+    );
+    return { outcome: 'malformed' };
+  }
+  const kubeConfig = options.kubeConfig();
+  const events = createEventRecorder(kubeConfig, controller.name, log);
+  try {
+    const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
+    const requeueAfterMs = result?.requeueAfterMs;
+    const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
+    log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
+    return requeueAfterMs !== undefined ? { outcome, requeueAfterMs } : { outcome };
+  } catch (err) {
+    if (err instanceof TerminalError) {
+      if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
+      log.error(
+        {
+          outcome: 'terminal' satisfies Outcome,
+          durationMs: elapsed(),
+          reason: err.reason,
+          err: err.message,
+        },
+        'reconcile failed terminally; not retried',
+      );
+      return { outcome: 'terminal' };
+    }
+    const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
+    const line = { outcome, durationMs: elapsed(), err: errorText(err) };
+    if (outcome === 'transient') log.warn(line, `reconcile failed; ${options.retriedBy} will retry`);
+    else log.error(line, `reconcile failed unexpectedly; ${options.retriedBy} will retry, then dead-letter`);
+    return { outcome };
+  }
+}
+
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
  * publishTime},subscription}`, `data` = base64 JSON key message).
@@ -85,8 +146,6 @@ export function createReconcileHandler(
 ): (req: Request, res: Response) => Promise<void> {
   const byName = new Map(deps.controllers.map((c) => [c.name, c]));
   return async (req, res) => {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
     let decoded: ReturnType<typeof decodePushEnvelope>;
     try {
       if (req.method !== 'POST') throw new MalformedMessageError(`method ${req.method} not allowed`);
@@ -106,42 +165,11 @@ export function createReconcileHandler(
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
     });
-    const controller = byName.get(message.controller);
-    if (!controller) {
-      log.error(
-        { outcome: 'malformed' satisfies Outcome },
-        `unknown controller "${message.controller}": message dropped`,
-      );
-      res.status(204).end();
-      return;
-    }
-    const kubeConfig = deps.kubeConfig();
-    const events = createEventRecorder(kubeConfig, controller.name, log);
-    try {
-      const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
-      const outcome: Outcome = result?.requeueAfterMs !== undefined ? 'requeue' : 'success';
-      log.info({ outcome, durationMs: elapsed(), requeueAfterMs: result?.requeueAfterMs }, 'reconciled');
-      res.status(204).end();
-    } catch (err) {
-      if (err instanceof TerminalError) {
-        if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
-        log.error(
-          {
-            outcome: 'terminal' satisfies Outcome,
-            durationMs: elapsed(),
-            reason: err.reason,
-            err: err.message,
-          },
-          'reconcile failed terminally; not retried',
-        );
-        res.status(204).end();
-        return;
-      }
-      const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
-      const line = { outcome, durationMs: elapsed(), err: errorText(err) };
-      if (outcome === 'transient') log.warn(line, 'reconcile failed; Pub/Sub will retry');
-      else log.error(line, 'reconcile failed unexpectedly; Pub/Sub will retry, then dead-letter');
-      res.status(500).end();
-    }
+    const { outcome } = await reconcileKey(byName, message.controller, key, {
+      kubeConfig: deps.kubeConfig,
+      log,
+      retriedBy: 'Pub/Sub',
+    });
+    res.status(outcome === 'transient' || outcome === 'error' ? 500 : 204).end();
   };
 }
