@@ -242,6 +242,9 @@ const suite = (mode: StackMode) => () => {
       await waitFor(async () => (await getCc('cpod-f')).status?.count === count, {
         message: `status.count ${count} after the pod went ${phase}`,
       });
+      // Our own watch may see the status write after the GET above: wait for it, so that
+      // settled() compares the relay with every event.
+      await waitFor(() => seen.drops > droppedBefore, { message: 'our watch saw the status write' });
       await settled();
       assert.equal(seen.drops, droppedBefore + 1, 'one status-only event');
       assert.equal(
