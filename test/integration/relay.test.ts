@@ -186,7 +186,7 @@ describe('relay (integration)', () => {
         publisher,
         controllers: [configMapController(controller, ns)],
         // Wider than the default 250 ms so that a burst on a loaded machine still fits one window
-        // (the default window is measured by relay/bench.ts).
+        // (the default window is measured by npm run bench).
         collapseMs: 1000,
         logger,
         port: 0,
