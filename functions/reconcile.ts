@@ -12,7 +12,7 @@ import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
+import { decodePushEnvelope, keyString, MalformedMessageError, orderingKeyOf } from './message.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';
 
@@ -145,6 +145,17 @@ export function createReconcileHandler(
   deps: ReconcileHandlerDeps,
 ): (req: Request, res: Response) => Promise<void> {
   const byName = new Map(deps.controllers.map((c) => [c.name, c]));
+  /** The last run queued per key: a key's next delivery waits for it. */
+  const tails = new Map<string, Promise<unknown>>();
+  const serialisedPerKey = <T>(id: string, run: () => Promise<T>): Promise<T> => {
+    const result = (tails.get(id) ?? Promise.resolve()).then(run);
+    const tail = result.catch(() => undefined);
+    tails.set(id, tail);
+    void tail.then(() => {
+      if (tails.get(id) === tail) tails.delete(id);
+    });
+    return result;
+  };
   return async (req, res) => {
     let decoded: ReturnType<typeof decodePushEnvelope>;
     try {
@@ -165,11 +176,16 @@ export function createReconcileHandler(
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
     });
-    const { outcome } = await reconcileKey(byName, message.controller, key, {
-      kubeConfig: deps.kubeConfig,
-      log,
-      retriedBy: 'Pub/Sub',
-    });
+    // Deliveries of one key are serialised within an instance, as a workqueue's processing set
+    // does: Pub/Sub's ordering keys serialise them across instances, but the emulator's push does
+    // not, and two reconciles of one key at once can write a stale read last.
+    const { outcome } = await serialisedPerKey(orderingKeyOf(message), () =>
+      reconcileKey(byName, message.controller, key, {
+        kubeConfig: deps.kubeConfig,
+        log,
+        retriedBy: 'Pub/Sub',
+      }),
+    );
     res.status(outcome === 'transient' || outcome === 'error' ? 500 : 204).end();
   };
 }
