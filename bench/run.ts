@@ -128,25 +128,29 @@ function watchObjects(kc: KubeConfig, path: string) {
   const waiters = new Set<{ check: () => boolean; resolve: (t: number) => void }>();
   let abort: { abort(): void } | undefined;
   const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace}/${o.metadata?.name}`;
-  const ready = new Watch(kc)
-    .watch(
-      path,
-      {},
-      (type, o: KubernetesObject) => {
-        if (type === 'DELETED') objects.delete(keyOf(o));
-        else objects.set(keyOf(o), o);
-        const t = now();
-        for (const w of waiters)
-          if (w.check()) {
-            waiters.delete(w);
-            w.resolve(t);
-          }
-      },
-      () => {},
-    )
-    .then((c) => {
-      abort = c;
-    });
+  let stopped = false;
+  const onEvent = (type: string, o: KubernetesObject) => {
+    if (type === 'BOOKMARK') return;
+    if (type === 'DELETED') objects.delete(keyOf(o));
+    else objects.set(keyOf(o), o);
+    const t = now();
+    for (const w of waiters)
+      if (w.check()) {
+        waiters.delete(w);
+        w.resolve(t);
+      }
+  };
+  // Bookmarks keep an idle watch alive (undici ends a response body silent for 300 s); a watch that
+  // ends anyway is started again (without resourceVersion: every current object comes as ADDED).
+  const start = (): Promise<void> =>
+    new Watch(kc)
+      .watch(path, { allowWatchBookmarks: true }, onEvent, () => {
+        if (!stopped) setTimeout(() => void start(), 100);
+      })
+      .then((c) => {
+        abort = c;
+      });
+  const ready = start();
   return {
     ready,
     get: (ns: string, name: string) => objects.get(`${ns}/${name}`),
@@ -162,7 +166,10 @@ function watchObjects(kc: KubeConfig, path: string) {
         }, timeoutMs).unref();
       });
     },
-    stop: () => abort?.abort(),
+    stop: () => {
+      stopped = true;
+      abort?.abort();
+    },
   };
 }
 
@@ -279,6 +286,7 @@ async function e2eAndThroughput(): Promise<void> {
       await secrets.until(copiesAre('0'));
       const secretMs: number[] = [];
       for (let i = 1; i <= sizes.e2eChanges; i++) {
+        if (i % 50 === 0) log(`e2e ${mode}: secret change ${i}`);
         const t0 = now();
         await core.patchNamespacedSecret(
           { namespace: source, name, body: { data: { v: Buffer.from(String(i)).toString('base64') } } },
