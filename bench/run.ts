@@ -12,7 +12,7 @@
  * figure is asserted (timing belongs in benchmarks, not tests).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -34,7 +34,6 @@ import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
 import { createEventRecorder } from '../functions/runtime/events.ts';
-import { startLocalApiServer } from '../local/apiserver/index.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
@@ -173,7 +172,38 @@ function watchObjects(kc: KubeConfig, path: string) {
   };
 }
 
-const local = await startLocalApiServer({ historySize: 20_000 });
+/**
+ * The local API server in a process of its own, so that its sockets do not count against the
+ * bench process's open-file limit (thousands of short requests per second).
+ */
+async function startApiServerProcess(): Promise<{ kubeconfigPath: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-apiserver-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'local', 'apiserver', 'main.ts'), '--kubeconfig', kubeconfigPath, '--history', '20000'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('KUBECONFIG=')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`local apiserver exited with ${code}`)));
+  });
+  return {
+    kubeconfigPath,
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const local = await startApiServerProcess();
 const kc = new KubeConfigClass();
 kc.loadFromFile(local.kubeconfigPath);
 const core = kc.makeApiClient(CoreV1Api);
