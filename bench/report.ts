@@ -1,7 +1,7 @@
 /**
  * The benchmark's figures, statistics, SVG chart and Markdown report (`npm run bench`, bench/run.ts).
  */
-import { cpus, freemem, totalmem } from 'node:os';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
@@ -40,7 +40,9 @@ export function machine(): Record<string, string | number> {
     freeMemoryBytesAtStart: freemem(),
     node: process.version,
     platform: `${process.platform} ${process.arch}`,
-    loadAverage: (process as unknown as { loadavg?: () => number[] }).loadavg?.().join(' ') ?? '',
+    loadAverage: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
   };
 }
 
