@@ -13,7 +13,7 @@ import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, keyString, MalformedMessageError } from './message.ts';
+import { decodePushEnvelope, keyString, MalformedMessageError, orderingKeyOf } from './message.ts';
 import type { Requeuer } from './requeue.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';
@@ -82,6 +82,67 @@ export async function reconcileRetryingConflicts(
   }
 }
 
+/** How {@link reconcileKey} ended, and the delay the reconcile asked for (`requeue`). */
+export interface KeyOutcome {
+  outcome: Outcome;
+  requeueAfterMs?: number;
+}
+
+/**
+ * Runs one key, the same way in both modes (the `reconcile` function and the in-process workers):
+ * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
+ * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
+ * `durationMs` (ms). Never throws: every failure is an outcome (`malformed` for an unknown
+ * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
+ * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
+ */
+export async function reconcileKey(
+  controllers: ReadonlyMap<string, Controller>,
+  controllerName: string,
+  key: Key,
+  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string },
+): Promise<KeyOutcome> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const { log } = options;
+  const controller = controllers.get(controllerName);
+  if (!controller) {
+    log.error(
+      { outcome: 'malformed' satisfies Outcome },
+      `unknown controller "${controllerName}": message dropped`,
+    );
+    return { outcome: 'malformed' };
+  }
+  const kubeConfig = options.kubeConfig();
+  const events = createEventRecorder(kubeConfig, controller.name, log);
+  try {
+    const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
+    const requeueAfterMs = result?.requeueAfterMs;
+    const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
+    log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
+    return requeueAfterMs !== undefined ? { outcome, requeueAfterMs } : { outcome };
+  } catch (err) {
+    if (err instanceof TerminalError) {
+      if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
+      log.error(
+        {
+          outcome: 'terminal' satisfies Outcome,
+          durationMs: elapsed(),
+          reason: err.reason,
+          err: err.message,
+        },
+        'reconcile failed terminally; not retried',
+      );
+      return { outcome: 'terminal' };
+    }
+    const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
+    const line = { outcome, durationMs: elapsed(), err: errorText(err) };
+    if (outcome === 'transient') log.warn(line, `reconcile failed; ${options.retriedBy} will retry`);
+    else log.error(line, `reconcile failed unexpectedly; ${options.retriedBy} will retry, then dead-letter`);
+    return { outcome };
+  }
+}
+
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
  * publishTime},subscription}`, `data` = base64 JSON key message). A request that breaks the HTTP
@@ -92,9 +153,18 @@ export function createReconcileHandler(
   deps: ReconcileHandlerDeps,
 ): (req: Request, res: Response) => Promise<void> {
   const byName = new Map(deps.controllers.map((c) => [c.name, c]));
+  /** The last run queued per key: a key's next delivery waits for it. */
+  const tails = new Map<string, Promise<unknown>>();
+  const serialisedPerKey = <T>(id: string, run: () => Promise<T>): Promise<T> => {
+    const result = (tails.get(id) ?? Promise.resolve()).then(run);
+    const tail = result.catch(() => undefined);
+    tails.set(id, tail);
+    void tail.then(() => {
+      if (tails.get(id) === tail) tails.delete(id);
+    });
+    return result;
+  };
   return async (req, res) => {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
     let decoded: ReturnType<typeof decodePushEnvelope>;
     const rejection = rejectRequest(req, deps.requestRules);
     if (rejection?.status === 401) {
@@ -121,48 +191,21 @@ export function createReconcileHandler(
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
     });
-    const controller = byName.get(message.controller);
-    if (!controller) {
-      log.error(
-        { outcome: 'malformed' satisfies Outcome },
-        `unknown controller "${message.controller}": message dropped`,
-      );
-      res.status(204).end();
-      return;
+    // Deliveries of one key are serialised within an instance, as a workqueue's processing set
+    // does: Pub/Sub's ordering keys serialise them across instances, but the emulator's push does
+    // not, and two reconciles of one key at once can write a stale read last.
+    const { outcome, requeueAfterMs } = await serialisedPerKey(orderingKeyOf(message), () =>
+      reconcileKey(byName, message.controller, key, {
+        kubeConfig: deps.kubeConfig,
+        log,
+        retriedBy: 'Pub/Sub',
+      }),
+    );
+    if (requeueAfterMs !== undefined && deps.requeuer) {
+      await deps.requeuer.requeue({ controller: message.controller, ...key }, requeueAfterMs).catch((err) => {
+        log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
+      });
     }
-    const kubeConfig = deps.kubeConfig();
-    const events = createEventRecorder(kubeConfig, controller.name, log);
-    try {
-      const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
-      const requeueAfterMs = result?.requeueAfterMs;
-      const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
-      if (requeueAfterMs !== undefined && deps.requeuer) {
-        await deps.requeuer.requeue({ controller: controller.name, ...key }, requeueAfterMs).catch((err) => {
-          log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
-        });
-      }
-      log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
-      res.status(204).end();
-    } catch (err) {
-      if (err instanceof TerminalError) {
-        if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
-        log.error(
-          {
-            outcome: 'terminal' satisfies Outcome,
-            durationMs: elapsed(),
-            reason: err.reason,
-            err: err.message,
-          },
-          'reconcile failed terminally; not retried',
-        );
-        res.status(204).end();
-        return;
-      }
-      const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
-      const line = { outcome, durationMs: elapsed(), err: errorText(err) };
-      if (outcome === 'transient') log.warn(line, 'reconcile failed; Pub/Sub will retry');
-      else log.error(line, 'reconcile failed unexpectedly; Pub/Sub will retry, then dead-letter');
-      res.status(500).end();
-    }
+    res.status(outcome === 'transient' || outcome === 'error' ? 500 : 204).end();
   };
 }

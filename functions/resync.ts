@@ -13,6 +13,9 @@ import { errorText } from './reconcile.ts';
 import { isNotFound } from './runtime/errors.ts';
 import { listPaged } from './runtime/list.ts';
 
+/** Publishes a resync keeps outstanding at most, per controller (bounds its memory; Cloud Run's default is 512 MiB). */
+export const RESYNC_MAX_IN_FLIGHT = 1000;
+
 /** The keys of every primary object (paginated LIST): the default `listKeys`. */
 export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<Key> {
   for await (const obj of listPaged(ctx.kubeConfig, controller.primary)) {
@@ -57,36 +60,43 @@ export async function resyncAll(
       const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
       const entry: ResyncReport['controllers'][string] = { published: 0 };
       report.controllers[controller.name] = entry;
-      const pending: Promise<string>[] = [];
       const enqueuedAt = new Date().toISOString();
+      // Streamed: a page of keys is published while the next is read, with at most
+      // RESYNC_MAX_IN_FLIGHT publishes outstanding, so memory stays bounded however many keys.
+      const inFlight = new Set<Promise<void>>();
+      let enumerated = 0;
+      let failure: { err: unknown } | undefined;
       try {
         let done = 0;
         const counted = () => options.onKey?.(controller.name, ++done);
         for await (const key of keys) {
+          enumerated++;
           if (options.dryRun) {
-            pending.push(Promise.resolve(''));
+            entry.published++;
             counted();
             continue;
           }
-          const published = publisher.publish({
-            v: 1,
-            controller: controller.name,
-            ...key,
-            reason: 'resync',
-            enqueuedAt,
-          });
-          pending.push(
-            published.then((id) => {
-              counted();
-              return id;
-            }),
-          );
+          const p = publisher
+            .publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt })
+            .then(
+              () => {
+                entry.published++;
+                counted();
+              },
+              (err: unknown) => {
+                failure ??= { err };
+              },
+            )
+            .finally(() => inFlight.delete(p));
+          inFlight.add(p);
+          if (inFlight.size >= RESYNC_MAX_IN_FLIGHT) await Promise.race(inFlight);
+          if (failure) throw failure.err;
         }
-        await Promise.all(pending);
-        entry.published = pending.length;
+        await Promise.all(inFlight);
+        if (failure) throw failure.err;
       } catch (err) {
-        await Promise.allSettled(pending);
-        if (isNotFound(err) && pending.length === 0) {
+        await Promise.allSettled(inFlight);
+        if (isNotFound(err) && enumerated === 0) {
           // The resource type is not served (a CRD not installed yet): nothing to resync, not a failure.
           entry.skipped = 'resource not served';
           ctx.log.warn({ err: errorText(err) }, `${controller.name}: resource not served; nothing to resync`);

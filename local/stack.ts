@@ -3,6 +3,9 @@
  * `reconcile` and `resync` functions under functions-framework, the relay, and a resync timer
  * standing in for Cloud Scheduler. `levelset dev` and the end-to-end tests both run it; the relay
  * runs as `levelset relay`, as in its container.
+ *
+ * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
+ * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
  */
 import { join } from 'node:path';
 import type { ResyncReport } from '../functions/resync.ts';
@@ -10,13 +13,21 @@ import { ensureKeysTopology, freePort, type PubSubEmulator, startPubSubEmulator 
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
 import { createLogFile, removeStackState, writeStackState } from './state.ts';
 
+/** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
+export type StackMode = 'serverless' | 'in-process';
+export const STACK_MODES: readonly StackMode[] = ['serverless', 'in-process'];
+
 export interface LocalStackOptions {
+  /** Default `serverless`. */
+  mode?: StackMode;
   /** The cluster every process talks to. */
   kubeconfigPath: string;
   /** The relay's identity, when not `kubeconfigPath`'s (e.g. a least-privileged ServiceAccount). */
   relayKubeconfigPath?: string;
   /** The functions' identity, when not `kubeconfigPath`'s. */
   functionsKubeconfigPath?: string;
+  /** The in-process mode's identity, when not `kubeconfigPath`'s. */
+  inProcessKubeconfigPath?: string;
   /** Controller configuration for the functions and the relay (e.g. `LEVELSET_SOURCE_NAMESPACE`). */
   env?: Record<string, string>;
   /** Keys topic id; default `levelset-keys`. */
@@ -27,7 +38,7 @@ export interface LocalStackOptions {
   resyncIntervalMs?: number;
   /** Deliveries before a key message is dead-lettered (5–100); default 5. */
   maxDeliveryAttempts?: number;
-  /** Start the relay with the stack; default true. */
+  /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
   onLog?: (service: string, line: LogLine) => void;
@@ -40,7 +51,23 @@ export interface LocalStackOptions {
   stateDir?: string;
 }
 
+/** The stack in `in-process` mode: `relay()` is the in-process process (its log lines with an `outcome` are tagged `reconcile`). */
+export interface InProcessStack {
+  mode: 'in-process';
+  relay(): Service | undefined;
+  /** Starts the in-process process. */
+  startRelay(): Promise<Service>;
+  /** Stops the in-process process (SIGTERM: it finishes the queued keys). */
+  stopRelay(): Promise<void>;
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Either mode's stack; narrow on `mode` for the serverless parts (functions, emulator). */
+export type AnyLocalStack = LocalStack | InProcessStack;
+
 export interface LocalStack {
+  mode: 'serverless';
   /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
   readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
@@ -84,11 +111,50 @@ export const functionsCli = join(
   'main.js',
 );
 
+/** Starts the in-process mode's process, tagging its outcome lines `reconcile` and the others `relay`. */
+async function startInProcessStack(options: LocalStackOptions): Promise<InProcessStack> {
+  const env: Record<string, string> = {
+    ...options.env,
+    KUBECONFIG: options.inProcessKubeconfigPath ?? options.kubeconfigPath,
+    LEVELSET_RESYNC_INTERVAL_MS: String(options.resyncIntervalMs ?? 0),
+    ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
+  };
+  let relay: Service | undefined;
+  const startRelay = async () => {
+    if (relay) return relay;
+    const port = await freePort();
+    relay = await startService({
+      name: 'in-process',
+      args: [join(repoRoot, 'relay', 'in-process-main.ts')],
+      port,
+      env: { ...env, RELAY_PORT: String(port) },
+      readyPath: '/readyz',
+      onLog: (line) => {
+        const service = (line.serviceContext as { service?: string } | undefined)?.service;
+        options.onLog?.(service === 'levelset-functions' ? 'reconcile' : 'relay', line);
+      },
+    });
+    return relay;
+  };
+  const stopRelay = async () => {
+    const r = relay;
+    relay = undefined;
+    await r?.stop();
+  };
+  if (options.relay ?? true) await startRelay();
+  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, env, stop: stopRelay };
+}
+
 /**
  * Starts the pipeline. On failure, whatever was started is stopped again.
  * @throws {Error} from the part that failed to start (emulator missing, port taken, …).
  */
-export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+export async function startLocalStack(
+  options: LocalStackOptions & { mode?: 'serverless' },
+): Promise<LocalStack>;
+export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack>;
+export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack> {
+  if (options.mode === 'in-process') return startInProcessStack(options);
   const started: { stop(): Promise<void> }[] = [];
   const stopAll = async () => {
     for (const s of started.reverse()) await s.stop().catch(() => {});
@@ -220,6 +286,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     };
     const ports = { reconcile: reconcile.port, resync: resync.port };
     return {
+      mode: 'serverless',
       get emulator() {
         return emulator;
       },

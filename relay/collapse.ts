@@ -1,10 +1,15 @@
 /**
  * Collapse: the workqueue's "dirty set". A key that is added again while it waits to be emitted is
- * not queued twice, so a burst of N events for one object becomes one message.
+ * not queued twice, so a burst of N events for one object becomes a bounded number of messages.
  *
- * The window is fixed from a key's first add, not extended by later adds (no trailing debounce):
- * a key waits at most `windowMs` however hot its object is, and a burst longer than the window
- * becomes one message per window.
+ * Two edges (like a leading + trailing throttle):
+ * - `leading-trailing` (default): the first add of a *quiet* key is emitted at once (no wait for the
+ *   window); adds that follow within `windowMs` of that emit collapse into one trailing emit at the
+ *   window's end, which opens a new window. A key that stays quiet for a whole window goes back to
+ *   leading. A burst of any length spanning `T` ms thus costs at most `1 + ⌈T / windowMs⌉` emits.
+ * - `trailing` (the relay's behaviour before leading edges; kept as the benchmark's baseline): every
+ *   key waits for the window from its first add, repeats collapse into that one emit. The window is
+ *   fixed from a key's first add, not extended by later adds (no debounce).
  */
 
 /** Timer functions, injectable so tests drive time by hand. Default: Node's global timers. */
@@ -21,73 +26,108 @@ export const systemTimers: Timers = {
   now: () => Date.now(),
 };
 
+/** Which edges of a window emit: see the module comment. */
+export type CollapseMode = 'leading-trailing' | 'trailing';
+export const COLLAPSE_MODES: readonly CollapseMode[] = ['leading-trailing', 'trailing'];
+
 export interface CollapserOptions<T> {
-  /** How long a key waits for repeats before it is emitted, in ms; 0 emits on the next timer tick. */
+  /** Length of a collapse window in ms; 0 emits repeats on the next timer tick. */
   windowMs: number;
-  /** Receives each key once per window, with the time (ms since the epoch) of its first add. */
+  /** Default `leading-trailing`. */
+  mode?: CollapseMode;
+  /** Receives each emitted key, with the time (ms since the epoch) of the add it answers. */
   emit(id: string, item: T, firstAddedAt: number): void;
   timers?: Timers;
 }
 
-interface Pending<T> {
-  item: T;
-  firstAddedAt: number;
+/** A key inside a window: its timer, and the repeat waiting for the trailing edge, if any. */
+interface Window<T> {
   handle: unknown;
+  pending?: { item: T; firstAddedAt: number };
 }
 
 /** Collapses repeats of a key inside a window into one emit. */
 export class Collapser<T> {
   readonly windowMs: number;
+  readonly mode: CollapseMode;
   readonly #emit: CollapserOptions<T>['emit'];
   readonly #timers: Timers;
-  readonly #pending = new Map<string, Pending<T>>();
+  /** Keys inside a window (emitted or waiting), in the order their window opened. */
+  readonly #windows = new Map<string, Window<T>>();
+  #pending = 0;
 
-  /** @throws {RangeError} when `windowMs` is negative or not finite. */
+  /** @throws {RangeError} when `windowMs` is negative or not finite, or `mode` is unknown. */
   constructor(options: CollapserOptions<T>) {
     if (!(Number.isFinite(options.windowMs) && options.windowMs >= 0)) {
       throw new RangeError('collapse windowMs must be a finite number >= 0');
     }
+    const mode = options.mode ?? 'leading-trailing';
+    if (!COLLAPSE_MODES.includes(mode))
+      throw new RangeError(`collapse mode must be one of ${COLLAPSE_MODES}`);
     this.windowMs = options.windowMs;
+    this.mode = mode;
     this.#emit = options.emit;
     this.#timers = options.timers ?? systemTimers;
   }
 
   /**
    * Adds a key. `id` identifies the key (e.g. its ordering key); `item` is what is emitted. A repeat
-   * keeps the first item and its first-add time.
-   * @returns `true` when the key was newly queued, `false` when it collapsed into a pending one.
+   * that collapses keeps the waiting item and its add time.
+   * @returns `true` when the add causes an emit (at once, or at the window's end), `false` when it
+   *   collapsed into an emit already waiting.
    */
   add(id: string, item: T): boolean {
-    if (this.#pending.has(id)) return false;
-    const handle = this.#timers.setTimeout(() => this.#fire(id), this.windowMs);
-    this.#pending.set(id, { item, firstAddedAt: this.#timers.now(), handle });
+    const now = this.#timers.now();
+    const window = this.#windows.get(id);
+    if (window) {
+      if (window.pending) return false;
+      window.pending = { item, firstAddedAt: now };
+      this.#pending++;
+      return true;
+    }
+    const opened: Window<T> = { handle: this.#timers.setTimeout(() => this.#close(id), this.windowMs) };
+    this.#windows.set(id, opened);
+    if (this.mode === 'trailing') {
+      opened.pending = { item, firstAddedAt: now };
+      this.#pending++;
+    } else {
+      this.#emit(id, item, now);
+    }
     return true;
   }
 
-  /** Keys waiting for their window to end. */
+  /** Keys waiting to be emitted (at their window's end). */
   get size(): number {
-    return this.#pending.size;
+    return this.#pending;
   }
 
-  /** Emits every pending key now, in the order they were first added (used on shutdown). */
+  /** Emits every waiting key now, in the order their windows opened, and forgets every window (shutdown). */
   flush(): void {
-    for (const id of [...this.#pending.keys()]) {
-      const p = this.#pending.get(id);
-      if (p) this.#timers.clearTimeout(p.handle);
-      this.#fire(id);
-    }
+    const windows = [...this.#windows];
+    this.clear();
+    for (const [id, w] of windows) if (w.pending) this.#emit(id, w.pending.item, w.pending.firstAddedAt);
   }
 
-  /** Drops every pending key without emitting it. */
+  /** Drops every window and waiting key without emitting. */
   clear(): void {
-    for (const p of this.#pending.values()) this.#timers.clearTimeout(p.handle);
-    this.#pending.clear();
+    for (const w of this.#windows.values()) this.#timers.clearTimeout(w.handle);
+    this.#windows.clear();
+    this.#pending = 0;
   }
 
-  #fire(id: string): void {
-    const p = this.#pending.get(id);
-    if (!p) return;
-    this.#pending.delete(id);
-    this.#emit(id, p.item, p.firstAddedAt);
+  /** End of a key's window: emit its waiting repeat and open a new window, or let the key go quiet. */
+  #close(id: string): void {
+    const w = this.#windows.get(id);
+    if (!w) return;
+    const pending = w.pending;
+    if (!pending) {
+      this.#windows.delete(id);
+      return;
+    }
+    this.#pending--;
+    w.pending = undefined;
+    if (this.mode === 'trailing') this.#windows.delete(id);
+    else w.handle = this.#timers.setTimeout(() => this.#close(id), this.windowMs);
+    this.#emit(id, pending.item, pending.firstAddedAt);
   }
 }

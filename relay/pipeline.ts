@@ -14,7 +14,7 @@ import type {
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyString, orderingKeyOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { Collapser, systemTimers, type Timers } from './collapse.ts';
+import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { primaryEventPasses } from './predicate.ts';
@@ -80,6 +80,8 @@ export interface QueuedKey {
 export interface PipelineOptions {
   /** Collapse window in ms. */
   collapseMs: number;
+  /** Default `leading-trailing` (see `relay/collapse.ts`). */
+  collapseMode?: CollapseMode;
   /** Publishes one key message; resolves with the message id. */
   publish(message: KeyMessage): Promise<string>;
   /** The primary keys in the relay's cache of a controller's primary resource ({@link MapContext.primaryKeys}). */
@@ -113,7 +115,8 @@ function isKey(k: unknown): k is Key {
 
 /**
  * The event → key → message flow. Events go in with {@link KeyPipeline.handle}; each affected key is
- * queued in the collapser and published once per window.
+ * queued in the collapser: the first event of a quiet key is published at once, repeats within the
+ * window after it as one trailing message at the window's end.
  */
 export class KeyPipeline {
   readonly #options: PipelineOptions;
@@ -149,12 +152,13 @@ export class KeyPipeline {
     });
     this.#collapser = new Collapser<QueuedKey>({
       windowMs: options.collapseMs,
+      mode: options.collapseMode,
       timers: this.#timers,
       emit: (_id, key, firstAddedAt) => this.#publish(key, firstAddedAt),
     });
   }
 
-  /** Keys waiting in the collapse window. */
+  /** Keys waiting in the collapse window for their trailing publish. */
   get pending(): number {
     return this.#collapser.size;
   }

@@ -10,6 +10,7 @@ import type { Controller, Key } from '../functions/controllers/types.ts';
 import { createLogger, type Logger } from '../functions/log.ts';
 import type { KeyPublisher } from '../functions/publish.ts';
 import type { BackoffOptions } from './backoff.ts';
+import type { CollapseMode } from './collapse.ts';
 import { DEFAULT_COLLAPSE_MS, DEFAULT_PORT } from './config.ts';
 import { startHealthServer } from './health.ts';
 import { MetadataInformer } from './informer.ts';
@@ -27,6 +28,8 @@ export interface RelayOptions {
   controllers?: readonly Controller[];
   /** Collapse window in ms; default {@link DEFAULT_COLLAPSE_MS}. */
   collapseMs?: number;
+  /** Default `leading-trailing`; `trailing` is the pre-leading-edge behaviour (benchmark baseline). */
+  collapseMode?: CollapseMode;
   /** Default: `createLogger('relay')`. */
   logger?: Logger;
   /** Port of the health/metrics server; default {@link DEFAULT_PORT}; 0 picks a free one. */
@@ -116,6 +119,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   const pipeline = new KeyPipeline({
     collapseMs,
+    collapseMode: options.collapseMode,
     publish: (m) => options.publisher.publish(m),
     primaryKeys: (controller): Key[] =>
       (primaryOf.get(controller)?.list() ?? []).map((o) => ({

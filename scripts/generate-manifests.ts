@@ -5,6 +5,9 @@
  *
  * - `terraform/registry.gen.tf.json` — Terraform locals: the relay's and the functions' ClusterRole rules.
  * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.
+ * - `deploy/in-process/rbac.yaml` — the in-process mode's ClusterRole (the union of the relay's and
+ *   the functions' rules) and its binding; `deploy/in-process/namespace.yaml`, a copy of
+ *   `deploy/namespace.yaml` (kustomize cannot load files outside its root).
  * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each controller's
  *   `functions/controllers/<folder>/crd.yaml` (kustomize cannot load files outside its root;
  *   Terraform reads the originals with `yamldecode(file(...))`).
@@ -58,6 +61,8 @@ export const NAMES = {
   relayServiceAccount: 'levelset-relay',
   relayClusterRole: 'levelset-relay',
   functionsClusterRole: 'levelset-functions',
+  inProcessServiceAccount: 'levelset-in-process',
+  inProcessClusterRole: 'levelset-in-process',
   /** Placeholder subject of the functions' binding in `deploy/`: the runtime service account's email. */
   functionsUserPlaceholder: 'levelset-functions@PROJECT_ID.iam.gserviceaccount.com',
 } as const;
@@ -196,6 +201,19 @@ export function functionsRules(controllers: readonly Controller[]): ClusterRule[
   if (controllers.length > 0) {
     for (const resource of EVENT_RECORDER_RULE.resources)
       grants.push({ group: EVENT_RECORDER_RULE.apiGroup, resource, verbs: EVENT_RECORDER_RULE.verbs });
+  }
+  return mergeGrants(grants);
+}
+
+/**
+ * The in-process mode's ClusterRole rules: it list+watches as the relay and reconciles as the
+ * functions, so the union of {@link relayRules} and {@link functionsRules}.
+ */
+export function inProcessRules(controllers: readonly Controller[]): ClusterRule[] {
+  const grants: Grant[] = [];
+  for (const rule of [...relayRules(controllers), ...functionsRules(controllers)]) {
+    for (const group of rule.apiGroups)
+      for (const resource of rule.resources) grants.push({ group, resource, verbs: rule.verbs });
   }
   return mergeGrants(grants);
 }
@@ -365,6 +383,32 @@ export function generateFiles(
     },
   ];
   files.set('deploy/rbac.yaml', `# ${HEADER}\n${yamlDocs(rbac)}`);
+
+  const inProcess = { ...labels, 'app.kubernetes.io/component': 'in-process' };
+  const inProcessRbac = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: NAMES.inProcessClusterRole, labels: inProcess },
+      rules: inProcessRules(controllers),
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: NAMES.inProcessClusterRole, labels: inProcess },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: NAMES.inProcessClusterRole,
+      },
+      subjects: [{ kind: 'ServiceAccount', name: NAMES.inProcessServiceAccount, namespace: NAMES.namespace }],
+    },
+  ];
+  files.set('deploy/in-process/rbac.yaml', `# ${HEADER}\n${yamlDocs(inProcessRbac)}`);
+  files.set(
+    'deploy/in-process/namespace.yaml',
+    `# ${HEADER}\n# Copied from deploy/namespace.yaml.\n${readFileSync(join(REPO_ROOT, 'deploy', 'namespace.yaml'), 'utf8')}`,
+  );
 
   const crdFiles: string[] = [];
   for (const crd of crds) {

@@ -20,7 +20,13 @@ import { MAX_BURST } from '../../functions/controllers/customcluster/index.ts';
 import { LABELS } from '../../functions/log.ts';
 import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import type { LogLine } from '../../local/service.ts';
-import { type Pipeline, pushEnvelope, relayCounter, startPipeline } from '../support/pipeline.ts';
+import {
+  type Pipeline,
+  pushEnvelope,
+  relayCounter,
+  serverlessStack,
+  startPipeline,
+} from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -75,7 +81,7 @@ describe('customcluster edge cases', () => {
         spec: { count, message: 'requeued' },
       },
     });
-    const res = await fetch(p.stack.reconcile.url, {
+    const res = await fetch(serverlessStack(p).reconcile.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(

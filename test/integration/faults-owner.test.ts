@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -82,7 +82,7 @@ describe('owned children after faults (foo)', () => {
     const gone = await createFoo('gone');
     await waitFor(checkExact, { timeoutMs: 60_000, message: 'Deployments of both Foos' });
 
-    await p.stack.killRelay();
+    await serverlessStack(p).killRelay();
     const started = Date.now();
     // Nothing watches now: each of these is a missed event.
     await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'gone' });
@@ -113,7 +113,7 @@ describe('owned children after faults (foo)', () => {
         },
       },
     });
-    const report = await p.stack.runResync();
+    const report = await serverlessStack(p).runResync();
     assert.ok(!report.controllers.foo?.error, JSON.stringify(report));
     await waitFor(checkExact, { timeoutMs: 60_000, message: 'exactly the Deployment of the Foo left' });
     t.diagnostic(`converged ${Date.now() - started} ms after the faults, the relay still down`);

@@ -18,7 +18,7 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import type { FaultInjector, RequestLog } from '../../local/apiserver/index.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
-import { type Pipeline, relayCounter, startPipeline } from '../support/pipeline.ts';
+import { type Pipeline, relayCounter, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const run = uniqueSuffix();
@@ -271,7 +271,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
 
   it('converges after the relay is killed with collapsed keys not yet published', async (t) => {
     const sourceCount = (await core.listNamespacedSecret({ namespace: source })).items.length;
-    await p.stack.killRelay();
+    await serverlessStack(p).killRelay();
     await p.stack.startRelay({ RELAY_COLLAPSE_MS: '60000' });
     let started = Date.now();
     try {
@@ -290,7 +290,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       started = Date.now();
       t.diagnostic(`relay SIGKILLed with ${pending} keys pending`);
     } finally {
-      await p.stack.killRelay();
+      await serverlessStack(p).killRelay();
       await p.stack.startRelay();
     }
     await converged(t, started);
@@ -310,7 +310,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       { message: 'some copies written' },
     );
     let started = Date.now();
-    await p.stack.restartFunction('reconcile');
+    await serverlessStack(p).restartFunction('reconcile');
     for (const remove of removeLatency) remove();
     t.diagnostic('reconcile SIGKILLed after 3 of 5 copies were written');
     await converged(t, started);
@@ -325,7 +325,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       { message: 'some copies deleted' },
     );
     started = Date.now();
-    await p.stack.restartFunction('reconcile');
+    await serverlessStack(p).restartFunction('reconcile');
     for (const remove of removeLatency) remove();
     t.diagnostic('reconcile SIGKILLed after 3 of 5 copies were deleted');
     await converged(t, started);
@@ -334,7 +334,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
   it('retries keys from its bounded buffer while the Pub/Sub emulator restarts, without a resync', async (t) => {
     const errorsBefore = await relayCounter(p, 'levelset_relay_publish_errors_total', '');
     const started = Date.now();
-    await p.stack.stopEmulator();
+    await serverlessStack(p).stopEmulator();
     try {
       await updateSource('a');
       await createSource('g');
@@ -345,7 +345,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       const buffered = await relayCounter(p, 'levelset_relay_retry_buffer_keys', '');
       t.diagnostic(`emulator down ${Date.now() - started} ms; ${buffered} keys in the retry buffer`);
     } finally {
-      await p.stack.startEmulator();
+      await serverlessStack(p).startEmulator();
     }
     await converged(t, started);
     assert.ok((await relayCounter(p, 'levelset_relay_keys_retried_total', '')) > 0, 'keys retried');
@@ -370,7 +370,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       },
     });
     await assert.rejects(checkExact(), /extra .*ghost/);
-    const report = await p.stack.runResync();
+    const report = await serverlessStack(p).runResync();
     assert.ok(!report.controllers['secret-replicator']?.error, JSON.stringify(report));
     await converged(t, started);
     await p.stack.startRelay();

@@ -15,7 +15,13 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { LABELS } from '../../functions/log.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
-import { leakedSecretValues, type Pipeline, pushEnvelope, startPipeline } from '../support/pipeline.ts';
+import {
+  leakedSecretValues,
+  type Pipeline,
+  pushEnvelope,
+  serverlessStack,
+  startPipeline,
+} from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const run = uniqueSuffix();
@@ -80,7 +86,7 @@ describe('secret-replicator edge cases end to end', () => {
       );
     });
   const deliver = async (message: object) => {
-    const res = await fetch(p.stack.reconcile.url, {
+    const res = await fetch(serverlessStack(p).reconcile.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(pushEnvelope(message)),
@@ -222,7 +228,7 @@ describe('secret-replicator edge cases end to end', () => {
   });
 
   it('never shows Secret data in any log line, Event or resync answer (plain or base64)', async () => {
-    resyncAnswers.push(JSON.stringify(await p.stack.runResync()));
+    resyncAnswers.push(JSON.stringify(await serverlessStack(p).runResync()));
     const events = await Promise.all(namespaces.map((namespace) => core.listNamespacedEvent({ namespace })));
     const haystacks = [
       ...p.logs.map(({ line }) => JSON.stringify(line)),

@@ -11,8 +11,15 @@ import {
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
+import type { StackMode } from '../../local/stack.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
-import { type Pipeline, pushEnvelope, startPipeline } from '../support/pipeline.ts';
+import {
+  PIPELINE_MODES,
+  type Pipeline,
+  pushEnvelope,
+  serverlessStack,
+  startPipeline,
+} from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const run = uniqueSuffix();
@@ -20,7 +27,10 @@ const run = uniqueSuffix();
 const targetsPattern = `e2e-${run}-.*`;
 const secretValue = `s3cr3t-${run}`;
 
-describe('secret-replicator end to end', () => {
+/** The suite, run once per mode (below). */
+const suite = (mode: StackMode) => () => {
+  /** Checks of the functions and Pub/Sub themselves: only the serverless mode has them. */
+  const serverlessOnly = { skip: mode !== 'serverless' && 'serverless mode only (functions, Pub/Sub)' };
   let p: Pipeline;
   let core: CoreV1Api;
   let source: string;
@@ -62,12 +72,15 @@ describe('secret-replicator end to end', () => {
     );
 
   before(async () => {
-    p = await startPipeline(async (cluster) => {
-      core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-      source = await makeNamespace('source');
-      targets.push(await makeNamespace('a'), await makeNamespace('b'));
-      return { LEVELSET_SOURCE_NAMESPACE: source };
-    });
+    p = await startPipeline(
+      async (cluster) => {
+        core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+        source = await makeNamespace('source');
+        targets.push(await makeNamespace('a'), await makeNamespace('b'));
+        return { LEVELSET_SOURCE_NAMESPACE: source };
+      },
+      { mode },
+    );
   });
 
   after(async () => {
@@ -162,14 +175,14 @@ describe('secret-replicator end to end', () => {
     );
   });
 
-  it('heals with one resync what happened while the relay was down', async () => {
+  it('heals with one resync what happened while the relay was down', serverlessOnly, async () => {
     await core.createNamespacedSecret({ namespace: source, body: sourceSecret('doomed', secretValue) });
     await copiesEverywhere('doomed', secretValue, targets);
     await p.stack.stopRelay();
     await core.deleteNamespacedSecret({ namespace: source, name: 'doomed' });
     const late = await makeNamespace('late');
     // Nothing watches now: the deletion and the new namespace are missed events.
-    const report = await p.stack.runResync();
+    const report = await serverlessStack(p).runResync();
     assert.ok((report.controllers['secret-replicator']?.published ?? 0) >= 2, JSON.stringify(report));
     await copiesEverywhere('db-creds', `${secretValue}-v2`, [late]);
     await waitFor(
@@ -182,7 +195,7 @@ describe('secret-replicator end to end', () => {
     await p.stack.startRelay();
   });
 
-  it('converges to the same state when the same key is delivered twice at once', async () => {
+  it('converges to the same state when the same key is delivered twice at once', serverlessOnly, async () => {
     const current = await core.readNamespacedSecret({ namespace: source, name: 'db-creds' });
     current.data = { password: Buffer.from(`${secretValue}-v3`).toString('base64') };
     await p.stack.stopRelay();
@@ -196,7 +209,7 @@ describe('secret-replicator end to end', () => {
       enqueuedAt: new Date().toISOString(),
     };
     const deliver = () =>
-      fetch(p.stack.reconcile.url, {
+      fetch(serverlessStack(p).reconcile.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(pushEnvelope(message)),
@@ -210,8 +223,8 @@ describe('secret-replicator end to end', () => {
     await p.stack.startRelay();
   });
 
-  it('acknowledges a malformed message without retrying it', async () => {
-    const res = await fetch(p.stack.reconcile.url, {
+  it('acknowledges a malformed message without retrying it', serverlessOnly, async () => {
+    const res = await fetch(serverlessStack(p).reconcile.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(pushEnvelope({ v: 2, controller: 'secret-replicator', name: 'x' })),
@@ -230,4 +243,6 @@ describe('secret-replicator end to end', () => {
     }
     assert.ok(p.logs.length > 0, 'logs were captured');
   });
-});
+};
+
+for (const mode of PIPELINE_MODES) describe(`secret-replicator end to end (${mode})`, suite(mode));

@@ -19,7 +19,7 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
-import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const NAMESPACES = Number(process.env.LOAD_NAMESPACES ?? 200);
@@ -120,7 +120,7 @@ describe('load: 10 000 copies, then 1 000 source updates', { skip: !!process.env
       reconciles: reconciles() - reconcilesBefore,
       apiRequests: levelsetRequests(),
       relayPeakRssMiB: peakRssMiB(p.stack.relay()?.pid ?? 0),
-      reconcilePeakRssMiB: peakRssMiB(p.stack.reconcile.pid),
+      reconcilePeakRssMiB: peakRssMiB(serverlessStack(p).reconcile.pid),
     };
     report[name] = figures;
     t.diagnostic(`${name}: ${JSON.stringify(figures)}`);

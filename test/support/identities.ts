@@ -26,16 +26,23 @@ export interface Identity {
 export interface Identities {
   relay: Identity;
   functions: Identity;
+  /** The in-process mode's identity: the union of both (`deploy/in-process/rbac.yaml`). */
+  inProcess: Identity;
   /** Deletes the bindings, roles, ServiceAccounts and kubeconfig files. */
   remove(): Promise<void>;
 }
 
-/** The ClusterRoles of the generated RBAC manifest, by name (`levelset-relay`, `levelset-functions`). */
+/**
+ * The ClusterRoles of the generated RBAC manifests, by name (`levelset-relay`, `levelset-functions`
+ * from `deploy/rbac.yaml`; `levelset-in-process` from `deploy/in-process/rbac.yaml`).
+ */
 export function generatedClusterRoles(): Map<string, V1ClusterRole> {
   const roles = new Map<string, V1ClusterRole>();
-  for (const doc of parseAllDocuments(readFileSync(join(repoRoot, 'deploy', 'rbac.yaml'), 'utf8'))) {
-    const obj = doc.toJS() as V1ClusterRole;
-    if (obj?.kind === 'ClusterRole' && obj.metadata?.name) roles.set(obj.metadata.name, obj);
+  for (const file of [join('deploy', 'rbac.yaml'), join('deploy', 'in-process', 'rbac.yaml')]) {
+    for (const doc of parseAllDocuments(readFileSync(join(repoRoot, file), 'utf8'))) {
+      const obj = doc.toJS() as V1ClusterRole;
+      if (obj?.kind === 'ClusterRole' && obj.metadata?.name) roles.set(obj.metadata.name, obj);
+    }
   }
   return roles;
 }
@@ -59,9 +66,9 @@ export async function createLeastPrivilegedIdentities(admin: KubeConfig): Promis
   const cluster = admin.getCurrentCluster();
   if (!cluster) throw new Error('the admin KubeConfig has no current cluster');
 
-  const identity = async (component: 'relay' | 'functions'): Promise<Identity> => {
+  const identity = async (component: 'relay' | 'functions' | 'in-process'): Promise<Identity> => {
     const role = roles.get(`levelset-${component}`);
-    if (!role) throw new Error(`deploy/rbac.yaml has no ClusterRole levelset-${component}`);
+    if (!role) throw new Error(`the generated RBAC has no ClusterRole levelset-${component}`);
     const name = `levelset-${component}-e2e-${suffix}`;
     await rbac.createClusterRole({ body: { ...role, metadata: { ...role.metadata, name } } });
     made.push(() => rbac.deleteClusterRole({ name }));
@@ -97,7 +104,8 @@ export async function createLeastPrivilegedIdentities(admin: KubeConfig): Promis
   try {
     const relay = await identity('relay');
     const functions = await identity('functions');
-    return { relay, functions, remove };
+    const inProcess = await identity('in-process');
+    return { relay, functions, inProcess, remove };
   } catch (err) {
     await remove();
     throw err;

@@ -1,17 +1,42 @@
 /**
  * The end-to-end fixture: a cluster (local API server, or `TEST_KUBECONFIG`) plus the whole local
- * stack (Pub/Sub emulator, both functions under functions-framework, the relay) pointed at it.
+ * stack pointed at it, in either mode: `serverless` (Pub/Sub emulator, both functions under
+ * functions-framework, the relay) or `in-process` (one process: informers → workqueue → workers).
+ *
+ * Every end-to-end file runs its assertions in each of {@link PIPELINE_MODES}:
+ *
+ *   for (const mode of PIPELINE_MODES) describe(`foo end to end (${mode})`, () => { … startPipeline(setup, { mode }) … });
  */
 
+import { LABELS } from '../../functions/log.ts';
 import type { LocalApiServerOptions } from '../../local/apiserver/index.ts';
 import type { LogLine } from '../../local/service.ts';
-import { type LocalStack, type LocalStackOptions, startLocalStack } from '../../local/stack.ts';
+import {
+  type AnyLocalStack,
+  type LocalStack,
+  type LocalStackOptions,
+  STACK_MODES,
+  type StackMode,
+  startLocalStack,
+} from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
 import { createLeastPrivilegedIdentities, type Identities } from './identities.ts';
 
+/**
+ * The modes the end-to-end files run in: `LEVELSET_TEST_MODES` (comma-separated, e.g.
+ * `in-process`), default both.
+ * @throws {Error} on an unknown mode.
+ */
+export const PIPELINE_MODES: readonly StackMode[] = (() => {
+  const wanted = process.env.LEVELSET_TEST_MODES?.split(',').filter(Boolean) ?? [...STACK_MODES];
+  for (const m of wanted) if (!STACK_MODES.includes(m as StackMode)) throw new Error(`unknown mode ${m}`);
+  return wanted as StackMode[];
+})();
+
 export interface Pipeline {
   cluster: TestCluster;
-  stack: LocalStack;
+  stack: AnyLocalStack;
+  mode: StackMode;
   /** Every log line of every process, tagged with the process name. */
   logs: { service: string; line: LogLine }[];
   /** The relay's and the functions' least-privileged identities; `undefined` with `admin: true`. */
@@ -20,8 +45,8 @@ export interface Pipeline {
 }
 
 /**
- * Starts cluster and stack. The relay and the functions run least-privileged: each with a
- * ServiceAccount token bound to its ClusterRole from the generated `deploy/rbac.yaml` (see
+ * Starts cluster and stack. The relay and the functions (or the in-process mode) run least-privileged:
+ * each with a ServiceAccount token bound to its ClusterRole from the generated RBAC (see
  * `identities.ts`); `setup` and the test itself use the cluster admin. `admin: true` runs the
  * processes as the admin instead. `LEVELSET_TEST_VERBOSE=1` echoes every log line to stderr.
  * @param setup arranges the cluster and returns controller configuration for the stack (e.g. the source namespace).
@@ -42,6 +67,7 @@ export async function startPipeline(
       kubeconfigPath: cluster.kubeconfigPath,
       relayKubeconfigPath: identities?.relay.kubeconfigPath,
       functionsKubeconfigPath: identities?.functions.kubeconfigPath,
+      inProcessKubeconfigPath: identities?.inProcess.kubeconfigPath,
       env,
       collapseMs: 50,
       ...options,
@@ -53,6 +79,7 @@ export async function startPipeline(
     return {
       cluster,
       stack,
+      mode: stack.mode,
       logs,
       identities,
       async stop() {
@@ -116,4 +143,35 @@ export function leakedSecretValues(haystacks: readonly string[], values: readonl
     for (const [value, form] of forms)
       if (text.includes(form)) leaked.add(`${value} (as ${form === value ? 'plain' : form})`);
   return [...leaked];
+}
+
+/**
+ * The serverless stack of `p` (emulator, functions), for the checks only that mode has.
+ * @throws {Error} in `in-process` mode (callers skip such tests there: `{ skip: p.mode !== 'serverless' }`).
+ */
+export function serverlessStack(p: Pipeline): LocalStack {
+  if (p.stack.mode !== 'serverless') throw new Error('this check needs the serverless stack');
+  return p.stack;
+}
+
+/**
+ * How many reconciles the keys handed on so far are owed, in either mode: keys published to Pub/Sub
+ * by the relay (serverless: each delivery ends in one outcome line at least), or keys added to the
+ * controller's workqueue (in-process: client-go's `workqueue_adds_total` counts an add only when the
+ * key was not already waiting, and each such add is handed to a worker exactly once).
+ */
+export async function reconcilesOwed(p: Pipeline, controller: string): Promise<number> {
+  return p.mode === 'serverless'
+    ? relayCounter(p, 'levelset_relay_keys_published_total', `controller="${controller}"`)
+    : relayCounter(p, 'workqueue_adds_total', `name="${controller}"`);
+}
+
+/** Outcome lines (`outcome` set) written for `controller`'s keys so far, in either mode. */
+export function outcomeLines(p: Pipeline, controller: string): LogLine[] {
+  return p.logs
+    .filter(({ service, line }) => {
+      const labels = line[LABELS] as { controller?: string } | undefined;
+      return service === 'reconcile' && labels?.controller === controller && typeof line.outcome === 'string';
+    })
+    .map(({ line }) => line);
 }

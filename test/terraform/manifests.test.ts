@@ -18,6 +18,7 @@ import {
   findCrdSources,
   functionsRules,
   generateFiles,
+  inProcessRules,
   mergeGrants,
   missingCrds,
   NAMES,
@@ -214,6 +215,48 @@ describe('checked-in generated files', () => {
     assert.equal(c.envFrom[0].configMapRef.name, cm.metadata.name, 'env from the generated ConfigMap');
     const binding = kinds('ClusterRoleBinding').find((b) => b.metadata.name === NAMES.functionsClusterRole);
     assert.match(binding.subjects[0].name, /@.+\.iam\.gserviceaccount\.com$/);
+  });
+
+  test('kubectl kustomize deploy/in-process builds one in-process Deployment whose role is the relay + functions union', (t) => {
+    const r = spawnSync('kubectl', ['kustomize', join(REPO_ROOT, 'deploy', 'in-process')], {
+      encoding: 'utf8',
+    });
+    if (r.error) {
+      t.skip('kubectl not installed');
+      return;
+    }
+    assert.equal(r.status, 0, r.stderr);
+    const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
+    const kinds = (k: string) => docs.filter((d) => d.kind === k);
+    assert.equal(kinds('CustomResourceDefinition').length, findCrdSources().length);
+    assert.equal(kinds('Namespace')[0]?.metadata.name, NAMES.namespace);
+    assert.deepEqual(
+      kinds('Deployment').map((d) => d.metadata.name),
+      ['levelset-in-process'],
+      'no relay, nothing serverless',
+    );
+    const pod = kinds('Deployment')[0].spec.template.spec;
+    assert.equal(pod.serviceAccountName, NAMES.inProcessServiceAccount);
+    const c = pod.containers[0];
+    assert.deepEqual(c.args, ['dist/relay/in-process-main.js']);
+    assert.equal(c.livenessProbe.httpGet.path, '/healthz');
+    assert.equal(c.readinessProbe.httpGet.path, '/readyz');
+    assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+    const role = kinds('ClusterRole').find((d) => d.metadata.name === NAMES.inProcessClusterRole);
+    assert.deepEqual(role.rules, inProcessRules(controllers));
+    const binding = kinds('ClusterRoleBinding').find((b) => b.metadata.name === NAMES.inProcessClusterRole);
+    assert.deepEqual(binding.subjects, [
+      { kind: 'ServiceAccount', name: NAMES.inProcessServiceAccount, namespace: NAMES.namespace },
+    ]);
+    // Every (group, resource, verb) either identity has, the in-process role has, and nothing more.
+    const grants = (rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[]) =>
+      new Set(
+        rules.flatMap((x) =>
+          x.apiGroups.flatMap((g) => x.resources.flatMap((res) => x.verbs.map((v) => `${g}/${res}/${v}`))),
+        ),
+      );
+    const union = new Set([...grants(relayRules(controllers)), ...grants(functionsRules(controllers))]);
+    assert.deepEqual([...grants(role.rules)].sort(), [...union].sort());
   });
 });
 

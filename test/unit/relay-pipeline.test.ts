@@ -6,32 +6,10 @@ import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
-import type { Timers } from '../../relay/collapse.ts';
+import type { CollapseMode } from '../../relay/collapse.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
-
-class ManualTimers implements Timers {
-  #now = Date.parse('2026-11-21T10:00:00.000Z');
-  #id = 0;
-  readonly #due = new Map<number, { at: number; fn: () => void }>();
-  now = () => this.#now;
-  setTimeout = (fn: () => void, ms: number) => {
-    this.#due.set(++this.#id, { at: this.#now + ms, fn });
-    return this.#id;
-  };
-  clearTimeout = (h: unknown) => void this.#due.delete(h as number);
-  advance(ms: number): void {
-    const end = this.#now + ms;
-    for (;;) {
-      const next = [...this.#due].filter(([, t]) => t.at <= end).sort((a, b) => a[1].at - b[1].at)[0];
-      if (!next) break;
-      this.#due.delete(next[0]);
-      this.#now = next[1].at;
-      next[1].fn();
-    }
-    this.#now = end;
-  }
-}
+import { ManualTimers } from '../support/manual-timers.ts';
 
 const widgets: ResourceType = {
   group: 'test.levelset.dev',
@@ -96,8 +74,10 @@ const pod = (name: string, owner: string, rv = '1') =>
     ],
   });
 
-function setup(options: { collapseMs?: number; fail?: boolean; primaryKeys?: Key[] } = {}) {
-  const timers = new ManualTimers();
+function setup(
+  options: { collapseMs?: number; collapseMode?: CollapseMode; fail?: boolean; primaryKeys?: Key[] } = {},
+) {
+  const timers = new ManualTimers(Date.parse('2026-11-21T10:00:00.000Z'));
   const published: KeyMessage[] = [];
   const logs: { severity: string; message: string; [k: string]: unknown }[] = [];
   const logger = createLogger('relay', { write: (s: string) => void logs.push(JSON.parse(s)) });
@@ -107,6 +87,7 @@ function setup(options: { collapseMs?: number; fail?: boolean; primaryKeys?: Key
   const routesOf = (r: ResourceType) => plans.find((p) => p.resource === r)?.routes ?? [];
   const pipeline = new KeyPipeline({
     collapseMs: options.collapseMs ?? 250,
+    collapseMode: options.collapseMode,
     timers,
     logger,
     metrics,
@@ -154,8 +135,40 @@ describe('planInformers', () => {
 });
 
 describe('KeyPipeline', () => {
-  it('publishes one valid v1 key message for a burst of 100 updates of one owned object', async () => {
+  it('publishes a burst of 100 updates of one owned object as a leading and a trailing v1 key message', async () => {
     const { timers, published, send, metrics } = setup();
+    for (let i = 1; i <= 100; i++) {
+      send(pods, {
+        type: 'MODIFIED',
+        object: pod('p', 'w1', String(i + 1)),
+        oldObject: pod('p', 'w1', String(i)),
+      });
+      if (i === 1) {
+        await settle();
+        assert.equal(published.length, 1, 'the first event of a quiet key is published at once');
+      }
+      timers.advance(1);
+    }
+    timers.advance(250);
+    await settle();
+    assert.equal(published.length, 2);
+    for (const m of published) assert.deepEqual(keyMessageSchema.parse(m), m);
+    assert.deepEqual(published[0], {
+      v: 1,
+      controller: 'widget',
+      namespace: 'ns',
+      name: 'w1',
+      reason: 'watch',
+      enqueuedAt: '2026-11-21T10:00:00.000Z',
+    });
+    assert.equal(published[1]?.enqueuedAt, '2026-11-21T10:00:00.001Z', 'the first repeat');
+    assert.equal((await metrics.keysEnqueued.get()).values[0]?.value, 2);
+    assert.equal((await metrics.keysCollapsed.get()).values[0]?.value, 98);
+    assert.equal((await metrics.keysPublished.get()).values[0]?.value, 2);
+  });
+
+  it('publishes the same burst as one message in trailing-only mode (the baseline)', async () => {
+    const { timers, published, send } = setup({ collapseMode: 'trailing' });
     for (let i = 1; i <= 100; i++) {
       send(pods, {
         type: 'MODIFIED',
@@ -164,22 +177,11 @@ describe('KeyPipeline', () => {
       });
       timers.advance(1);
     }
+    await settle();
+    assert.equal(published.length, 0);
     timers.advance(250);
     await settle();
     assert.equal(published.length, 1);
-    const m = published[0];
-    assert.deepEqual(keyMessageSchema.parse(m), m);
-    assert.deepEqual(m, {
-      v: 1,
-      controller: 'widget',
-      namespace: 'ns',
-      name: 'w1',
-      reason: 'watch',
-      enqueuedAt: '2026-11-21T10:00:00.000Z',
-    });
-    assert.equal((await metrics.keysEnqueued.get()).values[0]?.value, 1);
-    assert.equal((await metrics.keysCollapsed.get()).values[0]?.value, 99);
-    assert.equal((await metrics.keysPublished.get()).values[0]?.value, 1);
   });
 
   it('drops a status-only update of the primary, but not one of an owned object', async () => {
@@ -279,11 +281,15 @@ describe('KeyPipeline', () => {
     const { published, send, pipeline } = setup({ collapseMs: 60_000 });
     send(widgets, { type: 'ADDED', object: widget('w1') });
     send(pods, { type: 'ADDED', object: pod('p', 'w2') });
+    await settle();
+    assert.equal(pipeline.pending, 0, 'leading edges are published at once');
+    send(widgets, { type: 'DELETED', object: widget('w1') });
+    send(pods, { type: 'DELETED', object: pod('p', 'w2') });
     assert.equal(pipeline.pending, 2);
     await pipeline.flush();
     assert.deepEqual(
       published.map((m) => m.name),
-      ['w1', 'w2'],
+      ['w1', 'w2', 'w1', 'w2'],
     );
     assert.equal(pipeline.pending, 0);
   });

@@ -1,0 +1,215 @@
+/**
+ * The benchmark's figures, statistics, SVG chart and Markdown report (`npm run bench`, bench/run.ts).
+ */
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+
+/** One measured figure, with the baseline it is compared to, measured in the same run. */
+export interface Figure {
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `resync`, `cold-start`. */
+  section: string;
+  /** What it is, e.g. `secret change → every copy converged, p50`. */
+  name: string;
+  value: number;
+  unit: string;
+  /** The same measurement of the baseline, when there is one. */
+  baseline?: { name: string; value: number };
+  /** Target from the issue, as text (e.g. `≤ 25 ms`), and whether the value meets it. */
+  target?: { text: string; met: boolean };
+}
+
+/** Percentiles (nearest rank) of a sample, in the sample's unit. */
+export function quantiles(xs: readonly number[]): {
+  n: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+} {
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? Number.NaN;
+  return { n: s.length, p50: q(0.5), p95: q(0.95), p99: q(0.99), max: s.at(-1) ?? Number.NaN };
+}
+
+/** The machine a run measured: CPUs, memory, Node, load at the start. */
+export function machine(): Record<string, string | number> {
+  const c = cpus();
+  return {
+    cpus: c.length,
+    cpuModel: c[0]?.model ?? 'unknown',
+    memoryBytes: totalmem(),
+    freeMemoryBytesAtStart: freemem(),
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    loadAverage: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
+  };
+}
+
+const round = (x: number) => (Math.abs(x) >= 100 ? Math.round(x) : Math.round(x * 100) / 100);
+
+/** `value / baseline`, rounded; `—` without a baseline. */
+export function ratio(f: Figure): string {
+  if (!f.baseline?.value) return '—';
+  return `${round(f.value / f.baseline.value)}×`;
+}
+
+export interface Series {
+  name: string;
+  /** Latencies in ms. */
+  values: number[];
+}
+
+const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * An SVG chart of empirical CDFs (x: latency in ms, log scale; y: fraction of samples ≤ x), one
+ * line per series.
+ */
+export function cdfChart(title: string, series: readonly Series[]): string {
+  const W = 760;
+  const H = 360;
+  const m = { l: 60, r: 20, t: 30, b: 90 };
+  const all = series.flatMap((s) => s.values).filter((v) => v > 0);
+  const lo = Math.max(0.1, Math.min(...all));
+  const hi = Math.max(lo * 10, Math.max(...all));
+  const lx0 = Math.floor(Math.log10(lo));
+  const lx1 = Math.ceil(Math.log10(hi));
+  const x = (v: number) => m.l + ((Math.log10(Math.max(v, 10 ** lx0)) - lx0) / (lx1 - lx0)) * (W - m.l - m.r);
+  const y = (p: number) => H - m.b - p * (H - m.t - m.b);
+  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<title>${escapeXml(title)}</title>`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${W / 2}" y="18" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
+  ];
+  for (let e = lx0; e <= lx1; e++) {
+    const px = x(10 ** e);
+    out.push(
+      `<line x1="${px}" y1="${m.t}" x2="${px}" y2="${H - m.b}" stroke="#ddd"/>`,
+      `<text x="${px}" y="${H - m.b + 16}" text-anchor="middle">${10 ** e >= 1 ? 10 ** e : (10 ** e).toFixed(1)} ms</text>`,
+    );
+  }
+  for (const p of [0, 0.25, 0.5, 0.75, 0.95, 1]) {
+    out.push(
+      `<line x1="${m.l}" y1="${y(p)}" x2="${W - m.r}" y2="${y(p)}" stroke="#eee"/>`,
+      `<text x="${m.l - 6}" y="${y(p) + 4}" text-anchor="end">${p}</text>`,
+    );
+  }
+  series.forEach((s, i) => {
+    const sorted = [...s.values].sort((a, b) => a - b);
+    const pts = sorted.map((v, k) => `${x(v).toFixed(1)},${y((k + 1) / sorted.length).toFixed(1)}`);
+    const color = colors[i % colors.length];
+    if (pts.length)
+      out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
+    const ly = H - m.b + 34 + Math.floor(i / 2) * 16;
+    const lx = m.l + (i % 2) * 340;
+    out.push(
+      `<line x1="${lx}" y1="${ly - 4}" x2="${lx + 20}" y2="${ly - 4}" stroke="${color}" stroke-width="2"/>`,
+      `<text x="${lx + 26}" y="${ly}">${escapeXml(`${s.name} (n=${s.values.length})`)}</text>`,
+    );
+  });
+  out.push(
+    `<text x="14" y="${(H - m.b + m.t) / 2}" transform="rotate(-90 14 ${(H - m.b + m.t) / 2})" text-anchor="middle">fraction ≤ x</text>`,
+    '</svg>',
+  );
+  return `${out.join('\n')}\n`;
+}
+
+/** What each section measures, how to read it, and its baseline. */
+export const SECTIONS: Record<string, { title: string; read: string }> = {
+  e2e: {
+    title: 'End to end: serverless vs in-process',
+    read: "Time from the API write (a source Secret data change; a Foo spec.replicas change) to the bench's own watch seeing every copy converged / the Deployment updated. Serverless = relay → Pub/Sub emulator → functions-framework → API; baseline = the in-process mode (informers → workqueue → workers) on the same local API server. Ratio > 1: serverless is slower by that factor.",
+  },
+  throughput: {
+    title: 'Throughput: Foos created at once → all Ready',
+    read: 'Foos created together (50 concurrent creates), a simulated node making their Deployments available; time until every Foo is Ready=True, and reconciles run (outcome lines). Baseline: the in-process mode.',
+  },
+  collapse: {
+    title: 'Collapse: leading + trailing edge vs trailing only',
+    read: 'The relay alone against the API server and the Pub/Sub emulator. Isolated change: API write → Pub/Sub accepted the key message. Bursts: messages published. Baseline: the old trailing-only collapse (every key waits one window). Targets from the issue are checked.',
+  },
+  relay: {
+    title: 'Relay: throughput on one core, memory of its cache',
+    read: 'Events/s: synthetic watch events through the key pipeline (map, collapse) on one Node thread, publishing to nowhere. Keys/s: distinct keys published to the Pub/Sub emulator. RSS: a child process holding a metadata-only informer of N ConfigMaps (≈256 B of data each) vs a full-object informer (client-node makeInformer) of the same objects, after GC; baseline = full object.',
+  },
+  'api-cost': {
+    title: 'API cost: requests per no-op reconcile',
+    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = 10 namespaces.",
+  },
+  resync: {
+    title: 'Resync: enumerate and publish every key',
+    read: "The resync function's resyncAll in a child process: paginated LIST of N ConfigMaps, one key message each to the Pub/Sub emulator; time and peak RSS (must stay far below Cloud Run's default 512 MiB). Baseline: 10× fewer keys (memory must not grow with the key count).",
+  },
+  'cold-start': {
+    title: 'Cold start of the reconcile function',
+    read: 'From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). No baseline: absolute only.',
+  },
+};
+
+/** The Markdown report: machine, then one table per section, the chart, and how to reproduce. */
+export function markdownReport(options: {
+  figures: readonly Figure[];
+  machine: Record<string, string | number>;
+  sizes: Record<string, number>;
+  durationMs: number;
+  tiny: boolean;
+  chartFile: string;
+  notes: string[];
+}): string {
+  const { figures } = options;
+  const lines: string[] = [
+    '# Levelset benchmark',
+    '',
+    `Generated by \`npm run bench${options.tiny ? ' -- --tiny' : ''}\` in ${Math.round(options.durationMs / 1000)} s. Every figure is measured in this run, with its baseline from the same run; **ratio** = value / baseline.`,
+    '',
+    '## Machine',
+    '',
+    ...Object.entries(options.machine).map(([k, v]) => `- ${k}: ${v}`),
+    `- sizes: ${Object.entries(options.sizes)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}`,
+    '',
+  ];
+  if (options.notes.length) lines.push('## Notes', '', ...options.notes.map((n) => `- ${n}`), '');
+  lines.push('## Summary', '', table(figures), '');
+  for (const [id, s] of Object.entries(SECTIONS)) {
+    const fs = figures.filter((f) => f.section === id);
+    lines.push(`## ${s.title}`, '', s.read, '');
+    if (id === 'e2e') lines.push(`![Latency distributions (CDF)](${options.chartFile})`, '');
+    lines.push(fs.length ? table(fs) : '_not measured in this run_', '');
+  }
+  lines.push(
+    '## Reproduce',
+    '',
+    '```sh',
+    'npm ci',
+    'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
+    'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
+    '```',
+    '',
+    'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',
+    '',
+  );
+  return lines.join('\n');
+}
+
+function fmt(v: number, unit: string): string {
+  return `${round(v)} ${unit}`;
+}
+
+/** A Markdown table of figures. */
+export function table(figures: readonly Figure[]): string {
+  const rows = [
+    '| section | figure | value | baseline | ratio | target |',
+    '| --- | --- | ---: | ---: | ---: | --- |',
+  ];
+  for (const f of figures) {
+    const base = f.baseline ? `${fmt(f.baseline.value, f.unit)} (${f.baseline.name})` : '—';
+    const target = f.target ? `${f.target.text} ${f.target.met ? '✅' : '❌'}` : '';
+    rows.push(`| ${f.section} | ${f.name} | ${fmt(f.value, f.unit)} | ${base} | ${ratio(f)} | ${target} |`);
+  }
+  return rows.join('\n');
+}

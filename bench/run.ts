@@ -1,0 +1,992 @@
+/**
+ * `npm run bench`: one run, side by side — the serverless path vs the in-process mode, the relay's
+ * leading-edge collapse vs trailing-only, metadata-only vs full-object informers, API cost, resync,
+ * cold start. Writes `results.json`, `report.md` and `latency.svg` (see bench/report.ts for how to
+ * read each figure).
+ *
+ *   npm run bench                 # full sizes, into bench/
+ *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm test runs this once)
+ *   npm run bench -- --out DIR    # elsewhere
+ *
+ * Every figure comes with the baseline measured in the same run. Nothing here is a test: no
+ * figure is asserted (timing belongs in benchmarks, not tests).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { PubSub } from '@google-cloud/pubsub';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  KubeConfig as KubeConfigClass,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+import { controllers as registry } from '../functions/controllers/index.ts';
+import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
+import type { Controller, ResourceType } from '../functions/controllers/types.ts';
+import { createLogger, LABELS } from '../functions/log.ts';
+import type { KeyMessage } from '../functions/message.ts';
+import { createKeyPublisher } from '../functions/publish.ts';
+import { createEventRecorder } from '../functions/runtime/events.ts';
+import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
+import { repoRoot } from '../local/service.ts';
+import { startSimulatedNode } from '../local/simulated-node.ts';
+import { type AnyLocalStack, STACK_MODES, type StackMode, startLocalStack } from '../local/stack.ts';
+import type { CollapseMode } from '../relay/collapse.ts';
+import { createRelayMetrics } from '../relay/metrics.ts';
+import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
+import { startRelay } from '../relay/relay.ts';
+import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
+import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series } from './report.ts';
+
+const exec = promisify(execFile);
+const { values: args } = parseArgs({
+  options: { tiny: { type: 'boolean', default: false }, out: { type: 'string' } },
+});
+const tiny = args.tiny ?? false;
+const outDir = args.out ?? (tiny ? mkdtempSync(join(tmpdir(), 'levelset-bench-')) : join(repoRoot, 'bench'));
+mkdirSync(outDir, { recursive: true });
+
+const sizes = tiny
+  ? {
+      e2eChanges: 4,
+      targets: 2,
+      foos: 5,
+      isolated: 4,
+      burst: 50,
+      objects: 3,
+      objectUpdates: 10,
+      collapseMs: 250,
+      rssSmall: 50,
+      rssLarge: 200,
+      resyncKeys: 200,
+      coldStarts: 1,
+      pipelineEvents: 5000,
+      publishKeys: 200,
+      namespaces: [2, 4, 8],
+    }
+  : {
+      e2eChanges: 200,
+      targets: 3,
+      foos: 1000,
+      isolated: 50,
+      burst: 1000,
+      objects: 100,
+      objectUpdates: 100,
+      collapseMs: 250,
+      rssSmall: 10_000,
+      rssLarge: 100_000,
+      resyncKeys: 100_000,
+      coldStarts: 3,
+      pipelineEvents: 200_000,
+      publishKeys: 5_000,
+      namespaces: [10, 100, 1000],
+    };
+
+/** Pace of the bench's own API writes in `pool` (see there). */
+const REQUESTS_PER_S = 800;
+const figures: Figure[] = [];
+const chart: Series[] = [];
+const notes: string[] = [];
+const started = performance.now();
+const log = (s: string) =>
+  process.stderr.write(`[bench ${Math.round((performance.now() - started) / 1000)}s] ${s}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.timeOrigin + performance.now();
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const quiet = createLogger('bench', { write: () => {} });
+const configmaps: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'configmaps',
+  kind: 'ConfigMap',
+  namespaced: true,
+};
+
+/** Runs `fn` with a bounded number of concurrent calls over `items`. */
+async function pool<T>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T) => Promise<unknown>,
+): Promise<void> {
+  // At most REQUESTS_PER_S starts per second: client-node opens a connection per request that
+  // lingers until the server's keep-alive timeout, and a faster pace runs out of file descriptors.
+  const t0 = performance.now();
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (i < items.length) {
+        const k = i++;
+        const due = t0 + (k / REQUESTS_PER_S) * 1000;
+        if (due > performance.now()) await sleep(due - performance.now());
+        await fn(items[k] as T);
+      }
+    }),
+  );
+}
+
+/** A cluster-wide watch that resolves waiters when a predicate on the latest objects holds. */
+function watchObjects(kc: KubeConfig, path: string) {
+  const objects = new Map<string, KubernetesObject>();
+  const waiters = new Set<{ check: () => boolean; resolve: (t: number) => void }>();
+  let abort: { abort(): void } | undefined;
+  const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace}/${o.metadata?.name}`;
+  let stopped = false;
+  const onEvent = (type: string, o: KubernetesObject) => {
+    if (type === 'BOOKMARK') return;
+    if (type === 'DELETED') objects.delete(keyOf(o));
+    else objects.set(keyOf(o), o);
+    const t = now();
+    for (const w of waiters)
+      if (w.check()) {
+        waiters.delete(w);
+        w.resolve(t);
+      }
+  };
+  // Bookmarks keep an idle watch alive (undici ends a response body silent for 300 s); a watch that
+  // ends anyway is started again (without resourceVersion: every current object comes as ADDED).
+  const start = (): Promise<void> =>
+    new Watch(kc)
+      .watch(path, { allowWatchBookmarks: true }, onEvent, () => {
+        if (!stopped) setTimeout(() => void start(), 100);
+      })
+      .then((c) => {
+        abort = c;
+      });
+  const ready = start();
+  return {
+    ready,
+    get: (ns: string, name: string) => objects.get(`${ns}/${name}`),
+    all: () => objects.values(),
+    /** Resolves with the time (ms since the epoch) at which `check` first held. */
+    until(check: () => boolean, timeoutMs = 60_000): Promise<number> {
+      if (check()) return Promise.resolve(now());
+      return new Promise((resolve, reject) => {
+        const w = { check, resolve };
+        waiters.add(w);
+        setTimeout(() => {
+          if (waiters.delete(w)) reject(new Error(`timed out watching ${path}`));
+        }, timeoutMs).unref();
+      });
+    },
+    stop: () => {
+      stopped = true;
+      abort?.abort();
+    },
+  };
+}
+
+/**
+ * The local API server in a process of its own, so that its sockets do not count against the
+ * bench process's open-file limit (thousands of short requests per second).
+ */
+async function startApiServerProcess(): Promise<{ kubeconfigPath: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-apiserver-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'local', 'apiserver', 'main.ts'), '--kubeconfig', kubeconfigPath, '--history', '20000'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('KUBECONFIG=')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`local apiserver exited with ${code}`)));
+  });
+  return {
+    kubeconfigPath,
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const local = await startApiServerProcess();
+const kc = new KubeConfigClass();
+kc.loadFromFile(local.kubeconfigPath);
+const core = kc.makeApiClient(CoreV1Api);
+const custom = kc.makeApiClient(CustomObjectsApi);
+const emulator: PubSubEmulator = await startPubSubEmulator();
+const pubsub = new PubSub({ projectId: emulator.projectId, apiEndpoint: emulator.host, emulatorMode: true });
+const createNs = (name: string, labels: Record<string, string> = {}) =>
+  core.createNamespace({ body: { metadata: { name, labels } } });
+
+try {
+  for (const crd of ['foo', 'customcluster'])
+    await exec('kubectl', [
+      '--kubeconfig',
+      local.kubeconfigPath,
+      'apply',
+      '-f',
+      join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml'),
+    ]);
+  /** A section that fails is reported as a note; the others still run. */
+  const section = async (name: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      log(`${name} failed: ${err instanceof Error ? err.stack : String(err)}`);
+      notes.push(`section ${name} failed in this run: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+  const simulated = await startSimulatedNode(kc, quiet);
+  try {
+    await section('e2e/throughput', e2eAndThroughput);
+  } finally {
+    await simulated.stop();
+  }
+  await section('collapse', collapse);
+  await section('relay', relayThroughput);
+  await section('api-cost', apiCost);
+  await section('memory/resync', memoryAndResync);
+  await section('cold-start', coldStart);
+} finally {
+  await pubsub.close().catch(() => {});
+  await emulator.stop();
+  await local.stop();
+}
+
+const durationMs = performance.now() - started;
+const m = machine();
+const results = {
+  generatedAt: new Date().toISOString(),
+  tiny,
+  durationMs: Math.round(durationMs),
+  machine: m,
+  sizes,
+  notes,
+  figures,
+};
+writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+writeFileSync(join(outDir, 'latency.svg'), cdfChart('Latency distributions (CDF, log scale)', chart));
+writeFileSync(
+  join(outDir, 'report.md'),
+  markdownReport({
+    figures,
+    machine: m,
+    sizes: Object.fromEntries(Object.entries(sizes).filter(([, v]) => typeof v === 'number')) as Record<
+      string,
+      number
+    >,
+    durationMs,
+    tiny,
+    chartFile: 'latency.svg',
+    notes,
+  }),
+);
+log(`wrote ${join(outDir, 'report.md')}`);
+console.log(outDir);
+process.exit(0);
+
+// ---------------------------------------------------------------------------------------------
+
+/** End to end and throughput, in both modes, on the same API server. */
+async function e2eAndThroughput(): Promise<void> {
+  const source = 'bench-source';
+  await createNs(source);
+  const targets = Array.from({ length: sizes.targets }, (_, i) => `bench-target-${i}`);
+  for (const t of targets) await createNs(t);
+  const secrets = watchObjects(kc, '/api/v1/secrets');
+  const deployments = watchObjects(kc, '/apis/apps/v1/deployments');
+  const foos = watchObjects(kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos');
+  await Promise.all([secrets.ready, deployments.ready, foos.ready]);
+  const results: Record<
+    StackMode,
+    { secret: number[]; foo: number[]; throughputMs: number; reconciles: number }
+  > = {} as never;
+  const decoded = (o: KubernetesObject | undefined) =>
+    Buffer.from((o as { data?: Record<string, string> } | undefined)?.data?.v ?? '', 'base64').toString();
+  for (const mode of STACK_MODES) {
+    log(`e2e: ${mode}`);
+    const ns = `bench-${mode}`;
+    await createNs(ns);
+    let reconciles = 0;
+    const stack: AnyLocalStack = await startLocalStack({
+      mode,
+      kubeconfigPath: local.kubeconfigPath,
+      env: { LEVELSET_SOURCE_NAMESPACE: source, LOG_LEVEL: 'info' },
+      onLog: (service, line) => {
+        const labels = line[LABELS] as { controller?: string } | undefined;
+        if (service === 'reconcile' && labels?.controller === 'foo' && typeof line.outcome === 'string')
+          reconciles++;
+      },
+    });
+    try {
+      // Secret: one source, copied into every target namespace.
+      const name = `db-${mode}`;
+      const body = (v: string) => ({
+        metadata: { name, namespace: source, annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-target-.*' } },
+        data: { v: Buffer.from(v).toString('base64') },
+      });
+      await core.createNamespacedSecret({ namespace: source, body: body('0') });
+      const copiesAre = (v: string) => () => targets.every((t) => decoded(secrets.get(t, name)) === v);
+      await secrets.until(copiesAre('0'));
+      const secretMs: number[] = [];
+      for (let i = 1; i <= sizes.e2eChanges; i++) {
+        if (i % 50 === 0) log(`e2e ${mode}: secret change ${i}`);
+        const t0 = now();
+        await core.patchNamespacedSecret(
+          { namespace: source, name, body: { data: { v: Buffer.from(String(i)).toString('base64') } } },
+          merge,
+        );
+        const at = await secrets.until(copiesAre(String(i)), 30_000).catch(() => undefined);
+        if (at === undefined)
+          notes.push(`${mode}: Secret change ${i} not converged within 30 s (sample dropped)`);
+        else secretMs.push(at - t0);
+      }
+      // Foo: spec.replicas changed → Deployment updated.
+      const foo = `web-${mode}`;
+      await custom.createNamespacedCustomObject({
+        group: 'samplecontroller.k8s.io',
+        version: 'v1alpha1',
+        plural: 'foos',
+        namespace: ns,
+        body: {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+          kind: 'Foo',
+          metadata: { name: foo },
+          spec: { deploymentName: foo, replicas: 1 },
+        },
+      });
+      const replicasAre = (r: number) => () =>
+        (deployments.get(ns, foo) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
+      await deployments.until(replicasAre(1));
+      const fooMs: number[] = [];
+      for (let i = 1; i <= sizes.e2eChanges; i++) {
+        const r = (i % 4) + 2;
+        const t0 = now();
+        await custom.patchNamespacedCustomObject(
+          {
+            group: 'samplecontroller.k8s.io',
+            version: 'v1alpha1',
+            plural: 'foos',
+            namespace: ns,
+            name: foo,
+            body: { spec: { replicas: r } },
+          },
+          merge,
+        );
+        const at = await deployments.until(replicasAre(r), 30_000).catch(() => undefined);
+        if (at === undefined)
+          notes.push(`${mode}: Foo change ${i} (replicas ${r}) not converged within 30 s (sample dropped)`);
+        else fooMs.push(at - t0);
+      }
+      // Throughput: N Foos at once → all Ready.
+      log(`throughput: ${mode}`);
+      const tpNs = `bench-tp-${mode}`;
+      await createNs(tpNs);
+      const names = Array.from({ length: sizes.foos }, (_, i) => `tp-${i}`);
+      const allReady = () => {
+        let n = 0;
+        for (const o of foos.all()) {
+          if (o.metadata?.namespace !== tpNs) continue;
+          const c = (
+            (o as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []
+          ).find((x) => x.type === 'Ready');
+          if (c?.status === 'True') n++;
+        }
+        return n === names.length;
+      };
+      const before = reconciles;
+      const t0 = now();
+      await pool(names, 50, (n) =>
+        custom.createNamespacedCustomObject({
+          group: 'samplecontroller.k8s.io',
+          version: 'v1alpha1',
+          plural: 'foos',
+          namespace: tpNs,
+          body: {
+            apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+            kind: 'Foo',
+            metadata: { name: n },
+            spec: { deploymentName: n, replicas: 1 },
+          },
+        }),
+      );
+      const throughputMs = (await foos.until(allReady, 600_000)) - t0;
+      await sleep(1000); // let in-flight reconciles log their outcome
+      results[mode] = { secret: secretMs, foo: fooMs, throughputMs, reconciles: reconciles - before };
+    } finally {
+      await stack.stop();
+    }
+  }
+  secrets.stop();
+  deployments.stop();
+  foos.stop();
+  const s = results.serverless;
+  const ip = results['in-process'];
+  for (const [kind, label] of [
+    ['secret', 'Secret changed → every copy converged'],
+    ['foo', 'Foo replicas changed → Deployment updated'],
+  ] as const) {
+    const a = quantiles(s[kind]);
+    const b = quantiles(ip[kind]);
+    for (const q of ['p50', 'p95', 'p99'] as const)
+      figures.push({
+        section: 'e2e',
+        name: `${label}, ${q} (n=${a.n})`,
+        value: a[q],
+        unit: 'ms',
+        baseline: { name: 'in-process', value: b[q] },
+      });
+    chart.push(
+      { name: `${kind}: serverless`, values: s[kind] },
+      { name: `${kind}: in-process`, values: ip[kind] },
+    );
+  }
+  figures.push(
+    {
+      section: 'throughput',
+      name: `${sizes.foos} Foos created at once → all Ready, time`,
+      value: s.throughputMs / 1000,
+      unit: 's',
+      baseline: { name: 'in-process', value: ip.throughputMs / 1000 },
+    },
+    {
+      section: 'throughput',
+      name: `${sizes.foos} Foos → all Ready, reconciles`,
+      value: s.reconciles,
+      unit: 'reconciles',
+      baseline: { name: 'in-process', value: ip.reconciles },
+    },
+    {
+      section: 'throughput',
+      name: `${sizes.foos} Foos → all Ready, reconciles per Foo`,
+      value: s.reconciles / sizes.foos,
+      unit: 'reconciles',
+      baseline: { name: 'in-process', value: ip.reconciles / sizes.foos },
+    },
+  );
+}
+
+/** The relay alone: isolated-change latency and bursts, leading + trailing vs trailing only. */
+async function collapse(): Promise<void> {
+  const out: Record<
+    CollapseMode,
+    {
+      isolated: number[];
+      burst: { messages: number; spanMs: number };
+      objects: { maxPerObjectPerWindow: number; messages: number; spanMs: number };
+    }
+  > = {} as never;
+  for (const mode of ['leading-trailing', 'trailing'] as const) {
+    log(`collapse: ${mode}`);
+    const ns = `bench-collapse-${mode}`;
+    await createNs(ns);
+    const topic = `bench-collapse-${mode}`;
+    await pubsub.createTopic(topic);
+    const publisher = createKeyPublisher({
+      projectId: emulator.projectId,
+      topic,
+      emulatorHost: emulator.host,
+      logger: quiet,
+    });
+    const accepted: { name: string; at: number }[] = [];
+    const controller: Controller = {
+      name: 'bench-collapse',
+      primary: configmaps,
+      rbac: [],
+      watches: [
+        {
+          resource: configmaps,
+          namespace: ns,
+          map: (e) => [{ namespace: ns, name: e.object.metadata?.name ?? '' }],
+        },
+      ],
+      reconcile: async () => undefined,
+    };
+    const relay = await startRelay({
+      kubeConfig: kc,
+      controllers: [controller],
+      collapseMs: sizes.collapseMs,
+      collapseMode: mode,
+      logger: quiet,
+      port: 0,
+      host: '127.0.0.1',
+      publisher: {
+        publish: async (msg: KeyMessage) => {
+          const id = await publisher.publish(msg);
+          accepted.push({ name: msg.name, at: now() });
+          return id;
+        },
+        flush: () => publisher.flush(),
+      },
+    });
+    await relay.whenReady();
+    const count = (name: string) => accepted.filter((a) => a.name === name).length;
+    const waitCount = async (name: string, n: number) => {
+      while (count(name) < n) await sleep(1);
+      return accepted.filter((a) => a.name === name)[n - 1]?.at as number;
+    };
+    const settle = () => sleep(sizes.collapseMs * 3);
+    const isolated: number[] = [];
+    for (let i = 0; i < sizes.isolated; i++) {
+      const name = `iso-${i}`;
+      const t0 = now();
+      await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name } } });
+      isolated.push((await waitCount(name, 1)) - t0);
+    }
+    await settle();
+    // One object, `burst` updates within ~1 s.
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'hot' } } });
+    await waitCount('hot', 1);
+    await settle();
+    const hotBefore = count('hot');
+    const b0 = now();
+    const batch = Math.max(1, Math.ceil(sizes.burst / 20));
+    for (let i = 0; i < sizes.burst; i += batch) {
+      await Promise.all(
+        Array.from({ length: Math.min(batch, sizes.burst - i) }, (_, k) =>
+          core.patchNamespacedConfigMap(
+            { namespace: ns, name: 'hot', body: { data: { n: String(i + k) } } },
+            merge,
+          ),
+        ),
+      );
+      const due = b0 + ((i + batch) / sizes.burst) * 1000;
+      if (due > now()) await sleep(due - now());
+    }
+    const spanMs = now() - b0;
+    await settle();
+    const burst = { messages: count('hot') - hotBefore, spanMs };
+    // `objects` objects × `objectUpdates` updates each, interleaved.
+    const objs = Array.from({ length: sizes.objects }, (_, i) => `obj-${i}`);
+    await pool(objs, 20, (name) =>
+      core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name } } }),
+    );
+    await settle();
+    const before = new Map(objs.map((o) => [o, count(o)]));
+    const o0 = now();
+    for (let u = 0; u < sizes.objectUpdates; u++)
+      await pool(objs, 10, (name) =>
+        core.patchNamespacedConfigMap({ namespace: ns, name, body: { data: { u: String(u) } } }, merge),
+      );
+    const oSpan = now() - o0;
+    await settle();
+    const windows = Math.max(1, Math.ceil(oSpan / sizes.collapseMs));
+    const perObject = objs.map((o) => count(o) - (before.get(o) ?? 0));
+    out[mode] = {
+      isolated,
+      burst,
+      objects: {
+        maxPerObjectPerWindow: Math.max(...perObject) / windows,
+        messages: perObject.reduce((a, b) => a + b, 0),
+        spanMs: oSpan,
+      },
+    };
+    await relay.stop();
+    await publisher.close();
+  }
+  const lt = out['leading-trailing'];
+  const tr = out.trailing;
+  const iso = quantiles(lt.isolated);
+  const isoBase = quantiles(tr.isolated);
+  figures.push(
+    {
+      section: 'collapse',
+      name: `isolated change → publish accepted, p50 (n=${iso.n}, window ${sizes.collapseMs} ms)`,
+      value: iso.p50,
+      unit: 'ms',
+      baseline: { name: 'trailing only', value: isoBase.p50 },
+      target: { text: '≤ 25 ms', met: iso.p50 <= 25 },
+    },
+    {
+      section: 'collapse',
+      name: 'isolated change → publish accepted, p95',
+      value: iso.p95,
+      unit: 'ms',
+      baseline: { name: 'trailing only', value: isoBase.p95 },
+    },
+  );
+  const bound = 1 + Math.ceil(1000 / sizes.collapseMs);
+  figures.push({
+    section: 'collapse',
+    name: `${sizes.burst} updates to one object within ${Math.round(lt.burst.spanMs)} ms → messages`,
+    value: lt.burst.messages,
+    unit: 'msgs',
+    baseline: { name: 'trailing only', value: tr.burst.messages },
+    target: {
+      text: `≤ 1 + ⌈${Math.round(lt.burst.spanMs)} ms / window⌉ = ${1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs)} (${bound} for 1 s)`,
+      met: lt.burst.messages <= 1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs),
+    },
+  });
+  figures.push({
+    section: 'collapse',
+    name: `${sizes.objects} objects × ${sizes.objectUpdates} updates (${Math.round(lt.objects.spanMs)} ms) → most messages per object per window`,
+    value: lt.objects.maxPerObjectPerWindow,
+    unit: 'msgs',
+    baseline: { name: 'trailing only', value: tr.objects.maxPerObjectPerWindow },
+    target: { text: '≤ 2', met: lt.objects.maxPerObjectPerWindow <= 2 },
+  });
+  figures.push({
+    section: 'collapse',
+    name: `${sizes.objects} objects × ${sizes.objectUpdates} updates → messages in all`,
+    value: lt.objects.messages,
+    unit: 'msgs',
+    baseline: { name: 'trailing only', value: tr.objects.messages },
+  });
+  chart.push(
+    { name: 'isolated change → publish: leading+trailing', values: lt.isolated },
+    { name: 'isolated change → publish: trailing only', values: tr.isolated },
+  );
+}
+
+/** Events/s through the key pipeline (no I/O), keys/s published to the emulator. */
+async function relayThroughput(): Promise<void> {
+  log('relay throughput');
+  const owned: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
+  const controller: Controller = {
+    name: 'bench-relay',
+    primary: configmaps,
+    rbac: [],
+    watches: [
+      {
+        resource: owned,
+        map: (e) => [
+          { namespace: e.object.metadata?.namespace ?? '', name: e.object.metadata?.labels?.app ?? '' },
+        ],
+      },
+    ],
+    reconcile: async () => undefined,
+  };
+  const routes = planInformers([controller])[0]?.routes ?? [];
+  let published = 0;
+  const pipeline = new KeyPipeline({
+    collapseMs: sizes.collapseMs,
+    publish: async () => String(++published),
+    primaryKeys: () => [],
+    logger: quiet,
+    metrics: createRelayMetrics(),
+  });
+  const keys = 10_000;
+  const events = Array.from({ length: 1000 }, (_, i) => ({
+    type: 'MODIFIED' as const,
+    object: { metadata: { namespace: 'ns', name: `p${i}`, labels: { app: `a${i % keys}` } } },
+  }));
+  const t0 = performance.now();
+  for (let i = 0; i < sizes.pipelineEvents; i++) {
+    const e = events[i % events.length] as (typeof events)[number];
+    e.object.metadata.labels.app = `a${i % keys}`;
+    pipeline.handle(routes, e);
+  }
+  const eventsPerS = sizes.pipelineEvents / ((performance.now() - t0) / 1000);
+  pipeline.discard();
+  const topic = 'bench-relay-publish';
+  await pubsub.createTopic(topic);
+  const publisher = createKeyPublisher({
+    projectId: emulator.projectId,
+    topic,
+    emulatorHost: emulator.host,
+    logger: quiet,
+  });
+  const p0 = performance.now();
+  await pool(
+    Array.from({ length: sizes.publishKeys }, (_, i) => i),
+    1000,
+    (i) =>
+      publisher.publish({
+        v: 1,
+        controller: 'bench-relay',
+        namespace: 'ns',
+        name: `k${i}`,
+        reason: 'watch',
+        enqueuedAt: new Date().toISOString(),
+      }),
+  );
+  const keysPerS = sizes.publishKeys / ((performance.now() - p0) / 1000);
+  await publisher.close();
+  figures.push(
+    {
+      section: 'relay',
+      name: `events/s ingested (map + collapse, ${sizes.pipelineEvents} events over ${keys} keys, one thread)`,
+      value: eventsPerS,
+      unit: 'events/s',
+    },
+    {
+      section: 'relay',
+      name: `keys/s published to the Pub/Sub emulator (${sizes.publishKeys} distinct keys, ordering keys on)`,
+      value: keysPerS,
+      unit: 'keys/s',
+    },
+  );
+}
+
+/** Requests per no-op reconcile (counted at the client). */
+async function apiCost(): Promise<void> {
+  log('api cost');
+  const counting = new CountingKubeConfig();
+  counting.loadFromFile(local.kubeconfigPath);
+  const byName = new Map(registry.map((c) => [c.name, c]));
+  const run = async (name: string, key: { namespace: string; name: string }) => {
+    const controller = byName.get(name) as Controller;
+    const ctx = {
+      kubeConfig: counting as KubeConfig,
+      log: quiet,
+      events: createEventRecorder(counting, name, quiet),
+    };
+    await controller.reconcile(key, ctx).catch(() => undefined); // converge
+    await controller.reconcile(key, ctx).catch(() => undefined);
+    counting.requests.length = 0;
+    await controller.reconcile(key, ctx);
+    return counting.requests.length;
+  };
+  // The replicator at growing namespace counts. Its source namespace comes from the environment.
+  const replicator = byName.get('secret-replicator');
+  if (replicator) {
+    process.env.LEVELSET_SOURCE_NAMESPACE = 'bench-source';
+    let made = 0;
+    const perNs: number[] = [];
+    for (const n of sizes.namespaces) {
+      await pool(
+        Array.from({ length: n - made }, (_, i) => `bench-cost-${made + i}`),
+        20,
+        (ns) => createNs(ns),
+      );
+      made = n;
+      await core.createNamespacedSecret({
+        namespace: 'bench-source',
+        body: {
+          metadata: { name: `cost-${n}`, annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-cost-.*' } },
+          data: { v: 'eA==' },
+        },
+      });
+      perNs.push(await run('secret-replicator', { namespace: 'bench-source', name: `cost-${n}` }));
+    }
+    sizes.namespaces.forEach((n, i) => {
+      figures.push({
+        section: 'api-cost',
+        name: `secret-replicator, no-op reconcile, ${n} namespaces`,
+        value: perNs[i] as number,
+        unit: 'requests',
+        baseline: { name: `${sizes.namespaces[0]} namespaces`, value: perNs[0] as number },
+        target: { text: 'constant', met: perNs[i] === perNs[0] },
+      });
+    });
+  }
+  await createNs('bench-cost-crs');
+  await custom.createNamespacedCustomObject({
+    group: 'samplecontroller.k8s.io',
+    version: 'v1alpha1',
+    plural: 'foos',
+    namespace: 'bench-cost-crs',
+    body: {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+      kind: 'Foo',
+      metadata: { name: 'cost' },
+      spec: { deploymentName: 'cost', replicas: 1 },
+    },
+  });
+  figures.push({
+    section: 'api-cost',
+    name: 'foo, no-op reconcile',
+    value: await run('foo', { namespace: 'bench-cost-crs', name: 'cost' }),
+    unit: 'requests',
+  });
+  if (byName.has('customcluster')) {
+    await custom.createNamespacedCustomObject({
+      group: 'sde.dev',
+      version: 'v1alpha1',
+      plural: 'customclusters',
+      namespace: 'bench-cost-crs',
+      body: {
+        apiVersion: 'sde.dev/v1alpha1',
+        kind: 'Customcluster',
+        metadata: { name: 'cost' },
+        spec: { message: 'hi', count: 2 },
+      },
+    });
+    figures.push({
+      section: 'api-cost',
+      name: 'customcluster, no-op reconcile',
+      value: await run('customcluster', { namespace: 'bench-cost-crs', name: 'cost' }),
+      unit: 'requests',
+    });
+  }
+  if (byName.has('icecream'))
+    notes.push('icecream: registered, but its no-op reconcile is not measured by this bench yet.');
+}
+
+/** Informer RSS (metadata-only vs full object) at two sizes, then resync of every key. */
+async function memoryAndResync(): Promise<void> {
+  const ns = 'bench-objects';
+  await createNs(ns);
+  let made = 0;
+  const fill = async (n: number) => {
+    log(`creating ConfigMaps up to ${n}`);
+    const names = Array.from({ length: n - made }, (_, i) => `cm-${made + i}`);
+    await pool(names, 16, (name) =>
+      core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name, labels: { app: 'bench' } }, data: { v: 'x'.repeat(256) } },
+      }),
+    );
+    made = n;
+  };
+  const child = async (argv: string[], env: Record<string, string> = {}) => {
+    const { stdout } = await exec(
+      process.execPath,
+      ['--expose-gc', join(repoRoot, 'bench', 'child.ts'), ...argv],
+      { env: { ...process.env, ...env }, maxBuffer: 1 << 20 },
+    );
+    return JSON.parse(stdout.trim().split('\n').at(-1) as string);
+  };
+  const resync: { keys: number; durationMs: number; peakRss: number; error?: string }[] = [];
+  for (const n of [sizes.rssSmall, sizes.rssLarge]) {
+    await fill(n);
+    log(`informer RSS at ${n}`);
+    const meta = await child([
+      'informer',
+      '--informer',
+      'metadata',
+      '--kubeconfig',
+      local.kubeconfigPath,
+      '--namespace',
+      ns,
+      '--expect',
+      String(n),
+    ]);
+    const full = await child([
+      'informer',
+      '--informer',
+      'full',
+      '--kubeconfig',
+      local.kubeconfigPath,
+      '--namespace',
+      ns,
+      '--expect',
+      String(n),
+    ]);
+    const MiB = 2 ** 20;
+    figures.push(
+      {
+        section: 'relay',
+        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process)`,
+        value: meta.rss / MiB,
+        unit: 'MiB',
+        baseline: { name: 'full-object informer', value: full.rss / MiB },
+      },
+      {
+        section: 'relay',
+        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
+        value: (meta.rss - meta.baseline) / MiB,
+        unit: 'MiB',
+        baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
+      },
+    );
+    const topic = `bench-resync-${n}`;
+    await pubsub.createTopic(topic);
+    log(`resync of ${n} keys`);
+    const r = await child(['resync', '--kubeconfig', local.kubeconfigPath, '--topic', topic], {
+      PUBSUB_EMULATOR_HOST: emulator.host,
+      GOOGLE_CLOUD_PROJECT: emulator.projectId,
+    });
+    resync.push({ keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error });
+    if (r.error) notes.push(`resync of ${n} keys reported an error: ${r.error}`);
+  }
+  const [small, large] = resync as [(typeof resync)[0], (typeof resync)[0]];
+  figures.push(
+    {
+      section: 'resync',
+      name: `enumerate and publish ${large.keys} keys, time`,
+      value: large.durationMs / 1000,
+      unit: 's',
+      baseline: { name: `${small.keys} keys`, value: small.durationMs / 1000 },
+    },
+    {
+      section: 'resync',
+      name: `enumerate and publish ${large.keys} keys, keys/s`,
+      value: large.keys / (large.durationMs / 1000),
+      unit: 'keys/s',
+      baseline: { name: `${small.keys} keys`, value: small.keys / (small.durationMs / 1000) },
+    },
+    {
+      section: 'resync',
+      name: `enumerate and publish ${large.keys} keys, peak RSS`,
+      value: large.peakRss / 2 ** 20,
+      unit: 'MiB',
+      baseline: { name: `${small.keys} keys`, value: small.peakRss / 2 ** 20 },
+      target: { text: '< 512 MiB', met: large.peakRss < 512 * 2 ** 20 },
+    },
+  );
+}
+
+/** Spawn → first 204 of the reconcile function. */
+async function coldStart(): Promise<void> {
+  const cli = join(
+    repoRoot,
+    'node_modules',
+    '@google-cloud',
+    'functions-framework',
+    'build',
+    'src',
+    'main.js',
+  );
+  const samples: number[] = [];
+  for (let i = 0; i < sizes.coldStarts; i++) {
+    log(`cold start ${i + 1}`);
+    const port = await freePort();
+    const t0 = now();
+    const child = spawn(
+      process.execPath,
+      [cli, '--target=reconcile', `--port=${port}`, `--source=${repoRoot}`],
+      {
+        env: {
+          ...process.env,
+          KUBECONFIG: local.kubeconfigPath,
+          LOG_LEVEL: 'warn',
+          LEVELSET_SOURCE_NAMESPACE: 'bench-source',
+        },
+        stdio: 'ignore',
+      },
+    );
+    try {
+      const body = JSON.stringify({
+        message: {
+          data: Buffer.from(
+            JSON.stringify({
+              v: 1,
+              controller: 'secret-replicator',
+              namespace: 'bench-source',
+              name: 'missing',
+              reason: 'manual',
+              enqueuedAt: new Date().toISOString(),
+            }),
+          ).toString('base64'),
+          messageId: '1',
+        },
+      });
+      for (;;) {
+        const res = await fetch(`http://127.0.0.1:${port}/`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        }).catch(() => undefined);
+        if (res?.status === 204) break;
+        if (now() - t0 > 60_000) throw new Error('reconcile function did not answer 204 within 60 s');
+        await sleep(5);
+      }
+      samples.push(now() - t0);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }
+  const q = quantiles(samples);
+  figures.push({
+    section: 'cold-start',
+    name: `reconcile function: spawn → first 204, median of ${q.n}`,
+    value: q.p50,
+    unit: 'ms',
+  });
+}

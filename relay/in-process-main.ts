@@ -1,0 +1,91 @@
+/**
+ * The in-process mode's process (`npm run in-process`; the `deploy/in-process` Deployment's entry
+ * point): configuration from the environment, {@link startInProcess}; SIGTERM/SIGINT stop the
+ * informers, let the workers finish the queued keys, and exit 0.
+ *
+ * Environment: `KUBECONFIG` (else `~/.kube/config`, else in-cluster), `RELAY_PORT` (health/metrics,
+ * default 8080), `RELAY_COLLAPSE_MS` (default 0: the workqueue's dirty set alone collapses),
+ * `LEVELSET_WORKERS` (per controller, default 4), `LEVELSET_RESYNC_INTERVAL_MS` (default 600 000;
+ * 0 disables), `LOG_LEVEL`, and each controller's own configuration (README "Configuration").
+ *
+ * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
+ * that did not finish within {@link SHUTDOWN_TIMEOUT_MS}.
+ */
+import { z } from 'zod';
+import { loadKubeConfig } from '../functions/kube.ts';
+import { createLogger } from '../functions/log.ts';
+import { DEFAULT_PORT } from './config.ts';
+import {
+  DEFAULT_IN_PROCESS_COLLAPSE_MS,
+  DEFAULT_WORKERS,
+  type InProcess,
+  startInProcess,
+} from './in-process.ts';
+
+/** As the relay's (`relay/main.ts`): below Kubernetes' default 30 s grace period. */
+export const SHUTDOWN_TIMEOUT_MS = 25_000;
+
+/** Default period of the in-process resync, ms (10 min). */
+export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
+
+const optional = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const envSchema = z.object({
+  RELAY_PORT: optional(z.coerce.number().int().min(0).max(65_535)),
+  RELAY_COLLAPSE_MS: optional(z.coerce.number().int().min(0).max(60_000)),
+  LEVELSET_WORKERS: optional(z.coerce.number().int().min(1).max(1000)),
+  LEVELSET_RESYNC_INTERVAL_MS: optional(z.coerce.number().int().min(0)),
+  LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
+});
+
+async function main(): Promise<void> {
+  const parsed = envSchema.safeParse(process.env);
+  if (!parsed.success) {
+    // LOG_LEVEL may be the invalid variable: pino refuses unknown levels.
+    if (parsed.error.issues.some((i) => i.path[0] === 'LOG_LEVEL')) process.env.LOG_LEVEL = 'info';
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    createLogger('relay').fatal(`invalid in-process configuration: ${issues.join('; ')}`);
+    process.exitCode = 1;
+    return;
+  }
+  const env = parsed.data;
+  const logger = createLogger('relay');
+  let running: InProcess;
+  try {
+    running = await startInProcess({
+      kubeConfig: loadKubeConfig(),
+      port: env.RELAY_PORT ?? DEFAULT_PORT,
+      collapseMs: env.RELAY_COLLAPSE_MS ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,
+      workers: env.LEVELSET_WORKERS ?? DEFAULT_WORKERS,
+      resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS ?? DEFAULT_RESYNC_INTERVAL_MS,
+      logger,
+    });
+  } catch (err) {
+    logger.fatal({ err }, 'in-process mode failed to start');
+    process.exitCode = 1;
+    return;
+  }
+  let shuttingDown = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    timer.unref();
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+await main();

@@ -1,0 +1,196 @@
+/**
+ * The in-process mode: the same registered controllers run the classic way, in one process, for a
+ * cluster without Google Cloud. The relay's informers and key pipeline (`relay/relay.ts`) feed one
+ * rate-limited {@link WorkQueue} per controller instead of Pub/Sub; `workers` per controller take
+ * keys from it and run them with the same {@link reconcileKey} as the `reconcile` function, so both
+ * modes write identical outcome lines. As controller-runtime does:
+ *
+ * - `success` → `Forget`; `requeue` → `Forget` + `AddAfter(requeueAfterMs)` (honoured exactly);
+ * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100));
+ * - `terminal` / `malformed` → `Forget`, not retried;
+ * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added.
+ *
+ * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
+ * `workqueue_*` metrics with `name` = controller).
+ */
+import { controllers as registry } from '../functions/controllers/index.ts';
+import type { Controller, Key } from '../functions/controllers/types.ts';
+import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
+import { keyString } from '../functions/message.ts';
+import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
+import { listPrimaryKeys } from '../functions/resync.ts';
+import { createRelayMetrics } from './metrics.ts';
+import { type Relay, type RelayOptions, startRelay } from './relay.ts';
+import { createWorkQueueMetrics, type RateLimiter, WorkQueue, type WorkQueueMetrics } from './workqueue.ts';
+
+/** Default workers per controller (`LEVELSET_WORKERS`). */
+export const DEFAULT_WORKERS = 4;
+/** Default collapse window of the in-process mode, ms: none beyond the workqueue's dirty set. */
+export const DEFAULT_IN_PROCESS_COLLAPSE_MS = 0;
+
+export interface InProcessOptions
+  extends Pick<RelayOptions, 'kubeConfig' | 'port' | 'host' | 'informers' | 'collapseMs' | 'collapseMode'> {
+  /** Default: the registry. */
+  controllers?: readonly Controller[];
+  /** Workers per controller (controller-runtime's `MaxConcurrentReconciles`); default {@link DEFAULT_WORKERS}. */
+  workers?: number;
+  /** Period of the resync in ms; 0 (default) runs none. */
+  resyncIntervalMs?: number;
+  /** Logger of the informer side; default `createLogger('relay')`. */
+  logger?: Logger;
+  /** Logger of the reconcile side (outcome lines); default `createLogger('functions')`, as the function's. */
+  reconcileLogger?: Logger;
+  /** Rate limiter per controller queue; default client-go's `DefaultControllerRateLimiter`. */
+  rateLimiter?: () => RateLimiter;
+}
+
+export interface InProcess {
+  /** The informer side (readiness, informers, relay metrics, port). */
+  relay: Relay;
+  /** The workqueue of each controller, by controller name. */
+  queues: ReadonlyMap<string, WorkQueue>;
+  workQueueMetrics: WorkQueueMetrics;
+  /** Adds every key of every controller (the periodic resync; also callable by hand). Resolves with keys added. */
+  resync(): Promise<number>;
+  /**
+   * Stops the informers (keys still in the collapse window go to the queues), shuts the queues
+   * down, lets the workers finish the keys already queued, and closes HTTP.
+   */
+  stop(): Promise<void>;
+}
+
+/** `namespace/name` (or `name`) back to a key: the inverse of {@link keyString}. */
+function parseKey(s: string): Key {
+  const slash = s.indexOf('/');
+  return slash < 0 ? { namespace: '', name: s } : { namespace: s.slice(0, slash), name: s.slice(slash + 1) };
+}
+
+/**
+ * Starts the in-process mode: queues and workers, then the relay's informers and health server.
+ * @throws when the health server cannot listen, or `workers` is not a positive integer.
+ */
+export async function startInProcess(options: InProcessOptions): Promise<InProcess> {
+  const controllers = options.controllers ?? registry;
+  const workers = options.workers ?? DEFAULT_WORKERS;
+  if (!(Number.isInteger(workers) && workers >= 1)) throw new RangeError('workers must be an integer >= 1');
+  const logger = options.logger ?? createLogger('relay');
+  const reconcileLogger = options.reconcileLogger ?? createLogger('functions');
+  const metrics = createRelayMetrics();
+  const workQueueMetrics = createWorkQueueMetrics(metrics.registry);
+  const byName = new Map(controllers.map((c) => [c.name, c]));
+  const queues = new Map(
+    controllers.map((c) => [
+      c.name,
+      new WorkQueue({ name: c.name, metrics: workQueueMetrics, rateLimiter: options.rateLimiter?.() }),
+    ]),
+  );
+  const kubeConfig = () => options.kubeConfig;
+
+  const runWorker = async (controller: string, queue: WorkQueue): Promise<void> => {
+    for (;;) {
+      const { key, shutdown } = await queue.get();
+      if (shutdown) return;
+      let result: KeyOutcome = { outcome: 'error' };
+      try {
+        const log = keyLogger(reconcileLogger, controller, key).child({ reason: 'workqueue' });
+        result = await reconcileKey(byName, controller, parseKey(key), {
+          kubeConfig,
+          log,
+          retriedBy: 'the workqueue',
+        });
+      } finally {
+        switch (result.outcome) {
+          case 'transient':
+          case 'error':
+            queue.addRateLimited(key);
+            break;
+          case 'requeue':
+            queue.forget(key);
+            queue.addAfter(key, result.requeueAfterMs ?? 0);
+            break;
+          default:
+            queue.forget(key);
+        }
+        queue.done(key);
+      }
+    }
+  };
+
+  const relay = await startRelay({
+    kubeConfig: options.kubeConfig,
+    controllers,
+    collapseMs: options.collapseMs ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,
+    collapseMode: options.collapseMode,
+    port: options.port,
+    host: options.host,
+    informers: options.informers,
+    logger,
+    metrics,
+    publisher: {
+      publish: async (m) => {
+        const queue = queues.get(m.controller);
+        if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
+        queue.add(keyString(m));
+        return '';
+      },
+      flush: async () => {},
+    },
+  });
+
+  const workerLoops: Promise<void>[] = [];
+  for (const [name, queue] of queues) {
+    for (let i = 0; i < workers; i++)
+      workerLoops.push(
+        runWorker(name, queue).catch((err: unknown) =>
+          logger.fatal({ err, controller: name }, 'worker died'),
+        ),
+      );
+  }
+
+  const resync = async (): Promise<number> => {
+    const counts = await Promise.all(
+      controllers.map(async (controller) => {
+        const queue = queues.get(controller.name) as WorkQueue;
+        const ctx = { kubeConfig: options.kubeConfig, log: logger.child({ controller: controller.name }) };
+        let n = 0;
+        try {
+          const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
+          for await (const key of keys) {
+            queue.add(keyString(key));
+            n++;
+          }
+        } catch (err) {
+          ctx.log.warn({ err }, `${controller.name}: resync failed; the next one tries again`);
+        }
+        return n;
+      }),
+    );
+    const total = counts.reduce((a, b) => a + b, 0);
+    logger.info({ keys: total }, `resync added ${total} keys`);
+    return total;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  if (options.resyncIntervalMs) {
+    timer = setInterval(() => void resync(), options.resyncIntervalMs);
+    timer.unref();
+  }
+  logger.info({ controllers: [...queues.keys()], workers }, 'in-process mode started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    relay,
+    queues,
+    workQueueMetrics,
+    resync,
+    stop() {
+      stopping ??= (async () => {
+        if (timer) clearInterval(timer);
+        await relay.stop();
+        for (const q of queues.values()) q.shutDown();
+        await Promise.all(workerLoops);
+        logger.info('in-process mode stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,231 @@
+// The in-process mode's workqueue, against client-go's semantics (k8s.io/client-go/util/workqueue:
+// queue_test.go, delaying_queue_test.go, default_rate_limiters_test.go), with hand-cranked timers.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import {
+  BucketRateLimiter,
+  createWorkQueueMetrics,
+  defaultControllerRateLimiter,
+  ItemExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  WorkQueue,
+} from '../../relay/workqueue.ts';
+import { ManualTimers } from '../support/manual-timers.ts';
+
+function setup() {
+  const timers = new ManualTimers();
+  const registry = new Registry();
+  const metrics = createWorkQueueMetrics(registry);
+  const q = new WorkQueue({ name: 'foo', timers, metrics });
+  const value = async (metric: string) =>
+    (await registry.getSingleMetric(metric)?.get())?.values.find(
+      (v) => v.labels.name === 'foo' && !('le' in v.labels),
+    )?.value ?? 0;
+  return { timers, q, registry, value };
+}
+
+/** Resolves the keys `get` hands out right now (without waiting). */
+async function drain(q: WorkQueue): Promise<string[]> {
+  const keys: string[] = [];
+  while (q.length > 0) {
+    const r = await q.get();
+    if (r.shutdown) break;
+    keys.push(r.key);
+  }
+  return keys;
+}
+
+describe('ItemExponentialFailureRateLimiter (default_rate_limiters_test.go)', () => {
+  it('doubles per failure of a key, from base to max, and forget resets it', () => {
+    const l = new ItemExponentialFailureRateLimiter(5, 1_000_000);
+    const table: [string, number][] = [
+      ['one', 5],
+      ['one', 10],
+      ['one', 20],
+      ['one', 40],
+      ['two', 5],
+      ['one', 80],
+    ];
+    for (const [key, want] of table) assert.equal(l.when(key), want, key);
+    assert.equal(l.numRequeues('one'), 5);
+    assert.equal(l.numRequeues('two'), 1);
+    l.forget('one');
+    assert.equal(l.numRequeues('one'), 0);
+    assert.equal(l.when('one'), 5);
+  });
+
+  it('caps at max (5 ms → 1000 s reaches the cap at the 19th failure)', () => {
+    const l = new ItemExponentialFailureRateLimiter(5, 1_000_000);
+    const delays = Array.from({ length: 25 }, () => l.when('k'));
+    assert.equal(delays[17], 5 * 2 ** 17); // 655.36 s
+    assert.deepEqual(delays.slice(18), Array(7).fill(1_000_000));
+  });
+});
+
+describe('BucketRateLimiter (golang.org/x/time/rate semantics)', () => {
+  it('lets a burst through, then spaces keys at 1/qps, and refills over time', () => {
+    let now = 0;
+    const l = new BucketRateLimiter(10, 100, () => now);
+    const burst = Array.from({ length: 100 }, (_, i) => l.when(`k${i}`));
+    assert.ok(burst.every((d) => d === 0));
+    assert.equal(l.when('a'), 100);
+    assert.equal(l.when('b'), 200);
+    now += 1000; // +10 tokens: the bucket is back to 8
+    assert.equal(l.when('c'), 0);
+    assert.equal(l.numRequeues('c'), 0);
+  });
+});
+
+describe('MaxOfRateLimiter / DefaultControllerRateLimiter', () => {
+  it('takes the longest delay and the most requeues', () => {
+    let now = 0;
+    const l = new MaxOfRateLimiter(
+      new ItemExponentialFailureRateLimiter(5, 1_000_000),
+      new BucketRateLimiter(10, 1, () => now),
+    );
+    assert.equal(l.when('k'), 5); // bucket has its token: 0; exponential 5
+    assert.equal(l.when('k'), 100); // bucket empty: 100 ms > 10
+    assert.equal(l.numRequeues('k'), 2);
+    l.forget('k');
+    assert.equal(l.numRequeues('k'), 0);
+    now += 10_000;
+    assert.equal(defaultControllerRateLimiter(() => now).when('x'), 5);
+  });
+});
+
+describe('WorkQueue (queue_test.go)', () => {
+  it('hands keys out in FIFO order, and deduplicates a key that is waiting', async () => {
+    const { q, value } = setup();
+    for (const k of ['a', 'b', 'a', 'c', 'b']) q.add(k);
+    assert.equal(q.length, 3);
+    assert.equal(await value('workqueue_adds_total'), 3, 'adds_total counts keys added to the dirty set');
+    assert.equal(await value('workqueue_depth'), 3);
+    assert.deepEqual(await drain(q), ['a', 'b', 'c']);
+    assert.equal(await value('workqueue_depth'), 0);
+    assert.equal(q.processing, 3);
+  });
+
+  it('never hands a key out twice at once: an add while processing re-queues it at done (TestAddWhileProcessing)', async () => {
+    const { q } = setup();
+    q.add('a');
+    const first = await q.get();
+    assert.equal(first.key, 'a');
+    q.add('a');
+    q.add('a');
+    assert.equal(q.length, 0, 'not handed to a second worker while processing');
+    q.done('a');
+    assert.equal(q.length, 1, 'queued once more after done');
+    assert.deepEqual(await drain(q), ['a']);
+    q.done('a');
+    assert.equal(q.length, 0);
+  });
+
+  it('a waiting worker gets the next key added (Get blocks)', async () => {
+    const { q } = setup();
+    const pending = q.get();
+    q.add('x');
+    assert.deepEqual(await pending, { key: 'x', shutdown: false });
+  });
+
+  it('after ShutDown: adds are ignored, queued keys are still handed out, then shutdown', async () => {
+    const { q } = setup();
+    q.add('a');
+    q.shutDown();
+    q.add('b');
+    assert.equal(q.shuttingDown, true);
+    assert.deepEqual(await q.get(), { key: 'a', shutdown: false });
+    assert.deepEqual(await q.get(), { key: undefined, shutdown: true });
+    const other = setup().q;
+    const blocked = other.get();
+    other.shutDown();
+    assert.deepEqual(await blocked, { key: undefined, shutdown: true });
+  });
+
+  it('shutDownWithDrain waits for the keys being processed', async () => {
+    const { q } = setup();
+    q.add('a');
+    await q.get();
+    let drained = false;
+    const p = q.shutDownWithDrain().then(() => {
+      drained = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(drained, false);
+    q.done('a');
+    await p;
+    assert.equal(drained, true);
+  });
+});
+
+describe('WorkQueue delays (delaying_queue_test.go) and rate limiting (rate_limiting_queue_test.go)', () => {
+  it('addAfter adds the key once its delay has passed; zero adds at once', () => {
+    const { q, timers } = setup();
+    q.addAfter('later', 50);
+    q.addAfter('now', 0);
+    assert.equal(q.length, 1);
+    timers.advance(49);
+    assert.equal(q.length, 1);
+    timers.advance(1);
+    assert.equal(q.length, 2);
+    assert.equal(q.waiting, 0);
+  });
+
+  it('a key waiting keeps the earlier of its ready times (TestAddTwoFireEarly)', () => {
+    const { q, timers } = setup();
+    q.addAfter('k', 1000);
+    q.addAfter('k', 50);
+    q.addAfter('k', 500);
+    assert.equal(q.waiting, 1);
+    timers.advance(50);
+    assert.equal(q.length, 1);
+    timers.advance(1000);
+    assert.equal(q.length, 1, 'added once');
+  });
+
+  it('addRateLimited backs off per key (5 ms, 10 ms, …) and forget resets it; retries are counted', async () => {
+    const { q, timers, value } = setup();
+    const table = [5, 10, 20, 40];
+    for (const want of table) {
+      q.addRateLimited('k');
+      timers.advance(want - 1);
+      assert.equal(q.length, 0, `not before ${want} ms`);
+      timers.advance(1);
+      assert.equal(q.length, 1, `at ${want} ms`);
+      assert.deepEqual(await drain(q), ['k']);
+      q.done('k');
+    }
+    assert.equal(q.numRequeues('k'), 4);
+    assert.equal(await value('workqueue_retries_total'), 4);
+    q.forget('k');
+    assert.equal(q.numRequeues('k'), 0);
+    q.addRateLimited('k');
+    timers.advance(5);
+    assert.equal(q.length, 1);
+  });
+
+  it('shutDown drops keys waiting for a delay', () => {
+    const { q, timers } = setup();
+    q.addAfter('k', 10);
+    q.shutDown();
+    timers.advance(100);
+    assert.equal(q.length, 0);
+    assert.equal(timers.scheduled, 0);
+  });
+
+  it('observes queue and work durations under client-go metric names', async () => {
+    const { q, timers, registry } = setup();
+    q.add('k');
+    timers.advance(30);
+    await q.get();
+    timers.advance(70);
+    const text = await registry.metrics();
+    assert.match(text, /workqueue_longest_running_processor_seconds\{name="foo"\} 0\.07/);
+    assert.match(text, /workqueue_unfinished_work_seconds\{name="foo"\} 0\.07/);
+    q.done('k');
+    const after = await registry.metrics();
+    assert.match(after, /workqueue_queue_duration_seconds_sum\{name="foo"\} 0\.03/);
+    assert.match(after, /workqueue_work_duration_seconds_sum\{name="foo"\} 0\.07/);
+    assert.match(after, /workqueue_work_duration_seconds_count\{name="foo"\} 1/);
+  });
+});
