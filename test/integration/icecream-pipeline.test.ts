@@ -20,7 +20,8 @@ import {
 import { pino } from 'pino';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import { type Pipeline, startPipeline } from '../support/pipeline.ts';
+import type { StackMode } from '../../local/stack.ts';
+import { PIPELINE_MODES, type Pipeline, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -33,7 +34,7 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;
 
-describe('icecream end to end', () => {
+const suite = (mode: StackMode) => () => {
   let p: Pipeline;
   let ns: string;
   let custom: CustomObjectsApi;
@@ -70,21 +71,24 @@ describe('icecream end to end', () => {
     );
 
   before(async () => {
-    p = await startPipeline(async (cluster) => {
-      custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-      apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
-      core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-      await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
-      ns = await cluster.createNamespace('icecream-e2e');
-      await waitFor(
-        () => custom.listNamespacedCustomObject({ ...resource, namespace: ns }).then(() => true),
-        {
-          message: 'the Icecream CRD to be served',
-        },
-      );
-      if (cluster.local) node = await startSimulatedNode(cluster.kubeConfig, pino({ level: 'silent' }));
-      return {};
-    });
+    p = await startPipeline(
+      async (cluster) => {
+        custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+        apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+        core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+        await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
+        ns = await cluster.createNamespace('icecream-e2e');
+        await waitFor(
+          () => custom.listNamespacedCustomObject({ ...resource, namespace: ns }).then(() => true),
+          {
+            message: 'the Icecream CRD to be served',
+          },
+        );
+        if (cluster.local) node = await startSimulatedNode(cluster.kubeConfig, pino({ level: 'silent' }));
+        return {};
+      },
+      { mode },
+    );
   });
 
   after(async () => {
@@ -140,4 +144,6 @@ describe('icecream end to end', () => {
       { message: 'the Deployment, its ReplicaSets and Pods to be garbage-collected', timeoutMs: 60_000 },
     );
   });
-});
+};
+
+for (const mode of PIPELINE_MODES) describe(`icecream end to end (${mode})`, suite(mode));
