@@ -8,10 +8,12 @@ export function describeResource(r: ResourceType): string {
 }
 
 /**
- * The kinds a controller owns: the secondary resources it watches and may create (its RBAC grants
- * `create` on them), as controller-runtime's `Owns()` lists them.
+ * The kinds a controller owns, as controller-runtime's `Owns()` lists them: `Controller.owns` when
+ * the controller declares it (the kit's `defineController`), else the secondary resources it
+ * watches and may create (its RBAC grants `create` on them).
  */
 export function ownedKinds(c: Controller): string[] {
+  if (c.owns) return [...new Set(c.owns.map((r) => r.kind))];
   const creatable = (r: ResourceType) =>
     c.rbac.some(
       (rule) =>

@@ -42,6 +42,23 @@ export interface OwnedType {
   watchSelector?: string;
 }
 
+/** A label value: at most 63 characters, alphanumeric at both ends, `-`, `_`, `.` inside (apimachinery `validation.IsValidLabelValue`). */
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/**
+ * The labels of `labels` whose values Kubernetes would refuse (apimachinery
+ * `validation.IsValidLabelValue`), each as `key=value: why`; `[]` when all are valid.
+ */
+export function invalidLabelValues(labels: Record<string, string>): string[] {
+  return Object.entries(labels).flatMap(([k, v]) =>
+    v.length > 63
+      ? [`${k}=${v}: longer than 63 characters`]
+      : LABEL_VALUE.test(v)
+        ? []
+        : [`${k}=${v}: not a valid label value`],
+  );
+}
+
 /** `k=v,k=v`: a label selector matching every label of `labels`. */
 export function selectorOf(labels: Record<string, string>): string {
   return Object.entries(labels)

@@ -31,7 +31,14 @@ import { namespacedCustomObjectSchema } from '../runtime/custom-resource.ts';
 import { isNotFound, TerminalError } from '../runtime/errors.ts';
 import { EVENT_RECORDER_RULE, type EventRecorder } from '../runtime/events.ts';
 import { isControlledBy } from '../runtime/owner.ts';
-import { childLabels, type OwnedType, type Owner, reconcileChildren, selectorOf } from './children.ts';
+import {
+  childLabels,
+  invalidLabelValues,
+  type OwnedType,
+  type Owner,
+  reconcileChildren,
+  selectorOf,
+} from './children.ts';
 import { resourceClient } from './client.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 
@@ -216,6 +223,12 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
       return fail(INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
     }
+
+    // Children are found by their labels: an object whose name cannot be a label value cannot have
+    // children (and a LIST by that selector would answer 400 on every delivery).
+    const badLabels = owns.flatMap((type) => invalidLabelValues(childLabels(def.name, type, owner)));
+    if (badLabels.length > 0)
+      return fail(INVALID_SPEC, `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}`);
 
     try {
       const listed = await Promise.all(

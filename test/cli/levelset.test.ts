@@ -157,7 +157,7 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.ok(foo);
     assert.match(foo.primary, /^Foo \(samplecontroller\.k8s\.io\/v1alpha1\)$/);
     assert.deepEqual(foo.owns, ['Deployment']);
-    assert.ok(foo.rbac.includes('apps deployments: get,create,patch'));
+    assert.ok(foo.rbac.includes('apps deployments: get,list,create,patch,delete'), foo.rbac.join('; '));
   });
 
   test('reconcile --wait publishes one key and prints its outcome', async () => {

@@ -200,7 +200,7 @@ describe('kit: children, status, invalid specs, request counts', () => {
 
     await patchSpec('w', { value: 'b' });
     const changed = await reconcile('w');
-    assert.deepEqual(methods(changed.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'POST']);
+    assert.deepEqual(methods(changed.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'PATCH']);
     for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' });
   });
 

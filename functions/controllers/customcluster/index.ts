@@ -11,8 +11,7 @@
  * function): pod events map back to the Customcluster's key. A converged one costs 2 requests.
  */
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { defineController, FIELD_MANAGER, INVALID_SPEC, pods, TerminalError } from '../../kit/index.ts';
-import { keyString } from '../../message.ts';
+import { defineController, FIELD_MANAGER, pods } from '../../kit/index.ts';
 import { apiStatusOf } from '../../runtime/errors.ts';
 import { customclusterResource, customclusterSpecSchema } from './api.ts';
 import { CONTROLLER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
@@ -22,9 +21,6 @@ import { CONTROLLER_LABEL, newPod, observedStatus, planPods, readyCondition } fr
  * smaller): the pods' own events bring the key back for the rest, and a delivery stays short.
  */
 export const MAX_BURST = 100;
-
-/** Label values are at most 63 characters (apimachinery `validation.IsValidLabelValue`). */
-const MAX_LABEL_VALUE = 63;
 
 /**
  * Runs `count` calls of `fn` in batches of 1, 2, 4, … (the ReplicaSet controller's
@@ -55,10 +51,6 @@ export const customclusterController = defineController({
   ],
   synced: false,
   async reconcile({ key, object: cc, spec, owned, kubeConfig, log }) {
-    if (cc.metadata.name.length > MAX_LABEL_VALUE) {
-      const reason = `the name is longer than ${MAX_LABEL_VALUE} characters and cannot label its pods`;
-      throw new TerminalError(INVALID_SPEC, `${keyString(key)}: ${reason}`);
-    }
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const plan = planPods(cc, spec, owned(pods) as V1Pod[]);
     const toDelete = plan.delete.slice(0, MAX_BURST);
