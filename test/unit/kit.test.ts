@@ -133,7 +133,11 @@ describe('defineController', () => {
     assert.deepEqual(verbs('test.levelset.dev', 'widgets/status'), ['patch']);
     assert.deepEqual(verbs('apps', 'deployments'), ['get', 'list', 'create', 'patch', 'delete']);
     assert.deepEqual(verbs('', 'pods'), ['list']);
-    assert.deepEqual(verbs('', 'events'), ['create', 'get', 'patch'], 'the Event recorder aggregates repeats');
+    assert.deepEqual(
+      verbs('', 'events'),
+      ['create', 'get', 'patch'],
+      'the Event recorder aggregates repeats',
+    );
     assert.deepEqual(verbs('', 'configmaps'), ['get']);
   });
 
