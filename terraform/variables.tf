@@ -353,7 +353,7 @@ variable "relay_resources" {
     cpu_request    = optional(string, "50m")
     memory_request = optional(string, "128Mi")
     cpu_limit      = optional(string)
-    memory_limit   = optional(string, "256Mi")
+    memory_limit   = optional(string, "512Mi")
   })
   default = {}
 
