@@ -129,6 +129,9 @@ describe('relay: Pod → ReplicaSet → Deployment → Icecream', () => {
     });
     await relay.whenReady();
     await waitFor(() => keysFor('mapped') > 0 && keysFor('unmapped') > 0, { message: 'the initial keys' });
+    // Trailing messages of the initial events may still be in the collapse window: wait until none is.
+    const idle = async () => ((await relay?.metrics.keysPending.get())?.values[0]?.value ?? 0) === 0;
+    await waitFor(idle, { message: 'the collapse window to be empty' });
     const before = { mapped: keysFor('mapped'), unmapped: keysFor('unmapped') };
 
     await pod('unmapped-pod', unmapped.labels, unmapped.rs);
@@ -136,6 +139,7 @@ describe('relay: Pod → ReplicaSet → Deployment → Icecream', () => {
     await waitFor(() => keysFor('mapped') > before.mapped, {
       message: 'the Pod event mapped to its Icecream',
     });
+    await waitFor(idle, { message: 'the collapse window to be empty' });
     assert.equal(
       keysFor('unmapped'),
       before.unmapped,
