@@ -12,9 +12,7 @@
  * Warning Event, and is delivered exactly once: its own status write does not bring it back.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { MAX_BURST } from '../../functions/controllers/customcluster/index.ts';
 import { LABELS } from '../../functions/log.ts';
@@ -29,7 +27,6 @@ import {
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const exec = promisify(execFile);
 const CRD = new URL('../../functions/controllers/customcluster/crd.yaml', import.meta.url).pathname;
 const group = 'sde.dev';
 const version = 'v1alpha1';
@@ -49,14 +46,9 @@ describe('customcluster edge cases', () => {
   before(async () => {
     p = await startPipeline(
       async (cluster) => {
-        const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-        await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
         ns = await cluster.createNamespace('requeue');
-        await waitFor(
-          () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-          { message: 'the Customcluster CRD to be served' },
-        );
+        await cluster.applyCrd(CRD, { group, version, plural }, ns);
         return {};
       },
       { relay: false },

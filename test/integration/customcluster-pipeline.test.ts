@@ -178,14 +178,8 @@ const suite = (mode: StackMode) => () => {
       async (cluster) => {
         custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-        await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
         ns = await cluster.createNamespace('cc-e2e');
-        await waitFor(
-          () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-          {
-            message: 'the Customcluster CRD to be served',
-          },
-        );
+        await cluster.applyCrd(CRD, { group, version, plural }, ns);
         await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, {}, (type, object) => {
           seen.customclusters += 1;
           const uid = object.metadata?.uid ?? '';

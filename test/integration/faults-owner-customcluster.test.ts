@@ -7,14 +7,11 @@
  * for. Waits with deadlines for exactly the expected Pods.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const exec = promisify(execFile);
 const CRD = new URL('../../functions/controllers/customcluster/crd.yaml', import.meta.url).pathname;
 const group = 'sde.dev';
 const version = 'v1alpha1';
@@ -67,12 +64,8 @@ describe('owned children after faults (customcluster)', () => {
     p = await startPipeline(async (cluster) => {
       custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
       core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-      await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
       ns = await cluster.createNamespace('cc-faults');
-      await waitFor(
-        () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-        { message: 'the Customcluster CRD to be served' },
-      );
+      await cluster.applyCrd(CRD, { group, version, plural }, ns);
       return {};
     });
   });

@@ -6,14 +6,11 @@
  * Foo still asks for. Waits with deadlines for exactly the expected Deployments.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const exec = promisify(execFile);
 const CRD = new URL('../../functions/controllers/foo/crd.yaml', import.meta.url).pathname;
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
@@ -63,12 +60,8 @@ describe('owned children after faults (foo)', () => {
     p = await startPipeline(async (cluster) => {
       custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
       apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
-      await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
       ns = await cluster.createNamespace('foo-faults');
-      await waitFor(
-        () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-        { message: 'the Foo CRD to be served' },
-      );
+      await cluster.applyCrd(CRD, { group, version, plural }, ns);
       return {};
     });
   });

@@ -143,14 +143,8 @@ const suite = (mode: StackMode) => () => {
         custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
         apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-        await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
         ns = await cluster.createNamespace('foo-e2e');
-        await waitFor(
-          () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-          {
-            message: 'the Foo CRD to be served',
-          },
-        );
+        await cluster.applyCrd(CRD, { group, version, plural }, ns);
         await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, (type, object) => {
           seen.foos += 1;
           const uid = object.metadata?.uid ?? '';

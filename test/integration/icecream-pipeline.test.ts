@@ -76,14 +76,8 @@ const suite = (mode: StackMode) => () => {
         custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
         apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-        await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
         ns = await cluster.createNamespace('icecream-e2e');
-        await waitFor(
-          () => custom.listNamespacedCustomObject({ ...resource, namespace: ns }).then(() => true),
-          {
-            message: 'the Icecream CRD to be served',
-          },
-        );
+        await cluster.applyCrd(CRD, { ...resource }, ns);
         if (cluster.local) node = await startSimulatedNode(cluster.kubeConfig, pino({ level: 'silent' }));
         return {};
       },

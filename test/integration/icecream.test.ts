@@ -19,7 +19,6 @@ import { icecreamController } from '../../functions/controllers/icecream/index.t
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
@@ -48,11 +47,8 @@ describe('icecream reconcile on an API server', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    await exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'apply', '-f', CRD]);
     ns = await cluster.createNamespace('icecream');
-    await waitFor(() => custom.listNamespacedCustomObject({ ...resource, namespace: ns }).then(() => true), {
-      message: 'the Icecream CRD to be served',
-    });
+    await cluster.applyCrd(CRD, { ...resource }, ns);
     t = reconcilerForTest(icecreamController, cluster.kubeconfigPath);
   });
   after(() => cluster?.stop());

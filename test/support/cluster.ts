@@ -3,8 +3,10 @@
  * `TEST_KUBECONFIG` when set, else a fresh local API server (local/apiserver). Tests talk to it
  * only through the Kubernetes API, so they run unchanged on both.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { promisify } from 'node:util';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import {
   type LocalApiServer,
   type LocalApiServerOptions,
@@ -26,6 +28,16 @@ export interface TestCluster {
    * @returns its name
    */
   createNamespace(prefix: string, labels?: Record<string, string>): Promise<string>;
+  /**
+   * Applies the CRD manifest at `path` with `kubectl apply -f` (as a user would; idempotent) and
+   * waits, with a deadline, until its resource is served in `namespace` (a LIST answers 200).
+   * @throws {Error} when kubectl fails or the resource is not served in time.
+   */
+  applyCrd(
+    path: string,
+    resource: { group: string; version: string; plural: string },
+    namespace: string,
+  ): Promise<void>;
 }
 
 /** A short random suffix for names that must not collide across runs on a shared real cluster. */
@@ -56,6 +68,13 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
     kubeConfig,
     kubeconfigPath,
     local,
+    async applyCrd(path, resource, namespace) {
+      await promisify(execFile)('kubectl', ['--kubeconfig', kubeconfigPath, 'apply', '-f', path]);
+      const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+      await waitFor(() => custom.listNamespacedCustomObject({ ...resource, namespace }).then(() => true), {
+        message: `${resource.plural}.${resource.group} to be served`,
+      });
+    },
     async createNamespace(prefix, labels = {}) {
       const name = `${prefix}-${uniqueSuffix()}`;
       await core.createNamespace({
