@@ -9,7 +9,7 @@
  * 0 disables), `LOG_LEVEL`, and each controller's own configuration (README "Configuration").
  *
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
- * that did not finish within {@link SHUTDOWN_TIMEOUT_MS}.
+ * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 import { z } from 'zod';
 import { loadKubeConfig } from '../functions/kube.ts';
@@ -21,9 +21,9 @@ import {
   type InProcess,
   startInProcess,
 } from './in-process.ts';
+import { stopOnSignals } from './shutdown.ts';
 
 /** As the relay's (`relay/main.ts`): below Kubernetes' default 30 s grace period. */
-export const SHUTDOWN_TIMEOUT_MS = 25_000;
 
 /** Default period of the in-process resync, ms (10 min). */
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
@@ -66,26 +66,7 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  let shuttingDown = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    logger.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => {
-      logger.error({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out');
-      process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS);
-    timer.unref();
-    running.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  stopOnSignals(logger, () => running.stop());
 }
 
 await main();

@@ -4,7 +4,7 @@
  * informers, publish the keys still in the collapse window, flush, and exit 0.
  *
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
- * that did not finish within {@link SHUTDOWN_TIMEOUT_MS}.
+ * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 
 import { loadKubeConfig } from '../functions/kube.ts';
@@ -12,9 +12,9 @@ import { createLogger } from '../functions/log.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
 import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
+import { stopOnSignals } from './shutdown.ts';
 
 /** Below Kubernetes' default terminationGracePeriodSeconds (30 s), so the last logs are written. */
-export const SHUTDOWN_TIMEOUT_MS = 25_000;
 
 function failStart(message: string, err: unknown): void {
   // LOG_LEVEL may be the invalid variable: pino refuses unknown levels, so use one it accepts.
@@ -70,28 +70,10 @@ async function main(): Promise<void> {
     return;
   }
 
-  let shuttingDown = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    logger.info({ signal }, 'shutting down');
-    const timer = setTimeout(() => {
-      logger.error({ timeoutMs: SHUTDOWN_TIMEOUT_MS }, 'shutdown timed out');
-      process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS);
-    timer.unref();
-    void (async () => {
-      await relay.stop();
-      await publisher.close();
-      clearTimeout(timer);
-      process.exit(0);
-    })().catch((err: unknown) => {
-      logger.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  stopOnSignals(logger, async () => {
+    await relay.stop();
+    await publisher.close();
+  });
 }
 
 await main();
