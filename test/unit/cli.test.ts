@@ -37,10 +37,12 @@ test('parseKey: namespace/name for a namespaced primary, as SplitMetaNamespaceKe
   assert.throws(() => parseKey(clusterScoped, 'a/b'), /cluster-scoped/);
 });
 
-test('ownedKinds: watched secondary kinds the controller may create', () => {
+test('ownedKinds: the kinds a controller declares it owns, else watched kinds it may create', () => {
   assert.ok(foo);
-  assert.deepEqual(ownedKinds(foo), ['Deployment']);
-  assert.deepEqual(ownedKinds({ ...foo, rbac: foo.rbac.filter((r) => r.apiGroup !== 'apps') }), []);
+  assert.deepEqual(ownedKinds(foo), ['Deployment'], 'declared by the kit (Controller.owns)');
+  const undeclared = { ...foo, owns: undefined };
+  assert.deepEqual(ownedKinds(undeclared), ['Deployment'], 'watched, and RBAC grants create');
+  assert.deepEqual(ownedKinds({ ...undeclared, rbac: foo.rbac.filter((r) => r.apiGroup !== 'apps') }), []);
 });
 
 test('decodeDeadLetter: key, delivery attempts and times; degrades without the attributes', () => {
