@@ -15,6 +15,7 @@ import { newCommand } from './commands/new.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
+import { runCommand } from './commands/run.ts';
 import { statusCommand } from './commands/status.ts';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors.ts';
 
@@ -25,6 +26,7 @@ const parser = yargs(hideBin(process.argv))
   .usage('$0 <command>\n\nKubernetes controllers as serverless functions: run, inspect and operate Levelset.')
   .command(devCommand)
   .command(relayCommand)
+  .command(runCommand)
   .command(reconcileCommand)
   .command(resyncCommand)
   .command(deadLettersCommand)
@@ -46,7 +48,7 @@ const parser = yargs(hideBin(process.argv))
   });
 
 /** Commands that keep running until a signal stops them. */
-const LONG_RUNNING = ['dev', 'relay'];
+const LONG_RUNNING = ['dev', 'relay', 'run'];
 
 try {
   const argv = await parser.parseAsync();

@@ -108,6 +108,7 @@ describe('levelset (the real binary against the local stack)', () => {
       [],
       ['dev'],
       ['relay'],
+      ['run'],
       ['reconcile'],
       ['resync'],
       ['dead-letters'],
@@ -311,6 +312,31 @@ describe('levelset (the real binary against the local stack)', () => {
       relay.child.kill('SIGTERM');
     }
     assert.equal((await relay.done).code, 0);
+  });
+
+  test('run --in-process: the controllers in one process become ready and stop on SIGTERM; without the flag, exit 2', async () => {
+    const port = await freePort();
+    const run = spawnCli(['run', '--in-process'], {
+      ...stack.env,
+      RELAY_PORT: String(port),
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, {
+        message: 'levelset run --in-process ready',
+      });
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(metrics, /^# TYPE workqueue_depth gauge$/m, "client-go's workqueue metrics");
+    } finally {
+      run.child.kill('SIGTERM');
+    }
+    assert.equal((await run.done).code, 0);
+    const bare = await cli(['run']);
+    assert.equal(bare.code, 2);
+    assert.equal(
+      bare.stderr,
+      'levelset: levelset run needs --in-process (the serverless path is levelset relay plus the functions)\n',
+    );
   });
 
   test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async () => {
