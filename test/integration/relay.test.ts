@@ -223,7 +223,9 @@ describe('relay (integration)', () => {
       const receivedBefore = await sum(relay.metrics.eventsReceived);
       const publishedBefore = await sum(relay.metrics.keysPublished);
 
-      // 100 updates sent together, so that the burst falls inside one collapse window.
+      // 100 updates sent together, so that the burst falls inside one collapse window (1000 ms) on an
+      // idle machine; on a loaded one it may span more windows, each costing one trailing message.
+      const burstStarted = performance.now();
       await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
           core.patchNamespacedConfigMap(
@@ -235,11 +237,16 @@ describe('relay (integration)', () => {
       await waitFor(async () => (await sum(relay.metrics.eventsReceived)) >= receivedBefore + 100, {
         message: '100 MODIFIED events received',
       });
+      const burstMs = performance.now() - burstStarted;
       await drained(relay.metrics, inbox);
       const published = (await sum(relay.metrics.keysPublished)) - publishedBefore;
-      // The first event is published at once when the key is quiet, the other 99 as one trailing
-      // message (or all 100 as one trailing message when the burst started in the create's window).
-      assert.ok(published >= 1 && published <= 2, `published ${published} messages for the burst`);
+      // The first event is published at once when the key is quiet, the rest as one trailing message
+      // per window the burst spans: at most 1 + ⌈burst / window⌉ (2 when it fits in one window).
+      const bound = 1 + Math.max(1, Math.ceil(burstMs / 1000));
+      assert.ok(
+        published >= 1 && published <= bound,
+        `published ${published} messages for a burst of ${Math.round(burstMs)} ms (at most ${bound})`,
+      );
       assert.equal(inbox.for(controller, 'hot').length, 1 + published);
     });
 
