@@ -82,8 +82,10 @@ const sizes = tiny
       objectUpdates: 100,
       collapseMs: 250,
       rssSmall: 10_000,
-      rssLarge: 100_000,
-      resyncKeys: 100_000,
+      // 100k was the target; on the shared 2-core machine the local API server's 100k-object list
+      // did not complete within the run (informers re-listed for minutes), so the large size is 30k.
+      rssLarge: 30_000,
+      resyncKeys: 30_000,
       coldStarts: 3,
       pipelineEvents: 200_000,
       publishKeys: 5_000,
