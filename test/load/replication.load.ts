@@ -114,7 +114,9 @@ describe('load: 10 000 copies, then 1 000 source updates', { skip: !!process.env
 
   /** Waits for the exact state, then records the phase's figures. */
   const phase = async (t: TestContext, name: string, started: number, reconcilesBefore: number) => {
-    await waitFor(checkExact, { timeoutMs: 600_000, intervalMs: 1_000, message: `${name}: exact copies` });
+    // A generous deadline (30 min): the load test asserts what converges, not how fast (the figures
+    // are reported); on a shared 2-core machine the storm took 137 s idle and over 10 min loaded.
+    await waitFor(checkExact, { timeoutMs: 1_800_000, intervalMs: 1_000, message: `${name}: exact copies` });
     const figures = {
       convergeMs: Date.now() - started,
       reconciles: reconciles() - reconcilesBefore,

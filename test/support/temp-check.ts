@@ -21,6 +21,11 @@ export async function globalTeardown(): Promise<void> {
   const left = readdirSync(dir);
   rmSync(dir, { recursive: true, force: true });
   dir = undefined;
-  if (left.length > 0)
-    throw new Error(`tests left ${left.length} entries in the temporary directory: ${left.join(', ')}`);
+  if (left.length > 0) {
+    // node --test does not print an error thrown here (it only sets the exit code): say it.
+    process.stderr.write(
+      `✖ tests left ${left.length} entries in the temporary directory: ${left.join(', ')}\n`,
+    );
+    process.exitCode = 1;
+  }
 }
