@@ -14,6 +14,9 @@ let dir: string | undefined;
 export async function globalSetup(): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'levelset-test-run-'));
   process.env.TMPDIR = dir;
+  // Tools that call module.enableCompileCache() (tsc, run by the scaffold test) would otherwise
+  // keep Node's compile cache in <tmpdir>/node-compile-cache: a cache, but still something left.
+  process.env.NODE_DISABLE_COMPILE_CACHE = '1';
 }
 
 export async function globalTeardown(): Promise<void> {
