@@ -21,10 +21,8 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
-  KubeConfig as KubeConfigClass,
   type KubernetesObject,
   PatchStrategy,
-  type RequestContext,
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
@@ -33,6 +31,7 @@ import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replica
 import type { Controller, ResourceType } from '../functions/controllers/types.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
+import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
 import { createEventRecorder } from '../functions/runtime/events.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
@@ -124,24 +123,6 @@ async function pool<T>(
   );
 }
 
-/**
- * The bench's own client for its fixtures (fills, patches, namespaces): client-node 2.0.1 builds a
- * new undici Agent for every request (`KubeConfig.applySecurityAuthentication` →
- * `createDispatcher`), so every request opens its own connection, which stays open until the
- * keep-alive timeout; 10k+ writes run the bench process out of file descriptors (EMFILE). This
- * KubeConfig keeps the first request's dispatcher and reuses it, so writes share a few keep-alive
- * connections. It only changes the transport of the bench's own writes (test fixtures), not the
- * system under test: the relay, the functions and the children use a plain KubeConfig.
- */
-class BenchKubeConfig extends KubeConfigClass {
-  #dispatcher: ReturnType<RequestContext['getDispatcher']>;
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    this.#dispatcher ??= context.getDispatcher();
-    if (this.#dispatcher) context.setDispatcher(this.#dispatcher);
-  }
-}
-
 /** A cluster-wide watch that resolves waiters when a predicate on the latest objects holds. */
 function watchObjects(kc: KubeConfig, path: string) {
   const objects = new Map<string, KubernetesObject>();
@@ -225,7 +206,7 @@ async function startApiServerProcess(): Promise<{ kubeconfigPath: string; stop()
 }
 
 const local = await startApiServerProcess();
-const kc = new BenchKubeConfig();
+const kc = new PooledKubeConfig();
 kc.loadFromFile(local.kubeconfigPath);
 const core = kc.makeApiClient(CoreV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -518,7 +499,7 @@ async function collapse(): Promise<void> {
       ],
       reconcile: async () => undefined,
     };
-    const relayKc = new KubeConfigClass(); // the system under test: client-node as shipped
+    const relayKc = new PooledKubeConfig(); // as the relay process loads it (functions/kube.ts)
     relayKc.loadFromFile(local.kubeconfigPath);
     const relay = await startRelay({
       kubeConfig: relayKc,

@@ -9,10 +9,11 @@
  * on Cloud Run), which caches it and refreshes it before it expires. It is asked for on every
  * request and never stored in the KubeConfig, never logged.
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { GoogleAuth } from 'google-auth-library';
 import { z } from 'zod';
 import type { Logger } from './log.ts';
+import { PooledKubeConfig } from './pooled-kubeconfig.ts';
 
 /** OAuth 2.0 scope of the access token; GKE accepts cloud-platform tokens. */
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -132,7 +133,7 @@ export function gkeKubeConfig(connection: GkeConnection, options: GkeKubeConfigO
       (opts.headers as Record<string, string>).Authorization = `Bearer ${token}`;
     },
   };
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   kc.addAuthenticator(authenticator);
   kc.loadFromClusterAndUser(
     { name: 'gke', server: connection.server, caData: connection.caData, skipTLSVerify: false },

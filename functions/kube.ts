@@ -6,8 +6,9 @@
  * `KUBECONFIG` (or `~/.kube/config`) when present, else the in-cluster ServiceAccount (client-go's
  * `rest.InClusterConfig`).
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { gkeKubeConfig, readGkeConnection } from './gke-auth.ts';
+import { PooledKubeConfig } from './pooled-kubeconfig.ts';
 
 /**
  * Loads the KubeConfig for this process.
@@ -18,7 +19,7 @@ import { gkeKubeConfig, readGkeConnection } from './gke-auth.ts';
  */
 export function loadKubeConfig(kubeconfigPath?: string, env: NodeJS.ProcessEnv = process.env): KubeConfig {
   if (!kubeconfigPath && env.K_SERVICE) return gkeKubeConfig(readGkeConnection(env));
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
   else kc.loadFromDefault();
   if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured: set KUBECONFIG');

@@ -12,6 +12,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
 import { createLogger } from '../functions/log.ts';
+import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { type LocalApiServer, startLocalApiServer } from './apiserver/index.ts';
 import { seedDemo } from './demo.ts';
 import { formatLogLine } from './progress.ts';
@@ -111,7 +112,7 @@ export async function runDev(options: DevOptions): Promise<void> {
     const controllerEnv: Record<string, string> = {
       LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE,
     };
-    const kubeConfig = new KubeConfig();
+    const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
     if (apiserver) {
       // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.

@@ -8,10 +8,11 @@
  *   const run = await t.reconcile({ namespace, name });  // → { requests, result, error }
  *   assert.deepEqual(run.requests, ['GET /apis/…/icecreams/x', 'GET /apis/apps/v1/…/deployments', …]);
  */
-import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import type { RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Controller, Key, ReconcileContext, Result } from '../controllers/types.ts';
 import type { Logger } from '../log.ts';
+import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
 import { TerminalError } from '../runtime/errors.ts';
 import { createEventRecorder } from '../runtime/events.ts';
 
@@ -19,7 +20,7 @@ import { createEventRecorder } from '../runtime/events.ts';
  * A KubeConfig that records every API request made through it, so a test can assert how many
  * requests a reconcile makes (and which). Works on the local API server and on a real cluster.
  */
-export class CountingKubeConfig extends KubeConfig {
+export class CountingKubeConfig extends PooledKubeConfig {
   /** `METHOD path`, or `METHOD path?query` when constructed with `{ query: true }`; oldest first. */
   requests: string[] = [];
   readonly #query: boolean;

@@ -11,8 +11,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import YAML from 'yaml';
+import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { CrdController } from './crds.ts';
 import { FaultInjector } from './faults.ts';
 import { GarbageCollector } from './gc.ts';
@@ -99,7 +100,7 @@ function kubeconfigYaml(server: string, token: string, user = 'levelset-local', 
 }
 
 function kubeConfigFor(server: string, token: string, user: string, ca?: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   kc.loadFromString(kubeconfigYaml(server, token, user, ca));
   return kc;
 }

@@ -6,7 +6,8 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import {
   type LocalApiServer,
   type LocalApiServerOptions,
@@ -52,7 +53,7 @@ export function uniqueSuffix(): string {
 export async function startTestCluster(localOptions: LocalApiServerOptions = {}): Promise<TestCluster> {
   const external = process.env.TEST_KUBECONFIG;
   let local: LocalApiServer | undefined;
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   let kubeconfigPath: string;
   if (external) {
     kubeConfig.loadFromFile(external);

@@ -7,8 +7,14 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ClusterRole } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1ClusterRole,
+} from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { repoRoot } from '../../local/service.ts';
 import { uniqueSuffix } from './cluster.ts';
 
@@ -89,7 +95,7 @@ export async function createLeastPrivilegedIdentities(admin: KubeConfig): Promis
     });
     const token = request.status?.token;
     if (!token) throw new Error(`TokenRequest for ${name} returned no token`);
-    const kubeConfig = new KubeConfig();
+    const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromOptions({
       clusters: [cluster],
       users: [{ name, token }],

@@ -1,0 +1,34 @@
+/**
+ * The KubeConfig class of every Levelset process: client-node's, with requests sharing connections.
+ */
+import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
+
+type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
+
+/**
+ * A KubeConfig whose requests share keep-alive connections.
+ *
+ * client-node 2.0.1 builds a new undici `Agent` for every request to a TLS endpoint (and to
+ * `http://` with `insecure-skip-tls-verify`): `applySecurityAuthentication` → `createDispatcher`.
+ * Each request then opens its own connection (a TLS handshake with a real cluster), left open until
+ * the keep-alive timeout; a busy process holds hundreds of sockets. This class keeps the first
+ * dispatcher made for a cluster and user and gives it to every later request, so requests share one
+ * connection pool, as client-go's transport cache does (one `http.Transport` per TLS config).
+ * The key is the one client-node uses for its own https.Agent cache (cluster name, user name), plus
+ * the server URL. TLS material is read once per process, as client-go's `rest.Config`; credentials
+ * sent as headers (tokens, exec plugins, the Cloud Run authenticator) are still applied per request.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  readonly #dispatchers = new Map<string, NonNullable<Dispatcher>>();
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const made = context.getDispatcher();
+    if (!made) return; // plain http: fetch's global dispatcher, which pools already
+    const cluster = this.getCurrentCluster();
+    const key = JSON.stringify([cluster?.name, cluster?.server, this.getCurrentUser()?.name]);
+    const shared = this.#dispatchers.get(key);
+    if (shared) context.setDispatcher(shared);
+    else this.#dispatchers.set(key, made);
+  }
+}
