@@ -7,6 +7,7 @@
  *   npm run bench                 # full sizes, into bench/
  *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm test runs this once)
  *   npm run bench -- --out DIR    # elsewhere
+ *   npm run bench -- --only collapse --only relay   # some sections, into a temp dir
  *
  * Every figure comes with the baseline measured in the same run. Nothing here is a test: no
  * figure is asserted (timing belongs in benchmarks, not tests).
@@ -47,10 +48,16 @@ import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series 
 
 const exec = promisify(execFile);
 const { values: args } = parseArgs({
-  options: { tiny: { type: 'boolean', default: false }, out: { type: 'string' } },
+  options: {
+    tiny: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    only: { type: 'string', multiple: true },
+  },
 });
 const tiny = args.tiny ?? false;
-const outDir = args.out ?? (tiny ? mkdtempSync(join(tmpdir(), 'levelset-bench-')) : join(repoRoot, 'bench'));
+// A partial or tiny run never overwrites the committed full report.
+const outDir =
+  args.out ?? (tiny || args.only ? mkdtempSync(join(tmpdir(), 'levelset-bench-')) : join(repoRoot, 'bench'));
 mkdirSync(outDir, { recursive: true });
 
 const sizes = tiny
@@ -226,6 +233,8 @@ try {
     ]);
   /** A section that fails is reported as a note; the others still run. */
   const section = async (name: string, fn: () => Promise<void>) => {
+    if (args.only && !args.only.includes(name)) return;
+    log(`section ${name}`);
     try {
       await fn();
     } catch (err) {

@@ -167,13 +167,20 @@ export class Authorizer {
         ruleAllows(r, info),
       );
     };
-    for (const b of this.store.list('rbac.authorization.k8s.io/clusterrolebindings'))
-      if (check(b, '')) return true;
-    if (info.isResource && info.namespace) {
-      for (const b of this.store.list('rbac.authorization.k8s.io/rolebindings', info.namespace))
-        if (check(b, info.namespace)) return true;
+    // Read in place (the bindings are only read), as kube-apiserver's authorizer reads its informer cache.
+    let allowed = false;
+    this.store.walk('rbac.authorization.k8s.io/clusterrolebindings', {}, (b) => {
+      allowed = check(b, '');
+      return !allowed;
+    });
+    if (!allowed && info.isResource && info.namespace) {
+      const namespace = info.namespace;
+      this.store.walk('rbac.authorization.k8s.io/rolebindings', { namespace }, (b) => {
+        allowed = check(b, namespace);
+        return !allowed;
+      });
     }
-    return false;
+    return allowed;
   }
 
   /** The 403 kube-apiserver returns for a denied request. */

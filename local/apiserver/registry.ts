@@ -216,14 +216,12 @@ export class Registry {
     const current = this.store.currentRv();
     let listRv = current;
     let start = '';
-    let source: KubeObject[];
+    let atRv: number | undefined; // read the state at this resourceVersion (continue, Exact)
     if (opts.continue) {
       const token = decodeContinue(opts.continue);
       listRv = token.rv;
       start = token.start;
-      const snap = this.store.snapshot(t.storage, listRv, t.namespaced ? namespace : undefined);
-      if (!snap) throw continueExpired();
-      source = snap;
+      atRv = listRv;
     } else {
       const rv = parseRv(opts.resourceVersion, 'list');
       if (rv !== undefined && rv > current) {
@@ -238,27 +236,41 @@ export class Registry {
         });
       }
       if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
-        const snap = this.store.snapshot(t.storage, rv, t.namespaced ? namespace : undefined);
-        if (!snap) throw tooOldResourceVersion(rv, this.store.oldestAvailable(t.storage));
-        source = snap;
+        atRv = rv;
         listRv = rv;
-      } else {
-        source = this.store.list(t.storage, t.namespaced ? namespace : undefined);
       }
     }
-    const keyOf = (o: KubeObject) => objectKey(o.metadata.namespace, o.metadata.name ?? '');
-    const candidates = source.filter((o) => (!start || keyOf(o) >= start) && match(o));
+    // One range read in key order: only the page's matching objects are copied; past the page,
+    // matches are only counted (remainingItemCount), or the read stops at the first (selectors).
     const limit = opts.limit && opts.limit > 0 ? opts.limit : undefined;
-    if (limit === undefined || candidates.length <= limit)
-      return { items: candidates, resourceVersion: String(listRv) };
-    const items = candidates.slice(0, limit);
+    const selectors = Boolean(opts.labelSelector || opts.fieldSelector);
+    const items: KubeObject[] = [];
+    let remaining = 0;
+    const range = { namespace: t.namespaced ? namespace : undefined, from: start };
+    const visit = (o: Readonly<KubeObject>) => {
+      if (!match(o as KubeObject)) return;
+      if (limit === undefined || items.length < limit) items.push(structuredClone(o) as KubeObject);
+      else {
+        remaining++;
+        if (selectors) return false;
+      }
+    };
+    if (atRv === undefined) this.store.walk(t.storage, range, visit);
+    else if (!this.store.walkAt(t.storage, atRv, range, visit)) {
+      if (opts.continue) throw continueExpired();
+      throw tooOldResourceVersion(atRv, this.store.oldestAvailable(t.storage));
+    }
+    if (limit === undefined || remaining === 0) return { items, resourceVersion: String(listRv) };
     const last = items[items.length - 1] as KubeObject;
     const result: ListResult = {
       items,
       resourceVersion: String(listRv),
-      continue: encodeContinue(listRv, `${keyOf(last)}\u0000`),
+      continue: encodeContinue(
+        listRv,
+        `${objectKey(last.metadata.namespace, last.metadata.name ?? '')}\u0000`,
+      ),
     };
-    if (!opts.labelSelector && !opts.fieldSelector) result.remainingItemCount = candidates.length - limit;
+    if (!selectors) result.remainingItemCount = remaining;
     return result;
   }
 

@@ -26,6 +26,18 @@ export function objectKey(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
+/** The index of the first of the sorted `keys` that is `>= key`. */
+function lowerBound(keys: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((keys[mid] as string) < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export interface StoreOptions {
   /** Events kept per storage for watch resumption and continue tokens; default 1000. */
   historySize?: number;
@@ -38,6 +50,8 @@ export class Store {
   /** Per storage: events with rv <= this value are no longer kept. */
   private readonly compactedAt = new Map<string, number>();
   private compactedAll = 0;
+  /** Per storage: its keys sorted, until an object is added or removed. */
+  private readonly sortedKeys = new Map<string, string[]>();
   private readonly listeners = new Set<StoreListener>();
   readonly historySize: number;
 
@@ -60,19 +74,46 @@ export class Store {
     return obj ? structuredClone(obj) : undefined;
   }
 
-  /** Objects of a storage in key order (etcd key order), optionally of one namespace. */
+  /** Objects of a storage in key order (etcd key order), optionally of one namespace; copies. */
   list(storage: string, namespace?: string): KubeObject[] {
-    const m = this.data.get(storage);
-    if (!m) return [];
-    const keys = [...m.keys()].sort();
     const out: KubeObject[] = [];
-    for (const k of keys) {
-      const o = m.get(k);
-      if (!o) continue;
-      if (namespace && o.metadata.namespace !== namespace) continue;
+    this.walk(storage, { namespace }, (o) => {
       out.push(structuredClone(o));
-    }
+    });
     return out;
+  }
+
+  /**
+   * Visits the stored objects of a storage in key order without copying them (an etcd range read):
+   * of one namespace when given (a key prefix), from key `from` on (inclusive). `visit` must not
+   * mutate or keep the objects, and returns `false` to stop. Cost: the objects visited, plus a sort
+   * of the storage's keys after an object was added or removed.
+   */
+  walk(
+    storage: string,
+    range: { namespace?: string; from?: string },
+    visit: (obj: Readonly<KubeObject>, key: string) => unknown,
+  ): void {
+    const m = this.data.get(storage);
+    if (!m) return;
+    const keys = this.keysInOrder(storage, m);
+    const prefix = range.namespace ? `${range.namespace}/` : '';
+    const from = range.from && range.from > prefix ? range.from : prefix;
+    for (let i = lowerBound(keys, from); i < keys.length; i++) {
+      const k = keys[i] as string;
+      if (prefix && !k.startsWith(prefix)) break;
+      const o = m.get(k);
+      if (o && visit(o, k) === false) return;
+    }
+  }
+
+  private keysInOrder(storage: string, m: Map<string, KubeObject>): string[] {
+    let keys = this.sortedKeys.get(storage);
+    if (!keys) {
+      keys = [...m.keys()].sort();
+      this.sortedKeys.set(storage, keys);
+    }
+    return keys;
   }
 
   /**
@@ -122,6 +163,7 @@ export class Store {
     stored.metadata.resourceVersion = String(rv);
     if (type === 'DELETED') m.delete(key);
     else m.set(key, stored);
+    if (!prev || type === 'DELETED') this.sortedKeys.delete(storage);
     const event: StoreEvent = { type, storage, key, rv, object: stored, ...(prev ? { prev } : {}) };
     let h = this.history.get(storage);
     if (!h) {
@@ -151,24 +193,55 @@ export class Store {
 
   /**
    * The objects of a storage as they were at resourceVersion `rv` (etcd MVCC read), in key order;
-   * `undefined` when `rv` is older than the kept history (compacted).
+   * `undefined` when `rv` is older than the kept history (compacted). Copies.
    */
   snapshot(storage: string, rv: number, namespace?: string): KubeObject[] | undefined {
+    const out: KubeObject[] = [];
+    const kept = this.walkAt(storage, rv, { namespace }, (o) => {
+      out.push(structuredClone(o));
+    });
+    return kept ? out : undefined;
+  }
+
+  /**
+   * {@link walk} over the objects as they were at resourceVersion `rv` (etcd MVCC range read).
+   * @returns `false`, visiting nothing, when `rv` is older than the kept history (compacted).
+   */
+  walkAt(
+    storage: string,
+    rv: number,
+    range: { namespace?: string; from?: string },
+    visit: (obj: Readonly<KubeObject>, key: string) => unknown,
+  ): boolean {
     const later = this.eventsSince(storage, rv);
-    if (!later) return undefined;
-    const state = new Map<string, KubeObject>();
-    for (const o of this.data.get(storage)?.entries() ?? []) state.set(o[0], o[1]);
-    for (let i = later.length - 1; i >= 0; i--) {
-      const e = later[i];
-      if (!e) continue;
-      if (e.prev) state.set(e.key, e.prev);
-      else state.delete(e.key);
+    if (!later) return false;
+    if (later.length === 0) {
+      this.walk(storage, range, visit);
+      return true;
     }
-    return [...state.keys()]
-      .sort()
-      .map((k) => state.get(k))
-      .filter((o): o is KubeObject => o !== undefined && (!namespace || o.metadata.namespace === namespace))
-      .map((o) => structuredClone(o));
+    // The state at rv: the live objects, with each key changed since rv undone to its earliest prev.
+    const undone = new Map<string, KubeObject | undefined>();
+    for (let i = later.length - 1; i >= 0; i--) {
+      const e = later[i] as StoreEvent;
+      undone.set(e.key, e.prev);
+    }
+    const live = this.data.get(storage) ?? new Map<string, KubeObject>();
+    const prefix = range.namespace ? `${range.namespace}/` : '';
+    const from = range.from && range.from > prefix ? range.from : prefix;
+    const inRange = (k: string) => k >= from && (!prefix || k.startsWith(prefix));
+    const keys = this.keysInOrder(storage, live);
+    const gone = [...undone.keys()].filter((k) => !live.has(k) && inRange(k));
+    const ordered = gone.length ? [...keys.filter(inRange), ...gone].sort() : keys;
+    for (let i = gone.length ? 0 : lowerBound(ordered, from); i < ordered.length; i++) {
+      const k = ordered[i] as string;
+      if (!inRange(k)) {
+        if (k >= from) break;
+        continue;
+      }
+      const o = undone.has(k) ? undone.get(k) : live.get(k);
+      if (o && visit(o, k) === false) break;
+    }
+    return true;
   }
 
   /** Drops all kept history (etcd compaction): older resourceVersions now answer 410 Expired. */

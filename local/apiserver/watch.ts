@@ -174,7 +174,10 @@ export class WatchHub {
     res.on('close', () => watch.close());
 
     if (rvText === '' || rvText === '0' || req.sendInitialEvents) {
-      const items = this.store.list(t.storage, t.namespaced ? req.namespace : undefined).filter(visible);
+      const items: KubeObject[] = [];
+      this.store.walk(t.storage, { namespace: t.namespaced ? req.namespace : undefined }, (o) => {
+        if (visible(o as KubeObject)) items.push(structuredClone(o) as KubeObject);
+      });
       for (const o of items) sendObject('ADDED', o);
       lastRv = this.store.currentRv();
       if (req.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });

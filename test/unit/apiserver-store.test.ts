@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { KubeObject } from '../../local/apiserver/resources.ts';
+import { objectKey, Store } from '../../local/apiserver/store.ts';
+
+const S = '/configmaps';
+const cm = (namespace: string, name: string, v = '1'): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { namespace, name },
+  data: { v },
+});
+const put = (s: Store, ns: string, name: string, v?: string) =>
+  s.create(S, objectKey(ns, name), cm(ns, name, v));
+const names = (objs: readonly Readonly<KubeObject>[]) =>
+  objs.map((o) => `${o.metadata.namespace}/${o.metadata.name}=${(o.data as { v: string }).v}`);
+function walked(s: Store, range: { namespace?: string; from?: string }, rv?: number): string[] {
+  const out: Readonly<KubeObject>[] = [];
+  if (rv === undefined) s.walk(S, range, (o) => void out.push(o));
+  else assert.ok(s.walkAt(S, rv, range, (o) => void out.push(o)));
+  return names(out);
+}
+
+test('walk: key order, a namespace is a key prefix, from is inclusive, false stops', () => {
+  const s = new Store();
+  for (const [ns, n] of [
+    ['b', 'x'],
+    ['a', 'z'],
+    ['ab', 'a'],
+    ['a', 'y'],
+  ] as const)
+    put(s, ns, n);
+  assert.deepEqual(walked(s, {}), ['a/y=1', 'a/z=1', 'ab/a=1', 'b/x=1']);
+  assert.deepEqual(walked(s, { namespace: 'a' }), ['a/y=1', 'a/z=1']);
+  assert.deepEqual(walked(s, { namespace: 'a', from: 'a/z' }), ['a/z=1']);
+  assert.deepEqual(walked(s, { from: 'a/z\u0000' }), ['ab/a=1', 'b/x=1']);
+  const firstTwo: string[] = [];
+  s.walk(S, {}, (_o, key) => firstTwo.push(key) < 2);
+  assert.deepEqual(firstTwo, ['a/y', 'a/z']);
+  put(s, 'a', 'a'); // a new key is walked in its place
+  assert.deepEqual(walked(s, { namespace: 'a' }), ['a/a=1', 'a/y=1', 'a/z=1']);
+});
+
+test('walkAt: the state at a resourceVersion, with later updates, creates and deletes undone', () => {
+  const s = new Store();
+  for (const n of ['a', 'b', 'c', 'd']) put(s, 'ns', n);
+  put(s, 'other', 'a');
+  const rv = s.currentRv();
+  const before = walked(s, {});
+  s.update(S, 'ns/b', cm('ns', 'b', '2'));
+  s.delete(S, 'ns/c');
+  put(s, 'ns', 'bb');
+  s.update(S, 'ns/b', cm('ns', 'b', '3'));
+  assert.deepEqual(walked(s, {}, rv), before);
+  assert.deepEqual(walked(s, { namespace: 'ns', from: 'ns/b\u0000' }, rv), ['ns/c=1', 'ns/d=1']);
+  assert.deepEqual(walked(s, {}), ['ns/a=1', 'ns/b=3', 'ns/bb=1', 'ns/d=1', 'other/a=1']);
+  assert.deepEqual(names(s.snapshot(S, rv, 'ns') ?? []), before.slice(0, 4));
+});
+
+test('walkAt: a resourceVersion older than the kept history is refused', () => {
+  const s = new Store({ historySize: 2 });
+  put(s, 'ns', 'a');
+  const rv = s.currentRv();
+  for (let i = 0; i < 3; i++) s.update(S, 'ns/a', cm('ns', 'a', String(i)));
+  assert.equal(
+    s.walkAt(S, rv, {}, () => assert.fail('visited')),
+    false,
+  );
+  assert.equal(s.snapshot(S, rv), undefined);
+});
