@@ -121,7 +121,7 @@ export function cdfChart(title: string, series: readonly Series[]): string {
 export const SECTIONS: Record<string, { title: string; read: string }> = {
   e2e: {
     title: 'End to end: serverless vs in-process',
-    read: "Time from the API write (a source Secret data change; a Foo spec.replicas change) to the bench's own watch seeing every copy converged / the Deployment updated. Serverless = relay → Pub/Sub emulator → functions-framework → API; baseline = the in-process mode (informers → workqueue → workers) on the same local API server. Ratio > 1: serverless is slower by that factor.",
+    read: "Time from the API write (a source Secret data change; a Foo spec.replicas change) to the bench's own watch seeing every copy converged / the Deployment updated. Changes are sequential and go to `rotation` objects in turn, so each object changes again only after the relay's collapse window: isolated changes (bursts are the collapse section's). Serverless = relay → Pub/Sub emulator → functions-framework → API; baseline = the in-process mode (informers → workqueue → workers) on the same local API server. Ratio > 1: serverless is slower by that factor.",
   },
   throughput: {
     title: 'Throughput: Foos created at once → all Ready',

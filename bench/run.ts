@@ -63,6 +63,7 @@ mkdirSync(outDir, { recursive: true });
 const sizes = tiny
   ? {
       e2eChanges: 4,
+      rotation: 2,
       targets: 2,
       foos: 5,
       isolated: 4,
@@ -80,6 +81,8 @@ const sizes = tiny
     }
   : {
       e2eChanges: 200,
+      // objects changed in turn: one changes again ≥ 16 changes (> the 250 ms window) later
+      rotation: 16,
       targets: 3,
       foos: 1000,
       isolated: 50,
@@ -325,61 +328,56 @@ async function e2eAndThroughput(): Promise<void> {
       },
     });
     try {
-      // Secret: one source, copied into every target namespace.
-      const name = `db-${mode}`;
-      const body = (v: string) => ({
+      // Changes go to `rotation` objects in turn, so that one object changes again only after the
+      // relay's collapse window has passed: each change is an isolated change (bursts are the
+      // collapse section's). Secrets: each source copied into every target namespace.
+      const secretNames = Array.from({ length: sizes.rotation }, (_, k) => `db-${mode}-${k}`);
+      const body = (name: string, v: string) => ({
         metadata: { name, namespace: source, annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-target-.*' } },
         data: { v: Buffer.from(v).toString('base64') },
       });
-      await core.createNamespacedSecret({ namespace: source, body: body('0') });
-      const copiesAre = (v: string) => () => targets.every((t) => decoded(secrets.get(t, name)) === v);
-      await secrets.until(copiesAre('0'));
+      for (const name of secretNames)
+        await core.createNamespacedSecret({ namespace: source, body: body(name, '0') });
+      const copiesAre = (name: string, v: string) => () =>
+        targets.every((t) => decoded(secrets.get(t, name)) === v);
+      for (const name of secretNames) await secrets.until(copiesAre(name, '0'));
       const secretMs: number[] = [];
       for (let i = 1; i <= sizes.e2eChanges; i++) {
         if (i % 50 === 0) log(`e2e ${mode}: secret change ${i}`);
+        const name = secretNames[i % sizes.rotation] as string;
         const t0 = now();
         await core.patchNamespacedSecret(
           { namespace: source, name, body: { data: { v: Buffer.from(String(i)).toString('base64') } } },
           merge,
         );
-        const at = await secrets.until(copiesAre(String(i)), 30_000).catch(() => undefined);
+        const at = await secrets.until(copiesAre(name, String(i)), 30_000).catch(() => undefined);
         if (at === undefined)
           notes.push(`${mode}: Secret change ${i} not converged within 30 s (sample dropped)`);
         else secretMs.push(at - t0);
       }
       // Foo: spec.replicas changed → Deployment updated.
-      const foo = `web-${mode}`;
-      await custom.createNamespacedCustomObject({
-        group: 'samplecontroller.k8s.io',
-        version: 'v1alpha1',
-        plural: 'foos',
-        namespace: ns,
-        body: {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-          kind: 'Foo',
-          metadata: { name: foo },
-          spec: { deploymentName: foo, replicas: 1 },
-        },
-      });
-      const replicasAre = (r: number) => () =>
-        (deployments.get(ns, foo) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
-      await deployments.until(replicasAre(1));
+      const fooNames = Array.from({ length: sizes.rotation }, (_, k) => `web-${mode}-${k}`);
+      const foo = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos', namespace: ns };
+      for (const name of fooNames)
+        await custom.createNamespacedCustomObject({
+          ...foo,
+          body: {
+            apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+            kind: 'Foo',
+            metadata: { name },
+            spec: { deploymentName: name, replicas: 1 },
+          },
+        });
+      const replicasAre = (name: string, r: number) => () =>
+        (deployments.get(ns, name) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
+      for (const name of fooNames) await deployments.until(replicasAre(name, 1));
       const fooMs: number[] = [];
       for (let i = 1; i <= sizes.e2eChanges; i++) {
-        const r = (i % 4) + 2;
+        const name = fooNames[i % sizes.rotation] as string;
+        const r = (Math.floor(i / sizes.rotation) % 4) + 2;
         const t0 = now();
-        await custom.patchNamespacedCustomObject(
-          {
-            group: 'samplecontroller.k8s.io',
-            version: 'v1alpha1',
-            plural: 'foos',
-            namespace: ns,
-            name: foo,
-            body: { spec: { replicas: r } },
-          },
-          merge,
-        );
-        const at = await deployments.until(replicasAre(r), 30_000).catch(() => undefined);
+        await custom.patchNamespacedCustomObject({ ...foo, name, body: { spec: { replicas: r } } }, merge);
+        const at = await deployments.until(replicasAre(name, r), 30_000).catch(() => undefined);
         if (at === undefined)
           notes.push(`${mode}: Foo change ${i} (replicas ${r}) not converged within 30 s (sample dropped)`);
         else fooMs.push(at - t0);

@@ -111,7 +111,6 @@ export function targetPublisher(target: Target): KeyPublisher {
     projectId: target.projectId,
     topic: resourceId(target.topic),
     emulatorHost: target.emulatorHost,
-    batching: { maxMessages: 100, maxMilliseconds: 10 },
   });
 }
 

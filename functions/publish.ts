@@ -14,8 +14,11 @@ export interface KeyPublisherOptions {
   emulatorHost?: string;
   logger?: Logger;
   /**
-   * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` (default 100) or
-   * `maxMilliseconds` (default 10 ms) per publish request.
+   * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` or `maxMilliseconds` per
+   * publish request. Default: 1 message, so a message is sent at once. With message ordering the
+   * client batches per ordering key, and every key has its own (`controller/namespace/name`), which
+   * the relay has already collapsed: a batch would only hold a key back for `maxMilliseconds`
+   * (the library's default 10 ms) and never carry another.
    */
   batching?: { maxMessages?: number; maxMilliseconds?: number };
   /**
@@ -53,7 +56,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
   const topic = pubsub.topic(options.topic, {
     messageOrdering: true,
     batching: {
-      maxMessages: options.batching?.maxMessages ?? 100,
+      maxMessages: options.batching?.maxMessages ?? 1,
       maxMilliseconds: options.batching?.maxMilliseconds ?? 10,
     },
     ...(options.timeoutMs !== undefined ? { gaxOpts: { timeout: options.timeoutMs } } : {}),

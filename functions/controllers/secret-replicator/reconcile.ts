@@ -25,7 +25,7 @@ import {
   sourceKeyOf,
 } from './plan.ts';
 
-/** Page size of every LIST (client-go's pager default). */
+/** Page size of the resync's LISTs of keys (client-go's pager default). */
 export const PAGE_SIZE = 500;
 /** Writes in flight at once for one reconcile. */
 export const WRITE_CONCURRENCY = 8;
@@ -45,12 +45,6 @@ async function* paged<T>(
     yield* page.items;
     continueToken = page.metadata?._continue || undefined;
   } while (continueToken);
-}
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
-  return out;
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; never rejects (errors are `fn`'s to record). */
@@ -151,31 +145,19 @@ export async function reconcileSource(
     }
   }
   const replicable = isReplicable(source);
-  const namespaces: V1Namespace[] | undefined = replicable
-    ? await collect(paged((c) => core.listNamespace({ limit: PAGE_SIZE, _continue: c })))
-    : undefined;
-  const selector = copySelectorFor(key);
-  const observed = await collect(
-    paged((c) =>
-      core.listSecretForAllNamespaces({ labelSelector: selector, limit: PAGE_SIZE, _continue: c }),
-    ),
-  );
+  // One LIST per kind, not pages: the plan holds every namespace and copy anyway to diff them, so
+  // pages would bound no memory and only add requests (kube-apiserver serves these consistent
+  // LISTs from its watch cache). The cost of a reconcile stays the same however many namespaces.
+  const namespaces: V1Namespace[] | undefined = replicable ? (await core.listNamespace()).items : undefined;
+  const observed = (await core.listSecretForAllNamespaces({ labelSelector: copySelectorFor(key) })).items;
 
   let plan = planReplicas({ key, source, namespaces, observed, config });
   if (plan.create.length > 0) {
     // Find Secrets of the same name Levelset does not own in one LIST, instead of one failed
     // create (409) and one GET per such namespace. Filtered client-side as well, so a server
     // that ignores the field selector is still answered correctly.
-    const sameName = await collect(
-      paged((c) =>
-        core.listSecretForAllNamespaces({
-          fieldSelector: `metadata.name=${key.name}`,
-          limit: PAGE_SIZE,
-          _continue: c,
-        }),
-      ),
-    );
-    const others = sameName.filter((s) => s.metadata?.name === key.name);
+    const sameName = await core.listSecretForAllNamespaces({ fieldSelector: `metadata.name=${key.name}` });
+    const others = sameName.items.filter((s) => s.metadata?.name === key.name);
     plan = planReplicas({ key, source, namespaces, observed: [...observed, ...others], config });
   }
 
