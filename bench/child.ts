@@ -6,9 +6,10 @@
  *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
  */
 import { parseArgs } from 'node:util';
-import { CoreV1Api, KubeConfig, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
 import type { Controller, ResourceType } from '../functions/controllers/types.ts';
 import { createLogger } from '../functions/log.ts';
+import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -27,7 +28,7 @@ const configmaps: ResourceType = {
   kind: 'ConfigMap',
   namespaced: true,
 };
-const kc = new KubeConfig();
+const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
 kc.loadFromFile(values.kubeconfig as string);
 const ns = values.namespace as string;
 const logger = createLogger('bench', { write: () => {} });

@@ -211,6 +211,13 @@ describe('terraform/', () => {
     assert.ok(text.includes('local.controller_env'));
   });
 
+  test("the functions' V8 heap limit is stated: half of the instance's memory", () => {
+    const env = strings(m.locals.get('function_env')).join('\n');
+    assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{local\.function_heap_mib\}/s);
+    assert.match(String(m.locals.get('function_heap_mib')), /floor\(local\.function_memory_mib \/ 2\)/);
+    assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
+  });
+
   test('the source archive comes from the packaged build and is named by its hash', () => {
     const archive = m.data.get('archive_file')?.get('functions');
     assert.ok(archive);
