@@ -71,6 +71,7 @@ export function cdfChart(title: string, series: readonly Series[]): string {
   const H = 360;
   const m = { l: 60, r: 20, t: 30, b: 90 };
   const all = series.flatMap((s) => s.values).filter((v) => v > 0);
+  if (all.length === 0) all.push(1, 1000); // no latencies measured (sections left out): empty axes
   const lo = Math.max(0.1, Math.min(...all));
   const hi = Math.max(lo * 10, Math.max(...all));
   const lx0 = Math.floor(Math.log10(lo));

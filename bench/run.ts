@@ -195,6 +195,7 @@ async function startApiServerProcess(): Promise<{ kubeconfigPath: string; stop()
     [join(repoRoot, 'local', 'apiserver', 'main.ts'), '--kubeconfig', kubeconfigPath, '--history', '20000'],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  log(`local API server: pid ${child.pid}; bench: pid ${process.pid}`);
   await new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => {

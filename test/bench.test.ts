@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { SECTIONS } from '../bench/report.ts';
+import { cdfChart, SECTIONS } from '../bench/report.ts';
 
 const exec = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
@@ -42,4 +42,11 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+});
+
+test('the latency chart of a run that measured no latency has empty axes (it used to loop forever)', () => {
+  const svg = cdfChart('none', []);
+  assert.match(svg, /^<svg /);
+  assert.match(svg, /<\/svg>\s*$/);
+  assert.match(svg, />1 ms</);
 });
