@@ -780,62 +780,32 @@ async function apiCost(): Promise<void> {
       });
     });
   }
+  // The custom-resource controllers: one converged object each, its spec from the tutorials.
   await createNs('bench-cost-crs');
-  await custom.createNamespacedCustomObject({
-    group: 'samplecontroller.k8s.io',
-    version: 'v1alpha1',
-    plural: 'foos',
-    namespace: 'bench-cost-crs',
-    body: {
-      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-      kind: 'Foo',
-      metadata: { name: 'cost' },
-      spec: { deploymentName: 'cost', replicas: 1 },
-    },
-  });
-  figures.push({
-    section: 'api-cost',
-    name: 'foo, no-op reconcile',
-    value: await run('foo', { namespace: 'bench-cost-crs', name: 'cost' }),
-    unit: 'requests',
-  });
-  if (byName.has('customcluster')) {
+  const specs: Record<string, Record<string, unknown>> = {
+    foo: { deploymentName: 'cost', replicas: 1 },
+    customcluster: { message: 'hi', count: 2 },
+    icecream: { deploymentName: 'cost-icecream', replicas: 1 },
+  };
+  for (const [name, spec] of Object.entries(specs)) {
+    const primary = byName.get(name)?.primary;
+    if (!primary) continue;
     await custom.createNamespacedCustomObject({
-      group: 'sde.dev',
-      version: 'v1alpha1',
-      plural: 'customclusters',
+      group: primary.group,
+      version: primary.version,
+      plural: primary.plural,
       namespace: 'bench-cost-crs',
       body: {
-        apiVersion: 'sde.dev/v1alpha1',
-        kind: 'Customcluster',
+        apiVersion: `${primary.group}/${primary.version}`,
+        kind: primary.kind,
         metadata: { name: 'cost' },
-        spec: { message: 'hi', count: 2 },
+        spec,
       },
     });
     figures.push({
       section: 'api-cost',
-      name: 'customcluster, no-op reconcile',
-      value: await run('customcluster', { namespace: 'bench-cost-crs', name: 'cost' }),
-      unit: 'requests',
-    });
-  }
-  if (byName.has('icecream')) {
-    await custom.createNamespacedCustomObject({
-      group: 'controller.nicoleh.io',
-      version: 'v1alpha1',
-      plural: 'icecreams',
-      namespace: 'bench-cost-crs',
-      body: {
-        apiVersion: 'controller.nicoleh.io/v1alpha1',
-        kind: 'Icecream',
-        metadata: { name: 'cost' },
-        spec: { deploymentName: 'cost-icecream', replicas: 1 },
-      },
-    });
-    figures.push({
-      section: 'api-cost',
-      name: 'icecream, no-op reconcile',
-      value: await run('icecream', { namespace: 'bench-cost-crs', name: 'cost' }),
+      name: `${name}, no-op reconcile`,
+      value: await run(name, { namespace: 'bench-cost-crs', name: 'cost' }),
       unit: 'requests',
     });
   }
