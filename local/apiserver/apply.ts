@@ -352,24 +352,21 @@ export class FieldSet {
 
   /** Paths in this set and not in `o` (fieldpath.Set.Difference: not recursive on members). */
   difference(o: FieldSet): FieldSet {
-    const out = new FieldSet();
-    for (const m of this.members) if (!o.members.has(m)) out.members.add(m);
-    for (const [pe, c] of this.children) {
-      const oc = o.children.get(pe);
-      const d = oc ? c.difference(oc) : c.clone();
-      if (!d.empty()) out.children.set(pe, d);
-    }
-    return out;
+    return this.#minus(o, false);
   }
 
-  /** Removes paths in `o` and every path under a member of `o`. */
+  /** Removes paths in `o` and every path under a member of `o` (fieldpath.Set.RecursiveDifference). */
   recursiveDifference(o: FieldSet): FieldSet {
+    return this.#minus(o, true);
+  }
+
+  #minus(o: FieldSet, recursive: boolean): FieldSet {
     const out = new FieldSet();
     for (const m of this.members) if (!o.members.has(m)) out.members.add(m);
     for (const [pe, c] of this.children) {
-      if (o.members.has(pe)) continue;
+      if (recursive && o.members.has(pe)) continue;
       const oc = o.children.get(pe);
-      const d = oc ? c.recursiveDifference(oc) : c.clone();
+      const d = oc ? c.#minus(oc, recursive) : c.clone();
       if (!d.empty()) out.children.set(pe, d);
     }
     return out;

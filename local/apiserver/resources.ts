@@ -679,36 +679,6 @@ export function builtinResources(): ResourceType[] {
         validate: validateReplicatedPods,
       },
     ),
-    resourceType(
-      {
-        group: 'apps',
-        version: 'v1',
-        plural: 'replicasets',
-        kind: 'ReplicaSet',
-        namespaced: true,
-        shortNames: ['rs'],
-        categories: ['all'],
-        statusSubresource: true,
-        hasGeneration: true,
-      },
-      {
-        defaults(obj) {
-          const spec = asRecord(obj.spec);
-          obj.spec = spec;
-          spec.replicas ??= 1;
-          const template = asRecord(spec.template);
-          spec.template = template;
-          template.metadata = { creationTimestamp: null, ...asRecord(template.metadata) };
-          const podSpec = asRecord(template.spec);
-          template.spec = podSpec;
-          defaultPodSpec(podSpec);
-        },
-        prepareForCreate(obj) {
-          obj.status = { replicas: 0 };
-        },
-        validate: (obj) => validatePodSpec(asRecord(asRecord(obj.spec).template).spec, 'spec.template.spec'),
-      },
-    ),
     resourceType({
       group: 'coordination.k8s.io',
       version: 'v1',
