@@ -241,7 +241,7 @@ variable "function_cpu" {
 }
 
 variable "function_memory" {
-  description = "Memory of each function instance, e.g. 512Mi."
+  description = "Memory of each function instance, e.g. 512Mi. The V8 heap limit is half of it (NODE_OPTIONS=--max-old-space-size)."
   type        = string
   default     = "512Mi"
 
