@@ -38,7 +38,13 @@ import { createEventRecorder } from '../functions/runtime/events.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
-import { type AnyLocalStack, STACK_MODES, type StackMode, startLocalStack } from '../local/stack.ts';
+import {
+  type AnyLocalStack,
+  FUNCTION_HEAP_MIB,
+  STACK_MODES,
+  type StackMode,
+  startLocalStack,
+} from '../local/stack.ts';
 import type { CollapseMode } from '../relay/collapse.ts';
 import { createRelayMetrics } from '../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
@@ -114,9 +120,6 @@ const configmaps: ResourceType = {
   kind: 'ConfigMap',
   namespaced: true,
 };
-
-/** `--max-old-space-size` of the resync function at Terraform's default 512Mi (half the memory). */
-const RESYNC_HEAP_MIB = 256;
 
 /** Runs `fn` with a bounded number of concurrent calls over `items`. */
 async function pool<T>(
@@ -885,7 +888,7 @@ async function memoryAndResync(): Promise<void> {
     const r = await child(
       ['resync', '--kubeconfig', local.kubeconfigPath, '--topic', topic],
       { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId },
-      [`--max-old-space-size=${RESYNC_HEAP_MIB}`],
+      [`--max-old-space-size=${FUNCTION_HEAP_MIB}`],
     );
     resync.push({ keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error });
     if (r.error) notes.push(`resync of ${n} keys reported an error: ${r.error}`);
@@ -908,7 +911,7 @@ async function memoryAndResync(): Promise<void> {
     },
     {
       section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 heap limit ${RESYNC_HEAP_MIB} MiB, as deployed)`,
+      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 heap limit ${FUNCTION_HEAP_MIB} MiB, as deployed)`,
       value: large.peakRss / 2 ** 20,
       unit: 'MiB',
       baseline: { name: `${small.keys} keys`, value: small.peakRss / 2 ** 20 },

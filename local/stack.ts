@@ -100,6 +100,13 @@ export interface LocalStack {
   stop(): Promise<void>;
 }
 
+/**
+ * V8 heap limit (MiB) of the local function processes: what Terraform gives a function at its
+ * default 512Mi (`--max-old-space-size`, half the instance's memory; terraform/functions.tf), so a
+ * function that would not fit on Cloud Run does not pass locally either.
+ */
+export const FUNCTION_HEAP_MIB = 256;
+
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
   repoRoot,
@@ -196,7 +203,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       port ??= target === 'reconcile' ? reconcilePort : await freePort();
       const service = await startService({
         name: target,
-        args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
+        args: [
+          `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+          functionsCli,
+          `--target=${target}`,
+          `--port=${port}`,
+          `--source=${repoRoot}`,
+        ],
         port,
         env: functionsEnv,
         onLog: functionLogs[target],
