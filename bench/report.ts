@@ -189,6 +189,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, memory/resync, cold-start',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -61,6 +61,13 @@ const { values: args } = parseArgs({
   },
 });
 const tiny = args.tiny ?? false;
+/** The sections, in the order they run (`--only` takes these names). */
+const SECTION_NAMES = ['e2e/throughput', 'collapse', 'relay', 'api-cost', 'memory/resync', 'cold-start'];
+const unknown = args.only?.filter((n) => !SECTION_NAMES.includes(n)) ?? [];
+if (unknown.length) {
+  console.error(`unknown section ${unknown.join(', ')}; sections: ${SECTION_NAMES.join(', ')}`);
+  process.exit(2);
+}
 // A partial or tiny run never overwrites the committed full report.
 const outDir =
   args.out ?? (tiny || args.only ? mkdtempSync(join(tmpdir(), 'levelset-bench-')) : join(repoRoot, 'bench'));
@@ -938,7 +945,13 @@ async function coldStart(): Promise<void> {
     const t0 = now();
     const child = spawn(
       process.execPath,
-      [cli, '--target=reconcile', `--port=${port}`, `--source=${repoRoot}`],
+      [
+        `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+        cli,
+        '--target=reconcile',
+        `--port=${port}`,
+        `--source=${repoRoot}`,
+      ],
       {
         env: {
           ...process.env,
