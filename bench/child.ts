@@ -7,7 +7,8 @@
  */
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
-import type { Controller, ResourceType } from '../functions/controllers/types.ts';
+import type { Controller } from '../functions/controllers/types.ts';
+import { configmaps } from '../functions/kit/resources.ts';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 
@@ -21,13 +22,6 @@ const { positionals, values } = parseArgs({
     topic: { type: 'string' },
   },
 });
-const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-};
 const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
 kc.loadFromFile(values.kubeconfig as string);
 const ns = values.namespace as string;

@@ -29,7 +29,8 @@ import {
 } from '@kubernetes/client-node';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
-import type { Controller, ResourceType } from '../functions/controllers/types.ts';
+import type { Controller } from '../functions/controllers/types.ts';
+import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
@@ -129,13 +130,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const now = () => performance.timeOrigin + performance.now();
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const quiet = createLogger('bench', { write: () => {} });
-const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-};
 
 /** Runs `fn` with a bounded number of concurrent calls over `items`. */
 async function pool<T>(
@@ -664,14 +658,13 @@ async function collapse(): Promise<void> {
 /** Events/s through the key pipeline (no I/O), keys/s published to the emulator. */
 async function relayThroughput(): Promise<void> {
   log('relay throughput');
-  const owned: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
   const controller: Controller = {
     name: 'bench-relay',
     primary: configmaps,
     rbac: [],
     watches: [
       {
-        resource: owned,
+        resource: pods,
         map: (e) => [
           { namespace: e.object.metadata?.namespace ?? '', name: e.object.metadata?.labels?.app ?? '' },
         ],

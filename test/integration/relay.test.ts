@@ -13,6 +13,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import { configmaps, secrets } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { createKeyPublisher, type KeyPublisher } from '../../functions/publish.ts';
@@ -22,20 +23,6 @@ import { type Relay, startRelay } from '../../relay/relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
-const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-};
-const secrets: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'secrets',
-  kind: 'Secret',
-  namespaced: true,
-};
 const OWNER_LABEL = 'relay-test.levelset.dev/owner';
 const SECRET_VALUE = 'dG9wLXNlY3JldC12YWx1ZQ=='; // must never reach the relay
 

@@ -12,6 +12,7 @@ import { describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { controllers } from '../../functions/controllers/index.ts';
 import type { Controller, ResourceType } from '../../functions/controllers/types.ts';
+import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 import {
   type CrdSource,
   drift,
@@ -28,27 +29,6 @@ import {
 } from '../../scripts/generate-manifests.ts';
 import { MAIN, packageFunctions } from '../../scripts/package-functions.ts';
 
-const secrets: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'secrets',
-  kind: 'Secret',
-  namespaced: true,
-};
-const namespaces: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'namespaces',
-  kind: 'Namespace',
-  namespaced: false,
-};
-const deployments: ResourceType = {
-  group: 'apps',
-  version: 'v1',
-  plural: 'deployments',
-  kind: 'Deployment',
-  namespaced: true,
-};
 const foos: ResourceType = {
   group: 'samplecontroller.k8s.io',
   version: 'v1alpha1',

@@ -1,7 +1,7 @@
 // The relay's environment configuration and metadata cut-down.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ResourceType } from '../../functions/controllers/types.ts';
+import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 import { ConfigError, loadRelayConfig } from '../../relay/config.ts';
 import {
   collectionPath,
@@ -93,28 +93,6 @@ describe('loadRelayConfig', () => {
 });
 
 describe('metadata', () => {
-  const secrets: ResourceType = {
-    group: '',
-    version: 'v1',
-    plural: 'secrets',
-    kind: 'Secret',
-    namespaced: true,
-  };
-  const deployments: ResourceType = {
-    group: 'apps',
-    version: 'v1',
-    plural: 'deployments',
-    kind: 'Deployment',
-    namespaced: true,
-  };
-  const namespaces: ResourceType = {
-    group: '',
-    version: 'v1',
-    plural: 'namespaces',
-    kind: 'Namespace',
-    namespaced: false,
-  };
-
   it('builds collection paths and names', () => {
     assert.equal(collectionPath(secrets), '/api/v1/secrets');
     assert.equal(collectionPath(deployments, 'team-a'), '/apis/apps/v1/namespaces/team-a/deployments');

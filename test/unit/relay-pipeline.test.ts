@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import { namespaces, pods } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import type { CollapseMode } from '../../relay/collapse.ts';
@@ -17,14 +18,6 @@ const widgets: ResourceType = {
   plural: 'widgets',
   kind: 'Widget',
   namespaced: true,
-};
-const pods: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
-const namespaces: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'namespaces',
-  kind: 'Namespace',
-  namespaced: false,
 };
 
 const keyOf = (o: KubernetesObject): Key => ({
