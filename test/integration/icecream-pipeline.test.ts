@@ -18,6 +18,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { StackMode } from '../../local/stack.ts';
@@ -28,7 +29,6 @@ const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
 const CRD = new URL('functions/controllers/icecream/crd.yaml', root).pathname;
 const EXAMPLE = new URL('test/fixtures/upstream/icecream-example.yaml', root).pathname;
-const resource = { group: 'controller.nicoleh.io', version: 'v1alpha1', plural: 'icecreams' };
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.

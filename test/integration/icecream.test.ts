@@ -15,6 +15,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
 import { icecreamController } from '../../functions/controllers/icecream/index.ts';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
@@ -24,7 +25,6 @@ const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
 const CRD = new URL('functions/controllers/icecream/crd.yaml', root).pathname;
 const EXAMPLE = new URL('test/fixtures/upstream/icecream-example.yaml', root).pathname;
-const resource = { group: 'controller.nicoleh.io', version: 'v1alpha1', plural: 'icecreams' };
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const methods = (requests: string[]) => requests.map((r) => r.split(' ')[0]);
 
