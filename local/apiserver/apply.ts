@@ -808,7 +808,18 @@ export interface Manager {
 }
 
 /** BuildManagerIdentifier: appliers are one manager across versions, updaters one per version. */
-function identity(m: Pick<Manager, 'manager' | 'operation' | 'apiVersion' | 'subresource'>): string {
+type ManagerInfo = Pick<Manager, 'manager' | 'operation' | 'apiVersion' | 'subresource'>;
+
+/** The entry fields of `manager` doing `operation` in this request (its apiVersion and subresource). */
+function managerInfo(
+  manager: string,
+  operation: Manager['operation'],
+  ctx: FieldManagerContext,
+): ManagerInfo {
+  return { manager, operation, apiVersion: ctx.apiVersion, subresource: ctx.subresource };
+}
+
+function identity(m: ManagerInfo): string {
   return JSON.stringify([
     m.manager,
     m.operation,
@@ -1075,12 +1086,7 @@ export function recordUpdate(
   const c = takeOwnership(live, next, managers, self, true, ctx);
   const set = c.modified.union(c.added).recursiveDifference(ctx.ignored).difference(STRIP);
   if (!set.empty()) {
-    const info = {
-      manager,
-      operation: 'Update' as const,
-      apiVersion: ctx.apiVersion,
-      subresource: ctx.subresource,
-    };
+    const info = managerInfo(manager, 'Update', ctx);
     const id = identity(info);
     const previous = managers.get(id);
     managers.set(id, { ...info, set: previous ? set.union(previous.set) : set, time: nowTime() });
@@ -1153,12 +1159,7 @@ function applyOnce(
 ): ApplyResult {
   if (managers.size === 0 && emptyLive) recordUpdate(emptyLive, live, managers, 'before-first-apply', ctx);
   const merged = (merge(live, config, ctx.schema) ?? {}) as JsonObject;
-  const info = {
-    manager,
-    operation: 'Apply' as const,
-    apiVersion: ctx.apiVersion,
-    subresource: ctx.subresource,
-  };
+  const info = managerInfo(manager, 'Apply', ctx);
   const id = identity(info);
   const last = managers.get(id);
   const set = toFieldSet(config, ctx.schema).recursiveDifference(ctx.ignored);
