@@ -131,6 +131,17 @@ const now = () => performance.timeOrigin + performance.now();
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const quiet = createLogger('bench', { write: () => {} });
 
+/** Creates `topic` on the emulator and the relay's key publisher (functions/publish.ts) on it. */
+async function publisherOnNewTopic(topic: string) {
+  await pubsub.createTopic(topic);
+  return createKeyPublisher({
+    projectId: emulator.projectId,
+    topic,
+    emulatorHost: emulator.host,
+    logger: quiet,
+  });
+}
+
 /** Runs `fn` with a bounded number of concurrent calls over `items`. */
 async function pool<T>(
   items: readonly T[],
@@ -495,14 +506,7 @@ async function collapse(): Promise<void> {
     log(`collapse: ${mode}`);
     const ns = `bench-collapse-${mode}`;
     await createNs(ns);
-    const topic = `bench-collapse-${mode}`;
-    await pubsub.createTopic(topic);
-    const publisher = createKeyPublisher({
-      projectId: emulator.projectId,
-      topic,
-      emulatorHost: emulator.host,
-      logger: quiet,
-    });
+    const publisher = await publisherOnNewTopic(`bench-collapse-${mode}`);
     const accepted: { name: string; at: number }[] = [];
     const controller: Controller = {
       name: 'bench-collapse',
@@ -694,14 +698,7 @@ async function relayThroughput(): Promise<void> {
   }
   const eventsPerS = sizes.pipelineEvents / ((performance.now() - t0) / 1000);
   pipeline.discard();
-  const topic = 'bench-relay-publish';
-  await pubsub.createTopic(topic);
-  const publisher = createKeyPublisher({
-    projectId: emulator.projectId,
-    topic,
-    emulatorHost: emulator.host,
-    logger: quiet,
-  });
+  const publisher = await publisherOnNewTopic('bench-relay-publish');
   const p0 = performance.now();
   await pool(
     Array.from({ length: sizes.publishKeys }, (_, i) => i),
