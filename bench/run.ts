@@ -846,28 +846,20 @@ async function memoryAndResync(): Promise<void> {
   for (const n of [sizes.rssSmall, sizes.rssLarge]) {
     await fill(n);
     log(`informer RSS at ${n}`);
-    const meta = await child([
-      'informer',
-      '--informer',
-      'metadata',
-      '--kubeconfig',
-      local.kubeconfigPath,
-      '--namespace',
-      ns,
-      '--expect',
-      String(n),
-    ]);
-    const full = await child([
-      'informer',
-      '--informer',
-      'full',
-      '--kubeconfig',
-      local.kubeconfigPath,
-      '--namespace',
-      ns,
-      '--expect',
-      String(n),
-    ]);
+    const informerRss = (informer: 'metadata' | 'full') =>
+      child([
+        'informer',
+        '--informer',
+        informer,
+        '--kubeconfig',
+        local.kubeconfigPath,
+        '--namespace',
+        ns,
+        '--expect',
+        `${n}`,
+      ]);
+    const meta = await informerRss('metadata');
+    const full = await informerRss('full');
     const MiB = 2 ** 20;
     figures.push(
       {
