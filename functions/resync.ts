@@ -48,7 +48,7 @@ export interface ResyncOptions {
 export async function resyncAll(
   controllers: readonly Controller[],
   kubeConfig: KubeConfig,
-  publisher: KeyPublisher,
+  publisher: Pick<KeyPublisher, 'publish'>,
   logger: Logger,
   options: ResyncOptions = {},
 ): Promise<ResyncReport> {

@@ -18,7 +18,7 @@ import type { Controller, Key } from '../functions/controllers/types.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { keyString } from '../functions/message.ts';
 import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
-import { listPrimaryKeys } from '../functions/resync.ts';
+import { resyncAll } from '../functions/resync.ts';
 import { createRelayMetrics } from './metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { createWorkQueueMetrics, type RateLimiter, WorkQueue, type WorkQueueMetrics } from './workqueue.ts';
@@ -116,6 +116,16 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     }
   };
 
+  /** Where the relay and the resync send keys: straight into the controller's workqueue. */
+  const toQueues = {
+    publish: async (m: { controller: string; namespace: string; name: string }) => {
+      const queue = queues.get(m.controller);
+      if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
+      queue.add(keyString(m));
+      return '';
+    },
+    flush: async () => {},
+  };
   const relay = await startRelay({
     kubeConfig: options.kubeConfig,
     controllers,
@@ -126,15 +136,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     informers: options.informers,
     logger,
     metrics,
-    publisher: {
-      publish: async (m) => {
-        const queue = queues.get(m.controller);
-        if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
-        queue.add(keyString(m));
-        return '';
-      },
-      flush: async () => {},
-    },
+    publisher: toQueues,
   });
 
   const workerLoops: Promise<void>[] = [];
@@ -147,27 +149,14 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       );
   }
 
+  // The resync function's enumeration (functions/resync.ts), into the workqueues.
   const resync = async (): Promise<number> => {
-    const counts = await Promise.all(
-      controllers.map(async (controller) => {
-        const queue = queues.get(controller.name) as WorkQueue;
-        const ctx = { kubeConfig: options.kubeConfig, log: logger.child({ controller: controller.name }) };
-        let n = 0;
-        try {
-          const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
-          for await (const key of keys) {
-            queue.add(keyString(key));
-            n++;
-          }
-        } catch (err) {
-          ctx.log.warn({ err }, `${controller.name}: resync failed; the next one tries again`);
-        }
-        return n;
-      }),
-    );
-    const total = counts.reduce((a, b) => a + b, 0);
-    logger.info({ keys: total }, `resync added ${total} keys`);
-    return total;
+    const report = await resyncAll(controllers, options.kubeConfig, toQueues, logger);
+    for (const [name, c] of Object.entries(report.controllers))
+      if (c.error)
+        logger.warn({ err: c.error, controller: name }, `${name}: resync failed; the next one tries again`);
+    logger.info({ keys: report.published }, `resync added ${report.published} keys`);
+    return report.published;
   };
   let timer: NodeJS.Timeout | undefined;
   if (options.resyncIntervalMs) {
