@@ -23,8 +23,6 @@ import {
 } from './in-process.ts';
 import { stopOnSignals } from './shutdown.ts';
 
-/** As the relay's (`relay/main.ts`): below Kubernetes' default 30 s grace period. */
-
 /** Default period of the in-process resync, ms (10 min). */
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 

@@ -21,7 +21,7 @@ import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
 import { resyncAll } from '../functions/resync.ts';
 import { createRelayMetrics } from './metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from './relay.ts';
-import { createWorkQueueMetrics, type RateLimiter, WorkQueue, type WorkQueueMetrics } from './workqueue.ts';
+import { createWorkQueueMetrics, type RateLimiter, WorkQueue } from './workqueue.ts';
 
 /** Default workers per controller (`LEVELSET_WORKERS`). */
 export const DEFAULT_WORKERS = 4;
@@ -49,7 +49,6 @@ export interface InProcess {
   relay: Relay;
   /** The workqueue of each controller, by controller name. */
   queues: ReadonlyMap<string, WorkQueue>;
-  workQueueMetrics: WorkQueueMetrics;
   /** Adds every key of every controller (the periodic resync; also callable by hand). Resolves with keys added. */
   resync(): Promise<number>;
   /**
@@ -169,7 +168,6 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   return {
     relay,
     queues,
-    workQueueMetrics,
     resync,
     stop() {
       stopping ??= (async () => {

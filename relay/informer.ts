@@ -99,10 +99,8 @@ export class MetadataInformer {
   #loop: Promise<void> | undefined;
   #restarts = 0;
   #warnedWholeObjects = false;
-  #watching = false;
-  /** Since when (ms since the epoch) no watch stream has been open; set while not watching. */
+  /** Since when (ms since the epoch) no watch stream has been open; undefined while watching. */
   #notWatchingSince: number | undefined = Date.now();
-  #lastActivityAt: number | undefined;
 
   constructor(options: MetadataInformerOptions) {
     this.#options = options;
@@ -139,7 +137,7 @@ export class MetadataInformer {
 
   /** Whether a watch stream is open now. */
   get watching(): boolean {
-    return this.#watching;
+    return this.#notWatchingSince === undefined;
   }
 
   /**
@@ -148,24 +146,16 @@ export class MetadataInformer {
    * since start).
    */
   notWatchingForMs(now = Date.now()): number {
-    if (this.#watching || this.#state === 'waiting-for-resource' || this.#notWatchingSince === undefined)
-      return 0;
+    if (this.#state === 'waiting-for-resource' || this.#notWatchingSince === undefined) return 0;
     return now - this.#notWatchingSince;
   }
 
-  /** When the last event or BOOKMARK arrived, or the last LIST succeeded (ms since the epoch). */
-  get lastActivityAt(): number | undefined {
-    return this.#lastActivityAt;
-  }
-
   #activity(): void {
-    this.#lastActivityAt = Date.now();
     this.#options.onActivity?.();
   }
 
   #setWatching(watching: boolean): void {
-    if (watching === this.#watching) return;
-    this.#watching = watching;
+    if (watching === this.watching) return;
     this.#notWatchingSince = watching ? undefined : Date.now();
     this.#options.onWatching?.(watching);
   }

@@ -14,8 +14,6 @@ import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
 import { stopOnSignals } from './shutdown.ts';
 
-/** Below Kubernetes' default terminationGracePeriodSeconds (30 s), so the last logs are written. */
-
 function failStart(message: string, err: unknown): void {
   // LOG_LEVEL may be the invalid variable: pino refuses unknown levels, so use one it accepts.
   if (
