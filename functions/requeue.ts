@@ -22,7 +22,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Logger } from './log.ts';
-import { type KeyMessage, keyMessageSchema } from './message.ts';
+import { encodeKeyMessage, type KeyMessage, orderingKeyOf, type PushEnvelope } from './message.ts';
 
 /** Schedules a key to be delivered to `reconcile` again. */
 export interface Requeuer {
@@ -74,23 +74,21 @@ export function requeueEnvelope(
   key: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>,
   now = new Date(),
 ): { message: KeyMessage; body: string } {
-  const message = keyMessageSchema.parse({
+  const message: KeyMessage = {
     v: 1,
     controller: key.controller,
     namespace: key.namespace,
     name: key.name,
     reason: 'requeue',
     enqueuedAt: now.toISOString(),
-  });
-  const body = JSON.stringify({
-    message: {
-      data: Buffer.from(JSON.stringify(message)).toString('base64'),
-      attributes: { controller: message.controller, reason: message.reason },
-      messageId: `requeue-${now.getTime()}`,
-    },
+  };
+  // Encoded as the relay publishes it (validated; the same data and attributes).
+  const { data, attributes } = encodeKeyMessage(message);
+  const body: PushEnvelope = {
+    message: { data: data.toString('base64'), attributes, messageId: `requeue-${now.getTime()}` },
     subscription: 'requeue',
-  });
-  return { message, body };
+  };
+  return { message, body: JSON.stringify(body) };
 }
 
 /** A {@link Requeuer} that does nothing: the next resync brings the key back. */
@@ -155,7 +153,7 @@ export function cloudTask(
   now = new Date(),
 ): CloudTask {
   const due = now.getTime() + Math.max(0, delayMs);
-  const id = createHash('sha256').update(`${key.controller}/${key.namespace}/${key.name}`).digest('hex');
+  const id = createHash('sha256').update(orderingKeyOf(key)).digest('hex');
   return {
     name: `${config.LEVELSET_REQUEUE_QUEUE}/tasks/${id.slice(0, 32)}-${Math.floor(due / 1000)}`,
     scheduleTime: { seconds: Math.floor(due / 1000), nanos: (due % 1000) * 1_000_000 },
