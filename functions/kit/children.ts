@@ -10,7 +10,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../controllers/types.ts';
-import { apiStatusOf, isConflict, TerminalError } from '../runtime/errors.ts';
+import { isConflict, TerminalError } from '../runtime/errors.ts';
 import { apiVersionOf } from '../runtime/list.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../runtime/owner.ts';
 import type { ResourceClient } from './client.ts';
@@ -178,13 +178,8 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
         continue;
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
-      try {
-        await client.delete(type.resource, child);
+      if (await client.delete(type.resource, child))
         changes.push(`pruned ${type.resource.kind} ${child.metadata?.name}`);
-      } catch (err) {
-        const status = apiStatusOf(err);
-        if (status !== 404 && status !== 409) throw err; // gone, or re-created: not ours to delete
-      }
     }
   }
   return changes;

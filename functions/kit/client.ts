@@ -17,6 +17,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../controllers/types.ts';
 import { FIELD_MANAGER } from '../runtime/custom-resource.ts';
+import { apiStatusOf } from '../runtime/errors.ts';
 import { apiVersionOf } from '../runtime/list.ts';
 
 /**
@@ -95,8 +96,12 @@ export interface ResourceClient {
    * in `object` makes it conditional (409 Conflict when the object changed).
    */
   apply(resource: ResourceType, object: KubernetesObject): Promise<KubernetesObject>;
-  /** DELETE with a UID precondition: an object re-created under the same name is not deleted (409). */
-  delete(resource: ResourceType, object: KubernetesObject): Promise<void>;
+  /**
+   * DELETE with a UID precondition: an object re-created under the same name is not deleted.
+   * @returns false when there was nothing of ours to delete: already gone (404), or another object
+   *   under that name now (409)
+   */
+  delete(resource: ResourceType, object: KubernetesObject): Promise<boolean>;
   /** Merge-patches `status` through the `status` subresource, field manager {@link FIELD_MANAGER}. */
   patchStatus(
     resource: ResourceType,
@@ -141,9 +146,16 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
     },
     async delete(resource, object) {
       const { namespace, name } = md(object);
-      await request(HttpMethod.DELETE, resourcePath(resource, namespace, name), {
-        body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata?.uid } },
-      });
+      try {
+        await request(HttpMethod.DELETE, resourcePath(resource, namespace, name), {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata?.uid } },
+        });
+        return true;
+      } catch (err) {
+        const status = apiStatusOf(err);
+        if (status === 404 || status === 409) return false;
+        throw err;
+      }
     },
     async patchStatus(resource, namespace, name, status) {
       await request(HttpMethod.PATCH, resourcePath(resource, namespace, name, 'status'), {

@@ -33,6 +33,7 @@ export {
   reconcileChildren,
   selectorOf,
 } from './children.ts';
+export { type ResourceClient, resourceClient } from './client.ts';
 export {
   type ControllerDefinition,
   type Desired,

@@ -11,8 +11,7 @@
  * function): pod events map back to the Customcluster's key. A converged one costs 2 requests.
  */
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { defineController, FIELD_MANAGER, pods } from '../../kit/index.ts';
-import { apiStatusOf } from '../../runtime/errors.ts';
+import { defineController, FIELD_MANAGER, pods, resourceClient } from '../../kit/index.ts';
 import { customclusterResource, customclusterSpecSchema } from './api.ts';
 import { CONTROLLER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
 
@@ -58,19 +57,8 @@ export const customclusterController = defineController({
     if (toDelete.length > 0 || toCreate > 0)
       log.info({ create: toCreate, delete: toDelete.map((p) => p.metadata?.name) }, 'converging pods');
     // Deletes carry a UID precondition: a pod re-created under the same name is not ours to delete.
-    await Promise.all(
-      toDelete.map((pod) =>
-        core
-          .deleteNamespacedPod({
-            namespace: key.namespace,
-            name: pod.metadata?.name ?? '',
-            body: { preconditions: { uid: pod.metadata?.uid } },
-          })
-          .catch((err: unknown) => {
-            if (apiStatusOf(err) !== 404 && apiStatusOf(err) !== 409) throw err;
-          }),
-      ),
-    );
+    const client = resourceClient(kubeConfig);
+    await Promise.all(toDelete.map((pod) => client.delete(pods, pod)));
     await slowStartBatch(toCreate, async () => {
       await core.createNamespacedPod({
         namespace: key.namespace,
