@@ -15,11 +15,6 @@ export const MESSAGE_ENV = 'MESSAGE';
 /** The label selecting a Customcluster's pods: `controller=<name>`. */
 export const CONTROLLER_LABEL = 'controller';
 
-/** `controller=<name>`: the label selector of the pods `cc` controls. */
-export function podSelector(cc: Pick<Customcluster, 'metadata'>): string {
-  return `${CONTROLLER_LABEL}=${cc.metadata.name}`;
-}
-
 /**
  * A new pod for `cc` (the tutorial's pod): `generateName` `<name>-`, label `controller: <name>`, a
  * controller reference to `cc`, container `nginx` running `/bin/sh -c 'echo $MESSAGE; sleep 100'`
