@@ -47,6 +47,7 @@ export {
   type SecondaryWatch,
 } from './define.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+export { readyFromDeployment } from './ready.ts';
 export {
   configmaps,
   customResource,

@@ -3,8 +3,10 @@
  * `Ready` condition. No I/O here, so it is unit-tested without a cluster.
  */
 import type { V1Deployment } from '@kubernetes/client-node';
-import type { ReadyInput } from '../../kit/index.ts';
 import type { Foo } from './api.ts';
+
+/** The `Ready` condition of a Foo (from the kit; kept here, where sample-controller's pieces are). */
+export { readyFromDeployment } from '../../kit/index.ts';
 
 /** The image sample-controller runs. */
 export const NGINX_IMAGE = 'nginx:latest';
@@ -36,15 +38,5 @@ export function newDeployment(
         spec: { containers: [{ name: 'nginx', image: NGINX_IMAGE }] },
       },
     },
-  };
-}
-
-/** `Ready` for `available` of `desired` replicas: `True`/`DeploymentAvailable` once all are, else `False`/`DeploymentProgressing`. */
-export function readyFromDeployment(available: number, desired: number): ReadyInput {
-  const status = available >= desired;
-  return {
-    status,
-    reason: status ? 'DeploymentAvailable' : 'DeploymentProgressing',
-    message: `${available} of ${desired} replicas available`,
   };
 }

@@ -10,6 +10,7 @@ import {
   deployments,
   INVALID_SPEC,
   pods,
+  readyFromDeployment,
   replicasets,
   TerminalError,
 } from '../../kit/index.ts';
@@ -54,11 +55,7 @@ export const icecreamController = defineController({
         },
       ],
       status: { availableReplicas: available, nodeNames },
-      ready: {
-        status: available >= replicas,
-        reason: available >= replicas ? 'DeploymentAvailable' : 'DeploymentProgressing',
-        message: `${available} of ${replicas} replicas available`,
-      },
+      ready: readyFromDeployment(available, replicas),
     };
   },
 });
