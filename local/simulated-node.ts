@@ -24,12 +24,12 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Deployment,
-  type V1OwnerReference,
   type V1Pod,
   type V1ReplicaSet,
 } from '@kubernetes/client-node';
+import { selectorOf } from '../functions/kit/children.ts';
 import type { Logger } from '../functions/log.ts';
-import { controllerRefOf, isControlledBy } from '../functions/runtime/owner.ts';
+import { controllerRefOf, isControlledBy, newControllerRef } from '../functions/runtime/owner.ts';
 
 /** The simulated nodes' address (a kind node's, for the look of it). */
 const NODE_IP = '172.18.0.2';
@@ -38,19 +38,6 @@ const NODE_IP = '172.18.0.2';
 export const NODE_NAMES = ['node-1', 'node-2', 'node-3'] as const;
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-const selectorString = (labels: Record<string, string> = {}) =>
-  Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-const ref = (apiVersion: string, kind: string, o: { metadata?: { name?: string; uid?: string } }) =>
-  ({
-    apiVersion,
-    kind,
-    name: o.metadata?.name ?? '',
-    uid: o.metadata?.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  }) satisfies V1OwnerReference;
 
 /** Runs `sync(key)` at most once at a time per key; calls during a run trigger one more run after it. */
 function workqueue(
@@ -101,7 +88,7 @@ export async function startSimulatedNode(
     const owned = (
       await apps.listNamespacedReplicaSet({
         namespace,
-        labelSelector: selectorString(d.spec?.selector.matchLabels),
+        labelSelector: selectorOf(d.spec?.selector.matchLabels ?? {}),
       })
     ).items.filter((rs) => isControlledBy(rs, d));
     for (const old of owned.filter((rs) => rs.metadata?.name !== rsName))
@@ -112,7 +99,11 @@ export async function startSimulatedNode(
       rs = await apps.createNamespacedReplicaSet({
         namespace,
         body: {
-          metadata: { name: rsName, labels, ownerReferences: [ref('apps/v1', 'Deployment', d)] },
+          metadata: {
+            name: rsName,
+            labels,
+            ownerReferences: [newControllerRef(d, { apiVersion: 'apps/v1', kind: 'Deployment' })],
+          },
           spec: {
             replicas,
             selector: { matchLabels: { ...d.spec?.selector.matchLabels, 'pod-template-hash': hash } },
@@ -146,7 +137,7 @@ export async function startSimulatedNode(
     const pods = (
       await core.listNamespacedPod({
         namespace,
-        labelSelector: selectorString(rs.spec?.selector.matchLabels),
+        labelSelector: selectorOf(rs.spec?.selector.matchLabels ?? {}),
       })
     ).items.filter(
       (p) =>
@@ -167,7 +158,7 @@ export async function startSimulatedNode(
           metadata: {
             name: `${name}-${randomBytes(3).toString('hex').slice(0, 5)}`.slice(0, 253),
             labels,
-            ownerReferences: [ref('apps/v1', 'ReplicaSet', rs)],
+            ownerReferences: [newControllerRef(rs, { apiVersion: 'apps/v1', kind: 'ReplicaSet' })],
           },
           spec: { ...(rs.spec?.template?.spec ?? { containers: [] }), nodeName },
         },

@@ -117,8 +117,9 @@ export class Store {
   }
 
   /**
-   * Visits the stored objects of a storage without copying them (read-only access for controllers
-   * and the authorizer); `visit` must not mutate or keep them.
+   * Visits the stored objects of a storage without copying them, in no particular order (the
+   * garbage collector's full scan: unlike {@link walk}, it never sorts the keys); `visit` must not
+   * mutate or keep them.
    */
   scan(storage: string, visit: (obj: Readonly<KubeObject>) => void): void {
     for (const o of this.data.get(storage)?.values() ?? []) visit(o);
