@@ -9,13 +9,13 @@
  *     --spec deploymentName:string!,replicas:integer --status availableReplicas:integer,nodeNames:string[]
  *
  * Fields are `name:type`, type one of `string`, `integer`, `number`, `boolean`, `string[]`; a
- * trailing `!` makes a spec field required. `levelset new controller` calls {@link scaffoldController}.
+ * trailing `!` makes a spec field required. The command is `levelset new controller` (cli/commands/new.ts),
+ * which `npm run new:controller` runs; it calls {@link scaffoldController}.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
@@ -366,48 +366,4 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
     written.push(...generated.keys());
   }
   return written;
-}
-
-async function main(): Promise<void> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      group: { type: 'string' },
-      version: { type: 'string', default: 'v1alpha1' },
-      kind: { type: 'string' },
-      plural: { type: 'string' },
-      spec: { type: 'string' },
-      status: { type: 'string' },
-    },
-  });
-  const [name] = positionals;
-  if (!name || !values.group || !values.kind) {
-    process.stderr.write(
-      'usage: npm run new:controller -- <name> --group <group> --kind <Kind> [--version v1alpha1] [--plural p]\n' +
-        '         [--spec field:type[!],…] [--status field:type,…]   (types: string, integer, number, boolean, string[])\n',
-    );
-    process.exitCode = 2;
-    return;
-  }
-  const written = await scaffoldController({
-    name,
-    group: values.group,
-    version: values.version,
-    kind: values.kind,
-    ...(values.plural ? { plural: values.plural } : {}),
-    spec: parseFields(values.spec),
-    status: parseFields(values.status),
-  });
-  process.stdout.write(
-    `wrote\n  ${written.join('\n  ')}\nnext: write the reconcile in functions/controllers/${name}/index.ts (docs/writing-a-controller.md)\n`,
-  );
-}
-
-if (import.meta.main) {
-  try {
-    await main();
-  } catch (err) {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
-  }
 }
