@@ -181,6 +181,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
     const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
+    started.push({
+      stop: async () => {
+        for (const file of logFiles.values()) file.close();
+      },
+    });
     const log = (name: string) => {
       const file = options.stateDir ? createLogFile(options.stateDir, name) : undefined;
       if (file) logFiles.set(name, file);

@@ -5,7 +5,16 @@
  *
  * The state directory is `LEVELSET_STATE_DIR`, default `<repository>/.levelset`.
  */
-import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { repoRoot } from './service.ts';
@@ -95,12 +104,25 @@ export function readStackState(dir: string): StackState | undefined {
 }
 
 /**
- * A writer of `<dir>/logs/<service>.jsonl`: truncates the file once at creation, then appends one
- * JSON line per call (synchronously, so a reader sees a line as soon as it was logged).
+ * A writer of `<dir>/logs/<service>.jsonl`: truncates the file once at creation, keeps it open, and
+ * writes one JSON line per call (synchronously, so a reader sees a line as soon as it was logged).
+ * After `close()`, lines are dropped (a service logging while the stack stops).
  */
-export function createLogFile(dir: string, service: string): { path: string; append(line: object): void } {
+export function createLogFile(
+  dir: string,
+  service: string,
+): { path: string; append(line: object): void; close(): void } {
   const path = logFilePath(dir, service);
   mkdirSync(join(dir, 'logs'), { recursive: true });
-  writeFileSync(path, '');
-  return { path, append: (line) => appendFileSync(path, `${JSON.stringify(line)}\n`) };
+  let fd: number | undefined = openSync(path, 'w');
+  return {
+    path,
+    append: (line) => {
+      if (fd !== undefined) writeSync(fd, `${JSON.stringify(line)}\n`);
+    },
+    close: () => {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
 }
