@@ -15,8 +15,11 @@ type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
  * dispatcher made for a cluster and user and gives it to every later request, so requests share one
  * connection pool, as client-go's transport cache does (one `http.Transport` per TLS config).
  * The key is the one client-node uses for its own https.Agent cache (cluster name, user name), plus
- * the server URL. TLS material is read once per process, as client-go's `rest.Config`; credentials
- * sent as headers (tokens, exec plugins, the Cloud Run authenticator) are still applied per request.
+ * the server URL, so the pool keeps the TLS material of its first request, as client-go's transport
+ * keeps its `rest.Config`'s. Credentials sent as headers (tokens, exec plugins, the Cloud Run
+ * authenticator) are still applied per request. client-node still builds (and this class drops) an
+ * Agent per request, and reads `caFile`/`certFile` per request: `createDispatcher` is private, so
+ * only the pool, hence the connections and handshakes, is shared.
  */
 export class PooledKubeConfig extends KubeConfig {
   readonly #dispatchers = new Map<string, NonNullable<Dispatcher>>();
