@@ -82,6 +82,18 @@ export function parseFields(text: string | undefined): Field[] {
   });
 }
 
+/**
+ * A printer column's name from a field name, as kubebuilder projects name them (words separated by
+ * spaces, each capitalised: `deploymentName` → `Deployment Name`); kubectl prints it upper-cased.
+ */
+export const columnName = (field: string): string =>
+  field
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .split(' ')
+    .map((w) => (w[0] ?? '').toUpperCase() + w.slice(1))
+    .join(' ');
+
 const camel = (kebab: string) => kebab.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 const zodOf: Record<FieldType, string> = {
@@ -175,10 +187,12 @@ function crdYaml(
           storage: true,
           subresources: { status: {} },
           additionalPrinterColumns: [
-            ...spec.filter(scalar).map((f) => ({ name: f.name, type: f.type, jsonPath: `.spec.${f.name}` })),
+            ...spec
+              .filter(scalar)
+              .map((f) => ({ name: columnName(f.name), type: f.type, jsonPath: `.spec.${f.name}` })),
             ...status
               .filter(scalar)
-              .map((f) => ({ name: f.name, type: f.type, jsonPath: `.status.${f.name}` })),
+              .map((f) => ({ name: columnName(f.name), type: f.type, jsonPath: `.status.${f.name}` })),
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],

@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { parseFields, scaffoldController } from '../../scripts/new-controller.ts';
+import { parse } from 'yaml';
+import { columnName, parseFields, scaffoldController } from '../../scripts/new-controller.ts';
 
 const exec = promisify(execFile);
 const REPO = new URL('../../', import.meta.url).pathname;
@@ -61,9 +62,30 @@ describe('scaffold: npm run new:controller', () => {
       group: 'probe.levelset.dev',
       version: 'v1beta1',
       kind: 'ScaffoldProbe',
-      spec: parseFields('size:integer!,label:string,tags:string[]'),
-      status: parseFields('observed:integer'),
+      spec: parseFields('size:integer!,label:string,tags:string[],deploymentName:string'),
+      status: parseFields('availableReplicas:integer'),
     });
+  });
+
+  it('names the printer columns as kubebuilder projects do (words, not DEPLOYMENTNAME)', () => {
+    const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8')) as {
+      spec: { versions: { additionalPrinterColumns: { name: string; jsonPath: string }[] }[] };
+    };
+    const columns = crd.spec.versions[0]?.additionalPrinterColumns ?? [];
+    assert.deepEqual(
+      columns.map((c) => [c.name, c.jsonPath]),
+      [
+        ['Size', '.spec.size'],
+        ['Label', '.spec.label'],
+        ['Deployment Name', '.spec.deploymentName'],
+        ['Available Replicas', '.status.availableReplicas'],
+        ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
+        ['Age', '.metadata.creationTimestamp'],
+      ],
+    );
+    assert.equal(columnName('observedGeneration'), 'Observed Generation');
+    assert.equal(columnName('podCIDR'), 'Pod CIDR');
+    assert.equal(columnName('replicas'), 'Replicas');
   });
 
   it('writes the folder, the test, the registry line and the manifests', () => {
