@@ -5,6 +5,11 @@
 
 /** Exit code of a usage error: unknown controller, malformed key, bad flag (as yargs' own). */
 export const EXIT_USAGE = 2;
+/**
+ * Exit code of `levelset reconcile --wait` when the key's primary does not exist (the reconcile
+ * succeeded with nothing to do: `notFound` on its outcome line, functions/reconcile.ts).
+ */
+export const EXIT_NOT_FOUND = 3;
 /** Exit code of every other expected failure: cluster unreachable, emulator absent, failed keys… */
 export const EXIT_FAILURE = 1;
 

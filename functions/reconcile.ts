@@ -92,7 +92,7 @@ export interface KeyOutcome {
  * Runs one key, the same way in both modes (the `reconcile` function and the in-process workers):
  * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
  * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
- * `durationMs` (ms). Never throws: every failure is an outcome (`malformed` for an unknown
+ * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}). Never throws: every failure is an outcome (`malformed` for an unknown
  * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
  * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  */
@@ -119,7 +119,11 @@ export async function reconcileKey(
     const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
     const requeueAfterMs = result?.requeueAfterMs;
     const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
-    log.info({ outcome, durationMs: elapsed(), requeueAfterMs }, 'reconciled');
+    const notFound = result?.notFound ? true : undefined;
+    log.info(
+      { outcome, durationMs: elapsed(), requeueAfterMs, notFound },
+      notFound ? 'not found: nothing to do' : 'reconciled',
+    );
     return requeueAfterMs !== undefined ? { outcome, requeueAfterMs } : { outcome };
   } catch (err) {
     if (err instanceof TerminalError) {

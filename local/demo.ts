@@ -18,6 +18,8 @@ import { waitFor } from '../test/support/wait.ts';
 import { repoRoot } from './service.ts';
 
 const SECRET = 'demo-credentials';
+/** The namespace the demo applies the controllers' examples into (README's `levelset reconcile foo demo/example-foo`). */
+export const DEMO_NAMESPACE = 'demo';
 const encode = (s: string) => Buffer.from(s).toString('base64');
 
 /** Every controller's CRD (`functions/controllers/<name>/crd.yaml`). */
@@ -74,7 +76,7 @@ export async function seedDemo(
 ): Promise<void> {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   if (phase === 'before') {
-    for (const ns of [sourceNamespace, 'team-a', 'team-b', 'demo']) await ensureNamespace(core, ns);
+    for (const ns of [sourceNamespace, 'team-a', 'team-b', DEMO_NAMESPACE]) await ensureNamespace(core, ns);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     for (const crd of controllerCrds()) await createIfAbsent(objects, crd);
     await core
@@ -129,7 +131,10 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
   const apps = kubeConfig.makeApiClient(AppsV1Api);
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const withNamespace = (o: KubernetesObject) => ({ ...o, metadata: { ...o.metadata, namespace: 'demo' } });
+  const withNamespace = (o: KubernetesObject) => ({
+    ...o,
+    metadata: { ...o.metadata, namespace: DEMO_NAMESPACE },
+  });
   const timed = async <T>(what: string, probe: () => Promise<T | undefined | false>) => {
     const started = Date.now();
     await waitFor(probe, { timeoutMs: 30_000, message: what });
@@ -141,11 +146,14 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     const foo = (await custom.getNamespacedCustomObject({
       group: 'samplecontroller.k8s.io',
       version: 'v1alpha1',
-      namespace: 'demo',
+      namespace: DEMO_NAMESPACE,
       plural: 'foos',
       name: 'example-foo',
     })) as { status?: { availableReplicas?: number } };
-    const deployment = await apps.readNamespacedDeployment({ namespace: 'demo', name: 'example-foo' });
+    const deployment = await apps.readNamespacedDeployment({
+      namespace: DEMO_NAMESPACE,
+      name: 'example-foo',
+    });
     return deployment.metadata?.ownerReferences?.[0]?.kind === 'Foo' && foo.status?.availableReplicas === 1;
   });
   say('demo        applying the Customcluster example cpod-f (count: 5) into namespace demo');
@@ -154,7 +162,7 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     const cc = (await custom.getNamespacedCustomObject({
       group: 'sde.dev',
       version: 'v1alpha1',
-      namespace: 'demo',
+      namespace: DEMO_NAMESPACE,
       plural: 'customclusters',
       name: 'cpod-f',
     })) as { status?: { count?: number } };
@@ -166,7 +174,7 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     const icecream = (await custom.getNamespacedCustomObject({
       group: 'controller.nicoleh.io',
       version: 'v1alpha1',
-      namespace: 'demo',
+      namespace: DEMO_NAMESPACE,
       plural: 'icecreams',
       name: 'example-icecream',
     })) as { status?: { availableReplicas?: number; nodeNames?: string[] } };

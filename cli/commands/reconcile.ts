@@ -32,6 +32,12 @@ export const reconcileCommand: CommandModule<object, ReconcileArgs> = {
         default: 120,
         describe: '--wait gives up after this many seconds',
       })
-      .example('$0 reconcile foo team-a/example-foo --wait', 'reconcile one Foo now and print the outcome'),
+      .example(
+        '$0 reconcile foo demo/example-foo --wait',
+        "reconcile the demo's Foo now and print the outcome",
+      )
+      .epilogue(
+        'With --wait: exit 0 when reconciled, 3 when the key names no object (not found: nothing to do), 1 on a terminal failure.',
+      ),
   handler: async (argv) => (await import('../impl/reconcile.ts')).runReconcile(argv),
 };

@@ -8,7 +8,7 @@ import { controllerByName, controllers } from '../../functions/controllers/index
 import type { Controller, Key } from '../../functions/controllers/types.ts';
 import { keyString } from '../../functions/message.ts';
 import type { Outcome } from '../../functions/reconcile.ts';
-import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
+import { CliError, EXIT_NOT_FOUND, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
 
@@ -52,6 +52,8 @@ interface OutcomeLine {
   outcome: Outcome;
   durationMs?: number;
   err?: string;
+  /** The reconcile found no primary (functions/reconcile.ts). */
+  notFound?: boolean;
 }
 
 /**
@@ -111,7 +113,10 @@ export interface ReconcileArgs {
   topic?: string;
 }
 
-/** Runs `levelset reconcile`. @throws {CliError} on a usage error, no target, a refused publish, or no final outcome in time. */
+/**
+ * Runs `levelset reconcile`. With `--wait`, the exit code is 0 for a converged key, 1 for a
+ * terminal or malformed outcome, {@link EXIT_NOT_FOUND} (3) when the key's primary does not exist.
+ * @throws {CliError} on a usage error, no target, a refused publish, or no final outcome in time. */
 export async function runReconcile(argv: ReconcileArgs): Promise<void> {
   const controller = requireController(argv.controller);
   const key = parseKey(controller, argv.key);
@@ -142,7 +147,15 @@ export async function runReconcile(argv: ReconcileArgs): Promise<void> {
         : `no outcome within ${argv.timeout} s: is the reconcile function running? (levelset status)`,
     );
   }
-  say(`${controller.name} ${keyString(key)}: ${last.outcome} after ${formatDuration(Date.now() - started)}`);
+  const after = formatDuration(Date.now() - started);
+  if (last.notFound) {
+    say(
+      `${controller.name} ${keyString(key)}: not found: nothing to do (no ${controller.primary.kind} ${keyString(key)}; ${after})`,
+    );
+    process.exitCode = EXIT_NOT_FOUND;
+    return;
+  }
+  say(`${controller.name} ${keyString(key)}: ${last.outcome} after ${after}`);
   if (last.outcome === 'terminal' || last.outcome === 'malformed') process.exitCode = 1;
 }
 

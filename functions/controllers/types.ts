@@ -84,6 +84,12 @@ export type ResyncContext = Omit<ReconcileContext, 'events'>;
  */
 export interface Result {
   requeueAfterMs?: number;
+  /**
+   * The primary does not exist, so the reconcile had nothing to converge (controller-runtime's
+   * `client.IgnoreNotFound`): still a success, whose outcome line says `notFound: true`, so that
+   * `levelset reconcile --wait` can tell a key naming nothing from a converged one.
+   */
+  notFound?: boolean;
 }
 
 /** A controller module: one folder under `functions/controllers/`, one line in the registry. */

@@ -182,7 +182,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
     try {
       raw = await client.get(def.primary, key.namespace, key.name);
     } catch (err) {
-      if (isNotFound(err)) return {}; // deleted: garbage collection removes its children
+      if (isNotFound(err)) return { notFound: true }; // deleted: garbage collection removes its children
       throw err;
     }
     const parsed = namespacedCustomObjectSchema.safeParse(raw);

@@ -12,8 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import { controllers } from '../../functions/controllers/index.ts';
+import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
@@ -25,6 +26,9 @@ const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf
   bin: Record<string, string>;
 };
 const bin = join(repoRoot, packageJson.bin.levelset ?? 'missing');
+const FOO_CRD = join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml');
+const FOO_EXAMPLE = join(repoRoot, 'test', 'fixtures', 'upstream', 'sample-controller-example-foo.yaml');
+const FOO_RESOURCE = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
 
 interface Run {
   code: number | null;
@@ -176,6 +180,48 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.ok(line, 'the function logged a manual delivery');
   });
 
+  test("the README's levelset examples run as written (the demo's namespace mapped to the test's)", async () => {
+    // README "Try it": the second sh block, one `npx levelset …` command per line.
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    const examples = [...readme.matchAll(/^npx levelset (.+?)(?:\s+#.*)?$/gm)].map((m) => m[1] ?? '');
+    assert.ok(examples.length >= 5, `README examples: ${examples.join(' | ')}`);
+    // The demo applies the upstream example-foo into DEMO_NAMESPACE; this test applies it into its own.
+    const foo = loadAllYaml(readFileSync(FOO_EXAMPLE, 'utf8'))[0] as KubernetesObject;
+    const fooKey = `${DEMO_NAMESPACE}/${foo.metadata?.name}`;
+    assert.ok(
+      examples.some((e) => e.includes(` ${fooKey} `)),
+      `the README reconciles the demo's Foo ${fooKey}: ${examples.join(' | ')}`,
+    );
+    await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
+    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig).create({
+      ...foo,
+      metadata: { ...foo.metadata, namespace },
+    });
+    for (const example of examples) {
+      const args = example
+        .split(/\s+/)
+        .map((a) => a.replace(new RegExp(`^${DEMO_NAMESPACE}/`), `${namespace}/`));
+      const run = await cli(args);
+      assert.equal(run.code, 0, `npx levelset ${example}: ${run.stdout}${run.stderr}`);
+      if (args[0] === 'reconcile')
+        assert.match(run.stdout, new RegExp(`foo ${namespace}/${foo.metadata?.name}: success after`));
+    }
+  });
+
+  test('reconcile --wait of a key naming no object: not found: nothing to do, exit 3', async () => {
+    await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
+    const run = await cli(['reconcile', 'foo', `${namespace}/absent`, '--wait']);
+    assert.equal(run.code, 3, run.stdout + run.stderr);
+    assert.match(run.stdout, /delivery 1: success in \d/);
+    assert.match(
+      run.stdout,
+      new RegExp(`foo ${namespace}/absent: not found: nothing to do \\(no Foo ${namespace}/absent; `),
+    );
+    const secret = await cli(['reconcile', 'secret-replicator', `${namespace}/absent`, '--wait']);
+    assert.equal(secret.code, 3, secret.stdout + secret.stderr);
+    assert.match(secret.stdout, /not found: nothing to do/);
+  });
+
   test('reconcile: unknown controller and malformed key are one line, exit 2', async () => {
     assertOneLineFailure(
       await cli(['reconcile', 'nope', 'a/b']),
@@ -201,12 +247,9 @@ describe('levelset (the real binary against the local stack)', () => {
     for (const c of controllers) assert.match(run.stdout, new RegExp(`${c.name}\\s*│`));
     assert.match(run.stdout, /published \d+ keys to local stack/);
     assert.match(run.stderr, /^$|resync/, 'plain progress lines (not a TTY)');
-    await waitFor(
-      () =>
-        stack.reconcile.logs.some((l) => l.reason === 'resync' && (l as { messageId?: string }).messageId),
-      { message: 'a resync key reconciled' },
-    );
-    assert.ok(stack.reconcile.logs.filter((l) => l.reason === 'resync').length > before);
+    await waitFor(() => stack.reconcile.logs.filter((l) => l.reason === 'resync').length > before, {
+      message: 'a key of this resync reconciled',
+    });
     assertOneLineFailure(await cli(['resync', '--controller', 'nope']), 2, /unknown controller/);
   });
 

@@ -164,7 +164,8 @@ export async function reconcileSource(
   const outcome = await execute(core, key, plan);
   await report(key, ctx, source, plan, outcome);
   if (outcome.failures.length > 0) throw new ReplicationError(sourceRef, outcome.failures);
-  return {};
+  // No source and no copy of it: the key names nothing.
+  return !source && plan.delete.length === 0 ? { notFound: true } : {};
 }
 
 /** Performs the writes of `plan`; every failure is recorded in the outcome, none is thrown. */
