@@ -1,30 +1,111 @@
 /**
- * Readable progress lines for `npm start`, from the processes' Cloud Logging JSON lines.
+ * Readable progress lines for `npm start` (`levelset dev`'s pretty format), from the processes'
+ * Cloud Logging JSON lines.
  */
+import { pino } from 'pino';
 import { LABELS } from '../functions/log.ts';
 import type { LogLine } from './service.ts';
 
+/** Cloud Logging's `severity` of a line without pino's numeric `level` (@google-cloud/pino-logging-gcp-config). */
+const SEVERITY_LEVEL: Record<string, number> = { DEBUG: 20, INFO: 30, WARNING: 40, ERROR: 50, CRITICAL: 60 };
+
+/** Fields every line carries (the logger's, the delivery's, Cloud Logging's): not what a controller wrote. */
+const FRAMEWORK_FIELDS = new Set([
+  'severity',
+  'level',
+  'time',
+  'timestamp',
+  'pid',
+  'hostname',
+  'message',
+  'msg',
+  'serviceContext',
+  'messageId',
+  'reason',
+  'enqueuedAt',
+  'outcome',
+  'durationMs',
+  'requeueAfterMs',
+  'notFound',
+  'err',
+]);
+
+/** A key's lines waiting for its outcome line, at most this many (older ones are printed then). */
+const MAX_PENDING_PER_KEY = 50;
+const INDENT = ' '.repeat(14);
+
+/** `name=value` for the fields a controller's log call added (`log.info({ replicas: 3 }, …)`). */
+function fieldsOf(line: LogLine): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(line)) {
+    if (FRAMEWORK_FIELDS.has(name) || name.startsWith('logging.googleapis.com/') || value === undefined)
+      continue;
+    const text = typeof value === 'string' && /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+    parts.push(`${name}=${text}`);
+  }
+  return parts.length > 0 ? `  ${parts.join(' ')}` : '';
+}
+
+/** Options of {@link createPrettyLog}. */
+export interface PrettyLogOptions {
+  /** Lines below this pino level are not shown (`--log-level`); default `info`. */
+  level?: pino.Level;
+}
+
+/** Turns log lines into the pretty view's lines. */
+export interface PrettyLog {
+  /** The lines to print for `line` of `service` now (often none: chatter, or held for its key's outcome). */
+  lines(service: string, line: LogLine): string[];
+}
+
 /**
- * One line for a log entry worth showing (reconcile outcomes, warnings, errors, relay start-up),
- * or `undefined` for chatter. Never prints fields beyond message, labels, outcome and error.
+ * The pretty view: one line per reconcile outcome (`reconcile   ✓ foo demo/x success (12 ms)`) with
+ * the key's own log lines of that delivery under it — what a controller's `ctx.log.info(…)` wrote,
+ * its fields included — held until the outcome line comes; warnings and errors at once; the relay's
+ * start and stop. Lines below `level` are hidden. A line that is not JSON is chatter of the runtime
+ * (functions-framework) and hidden too.
  */
-export function formatLogLine(service: string, line: LogLine): string | undefined {
-  if (line.raw !== undefined) return undefined;
-  const labels = (line[LABELS] ?? {}) as { controller?: string; key?: string };
-  const severity = line.severity ?? 'INFO';
-  const who = labels.controller ? `${labels.controller} ${labels.key ?? ''}`.trim() : '';
-  const outcome = typeof line.outcome === 'string' ? line.outcome : undefined;
-  const error = typeof line.err === 'string' ? ` — ${line.err}` : '';
-  if (service === 'reconcile' && outcome) {
-    const ms = typeof line.durationMs === 'number' ? ` (${line.durationMs} ms)` : '';
-    const mark = outcome === 'success' || outcome === 'requeue' ? '✓' : outcome === 'transient' ? '↻' : '✗';
-    return `${service.padEnd(11)} ${mark} ${who} ${outcome}${ms}${error}`;
-  }
-  if (severity === 'ERROR' || severity === 'WARNING' || severity === 'CRITICAL') {
-    return `${service.padEnd(11)} ${severity} ${who ? `${who}: ` : ''}${line.message ?? ''}${error}`;
-  }
-  if (service === 'relay' && severity === 'INFO' && /ready|started|stopp/i.test(line.message ?? '')) {
-    return `${service.padEnd(11)} ${line.message}`;
-  }
-  return undefined;
+export function createPrettyLog(options: PrettyLogOptions = {}): PrettyLog {
+  const threshold = pino.levels.values[options.level ?? 'info'] ?? 30;
+  const pending = new Map<string, string[]>();
+  return {
+    lines(service, line) {
+      if (line.raw !== undefined) return [];
+      const labels = (line[LABELS] ?? {}) as { controller?: string; key?: string };
+      const severity = line.severity ?? 'INFO';
+      const level = typeof line.level === 'number' ? line.level : (SEVERITY_LEVEL[severity] ?? 30);
+      const who = labels.controller ? `${labels.controller} ${labels.key ?? ''}`.trim() : '';
+      const outcome = typeof line.outcome === 'string' ? line.outcome : undefined;
+      const error = typeof line.err === 'string' ? ` — ${line.err}` : '';
+      const id = `${service} ${who}`;
+      if (service === 'reconcile' && outcome) {
+        const ms = typeof line.durationMs === 'number' ? ` (${line.durationMs} ms)` : '';
+        const mark =
+          outcome === 'success' || outcome === 'requeue' ? '✓' : outcome === 'transient' ? '↻' : '✗';
+        const notFound = line.notFound === true ? ' — not found: nothing to do' : '';
+        const held = pending.get(id) ?? [];
+        pending.delete(id);
+        return [`${service.padEnd(11)} ${mark} ${who} ${outcome}${ms}${notFound}${error}`, ...held];
+      }
+      if (level < threshold) return [];
+      if (level >= 40) {
+        return [
+          `${service.padEnd(11)} ${severity} ${who ? `${who}: ` : ''}${line.message ?? ''}${error}${fieldsOf(line)}`,
+        ];
+      }
+      if (service === 'reconcile' && who) {
+        // A controller's own line: shown under its key's outcome line.
+        const shown = severity === 'INFO' ? '' : `${severity} `;
+        const held = pending.get(id) ?? [];
+        held.push(`${INDENT}${shown}${line.message ?? ''}${fieldsOf(line)}`);
+        pending.set(id, held);
+        if (held.length > MAX_PENDING_PER_KEY) return [`${service.padEnd(11)} ${who}:`, ...held.splice(0)];
+        return [];
+      }
+      if (service === 'relay' && severity === 'INFO' && /ready|started|stopp/i.test(line.message ?? '')) {
+        return [`${service.padEnd(11)} ${line.message}`];
+      }
+      return [];
+    },
+  };
 }

@@ -11,11 +11,12 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
+import type { pino } from 'pino';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { type LocalApiServer, startLocalApiServer } from './apiserver/index.ts';
 import { seedDemo } from './demo.ts';
-import { formatLogLine } from './progress.ts';
+import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 
@@ -31,8 +32,10 @@ export interface DevOptions {
   resyncIntervalMs: number;
   /** The relay's collapse window in ms; default the relay's own. */
   collapseMs?: number;
-  /** `pretty`: one readable line per reconcile; `json`: every process's raw log line. */
+  /** `pretty`: one readable line per reconcile, the key's own log lines under it; `json`: every process's raw log line. */
   logFormat: 'pretty' | 'json';
+  /** The processes' `LOG_LEVEL`, and the lowest level the pretty view shows; default `info`. */
+  logLevel?: pino.Level;
   /** Where `stack.json` and `logs/` go (local/state.ts). */
   stateDir: string;
   /** `KUBECONFIG`. */
@@ -45,6 +48,7 @@ export interface DevOptions {
  */
 export async function runDev(options: DevOptions): Promise<void> {
   process.env.METADATA_SERVER_DETECTION ??= 'none';
+  const logLevel = options.logLevel ?? 'info';
   const env = {
     KUBECONFIG: options.kubeconfig,
     LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace,
@@ -111,7 +115,9 @@ export async function runDev(options: DevOptions): Promise<void> {
     say(`  kubeconfig       ${kubeconfigPath}    try: kubectl --kubeconfig ${kubeconfigPath} get secrets -A`);
     const controllerEnv: Record<string, string> = {
       LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE,
+      LOG_LEVEL: logLevel,
     };
+    const pretty = createPrettyLog({ level: logLevel });
     const kubeConfig = new PooledKubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
     if (apiserver) {
@@ -130,10 +136,7 @@ export async function runDev(options: DevOptions): Promise<void> {
       stateDir: options.stateDir,
       onLog: (service, line) => {
         if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
-        else {
-          const text = formatLogLine(service, line);
-          if (text) say(text);
-        }
+        else for (const text of pretty.lines(service, line)) say(text);
       },
       onResync: (report) =>
         say(

@@ -2,6 +2,8 @@
  * `levelset dev` (what `npm start` runs): the whole pipeline on this machine (local/start.ts).
  * Flags default to the environment variables README "Configuration" lists.
  */
+
+import { pino } from 'pino';
 import type { CommandModule } from 'yargs';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
@@ -13,6 +15,7 @@ interface DevArgs {
   'resync-interval-ms': number;
   'collapse-ms'?: number;
   'log-format': string;
+  'log-level': string;
 }
 
 const intFromEnv = (name: string): number | undefined => {
@@ -58,7 +61,13 @@ export const devCommand: CommandModule<object, DevArgs> = {
         choices: ['pretty', 'json'],
         default: process.env.LEVELSET_LOG_FORMAT || 'pretty',
         describe:
-          "pretty: one line per reconcile; json: every process's Cloud Logging line (LEVELSET_LOG_FORMAT)",
+          "pretty: one line per reconcile, the key's own log lines under it; json: every process's Cloud Logging line (LEVELSET_LOG_FORMAT)",
+      })
+      .option('log-level', {
+        choices: Object.keys(pino.levels.values),
+        default: process.env.LOG_LEVEL || 'info',
+        describe:
+          "the processes' pino level; the pretty view shows a key's own lines from it up, under its outcome line (LOG_LEVEL)",
       })
       .check((argv) => {
         for (const name of ['resync-interval-ms', 'collapse-ms'] as const) {
@@ -82,6 +91,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
       resyncIntervalMs: argv['resync-interval-ms'],
       collapseMs: argv['collapse-ms'],
       logFormat: argv['log-format'] as 'pretty' | 'json',
+      logLevel: argv['log-level'] as pino.Level,
       stateDir: stateDirectory(),
       kubeconfig: process.env.KUBECONFIG || undefined,
     });
