@@ -42,7 +42,10 @@ export interface LocalStackOptions {
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
   onLog?: (service: string, line: LogLine) => void;
-  /** Called after each timer-driven resync. */
+  /**
+   * Called after each timer-driven resync: its report, or why it failed. Not called for a resync
+   * the stack's stop (or a signal to the resync function) interrupted: that is no failure.
+   */
   onResync?: (report: ResyncReport | Error) => void;
   /**
    * Where to write `stack.json` and `logs/<service>.jsonl` so that `levelset` commands find this
@@ -150,6 +153,21 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
   };
   if (options.relay ?? true) await startRelay();
   return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, env, stop: stopRelay };
+}
+
+/**
+ * The header functions-framework sets on the answer it gives a request in flight when its process
+ * crashes or receives a signal (`X-Google-Status: crash`, body `Received SIGINT` for a signal).
+ */
+const FUNCTION_STATUS_HEADER = 'x-google-status';
+
+/**
+ * A resync whose function process was stopped by a signal while it ran (functions-framework then
+ * answers `500 Received SIGINT`): Ctrl-C in a terminal signals every process of the group at once,
+ * so the resync function may stop before `levelset dev` does. Not a failure of the resync.
+ */
+export class ResyncInterruptedError extends Error {
+  override readonly name = 'ResyncInterruptedError';
 }
 
 /**
@@ -283,16 +301,29 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
 
     const runResync = async (): Promise<ResyncReport> => {
       const res = await fetch(service('resync').url, { method: 'POST' });
-      const body = (await res.json()) as ResyncReport;
+      const text = await res.text();
+      if (res.headers.get(FUNCTION_STATUS_HEADER) === 'crash' && /^Received SIG[A-Z]+$/.test(text))
+        throw new ResyncInterruptedError(text);
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new Error(`resync answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+      }
       if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
-      return body;
+      return body as ResyncReport;
     };
     let timer: NodeJS.Timeout | undefined;
+    let stopping = false;
     if (options.resyncIntervalMs) {
       timer = setInterval(() => {
         runResync().then(
-          (report) => options.onResync?.(report),
-          (err: Error) => options.onResync?.(err),
+          (report) => {
+            if (!stopping) options.onResync?.(report);
+          },
+          (err: Error) => {
+            if (!stopping && !(err instanceof ResyncInterruptedError)) options.onResync?.(err);
+          },
         );
       }, options.resyncIntervalMs);
       timer.unref();
@@ -338,6 +369,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       runResync,
       env,
       async stop() {
+        stopping = true;
         if (timer) clearInterval(timer);
         await stopRelay();
         if (options.stateDir) removeStackState(options.stateDir);

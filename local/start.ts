@@ -138,14 +138,16 @@ export async function runDev(options: DevOptions): Promise<void> {
         if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
         else for (const text of pretty.lines(service, line)) say(text);
       },
-      onResync: (report) =>
+      onResync: (report) => {
+        if (stopping) return; // a resync cut short by the stop is no failure
         say(
           report instanceof Error
             ? `resync      failed: ${report.message}`
             : `resync      published ${report.published} keys (${Object.entries(report.controllers)
                 .map(([name, c]) => `${name}: ${c.published}`)
                 .join(', ')})`,
-        ),
+        );
+      },
     });
     say(
       `  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`,

@@ -417,6 +417,74 @@ describe('levelset (the real binary against the local stack)', () => {
     rmSync(devState, { recursive: true, force: true });
   });
 
+  test('dev: Ctrl-C while a resync is running prints no error', {
+    skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to hold a request' : false,
+  }, async () => {
+    const local = cluster.local;
+    assert.ok(local);
+    // Foo's resync LIST (served once its CRD is) tells when a resync has started.
+    await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
+    const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
+    // Its own process group, as a terminal runs a command: Ctrl-C sends SIGINT to the whole group.
+    const dev = spawn(
+      process.execPath,
+      [bin, 'dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '1000'],
+      {
+        cwd: repoRoot,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          KUBECONFIG: cluster.kubeconfigPath,
+          LEVELSET_STATE_DIR: devState,
+          LEVELSET_SOURCE_NAMESPACE: namespace,
+        },
+      },
+    );
+    let output = '';
+    dev.stdout.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    dev.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => dev.once('close', resolve));
+    const pgid = dev.pid ?? 0;
+    let removeLatency = () => {};
+    try {
+      await waitFor(() => readStackState(devState)?.relayUrl, {
+        timeoutMs: 90_000,
+        message: 'levelset dev to write its state file',
+      });
+      // The resync's LIST of the source Secrets now takes 20 s: a resync that starts is in flight.
+      const held = Date.now();
+      removeLatency = local.faults.addLatency({ verb: 'list', resource: 'secrets', namespace }, 20_000);
+      await waitFor(
+        () => local.requests.count((e) => e.verb === 'list' && e.resource === 'foos' && e.time > held) > 0,
+        { message: 'a resync running (its LIST of Foos answered, of the source Secrets held)' },
+      );
+    } finally {
+      process.kill(-pgid, 'SIGINT');
+    }
+    const code = await exited;
+    removeLatency();
+    assert.equal(code, 0, output);
+    assert.match(output, /stopped\.\n$/);
+    assert.doesNotMatch(output, /error|failed|not valid JSON/i);
+    await waitFor(
+      () => {
+        try {
+          process.kill(-pgid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { message: 'every process of the group gone' },
+    );
+    rmSync(devState, { recursive: true, force: true });
+  });
+
   test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'levelset-cli-empty-'));
     const gone = mkdtempSync(join(tmpdir(), 'levelset-cli-gone-'));
