@@ -112,6 +112,7 @@ export async function seedDemo(
   say('demo        done; the pipeline keeps running. Try:');
   say(`              kubectl --kubeconfig .levelset/kubeconfig create namespace team-d`);
   say(`              kubectl --kubeconfig .levelset/kubeconfig get secrets -A -l levelset.dev/replica-of`);
+  say('              kubectl --kubeconfig .levelset/kubeconfig get nodes');
   say(
     '              kubectl --kubeconfig .levelset/kubeconfig -n demo get foos,icecreams,deployments,cc,pods -o wide',
   );

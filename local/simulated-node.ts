@@ -8,34 +8,112 @@
  *   recreate, not a rolling update); its status follows that ReplicaSet's.
  * - ReplicaSet controller: creates/deletes Pods `<rs>-<random>` with a controller reference to the
  *   ReplicaSet; its status counts the Running ones.
- * - Scheduler: each new Pod gets `spec.nodeName`, spread over {@link NODE_NAMES}.
- * - Kubelet: Pods go `Running` (Ready, with an IP and a running, ready status per container).
+ * - Kubelet registration: a Node per name of {@link NODE_NAMES} (Ready, with addresses and node
+ *   info, so that `kubectl get nodes` lists them) and its Lease in `kube-node-lease`, renewed every
+ *   10 s as kubelet's heartbeat.
+ * - Scheduler: every Pod without a node (whoever created it: a ReplicaSet, or a controller such as
+ *   Customcluster directly) is bound to the node with the fewest Pods, through `pods/binding` as
+ *   kube-scheduler binds.
+ * - Kubelet: Pods bound to a simulated node go `Running` (Ready, with an IP and a running, ready status
+ *   per container).
  *
  * `npm start` runs it on the embedded cluster; the Icecream end-to-end test runs it there too (on a
  * real cluster the real controllers do this). Each object is synced from a fresh read, one sync per
  * object at a time (a tiny workqueue), so informer events arriving in bursts never double-create.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { release } from 'node:os';
 import {
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   type KubeConfig,
   makeInformer,
   PatchStrategy,
   setHeaderOptions,
   type V1Deployment,
+  V1MicroTime,
+  type V1Node,
+  type V1NodeCondition,
   type V1Pod,
   type V1ReplicaSet,
+  VersionApi,
 } from '@kubernetes/client-node';
 import { selectorOf } from '../functions/kit/children.ts';
 import type { Logger } from '../functions/log.ts';
 import { controllerRefOf, isControlledBy, newControllerRef } from '../functions/runtime/owner.ts';
 
-/** The simulated nodes' address (a kind node's, for the look of it). */
-const NODE_IP = '172.18.0.2';
-
-/** The fake nodes Pods are scheduled on. */
+/** The simulated nodes Pods are scheduled on. */
 export const NODE_NAMES = ['node-1', 'node-2', 'node-3'] as const;
+
+/** A simulated node's InternalIP (kind's node addresses, for the look of it): node-1 → 172.18.0.2. */
+const nodeIp = (node: string) => `172.18.0.${NODE_NAMES.indexOf(node as (typeof NODE_NAMES)[number]) + 2}`;
+
+/** kubelet's node lease duration (s) and renew interval (ms): `nodeLeaseDurationSeconds`, a quarter of it. */
+const LEASE_DURATION_SECONDS = 40;
+const LEASE_RENEW_MS = 10_000;
+
+/**
+ * The Node kubelet registers for `name` (pkg/kubelet/kubelet_node_status.go initialNode, then its
+ * status: conditions, addresses, node info).
+ */
+function nodeObject(name: string, kubeletVersion: string): V1Node {
+  const now = new Date();
+  const condition = (type: string, status: string, reason: string, message: string): V1NodeCondition => ({
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: now,
+  });
+  const resources = { cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        'levelset.dev/simulated': 'true',
+      },
+    },
+    spec: {},
+    status: {
+      capacity: resources,
+      allocatable: resources,
+      conditions: [
+        condition(
+          'MemoryPressure',
+          'False',
+          'KubeletHasSufficientMemory',
+          'kubelet has sufficient memory available',
+        ),
+        condition('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+        condition('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+        condition('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status'),
+      ],
+      addresses: [
+        { type: 'InternalIP', address: nodeIp(name) },
+        { type: 'Hostname', address: name },
+      ],
+      nodeInfo: {
+        kubeletVersion,
+        kubeProxyVersion: '',
+        osImage: 'Levelset simulated node',
+        kernelVersion: release(),
+        containerRuntimeVersion: 'simulated://1.0.0',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+        machineID: name,
+        systemUUID: name,
+        bootID: name,
+      },
+    },
+  };
+}
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -149,9 +227,7 @@ export async function startSimulatedNode(
     const want = rs.spec?.replicas ?? 1;
     for (const extra of pods.slice(want))
       await core.deleteNamespacedPod({ namespace, name: extra.metadata?.name ?? '' }).catch(gone);
-    const perNode = (node: string) => pods.filter((p) => p.spec?.nodeName === node).length;
     for (let i = pods.length; i < want; i++) {
-      const nodeName = [...NODE_NAMES].sort((a, b) => perNode(a) - perNode(b))[0];
       const pod = await core.createNamespacedPod({
         namespace,
         body: {
@@ -160,7 +236,7 @@ export async function startSimulatedNode(
             labels,
             ownerReferences: [newControllerRef(rs, { apiVersion: 'apps/v1', kind: 'ReplicaSet' })],
           },
-          spec: { ...(rs.spec?.template?.spec ?? { containers: [] }), nodeName },
+          spec: rs.spec?.template?.spec ?? { containers: [] },
         },
       });
       pods.push(pod);
@@ -181,7 +257,9 @@ export async function startSimulatedNode(
   let nextPodIp = 0;
   const runPod = (pod: V1Pod) => {
     const { name, namespace, deletionTimestamp } = pod.metadata ?? {};
+    const node = pod.spec?.nodeName;
     if (!name || !namespace || deletionTimestamp || pod.status?.phase === 'Running') return;
+    if (!node || !(NODE_NAMES as readonly string[]).includes(node)) return; // not bound to a simulated node
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const ip = `10.244.0.${(nextPodIp++ % 254) + 1}`;
@@ -196,8 +274,8 @@ export async function startSimulatedNode(
       status: {
         phase: 'Running',
         startTime: now,
-        hostIP: NODE_IP,
-        hostIPs: [{ ip: NODE_IP }],
+        hostIP: nodeIp(node),
+        hostIPs: [{ ip: nodeIp(node) }],
         podIP: ip,
         podIPs: [{ ip }],
         conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map(condition),
@@ -223,7 +301,70 @@ export async function startSimulatedNode(
     return r?.kind === kind ? r.name : undefined;
   };
 
+  // Kubelet registration: the Nodes, then their Leases, renewed as kubelet's heartbeat.
+  const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+  const kubeletVersion = (await kubeConfig.makeApiClient(VersionApi).getCode()).gitVersion;
+  const nodes = new Map<string, V1Node>();
+  for (const name of NODE_NAMES) {
+    const desired = nodeObject(name, kubeletVersion);
+    const node = await core.createNode({ body: desired }).catch(async (err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+      return core.patchNodeStatus({ name, body: { status: desired.status } }, merge);
+    });
+    nodes.set(name, node);
+  }
+  const renewLeases = async () => {
+    for (const [name, node] of nodes) {
+      const namespace = 'kube-node-lease';
+      const renewTime = new V1MicroTime(); // metav1.MicroTime: microseconds, as the server parses it
+      await coordination
+        .patchNamespacedLease({ namespace, name, body: { spec: { renewTime } } }, merge)
+        .catch(async (err: { code?: number }) => {
+          if (err.code !== 404) throw err;
+          await coordination.createNamespacedLease({
+            namespace,
+            body: {
+              metadata: {
+                name,
+                ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name, uid: node.metadata?.uid ?? '' }],
+              },
+              spec: { holderIdentity: name, leaseDurationSeconds: LEASE_DURATION_SECONDS, renewTime },
+            },
+          });
+        })
+        .catch(ignore);
+    }
+  };
+  await renewLeases();
+  const leaseTimer = setInterval(() => void renewLeases(), LEASE_RENEW_MS);
+  leaseTimer.unref();
+
   const pods = makeInformer<V1Pod>(kubeConfig, '/api/v1/pods', () => core.listPodForAllNamespaces());
+
+  // kube-scheduler: each Pod without a node is bound to the simulated node with the fewest Pods
+  // (those cached, plus bindings in flight, so that a burst of Pods spreads).
+  const binding = new Map<string, string>();
+  const schedule = (pod: V1Pod) => {
+    const { name, namespace, deletionTimestamp } = pod.metadata ?? {};
+    if (!name || !namespace || deletionTimestamp || pod.spec?.nodeName) return;
+    if ((pod.spec?.schedulerName ?? 'default-scheduler') !== 'default-scheduler') return;
+    const key = `${namespace}/${name}`;
+    if (binding.has(key)) return;
+    const cached = pods.list();
+    const load = (node: string) =>
+      cached.filter((p) => p.spec?.nodeName === node).length +
+      [...binding.values()].filter((n) => n === node).length;
+    const nodeName = [...NODE_NAMES].sort((a, b) => load(a) - load(b))[0] ?? NODE_NAMES[0];
+    binding.set(key, nodeName);
+    core
+      .createNamespacedPodBinding({
+        name,
+        namespace,
+        body: { metadata: { name }, target: { apiVersion: 'v1', kind: 'Node', name: nodeName } },
+      })
+      .catch(ignore) // 409: bound meanwhile; 404: deleted
+      .finally(() => binding.delete(key));
+  };
   const deployments = makeInformer<V1Deployment>(kubeConfig, '/apis/apps/v1/deployments', () =>
     apps.listDeploymentForAllNamespaces(),
   );
@@ -231,6 +372,7 @@ export async function startSimulatedNode(
     apps.listReplicaSetForAllNamespaces(),
   );
   const onPod = (pod: V1Pod) => {
+    schedule(pod);
     runPod(pod);
     replicaSetQueue(pod.metadata?.namespace, controllerOf(pod, 'ReplicaSet'));
   };
@@ -258,6 +400,7 @@ export async function startSimulatedNode(
   return {
     async stop() {
       stopped = true;
+      clearInterval(leaseTimer);
       await Promise.all(informers.map((i) => i.stop()));
     },
   };

@@ -124,7 +124,7 @@ export async function runDev(options: DevOptions): Promise<void> {
       // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.
       simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
       say(
-        '  simulated node   Deployments → ReplicaSets → Pods on node-1..3, Running (embedded cluster only)',
+        '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
       );
       if (options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
     }

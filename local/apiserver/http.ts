@@ -11,7 +11,7 @@ import { negotiate, partialObjectMetadata, type Representation } from './negotia
 import { openapiV3 } from './openapi.ts';
 import { decodeProtobuf } from './protobuf.ts';
 import { type Authenticator, type Authorizer, serviceAccountUser, type UserInfo } from './rbac.ts';
-import type { DeleteOptions, ListOptions, Registry, WriteOptions } from './registry.ts';
+import { type DeleteOptions, type ListOptions, now, type Registry, type WriteOptions } from './registry.ts';
 import type { RequestInfo } from './requestinfo.ts';
 import type { RequestLog } from './requests.ts';
 import { groupVersion, type KubeObject, type ResourceType } from './resources.ts';
@@ -19,8 +19,10 @@ import {
   ApiError,
   badRequest,
   conflict,
+  type FieldError,
   genericStatus,
   internalError,
+  invalid,
   methodNotAllowed,
   OPTIMISTIC_LOCK_MESSAGE,
   pathNotFound,
@@ -379,6 +381,7 @@ async function route(
     throw methodNotAllowed();
   }
   if (sub === 'token') return tokenRequest(ctx, req, res, t, namespace, name);
+  if (sub === 'binding') return bindPod(ctx, req, res, t, namespace, name);
   if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed();
   const rep = negotiate(req.headers.accept);
   const registry = ctx.registry;
@@ -594,6 +597,64 @@ async function tokenRequest(
     },
     status: { token, expirationTimestamp },
   });
+}
+
+/**
+ * `POST pods/NAME/binding`, the scheduler's write (pkg/registry/core/pod/storage BindingREST.Create →
+ * setPodNodeAndMetadata): sets `spec.nodeName`, the Binding's annotations and `PodScheduled=True`;
+ * answers `201` with a Success Status. A pod already on a node: `409` (`pod NAME is already assigned
+ * to node "N"`); a Binding without `target.name`: `422`.
+ */
+async function bindPod(
+  ctx: HttpContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  t: ResourceType,
+  namespace: string | undefined,
+  name: string,
+): Promise<void> {
+  if (req.method !== 'POST') throw methodNotAllowed();
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const binding = (decode(await readBody(req), mediaType(req)) ?? {}) as {
+    metadata?: { name?: string; annotations?: Record<string, string> };
+    target?: { kind?: string; name?: string };
+  };
+  if (binding.metadata?.name !== name) throw badRequest('name in URL does not match name in Binding object');
+  const errs: FieldError[] = [];
+  if (binding.target?.kind && binding.target.kind !== 'Node')
+    errs.push({
+      type: 'FieldValueNotSupported',
+      field: 'target.kind',
+      detail: `Unsupported value: "${binding.target.kind}": supported values: "Node"`,
+    });
+  if (!binding.target?.name)
+    errs.push({ type: 'FieldValueRequired', field: 'target.name', detail: 'Required value' });
+  if (errs.length) throw invalid('Binding', '', name, errs);
+  const pod = structuredClone(ctx.registry.get(t, namespace, name)) as KubeObject & {
+    spec: { nodeName?: string };
+    status?: { conditions?: Record<string, unknown>[] };
+  };
+  if (pod.spec.nodeName)
+    throw conflict(
+      { group: '', resource: 'pods/binding' },
+      name,
+      `pod ${name} is already assigned to node "${pod.spec.nodeName}"`,
+    );
+  pod.spec.nodeName = binding.target?.name;
+  if (binding.metadata?.annotations)
+    pod.metadata.annotations = { ...pod.metadata.annotations, ...binding.metadata.annotations };
+  const conditions = (pod.status?.conditions ?? []).filter((c) => c.type !== 'PodScheduled');
+  const was = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  conditions.push({
+    type: 'PodScheduled',
+    status: 'True',
+    lastProbeTime: null,
+    lastTransitionTime: was?.status === 'True' ? was.lastTransitionTime : now(),
+  });
+  pod.status = { ...pod.status, conditions };
+  const opts = writeOptions(url, req);
+  ctx.registry.update(t, namespace, name, pod, opts, 'binding');
+  send(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
 }
 
 /** Create-only review resources: SelfSubjectAccessReview. */

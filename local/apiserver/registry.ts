@@ -424,7 +424,7 @@ export class Registry {
 
   /**
    * Replaces an object (PUT), or its status (`subresource` = `status`), or a namespace's
-   * `spec.finalizers` (`finalize`).
+   * `spec.finalizers` (`finalize`), or a pod's node and `PodScheduled` condition (`binding`).
    * @throws ApiError 404, 409 Conflict (stale resourceVersion or uid), 422, 400 name/namespace mismatch
    */
   update(
@@ -464,6 +464,9 @@ export class Registry {
       next = structuredClone(existing);
       if ('status' in incoming) next.status = incoming.status;
       else delete next.status;
+    } else if (subresource === 'binding') {
+      // pods/binding (http.ts bindPod): spec.nodeName and the PodScheduled condition, written together.
+      next = incoming;
     } else if (subresource === 'finalize') {
       next = structuredClone(existing);
       const spec = (incoming.spec ?? {}) as Record<string, unknown>;

@@ -605,11 +605,29 @@ export function builtinResources(): ResourceType[] {
           spec.preemptionPolicy ??= 'PreemptLowerPriority';
         },
         returnDeletedObject: true,
+        // The scheduler's binding (pkg/registry/core/pod/storage BindingREST): POST pods/NAME/binding.
+        subresources: ['binding'],
         prepareForCreate(obj) {
           obj.status = { phase: 'Pending', qosClass: 'BestEffort' };
           admitPod(asRecord(obj.spec));
         },
         validate: (obj) => validatePodSpec(obj.spec, 'spec'),
+      },
+    ),
+    core(
+      {
+        plural: 'nodes',
+        kind: 'Node',
+        namespaced: false,
+        shortNames: ['no'],
+        statusSubresource: true,
+        fieldLabels: labels('spec.unschedulable'),
+      },
+      {
+        // Status is kept on create: kubelet registers its Node with its status (nodeStrategy has no reset).
+        defaults(obj) {
+          obj.spec ??= {};
+        },
       },
     ),
     serviceType(),

@@ -334,6 +334,47 @@ function printService(svc: Obj, now: number): PrintedRow {
   };
 }
 
+/** kubectl's node roles (printers.go findNodeRoles): `node-role.kubernetes.io/<role>` labels and `kubernetes.io/role`. */
+function nodeRoles(node: Obj): string[] {
+  const roles = new Set<string>();
+  for (const [k, v] of Object.entries((node.metadata?.labels ?? {}) as Record<string, string>)) {
+    if (k.startsWith('node-role.kubernetes.io/')) {
+      const role = k.slice('node-role.kubernetes.io/'.length);
+      if (role) roles.add(role);
+    } else if (k === 'kubernetes.io/role' && v) roles.add(v);
+  }
+  return [...roles].sort();
+}
+
+/** printNode (pkg/printers/internalversion/printers.go), with the wide columns as the table convertor asks. */
+function printNode(node: Obj, now: number): PrintedRow {
+  const status = rec(node.status);
+  const ready = list(status.conditions).find((c) => c.type === 'Ready');
+  const states = ready ? [ready.status === 'True' ? 'Ready' : 'NotReady'] : ['Unknown'];
+  if (rec(node.spec).unschedulable === true) states.push('SchedulingDisabled');
+  const address = (type: string) =>
+    str(list(status.addresses).find((a) => a.type === type)?.address) || '<none>';
+  const info = rec(status.nodeInfo);
+  const known = (v: unknown) => str(v) || '<unknown>';
+  return {
+    cells: [
+      node.metadata?.name ?? '',
+      states.join(','),
+      nodeRoles(node).join(',') || '<none>',
+      age(node, now),
+      str(info.kubeletVersion),
+      address('InternalIP'),
+      address('ExternalIP'),
+      known(info.osImage),
+      known(info.kernelVersion),
+      known(info.containerRuntimeVersion),
+    ],
+  };
+}
+
+const NODE_ADDRESSES_DOC =
+  "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).";
+
 // ---- The built-in printers, keyed by `<group>/<plural>` ----
 
 const BUILTIN_PRINTERS: Record<string, Printer> = {
@@ -485,6 +526,36 @@ const BUILTIN_PRINTERS: Record<string, Printer> = {
       nameCol(1),
     ],
     print: printEvent,
+  },
+  '/nodes': {
+    columns: [
+      nameCol(),
+      col('Status', 'string', 'The status of the node'),
+      col('Roles', 'string', 'The roles of the node'),
+      ageCol(),
+      col('Version', 'string', 'Kubelet Version reported by the node.'),
+      col('Internal-IP', 'string', NODE_ADDRESSES_DOC, 1),
+      col('External-IP', 'string', NODE_ADDRESSES_DOC, 1),
+      col(
+        'OS-Image',
+        'string',
+        'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).',
+        1,
+      ),
+      col(
+        'Kernel-Version',
+        'string',
+        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+        1,
+      ),
+      col(
+        'Container-Runtime',
+        'string',
+        'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).',
+        1,
+      ),
+    ],
+    print: printNode,
   },
   '/namespaces': {
     columns: [nameCol(), col('Status', 'string', 'The status of the namespace'), ageCol()],
