@@ -6,10 +6,10 @@
  * unreachable) are one line with a non-zero exit code and no stack trace.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
@@ -146,6 +146,52 @@ describe('levelset (the real binary against the local stack)', () => {
     });
     assert.equal(run.code, 0);
     assert.equal((JSON.parse(run.stdout) as unknown[]).length, controllers.length);
+  });
+
+  // npx installs the project itself into its cache on a first run, checking its package.json
+  // against the Node npm runs on: the host's, older than the project's own Node 24.
+  const hostPath = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => !dir.includes('node_modules'))
+    .join(delimiter);
+  const hostNode = spawnSync('node', ['-p', 'process.versions.node'], {
+    env: { ...process.env, PATH: hostPath },
+    encoding: 'utf8',
+  }).stdout.trim();
+  test("a first npx levelset on the host's Node prints no engine warning", {
+    skip: /^(2[4-9]|[3-9]\d)\./.test(hostNode)
+      ? `the host runs Node ${hostNode}: nothing to warn about`
+      : false,
+  }, async () => {
+    const cache = mkdtempSync(join(tmpdir(), 'levelset-npx-cache-'));
+    try {
+      const run = await new Promise<Run>((resolve) => {
+        const child = spawn('npm', ['exec', '--', 'levelset', 'controllers', '-o', 'json'], {
+          cwd: repoRoot,
+          env: {
+            ...process.env,
+            PATH: hostPath,
+            npm_config_cache: cache,
+            npm_config_update_notifier: 'false',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => {
+          stdout += c.toString();
+        });
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString();
+        });
+        child.once('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.doesNotMatch(run.stderr, /EBADENGINE|levelset@/, 'no warning about the project itself');
+      assert.equal((JSON.parse(run.stdout) as unknown[]).length, controllers.length, 'ran on Node 24');
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 
   test('controllers: the registry with primary, watches, owned kinds and RBAC rules', async () => {
