@@ -34,7 +34,7 @@ import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
-import { createKeyPublisher } from '../functions/publish.ts';
+import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
 import { createEventRecorder } from '../functions/runtime/events.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
@@ -245,7 +245,7 @@ kc.loadFromFile(local.kubeconfigPath);
 const core = kc.makeApiClient(CoreV1Api);
 const custom = kc.makeApiClient(CustomObjectsApi);
 const emulator: PubSubEmulator = await startPubSubEmulator();
-const pubsub = new PubSub({ projectId: emulator.projectId, apiEndpoint: emulator.host, emulatorMode: true });
+const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
 const createNs = (name: string, labels: Record<string, string> = {}) =>
   core.createNamespace({ body: { metadata: { name, labels } } });
 

@@ -4,6 +4,7 @@
  * @google-cloud/pubsub's generated `SubscriberClient` on the emulator or Google Cloud.
  */
 import { PubSub, v1 } from '@google-cloud/pubsub';
+import { emulatorClientOptions } from '../functions/publish.ts';
 import { CliError, firstLine } from './errors.ts';
 import type { Target } from './target.ts';
 
@@ -54,7 +55,7 @@ function pubsubError(target: Target, subscription: string, err: unknown): CliErr
 export function createSubscriber(target: Target): Subscriber {
   const pubsub = new PubSub({
     projectId: target.projectId,
-    ...(target.emulatorHost ? { apiEndpoint: target.emulatorHost, emulatorMode: true } : {}),
+    ...(target.emulatorHost ? emulatorClientOptions(target.emulatorHost) : {}),
   });
   const client = new v1.SubscriberClient({ ...pubsub.options });
   const call = async <T>(subscription: string, fn: () => Promise<T>): Promise<T> => {

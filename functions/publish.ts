@@ -46,12 +46,26 @@ export interface KeyPublisher {
   readonly topic: Topic;
 }
 
+/**
+ * The `PubSub` client options for the Pub/Sub emulator at `host` (`host:port`): plaintext, no
+ * credentials, and the universe domain given. Without it google-gax asks google-auth-library for
+ * the credentials' universe domain, which looks for Application Default Credentials and probes
+ * the GCE metadata server: off Google Cloud, a `MetadataLookupWarning … ENOTFOUND` on stderr.
+ */
+export function emulatorClientOptions(host: string): {
+  apiEndpoint: string;
+  emulatorMode: true;
+  universeDomain: string;
+} {
+  return { apiEndpoint: host, emulatorMode: true, universeDomain: 'googleapis.com' };
+}
+
 /** Creates a {@link KeyPublisher} on an existing topic with message ordering enabled. */
 export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
   const emulatorHost = options.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
   const pubsub = new PubSub({
     projectId: options.projectId,
-    ...(emulatorHost ? { apiEndpoint: emulatorHost, emulatorMode: true } : {}),
+    ...(emulatorHost ? emulatorClientOptions(emulatorHost) : {}),
   });
   const topic = pubsub.topic(options.topic, {
     messageOrdering: true,

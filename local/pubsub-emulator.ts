@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
+import { emulatorClientOptions } from '../functions/publish.ts';
 
 export interface PubSubEmulator {
   /** `host:port`, the value for `PUBSUB_EMULATOR_HOST`. */
@@ -144,11 +145,7 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
   subscription: string;
   deadLetterSubscription: string;
 }> {
-  const pubsub = new PubSub({
-    projectId: options.projectId,
-    apiEndpoint: options.emulatorHost,
-    emulatorMode: true,
-  });
+  const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const topicId = options.topic ?? 'levelset-keys';
   const deadLetterId = `${topicId}-dead-letter`;
   const subscriptionId = options.subscription ?? `${topicId}-reconcile`;

@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import { controllers } from '../../functions/controllers/index.ts';
+import { emulatorClientOptions } from '../../functions/publish.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
@@ -316,8 +317,7 @@ describe('levelset (the real binary against the local stack)', () => {
     // without ordering, dead-letters to the stack's dead-letter topic as Pub/Sub does.
     const pubsub = new PubSub({
       projectId: stack.emulator.projectId,
-      apiEndpoint: stack.emulator.host,
-      emulatorMode: true,
+      ...emulatorClientOptions(stack.emulator.host),
     });
     try {
       await pubsub.topic(stack.topology.topic).createSubscription('levelset-keys-unordered', {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
+import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
@@ -65,11 +66,7 @@ describe('relay/main.ts', () => {
 
     it('becomes ready, and exits 0 on SIGTERM after stopping and flushing', async () => {
       const topic = `relay-main-${uniqueSuffix()}`;
-      const pubsub = new PubSub({
-        projectId: emulator.projectId,
-        apiEndpoint: emulator.host,
-        emulatorMode: true,
-      });
+      const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
       await pubsub.createTopic(topic);
       await pubsub.close();
       const port = await freePort();

@@ -16,7 +16,7 @@ import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/
 import { configmaps, secrets } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
-import { createKeyPublisher, type KeyPublisher } from '../../functions/publish.ts';
+import { createKeyPublisher, emulatorClientOptions, type KeyPublisher } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { RelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
@@ -126,7 +126,7 @@ describe('relay (integration)', () => {
 
   before(async () => {
     [cluster, emulator] = await Promise.all([startTestCluster(), startPubSubEmulator()]);
-    pubsub = new PubSub({ projectId: emulator.projectId, apiEndpoint: emulator.host, emulatorMode: true });
+    pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     await pubsub.createTopic(topic);
     publisher = createKeyPublisher({
       projectId: emulator.projectId,
