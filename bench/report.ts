@@ -138,7 +138,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   'api-cost': {
     title: 'API cost: requests per no-op reconcile',
-    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = 10 namespaces.",
+    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
   },
   resync: {
     title: 'Resync: enumerate and publish every key',
@@ -175,12 +175,12 @@ export function markdownReport(options: {
     '',
   ];
   if (options.notes.length) lines.push('## Notes', '', ...options.notes.map((n) => `- ${n}`), '');
-  lines.push('## Summary', '', table(figures), '');
+  // One table per section, each figure once (a summary table repeated every row).
   for (const [id, s] of Object.entries(SECTIONS)) {
     const fs = figures.filter((f) => f.section === id);
-    lines.push(`## ${s.title}`, '', s.read, '');
+    lines.push(`## ${s.title}`, '', readText(s.read, fs), '');
     if (id === 'e2e') lines.push(`![Latency distributions (CDF)](${options.chartFile})`, '');
-    lines.push(fs.length ? table(fs) : '_not measured in this run_', '');
+    lines.push(fs.length ? table(fs, { section: false }) : '_not measured in this run_', '');
   }
   lines.push(
     '## Reproduce',
@@ -198,20 +198,32 @@ export function markdownReport(options: {
   return lines.join('\n');
 }
 
+/**
+ * A section's text with `{baseline}` replaced by the baseline its figures were measured against in
+ * this run (e.g. `2 namespaces` in a tiny run, `10 namespaces` in a full one).
+ */
+export function readText(read: string, figures: readonly Figure[]): string {
+  const baseline = figures.find((f) => f.baseline)?.baseline?.name;
+  return read.replaceAll('{baseline}', baseline ?? 'the smallest size measured');
+}
+
 function fmt(v: number, unit: string): string {
   return `${round(v)} ${unit}`;
 }
 
-/** A Markdown table of figures. */
-export function table(figures: readonly Figure[]): string {
+/** A Markdown table of figures; `section: false` leaves out the section column (a section's own table). */
+export function table(figures: readonly Figure[], options: { section?: boolean } = {}): string {
+  const section = options.section ?? true;
   const rows = [
-    '| section | figure | value | baseline | ratio | target |',
-    '| --- | --- | ---: | ---: | ---: | --- |',
+    `|${section ? ' section |' : ''} figure | value | baseline | ratio | target |`,
+    `|${section ? ' --- |' : ''} --- | ---: | ---: | ---: | --- |`,
   ];
   for (const f of figures) {
     const base = f.baseline ? `${fmt(f.baseline.value, f.unit)} (${f.baseline.name})` : '—';
     const target = f.target ? `${f.target.text} ${f.target.met ? '✅' : '❌'}` : '';
-    rows.push(`| ${f.section} | ${f.name} | ${fmt(f.value, f.unit)} | ${base} | ${ratio(f)} | ${target} |`);
+    rows.push(
+      `|${section ? ` ${f.section} |` : ''} ${f.name} | ${fmt(f.value, f.unit)} | ${base} | ${ratio(f)} | ${target} |`,
+    );
   }
   return rows.join('\n');
 }

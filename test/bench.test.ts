@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { cdfChart, SECTIONS } from '../bench/report.ts';
+import { cdfChart, type Figure, markdownReport, SECTIONS } from '../bench/report.ts';
 
 const exec = promisify(execFile);
 const root = new URL('..', import.meta.url).pathname;
@@ -19,11 +19,13 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
   }
   const out = mkdtempSync(join(tmpdir(), 'levelset-bench-test-'));
   try {
-    await exec(process.execPath, [join(root, 'bench', 'run.ts'), '--tiny', '--out', out], {
+    const { stderr } = await exec(process.execPath, [join(root, 'bench', 'run.ts'), '--tiny', '--out', out], {
       cwd: root,
       maxBuffer: 16 << 20,
       timeout: 300_000,
+      env: { ...process.env, METADATA_SERVER_DETECTION: undefined },
     });
+    assert.doesNotMatch(stderr, /MetadataLookupWarning/, 'no Pub/Sub client probes a metadata server');
     const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'));
     assert.equal(results.tiny, true);
     assert.ok(results.machine.cpus >= 1);
@@ -31,7 +33,13 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
     assert.deepEqual([...sections].sort(), Object.keys(SECTIONS).sort(), 'a figure in every section');
     for (const f of results.figures)
       assert.ok(Number.isFinite(f.value), `${f.section}: ${f.name} is a number`);
+    assert.ok(
+      !results.figures.some((f: { name: string }) => /growth over the idle process/.test(f.name)),
+      'no informer RSS growth at tiny sizes (noise)',
+    );
+    assert.ok(results.notes.some((n: string) => /RSS growth .* reported from/.test(n)));
     const report = readFileSync(join(out, 'report.md'), 'utf8');
+    assert.match(report, /baseline = 2 namespaces\./, "the API-cost text names this run's baseline");
     for (const s of Object.values(SECTIONS)) assert.ok(report.includes(`## ${s.title}`), s.title);
     assert.match(report, /!\[[^\]]*\]\(latency\.svg\)/);
     assert.match(report, /## Reproduce/);
@@ -49,4 +57,30 @@ test('the latency chart of a run that measured no latency has empty axes (it use
   assert.match(svg, /^<svg /);
   assert.match(svg, /<\/svg>\s*$/);
   assert.match(svg, />1 ms</);
+});
+
+test('the report shows each figure once, in its section, with the baseline this run measured', () => {
+  const figures: Figure[] = [
+    {
+      section: 'api-cost',
+      name: 'secret-replicator, no-op reconcile, 2 namespaces',
+      value: 3,
+      unit: 'requests',
+      baseline: { name: '2 namespaces', value: 3 },
+    },
+    { section: 'cold-start', name: 'spawn → first 204', value: 900, unit: 'ms' },
+  ];
+  const report = markdownReport({
+    figures,
+    machine: { cpus: 2 },
+    sizes: {},
+    durationMs: 1000,
+    tiny: true,
+    chartFile: 'latency.svg',
+    notes: [],
+  });
+  for (const f of figures) assert.equal(report.split(f.name).length - 1, 1, `${f.name} once`);
+  const apiCost = report.slice(report.indexOf(`## ${SECTIONS['api-cost']?.title}`));
+  assert.match(apiCost, /baseline = 2 namespaces\.\n\n\| figure \|/);
+  assert.doesNotMatch(report, /10 namespaces|## Summary/);
 });
