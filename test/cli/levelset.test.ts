@@ -428,8 +428,9 @@ describe('levelset (the real binary against the local stack)', () => {
     );
   });
 
-  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async () => {
+  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async (t) => {
     const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
+    t.after(() => rmSync(devState, { recursive: true, force: true }));
     const dev = spawnCli(
       ['dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '0', '--log-format', 'json'],
       {
@@ -460,17 +461,17 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /stopped\./);
     assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
-    rmSync(devState, { recursive: true, force: true });
   });
 
   test('dev: Ctrl-C while a resync is running prints no error', {
     skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to hold a request' : false,
-  }, async () => {
+  }, async (t) => {
     const local = cluster.local;
     assert.ok(local);
     // Foo's resync LIST (served once its CRD is) tells when a resync has started.
     await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
     const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
+    t.after(() => rmSync(devState, { recursive: true, force: true }));
     // Its own process group, as a terminal runs a command: Ctrl-C sends SIGINT to the whole group.
     const dev = spawn(
       process.execPath,
@@ -528,7 +529,6 @@ describe('levelset (the real binary against the local stack)', () => {
       },
       { message: 'every process of the group gone' },
     );
-    rmSync(devState, { recursive: true, force: true });
   });
 
   test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
