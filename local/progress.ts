@@ -62,8 +62,8 @@ export interface PrettyLog {
  * The pretty view: one line per reconcile outcome (`reconcile   ✓ foo demo/x success (12 ms)`) with
  * the key's own log lines of that delivery under it — what a controller's `ctx.log.info(…)` wrote,
  * its fields included — held until the outcome line comes; warnings and errors at once; the relay's
- * start and stop. Lines below `level` are hidden. A line that is not JSON is chatter of the runtime
- * (functions-framework) and hidden too.
+ * start and stop. Outcome lines always show; every other line below `level` is hidden, and so is a
+ * line that is not JSON (chatter of the runtime, functions-framework).
  */
 export function createPrettyLog(options: PrettyLogOptions = {}): PrettyLog {
   const threshold = pino.levels.values[options.level ?? 'info'] ?? 30;
