@@ -116,12 +116,10 @@ export interface KeysTopologyOptions {
   emulatorHost: string;
   /** Keys topic id; default `levelset-keys`. */
   topic?: string;
-  /** The `reconcile` function's URL for the push subscription. */
+  /** The push endpoint of the keys subscription: the local push proxy (local/push-proxy.ts) in front of `reconcile`. */
   pushEndpoint: string;
   /** Subscription id; default `<topic>-reconcile`. */
   subscription?: string;
-  /** Deliveries before a message goes to the dead-letter topic; default 5 (Pub/Sub allows 5–100). */
-  maxDeliveryAttempts?: number;
   /**
    * Seconds a push delivery may take before Pub/Sub gives up on it and redelivers; default 60. The
    * emulator also waits this long to redeliver a push whose connection broke (no HTTP answer).
@@ -132,18 +130,42 @@ export interface KeysTopologyOptions {
   maximumBackoffSeconds?: number;
 }
 
-/**
- * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
- * ordered push subscription to `reconcile` with retry and dead-letter policies: the same shape as
- * `terraform/`. Existing resources are kept (idempotent).
- * @returns the full names of what exists now.
- */
-export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<{
+/** Full names of the keys topology. */
+export interface KeysTopology {
   topic: string;
   deadLetterTopic: string;
   subscription: string;
   deadLetterSubscription: string;
-}> {
+}
+
+/**
+ * The full names {@link ensureKeysTopology} creates for `topic` (default `levelset-keys`):
+ * `<topic>`, `<topic>-dead-letter`, `<topic>-reconcile` (or `subscription`), `<topic>-dead-letter-inspect`.
+ */
+export function keysTopologyNames(
+  projectId: string,
+  topic = 'levelset-keys',
+  subscription?: string,
+): KeysTopology {
+  return {
+    topic: `projects/${projectId}/topics/${topic}`,
+    deadLetterTopic: `projects/${projectId}/topics/${topic}-dead-letter`,
+    subscription: `projects/${projectId}/subscriptions/${subscription ?? `${topic}-reconcile`}`,
+    deadLetterSubscription: `projects/${projectId}/subscriptions/${topic}-dead-letter-inspect`,
+  };
+}
+
+/**
+ * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
+ * ordered push subscription with the retry policy: the shape of `terraform/` except for one thing.
+ * The push subscription has **no dead-letter policy**: Pub/Sub emulator 0.8.20 cannot dead-letter
+ * from an ordered subscription (its push loop dies with a NullPointerException and never delivers
+ * again, for any key), so locally the push proxy in front of `reconcile` (local/push-proxy.ts)
+ * counts the attempts and dead-letters, as Pub/Sub does in the cloud. Existing resources are kept
+ * (idempotent).
+ * @returns the full names of what exists now.
+ */
+export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<KeysTopology> {
   const pubsub = new PubSub({
     projectId: options.projectId,
     apiEndpoint: options.emulatorHost,
@@ -169,18 +191,9 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
           minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },
           maximumBackoff: { seconds: options.maximumBackoffSeconds ?? 10 },
         },
-        deadLetterPolicy: {
-          deadLetterTopic: pubsub.topic(deadLetterId).name,
-          maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
-        },
       })
       .catch(ignoreExists);
-    return {
-      topic: pubsub.topic(topicId).name,
-      deadLetterTopic: pubsub.topic(deadLetterId).name,
-      subscription: pubsub.subscription(subscriptionId).name,
-      deadLetterSubscription: pubsub.subscription(`${deadLetterId}-inspect`).name,
-    };
+    return keysTopologyNames(options.projectId, topicId, subscriptionId);
   } finally {
     await pubsub.close();
   }

@@ -9,7 +9,15 @@
  */
 import { join } from 'node:path';
 import type { ResyncReport } from '../functions/resync.ts';
-import { ensureKeysTopology, freePort, type PubSubEmulator, startPubSubEmulator } from './pubsub-emulator.ts';
+import {
+  ensureKeysTopology,
+  freePort,
+  type KeysTopology,
+  keysTopologyNames,
+  type PubSubEmulator,
+  startPubSubEmulator,
+} from './pubsub-emulator.ts';
+import { type PushProxy, startPushProxy } from './push-proxy.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
 import { createLogFile, removeStackState, writeStackState } from './state.ts';
 
@@ -36,7 +44,10 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
-  /** Deliveries before a key message is dead-lettered (5–100); default 5. */
+  /**
+   * Failed deliveries before a key message is dead-lettered (5–100); default 5. Counted by the local
+   * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
+   */
   maxDeliveryAttempts?: number;
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
@@ -71,7 +82,9 @@ export interface LocalStack {
   /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
   readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
-  topology: Awaited<ReturnType<typeof ensureKeysTopology>>;
+  topology: KeysTopology;
+  /** The push endpoint of the keys subscription, in front of `reconcile`: attempts, dead letters, delivery figures. */
+  pushProxy: PushProxy;
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
   readonly resync: Service;
@@ -85,10 +98,14 @@ export interface LocalStack {
   killRelay(): Promise<void>;
   /**
    * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
-   * new one on the same port (the push endpoint stays valid). `killOnly` leaves it down until
+   * new one on the same port (the push endpoint stays valid). `signal: 'SIGTERM'` stops it gracefully
+   * instead (SIGKILL after its grace). `killOnly` leaves it down until
    * {@link LocalStack.restartFunction} is called again.
    */
-  restartFunction(name: 'reconcile' | 'resync', options?: { killOnly?: boolean }): Promise<void>;
+  restartFunction(
+    name: 'reconcile' | 'resync',
+    options?: { killOnly?: boolean; signal?: 'SIGKILL' | 'SIGTERM' },
+  ): Promise<void>;
   /** Fault injection: kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
   stopEmulator(): Promise<void>;
   /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
@@ -226,13 +243,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       stop: async () => void (await Promise.all([...functions.values()].map((f) => f.stop()))),
     });
     const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
+    const names = keysTopologyNames(emulator.projectId, topic);
+    const pushProxy = await startPushProxy({
+      target: reconcile.url,
+      emulatorHost: emulator.host,
+      projectId: emulator.projectId,
+      deadLetterTopic: names.deadLetterTopic,
+      subscription: names.subscription,
+      maxDeliveryAttempts: options.maxDeliveryAttempts,
+    });
+    started.push(pushProxy);
     const ensureTopology = () =>
       ensureKeysTopology({
         projectId: emulator.projectId,
         emulatorHost: emulator.host,
         topic,
-        pushEndpoint: reconcile.url,
-        maxDeliveryAttempts: options.maxDeliveryAttempts,
+        pushEndpoint: pushProxy.url,
       });
     const topology = await ensureTopology();
 
@@ -309,6 +335,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         return emulator;
       },
       topology,
+      pushProxy,
       get reconcile() {
         return service('reconcile');
       },
@@ -324,7 +351,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         await r?.kill();
       },
       async restartFunction(name, restartOptions = {}) {
-        await functions.get(name)?.kill();
+        const running = functions.get(name);
+        await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
         functions.delete(name);
         if (!restartOptions.killOnly) await startFunction(name, ports[name]);
       },
