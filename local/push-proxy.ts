@@ -21,7 +21,8 @@
  * restarted instance is replaced behind the same URL — so locally a function down for a few seconds
  * must not spend a key's attempts.
  *
- * It also keeps the delivery figures the watchdog (local/watchdog.ts) and `levelset status` read.
+ * It also keeps the delivery figures the watchdog (local/watchdog.ts) and `levelset status` read
+ * (`GET /deliveries`, answered by the proxy itself).
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { PubSub } from '@google-cloud/pubsub';
@@ -71,6 +72,8 @@ export interface PushProxy {
   /** `http://127.0.0.1:PORT/`: the push endpoint of the keys subscription. */
   url: string;
   stats(): DeliveryStats;
+  /** Serves `provider()` as JSON to `GET /deliveries` (what `levelset status` reads). */
+  serveStatus(provider: () => object): void;
   /** Called with the id of every message that left the subscription (acknowledged or dead-lettered). */
   onSettled(listener: (messageId: string) => void): void;
   stop(): Promise<void>;
@@ -130,7 +133,13 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     for (const l of listeners) l(id);
   };
 
+  let statusProvider: (() => object) | undefined;
   const server: Server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/deliveries') {
+      res.writeHead(statusProvider ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(statusProvider?.() ?? {}));
+      return;
+    }
     void (async () => {
       let body: Buffer;
       try {
@@ -221,6 +230,9 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
   return {
     url: `http://127.0.0.1:${port}/`,
     stats: () => ({ ...stats, retrying: attempts.size }),
+    serveStatus: (provider) => {
+      statusProvider = provider;
+    },
     onSettled: (listener) => void listeners.push(listener),
     async stop() {
       server.closeAllConnections();

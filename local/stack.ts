@@ -8,6 +8,7 @@
  * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
  */
 import { join } from 'node:path';
+import { PubSub } from '@google-cloud/pubsub';
 import type { ResyncReport } from '../functions/resync.ts';
 import {
   ensureKeysTopology,
@@ -20,6 +21,7 @@ import {
 import { type PushProxy, startPushProxy } from './push-proxy.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
 import { createLogFile, removeStackState, writeStackState } from './state.ts';
+import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
 /** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
 export type StackMode = 'serverless' | 'in-process';
@@ -49,6 +51,14 @@ export interface LocalStackOptions {
    * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
    */
   maxDeliveryAttempts?: number;
+  /**
+   * The delivery watchdog's stall limit (local/watchdog.ts): keys published and not pushed for this
+   * long while `reconcile` answers make it re-create the push subscription and re-publish them; ms,
+   * default 30 000.
+   */
+  deliveryStallMs?: number;
+  /** Called after each recovery of the watchdog. */
+  onDeliveryStall?: (report: StallReport) => void;
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -85,6 +95,8 @@ export interface LocalStack {
   topology: KeysTopology;
   /** The push endpoint of the keys subscription, in front of `reconcile`: attempts, dead letters, delivery figures. */
   pushProxy: PushProxy;
+  /** Backlog, last delivery, recoveries from stalls. */
+  watchdog: DeliveryWatchdog;
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
   readonly resync: Service;
@@ -261,6 +273,35 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         pushEndpoint: pushProxy.url,
       });
     const topology = await ensureTopology();
+    const watchdog = await startDeliveryWatchdog({
+      emulatorHost: emulator.host,
+      projectId: emulator.projectId,
+      topic,
+      pushProxy,
+      functionUrl: () => functions.get('reconcile')?.url ?? reconcile.url,
+      recreateSubscription: async () => {
+        const pubsub = new PubSub({
+          projectId: emulator.projectId,
+          apiEndpoint: emulator.host,
+          emulatorMode: true,
+        });
+        try {
+          await pubsub
+            .subscription(topology.subscription)
+            .delete()
+            .catch((err: { code?: number }) => {
+              if (err.code !== 5) throw err; // NOT_FOUND: already gone
+            });
+        } finally {
+          await pubsub.close();
+        }
+        await ensureTopology();
+      },
+      stallMs: options.deliveryStallMs,
+      onStall: options.onDeliveryStall,
+    });
+    started.push(watchdog);
+    pushProxy.serveStatus(() => watchdog.status());
 
     let relay: Service | undefined;
     const relayLog = log('relay');
@@ -275,6 +316,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         topology,
         reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
         resyncUrl: functions.get('resync')?.url ?? resync.url,
+        deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
         relayUrl: relay?.url,
         logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
       });
@@ -336,6 +378,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       },
       topology,
       pushProxy,
+      watchdog,
       get reconcile() {
         return service('reconcile');
       },

@@ -135,6 +135,10 @@ export async function runDev(options: DevOptions): Promise<void> {
           if (text) say(text);
         }
       },
+      onDeliveryStall: (report) =>
+        say(
+          `watchdog    ${report.republished} keys published but nothing delivered for ${Math.round(report.silentMs / 1000)} s while reconcile answers: re-created the push subscription and re-published them`,
+        ),
       onResync: (report) =>
         say(
           report instanceof Error

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import {
   COPY_LABEL,
@@ -23,11 +24,14 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import type { FaultInjector } from '../../local/apiserver/index.ts';
 import { repoRoot } from '../../local/service.ts';
+import type { StallReport } from '../../local/watchdog.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
 const prefix = `dlv-${uniqueSuffix()}`;
+/** The watchdog's stall limit here: above the local maximum backoff (10 s), so a retried key is no stall. */
+const STALL_MS = 12_000;
 
 /** Runs the `levelset` bin against the stack of `stateDir`. */
 function levelset(args: string[], stateDir: string): Promise<{ code: number | null; stdout: string }> {
@@ -52,6 +56,7 @@ describe('the local delivery path never stalls (serverless, the topology of npm 
   let source: string;
   let stateDir: string;
   let version = 0;
+  const stalls: StallReport[] = [];
 
   const sourceSecret = (name: string): V1Secret => ({
     metadata: { name, namespace: source, annotations: { [REPLICATE_TO_ANNOTATION]: `${prefix}-t.*` } },
@@ -133,7 +138,7 @@ describe('the local delivery path never stalls (serverless, the topology of npm 
           await core.createNamespace({ body: { metadata: { name: `${prefix}-t${i}` } } });
         return { LEVELSET_SOURCE_NAMESPACE: source };
       },
-      { stateDir },
+      { stateDir, deliveryStallMs: STALL_MS, onDeliveryStall: (report) => stalls.push(report) },
     );
     const local = p.cluster.local;
     assert.ok(local);
@@ -233,5 +238,41 @@ describe('the local delivery path never stalls (serverless, the topology of npm 
     await updateAll(); // every key again, to the new emulator (the relay's retry buffer holds what failed meanwhile)
     await stack.restartFunction('reconcile');
     await converged(t, started);
+    t.diagnostic(`watchdog recoveries so far: ${JSON.stringify(stalls)}`);
+  });
+
+  it('the watchdog notices keys published but not delivered while reconcile answers, and recovers', async (t) => {
+    const stack = serverlessStack(p);
+    await waitFor(() => checkExact(), { message: 'idle: everything delivered' });
+    const stallsBefore = stalls.length;
+    // A push subscription that delivers nothing: gone (as one whose push loop died).
+    const pubsub = new PubSub({
+      projectId: stack.emulator.projectId,
+      apiEndpoint: stack.emulator.host,
+      emulatorMode: true,
+    });
+    try {
+      await pubsub.subscription(stack.topology.subscription).delete();
+    } finally {
+      await pubsub.close();
+    }
+    const started = Date.now();
+    await updateAll();
+    // `levelset status` shows the backlog and the last delivery meanwhile.
+    const status = await waitFor(
+      async () => {
+        const run = await levelset(['status'], stateDir);
+        const backlog = Number(/backlog\s+(\d+) undelivered keys/.exec(run.stdout)?.[1]);
+        return backlog >= sources.length ? run.stdout : undefined;
+      },
+      { intervalMs: 500, message: 'levelset status showing the backlog' },
+    );
+    assert.match(status, /delivered\s+last \d{4}-\d\d-\d\dT/);
+    assert.match(status, /oldest\s+\S+/);
+    await converged(t, started);
+    assert.equal(stalls.length, stallsBefore + 1, 'one recovery reported');
+    assert.ok((stalls.at(-1)?.republished ?? 0) >= sources.length, JSON.stringify(stalls.at(-1)));
+    t.diagnostic(`watchdog recovery: ${JSON.stringify(stalls.at(-1))}`);
+    await waitFor(() => stack.watchdog.status().backlog === 0, { message: 'an empty backlog' });
   });
 });
