@@ -78,6 +78,8 @@ export interface InProcessStack {
   relay(): Service | undefined;
   /** Starts the in-process process. */
   startRelay(): Promise<Service>;
+  /** Fault injection: kills the in-process process with SIGKILL (its queued keys are lost with it). */
+  killRelay(): Promise<void>;
   /** Stops the in-process process (SIGTERM: it finishes the queued keys). */
   stopRelay(): Promise<void>;
   env: Record<string, string>;
@@ -178,7 +180,12 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
     await r?.stop();
   };
   if (options.relay ?? true) await startRelay();
-  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, env, stop: stopRelay };
+  const killRelay = async () => {
+    const r = relay;
+    relay = undefined;
+    await r?.kill();
+  };
+  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, killRelay, env, stop: stopRelay };
 }
 
 /**
