@@ -4,7 +4,8 @@
  *
  * The `gcloud beta emulators pubsub start` wrapper leaves its Java child running when it exits, so
  * the SDK's own launcher (`platform/pubsub-emulator/bin/cloud-pubsub-emulator`, which `exec`s Java)
- * is started directly and stopped by its PID.
+ * is started directly, under `local/guard.ts`, which stops it when this process dies however it dies
+ * (SIGKILL included); `stop()` SIGTERMs the guard, which stops the emulator.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
@@ -18,9 +19,9 @@ export interface PubSubEmulator {
   host: string;
   /** The project id used with it (any id works on the emulator). */
   projectId: string;
-  /** PID of the emulator's Java process. */
+  /** PID of the emulator's guard process (local/guard.ts), the parent of its Java process. */
   pid: number;
-  /** Stops the emulator (SIGTERM, then SIGKILL after 5 s). */
+  /** Stops the emulator (SIGTERM; its guard SIGKILLs it after 5 s; the guard is SIGKILLed after 8 s). */
   stop(): Promise<void>;
 }
 
@@ -71,10 +72,15 @@ export async function startPubSubEmulator(
   const launcher = findPubSubEmulatorLauncher();
   const port = options.port ?? (await freePort());
   const host = `127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(launcher, [`--host=127.0.0.1`, `--port=${port}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: false,
-  });
+  const guard = join(import.meta.dirname, 'guard.ts');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [guard, launcher, `--host=127.0.0.1`, `--port=${port}`],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: false,
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -87,7 +93,7 @@ export async function startPubSubEmulator(
     if (exited || child.pid === undefined) return;
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGTERM');
-    const killed = await Promise.race([gone.then(() => true), delay(5000).then(() => false)]);
+    const killed = await Promise.race([gone.then(() => true), delay(8000).then(() => false)]);
     if (!killed) {
       child.kill('SIGKILL');
       await gone;
