@@ -264,7 +264,7 @@ async function report(
   const regarding = source && regardingSecret(source);
   for (const namespace of outcome.conflicts) {
     ctx.log.error(
-      { namespace, name: key.name, reason: REASON_RESOURCE_EXISTS },
+      { namespace, name: key.name, eventReason: REASON_RESOURCE_EXISTS },
       'target Secret exists and is not a Levelset copy; not replicated there',
     );
   }
