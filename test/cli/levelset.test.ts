@@ -398,9 +398,11 @@ describe('levelset (the real binary against the local stack)', () => {
         1,
         new RegExp(`cannot reach the Kubernetes API at ${server}`),
       );
+      // A state directory of its own: `unreachable` holds a state file of a running process (this one),
+      // which levelset dev refuses to start over.
       const dev = await cli(['dev', '--cluster', 'kubeconfig'], {
         KUBECONFIG: kubeconfig,
-        LEVELSET_STATE_DIR: unreachable,
+        LEVELSET_STATE_DIR: empty,
       });
       assert.equal(dev.code, 1);
       assert.match(dev.stdout, /levelset: could not start: no cluster answered in .*kubeconfig/);
