@@ -102,6 +102,17 @@ export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
 }
 
 /**
+ * Attributes Pub/Sub adds to a dead-lettered message (Pub/Sub docs: "Dead-letter topics"); the
+ * local push proxy (local/push-proxy.ts) adds the same.
+ */
+export const DEAD_LETTER_ATTRIBUTES = {
+  deliveryAttempts: 'CloudPubSubDeadLetterSourceDeliveryCount',
+  sourcePublishTime: 'CloudPubSubDeadLetterSourceTopicPublishTime',
+  sourceSubscription: 'CloudPubSubDeadLetterSourceSubscription',
+  sourceSubscriptionProject: 'CloudPubSubDeadLetterSourceSubscriptionProject',
+} as const;
+
+/**
  * The body Pub/Sub POSTs to a push endpoint (Pub/Sub docs: "Receive messages from push
  * subscriptions"). `data` is base64. The emulator omits `orderingKey` and `deliveryAttempt`.
  */

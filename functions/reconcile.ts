@@ -113,6 +113,17 @@ export async function reconcileKey(
     );
     return { outcome: 'malformed' };
   }
+  // A key names an object of the primary's scope: `namespace/name` when namespaced, `name` alone
+  // when cluster-scoped (client-go's MetaNamespaceKeyFunc); anything else can never be reconciled.
+  if (controller.primary.namespaced !== (key.namespace !== '')) {
+    log.error(
+      { outcome: 'malformed' satisfies Outcome },
+      controller.primary.namespaced
+        ? `key without a namespace for "${controllerName}", whose ${controller.primary.kind} is namespaced: message dropped`
+        : `key with a namespace for "${controllerName}", whose ${controller.primary.kind} is cluster-scoped: message dropped`,
+    );
+    return { outcome: 'malformed' };
+  }
   const kubeConfig = options.kubeConfig();
   const events = createEventRecorder(kubeConfig, controller.name, log);
   try {
@@ -132,7 +143,8 @@ export async function reconcileKey(
         {
           outcome: 'terminal' satisfies Outcome,
           durationMs: elapsed(),
-          reason: err.reason,
+          // `reason` is the delivery's (watch, resync, manual), on every line of the key.
+          eventReason: err.reason,
           err: err.message,
         },
         'reconcile failed terminally; not retried',
@@ -171,6 +183,12 @@ export function createReconcileHandler(
   return async (req, res) => {
     let decoded: ReturnType<typeof decodePushEnvelope>;
     const rejection = rejectRequest(req, deps.requestRules);
+    if (rejection?.status === 405) {
+      // Not a delivery: Pub/Sub only POSTs. The caller is told which method is allowed.
+      deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: rejection.reason }, 'request refused');
+      res.status(405).set('Allow', 'POST').end();
+      return;
+    }
     if (rejection?.status === 401) {
       // Not a delivery at all: the caller is told, and a misconfigured push is retried, then dead-lettered.
       deps.logger.error({ outcome: 'malformed' satisfies Outcome, err: rejection.reason }, 'request refused');

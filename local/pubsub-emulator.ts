@@ -4,7 +4,8 @@
  *
  * The `gcloud beta emulators pubsub start` wrapper leaves its Java child running when it exits, so
  * the SDK's own launcher (`platform/pubsub-emulator/bin/cloud-pubsub-emulator`, which `exec`s Java)
- * is started directly and stopped by its PID.
+ * is started directly, under `local/guard.ts`, which stops it when this process dies however it dies
+ * (SIGKILL included); `stop()` SIGTERMs the guard, which stops the emulator.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
@@ -19,9 +20,9 @@ export interface PubSubEmulator {
   host: string;
   /** The project id used with it (any id works on the emulator). */
   projectId: string;
-  /** PID of the emulator's Java process. */
+  /** PID of the emulator's guard process (local/guard.ts), the parent of its Java process. */
   pid: number;
-  /** Stops the emulator (SIGTERM, then SIGKILL after 5 s). */
+  /** Stops the emulator (SIGTERM; its guard SIGKILLs it after 5 s; the guard is SIGKILLed after 8 s). */
   stop(): Promise<void>;
 }
 
@@ -72,10 +73,15 @@ export async function startPubSubEmulator(
   const launcher = findPubSubEmulatorLauncher();
   const port = options.port ?? (await freePort());
   const host = `127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(launcher, [`--host=127.0.0.1`, `--port=${port}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: false,
-  });
+  const guard = join(import.meta.dirname, 'guard.ts');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [guard, launcher, `--host=127.0.0.1`, `--port=${port}`],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: false,
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -88,7 +94,7 @@ export async function startPubSubEmulator(
     if (exited || child.pid === undefined) return;
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGTERM');
-    const killed = await Promise.race([gone.then(() => true), delay(5000).then(() => false)]);
+    const killed = await Promise.race([gone.then(() => true), delay(8000).then(() => false)]);
     if (!killed) {
       child.kill('SIGKILL');
       await gone;
@@ -117,12 +123,10 @@ export interface KeysTopologyOptions {
   emulatorHost: string;
   /** Keys topic id; default `levelset-keys`. */
   topic?: string;
-  /** The `reconcile` function's URL for the push subscription. */
+  /** The push endpoint of the keys subscription: the local push proxy (local/push-proxy.ts) in front of `reconcile`. */
   pushEndpoint: string;
   /** Subscription id; default `<topic>-reconcile`. */
   subscription?: string;
-  /** Deliveries before a message goes to the dead-letter topic; default 5 (Pub/Sub allows 5–100). */
-  maxDeliveryAttempts?: number;
   /**
    * Seconds a push delivery may take before Pub/Sub gives up on it and redelivers; default 60. The
    * emulator also waits this long to redeliver a push whose connection broke (no HTTP answer).
@@ -133,18 +137,42 @@ export interface KeysTopologyOptions {
   maximumBackoffSeconds?: number;
 }
 
-/**
- * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
- * ordered push subscription to `reconcile` with retry and dead-letter policies: the same shape as
- * `terraform/`. Existing resources are kept (idempotent).
- * @returns the full names of what exists now.
- */
-export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<{
+/** Full names of the keys topology. */
+export interface KeysTopology {
   topic: string;
   deadLetterTopic: string;
   subscription: string;
   deadLetterSubscription: string;
-}> {
+}
+
+/**
+ * The full names {@link ensureKeysTopology} creates for `topic` (default `levelset-keys`):
+ * `<topic>`, `<topic>-dead-letter`, `<topic>-reconcile` (or `subscription`), `<topic>-dead-letter-inspect`.
+ */
+export function keysTopologyNames(
+  projectId: string,
+  topic = 'levelset-keys',
+  subscription?: string,
+): KeysTopology {
+  return {
+    topic: `projects/${projectId}/topics/${topic}`,
+    deadLetterTopic: `projects/${projectId}/topics/${topic}-dead-letter`,
+    subscription: `projects/${projectId}/subscriptions/${subscription ?? `${topic}-reconcile`}`,
+    deadLetterSubscription: `projects/${projectId}/subscriptions/${topic}-dead-letter-inspect`,
+  };
+}
+
+/**
+ * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
+ * ordered push subscription with the retry policy: the shape of `terraform/` except for one thing.
+ * The push subscription has **no dead-letter policy**: Pub/Sub emulator 0.8.20 cannot dead-letter
+ * from an ordered subscription (its push loop dies with a NullPointerException and never delivers
+ * again, for any key), so locally the push proxy in front of `reconcile` (local/push-proxy.ts)
+ * counts the attempts and dead-letters, as Pub/Sub does in the cloud. Existing resources are kept
+ * (idempotent).
+ * @returns the full names of what exists now.
+ */
+export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<KeysTopology> {
   const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const topicId = options.topic ?? 'levelset-keys';
   const deadLetterId = `${topicId}-dead-letter`;
@@ -166,18 +194,9 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
           minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },
           maximumBackoff: { seconds: options.maximumBackoffSeconds ?? 10 },
         },
-        deadLetterPolicy: {
-          deadLetterTopic: pubsub.topic(deadLetterId).name,
-          maxDeliveryAttempts: options.maxDeliveryAttempts ?? 5,
-        },
       })
       .catch(ignoreExists);
-    return {
-      topic: pubsub.topic(topicId).name,
-      deadLetterTopic: pubsub.topic(deadLetterId).name,
-      subscription: pubsub.subscription(subscriptionId).name,
-      deadLetterSubscription: pubsub.subscription(`${deadLetterId}-inspect`).name,
-    };
+    return keysTopologyNames(options.projectId, topicId, subscriptionId);
   } finally {
     await pubsub.close();
   }

@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { PRELOAD } from './parent-watch.ts';
 
 /** The repository root. */
 export const repoRoot = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -70,7 +71,8 @@ async function answers(url: string): Promise<boolean> {
  * @throws {Error} when it exits during start-up or is not ready by the deadline (it is then stopped).
  */
 export async function startService(options: ServiceOptions): Promise<Service> {
-  const child: ChildProcess = spawn(process.execPath, options.args, {
+  // Every child stops itself when this process dies, however it dies (local/parent-watch.ts).
+  const child: ChildProcess = spawn(process.execPath, [`--import=${PRELOAD}`, ...options.args], {
     cwd: repoRoot,
     env: { ...process.env, METADATA_SERVER_DETECTION: 'none', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

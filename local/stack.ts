@@ -8,10 +8,21 @@
  * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
  */
 import { join } from 'node:path';
+import { PubSub } from '@google-cloud/pubsub';
+import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
-import { ensureKeysTopology, freePort, type PubSubEmulator, startPubSubEmulator } from './pubsub-emulator.ts';
+import {
+  ensureKeysTopology,
+  freePort,
+  type KeysTopology,
+  keysTopologyNames,
+  type PubSubEmulator,
+  startPubSubEmulator,
+} from './pubsub-emulator.ts';
+import { type PushProxy, startPushProxy } from './push-proxy.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
 import { createLogFile, removeStackState, writeStackState } from './state.ts';
+import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
 /** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
 export type StackMode = 'serverless' | 'in-process';
@@ -36,8 +47,19 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
-  /** Deliveries before a key message is dead-lettered (5–100); default 5. */
+  /**
+   * Failed deliveries before a key message is dead-lettered (5–100); default 5. Counted by the local
+   * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
+   */
   maxDeliveryAttempts?: number;
+  /**
+   * The delivery watchdog's stall limit (local/watchdog.ts): keys published and not pushed for this
+   * long while `reconcile` answers make it re-create the push subscription and re-publish them; ms,
+   * default 30 000.
+   */
+  deliveryStallMs?: number;
+  /** Called after each recovery of the watchdog. */
+  onDeliveryStall?: (report: StallReport) => void;
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -60,6 +82,8 @@ export interface InProcessStack {
   relay(): Service | undefined;
   /** Starts the in-process process. */
   startRelay(): Promise<Service>;
+  /** Fault injection: kills the in-process process with SIGKILL (its queued keys are lost with it). */
+  killRelay(): Promise<void>;
   /** Stops the in-process process (SIGTERM: it finishes the queued keys). */
   stopRelay(): Promise<void>;
   env: Record<string, string>;
@@ -74,7 +98,11 @@ export interface LocalStack {
   /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
   readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
-  topology: Awaited<ReturnType<typeof ensureKeysTopology>>;
+  topology: KeysTopology;
+  /** The push endpoint of the keys subscription, in front of `reconcile`: attempts, dead letters, delivery figures. */
+  pushProxy: PushProxy;
+  /** Backlog, last delivery, recoveries from stalls. */
+  watchdog: DeliveryWatchdog;
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
   readonly resync: Service;
@@ -88,10 +116,14 @@ export interface LocalStack {
   killRelay(): Promise<void>;
   /**
    * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
-   * new one on the same port (the push endpoint stays valid). `killOnly` leaves it down until
+   * new one on the same port (the push endpoint stays valid). `signal: 'SIGTERM'` stops it gracefully
+   * instead (SIGKILL after its grace). `killOnly` leaves it down until
    * {@link LocalStack.restartFunction} is called again.
    */
-  restartFunction(name: 'reconcile' | 'resync', options?: { killOnly?: boolean }): Promise<void>;
+  restartFunction(
+    name: 'reconcile' | 'resync',
+    options?: { killOnly?: boolean; signal?: 'SIGKILL' | 'SIGTERM' },
+  ): Promise<void>;
   /** Fault injection: kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
   stopEmulator(): Promise<void>;
   /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
@@ -152,7 +184,12 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
     await r?.stop();
   };
   if (options.relay ?? true) await startRelay();
-  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, env, stop: stopRelay };
+  const killRelay = async () => {
+    const r = relay;
+    relay = undefined;
+    await r?.kill();
+  };
+  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, killRelay, env, stop: stopRelay };
 }
 
 /**
@@ -244,15 +281,49 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       stop: async () => void (await Promise.all([...functions.values()].map((f) => f.stop()))),
     });
     const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
+    const names = keysTopologyNames(emulator.projectId, topic);
+    const pushProxy = await startPushProxy({
+      target: reconcile.url,
+      emulatorHost: emulator.host,
+      projectId: emulator.projectId,
+      deadLetterTopic: names.deadLetterTopic,
+      subscription: names.subscription,
+      maxDeliveryAttempts: options.maxDeliveryAttempts,
+    });
+    started.push(pushProxy);
     const ensureTopology = () =>
       ensureKeysTopology({
         projectId: emulator.projectId,
         emulatorHost: emulator.host,
         topic,
-        pushEndpoint: reconcile.url,
-        maxDeliveryAttempts: options.maxDeliveryAttempts,
+        pushEndpoint: pushProxy.url,
       });
     const topology = await ensureTopology();
+    const watchdog = await startDeliveryWatchdog({
+      emulatorHost: emulator.host,
+      projectId: emulator.projectId,
+      topic,
+      pushProxy,
+      functionUrl: () => functions.get('reconcile')?.url ?? reconcile.url,
+      recreateSubscription: async () => {
+        const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
+        try {
+          await pubsub
+            .subscription(topology.subscription)
+            .delete()
+            .catch((err: { code?: number }) => {
+              if (err.code !== 5) throw err; // NOT_FOUND: already gone
+            });
+        } finally {
+          await pubsub.close();
+        }
+        await ensureTopology();
+      },
+      stallMs: options.deliveryStallMs,
+      onStall: options.onDeliveryStall,
+    });
+    started.push(watchdog);
+    pushProxy.serveStatus(() => watchdog.status());
 
     let relay: Service | undefined;
     const relayLog = log('relay');
@@ -267,6 +338,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         topology,
         reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
         resyncUrl: functions.get('resync')?.url ?? resync.url,
+        deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
         relayUrl: relay?.url,
         logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
       });
@@ -340,6 +412,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         return emulator;
       },
       topology,
+      pushProxy,
+      watchdog,
       get reconcile() {
         return service('reconcile');
       },
@@ -355,7 +429,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         await r?.kill();
       },
       async restartFunction(name, restartOptions = {}) {
-        await functions.get(name)?.kill();
+        const running = functions.get(name);
+        await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
         functions.delete(name);
         if (!restartOptions.killOnly) await startFunction(name, ports[name]);
       },

@@ -16,9 +16,11 @@ import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { type LocalApiServer, startLocalApiServer } from './apiserver/index.ts';
 import { seedDemo } from './demo.ts';
+import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
+import { readStackState, removeStackState, stackProcessAlive, stackStatePath } from './state.ts';
 
 /** Options of {@link runDev} (`levelset dev` flags). */
 export interface DevOptions {
@@ -91,9 +93,31 @@ export async function runDev(options: DevOptions): Promise<void> {
   }
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
+  // Gone with its parent too (`npm start`'s npm killed, the terminal closed): local/parent-watch.ts.
+  watchParent(() => {
+    say('levelset dev: its parent process is gone');
+    void shutdown(0);
+  });
 
   try {
     say('Levelset: Kubernetes controllers as serverless functions (local pipeline)');
+    const previous = (() => {
+      try {
+        return readStackState(options.stateDir);
+      } catch {
+        return undefined; // not a state file: overwritten below
+      }
+    })();
+    if (previous && stackProcessAlive(previous))
+      throw new Error(
+        `a local stack already runs (pid ${previous.pid}, started ${previous.startedAt}; ${stackStatePath(options.stateDir)}): stop it first, or set LEVELSET_STATE_DIR`,
+      );
+    if (previous) {
+      removeStackState(options.stateDir);
+      say(
+        `  stale state      removed ${stackStatePath(options.stateDir)}: its stack (pid ${previous.pid}) was killed without stopping`,
+      );
+    }
     const external = options.cluster === 'embedded' ? undefined : await reachableCluster();
     if (!external && options.cluster === 'kubeconfig') {
       throw new Error(
@@ -138,6 +162,10 @@ export async function runDev(options: DevOptions): Promise<void> {
         if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
         else for (const text of pretty.lines(service, line)) say(text);
       },
+      onDeliveryStall: (report) =>
+        say(
+          `watchdog    ${report.republished} keys published but nothing delivered for ${Math.round(report.silentMs / 1000)} s while reconcile answers: re-created the push subscription and re-published them`,
+        ),
       onResync: (report) => {
         if (stopping) return; // a resync cut short by the stop is no failure
         say(

@@ -40,6 +40,8 @@ export const stackStateSchema = z.object({
   }),
   reconcileUrl: z.string(),
   resyncUrl: z.string(),
+  /** `GET` answers the delivery watchdog's figures (local/watchdog.ts `DeliveryStatus`) as JSON. */
+  deliveriesUrl: z.string().optional(),
   /** `undefined` while the relay is stopped. */
   relayUrl: z.string().optional(),
   /** Service name → its log file (one JSON log line per line). */

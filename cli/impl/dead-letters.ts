@@ -1,15 +1,13 @@
-import { type KeyMessage, keyMessageSchema, keyString } from '../../functions/message.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES,
+  type KeyMessage,
+  keyMessageSchema,
+  keyString,
+} from '../../functions/message.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { createSubscriber, type PulledMessage } from '../pubsub.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
-
-/** Attributes Pub/Sub adds to a dead-lettered message (Pub/Sub docs: "Dead-letter topics"). */
-export const DEAD_LETTER_ATTRIBUTES = {
-  deliveryAttempts: 'CloudPubSubDeadLetterSourceDeliveryCount',
-  sourcePublishTime: 'CloudPubSubDeadLetterSourceTopicPublishTime',
-  sourceSubscription: 'CloudPubSubDeadLetterSourceSubscription',
-} as const;
 
 /** A dead letter as the commands show it; `message` is `undefined` when it is not a v1 key message. */
 export interface DeadLetter {

@@ -1,15 +1,17 @@
 /**
  * `levelset status`: is Levelset healthy? The relay (`/readyz`, informers synced, informer
- * restarts), the reconcile subscription's backlog and oldest unacknowledged message age, and the
- * number of dead letters. Exit code 1 when the relay is not ready or keys are dead-lettered.
+ * restarts), the reconcile subscription's backlog and oldest unacknowledged message age, the last
+ * delivery (local stack), and the number of dead letters. Exit code 1 when the relay is not ready or keys are dead-lettered.
  *
  * Where each figure comes from: the relay from its HTTP endpoints (the local stack's relay, or
  * `--relay-url` e.g. through `kubectl port-forward`); backlog and age from Cloud Monitoring
  * (`pubsub.googleapis.com/subscription/num_undelivered_messages` and `oldest_unacked_message_age`;
- * the Pub/Sub API has no such call and the emulator no metrics); dead letters by pulling the
+ * the Pub/Sub API has no such call and the emulator no metrics, so locally they come from the
+ * stack's delivery watchdog, local/watchdog.ts, with the last delivery); dead letters by pulling the
  * dead-letter subscription without acknowledging (emulator and Google Cloud alike).
  */
 import { GoogleAuth } from 'google-auth-library';
+import type { DeliveryStatus } from '../../local/watchdog.ts';
 import { firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { createSubscriber } from '../pubsub.ts';
@@ -86,11 +88,37 @@ async function monitoringValue(
 interface Backlog {
   undelivered?: number;
   oldestUnackedSeconds?: number;
+  /** Local stack only: the last push `reconcile` acknowledged, and the last push at all (RFC 3339). */
+  lastDelivery?: string;
+  lastPush?: string;
+  /** Local stack only: stalls the watchdog recovered from. */
+  recoveries?: number;
   note?: string;
 }
 
+/** The local stack's figures from its delivery watchdog (`deliveriesUrl`). */
+async function localBacklog(target: Target): Promise<Backlog> {
+  const url = target.stack?.deliveriesUrl;
+  if (!url) return { note: 'not available from the Pub/Sub emulator (no metrics)' };
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    const s = (await res.json()) as DeliveryStatus;
+    const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+    return {
+      undelivered: s.backlog,
+      oldestUnackedSeconds:
+        s.oldestPublishedAt === undefined ? undefined : (Date.now() - s.oldestPublishedAt) / 1000,
+      lastDelivery: iso(s.lastDeliveredAt),
+      lastPush: iso(s.lastPushAt),
+      recoveries: s.recoveries,
+    };
+  } catch (err) {
+    return { note: `the local stack's delivery figures (${url}): ${firstLine(err)}` };
+  }
+}
+
 async function backlog(target: Target): Promise<Backlog> {
-  if (target.kind === 'local') return { note: 'not available from the Pub/Sub emulator (no metrics)' };
+  if (target.kind === 'local') return localBacklog(target);
   const sub = resourceId(target.subscription);
   try {
     const [undelivered, oldestUnackedSeconds] = await Promise.all([
@@ -176,6 +204,14 @@ export async function runStatus(argv: StatusArgs): Promise<void> {
   if (keys.oldestUnackedSeconds !== undefined)
     say(`  oldest      ${formatDuration(keys.oldestUnackedSeconds * 1000)} unacknowledged`);
   if (keys.note) say(`  backlog     ${keys.note}`);
+  if (target.kind === 'local' && !keys.note) {
+    const ago = (iso: string | undefined) =>
+      iso ? `${iso} (${formatDuration(Date.now() - Date.parse(iso))} ago)` : 'none yet';
+    say(`  delivered   last ${ago(keys.lastDelivery)}`);
+    say(`  pushed      last ${ago(keys.lastPush)}`);
+    if (keys.recoveries)
+      say(`  watchdog    recovered from ${keys.recoveries} stalls (levelset dev's output)`);
+  }
   say(
     `dead letters  ${deadLetters}${deadLetters === COUNT_LIMIT ? '+' : ''} in ${target.deadLetterSubscription}${deadLetters ? ' (levelset dead-letters list)' : ''}`,
   );

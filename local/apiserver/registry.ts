@@ -42,6 +42,13 @@ import {
   type Status,
   tooOldResourceVersion,
 } from './status.ts';
+
+/**
+ * Namespaces that may never be deleted: `default`, `kube-system`, `kube-public` (the
+ * NamespaceLifecycle admission plugin's immortal namespaces, metav1.NamespaceDefault/System/Public).
+ */
+export const IMMORTAL_NAMESPACES: readonly string[] = ['default', 'kube-system', 'kube-public'];
+
 import { objectKey, type Store } from './store.ts';
 import { decodeTimes, TimeParseError } from './times.ts';
 import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
@@ -717,7 +724,7 @@ export class Registry {
    * Deletes an object: at once, or — with finalizers (including those the propagation policy adds) —
    * by setting `deletionTimestamp` so it stays until its finalizers are removed.
    * @returns the object when it still exists, else a `Status` Success
-   * @throws ApiError 404, 409 precondition failed, 422 bad propagation policy
+   * @throws ApiError 403 an immortal namespace, 404, 409 precondition failed, 422 bad propagation policy
    */
   delete(
     t: ResourceType,
@@ -727,6 +734,10 @@ export class Registry {
     opts: WriteOptions = {},
   ): { object?: KubeObject; status?: Omit<Status, 'code'> } {
     const gr = groupResource(t);
+    // The NamespaceLifecycle admission plugin (plugin/pkg/admission/namespace/lifecycle) runs before
+    // the delete and refuses it for its immortal namespaces, existing or not.
+    if (t.storage === '/namespaces' && IMMORTAL_NAMESPACES.includes(name))
+      throw forbidden(gr, name, 'this namespace may not be deleted');
     const existingStored = this.getStored(t, namespace, name);
     const existing = this.toVersion(t, existingStored);
     const pre = options.preconditions;

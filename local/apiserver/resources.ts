@@ -310,6 +310,29 @@ function validateImmutable(fields: string[]) {
   };
 }
 
+/** Largest total size of a Secret's decoded `data` values, bytes (core.MaxSecretSize, 1 MiB). */
+export const MAX_SECRET_SIZE = 1024 * 1024;
+
+/**
+ * A Secret's data may hold at most {@link MAX_SECRET_SIZE} bytes, its values' decoded lengths summed
+ * (core validation ValidateSecret: `field.TooLong(dataPath, "", core.MaxSecretSize)`, whose text is
+ * `data: Too long: must have at most 1048576 bytes`).
+ */
+function validateSecretSize(obj: KubeObject): FieldError[] {
+  let total = 0;
+  for (const value of Object.values(asRecord(obj.data)))
+    if (typeof value === 'string') total += Buffer.from(value, 'base64').length;
+  return total > MAX_SECRET_SIZE
+    ? [
+        {
+          type: 'FieldValueTooLong',
+          field: 'data',
+          detail: `Too long: must have at most ${MAX_SECRET_SIZE} bytes`,
+        },
+      ]
+    : [];
+}
+
 function asRecord(v: unknown): Record<string, unknown> {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
@@ -564,7 +587,7 @@ export function builtinResources(): ResourceType[] {
             delete obj.stringData;
           }
         },
-        validate: validateImmutable(['data']),
+        validate: (obj, old) => [...validateSecretSize(obj), ...validateImmutable(['data'])(obj, old)],
       },
     ),
     core(

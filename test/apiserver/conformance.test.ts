@@ -890,6 +890,17 @@ describe('deletion', () => {
     );
     await waitFor(() => gone(`/api/v1/namespaces/${ns}`), { message: 'namespace gone', timeoutMs: 60_000 });
   });
+
+  test('default, kube-system and kube-public may not be deleted (NamespaceLifecycle admission) → 403', async () => {
+    for (const name of ['default', 'kube-system', 'kube-public']) {
+      // dryRun: on a real cluster nothing is deleted should the refusal ever not come.
+      const res = await raw(kc, 'DELETE', `/api/v1/namespaces/${name}?dryRun=All`);
+      assert.equal(res.status, 403, `${name}: ${res.text}`);
+      assert.equal(res.json.reason, 'Forbidden');
+      assert.equal(res.json.message, `namespaces "${name}" is forbidden: this namespace may not be deleted`);
+      assert.equal((await raw(kc, 'GET', `/api/v1/namespaces/${name}`)).json.status.phase, 'Active');
+    }
+  });
 });
 
 describe('reads', () => {
@@ -1264,6 +1275,29 @@ describe('watch', () => {
 });
 
 describe('validation', () => {
+  test('a Secret holds at most 1 MiB of data (ValidateSecret) → 422 Too long; exactly 1 MiB is accepted', async () => {
+    const ns = await cluster.createNamespace('big');
+    const half = Buffer.alloc(512 * 1024, 'a').toString('base64');
+    const over = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
+      metadata: { name: 'over' },
+      data: { a: half, b: half, c: Buffer.from('x').toString('base64') },
+    });
+    assert.equal(over.status, 422, over.text.slice(0, 300));
+    assert.equal(over.json.reason, 'Invalid');
+    assert.equal(
+      over.json.message,
+      'Secret "over" is invalid: data: Too long: must have at most 1048576 bytes',
+    );
+    assert.deepEqual(over.json.details.causes, [
+      { reason: 'FieldValueTooLong', message: 'Too long: must have at most 1048576 bytes', field: 'data' },
+    ]);
+    const exact = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
+      metadata: { name: 'exact' },
+      data: { a: half, b: half },
+    });
+    assert.equal(exact.status, 201, exact.text.slice(0, 300));
+  });
+
   test('names must be DNS-1123 → 422 Invalid with details.causes', async () => {
     const ns = await cluster.createNamespace('names');
     const status = await expectStatus(() =>

@@ -11,10 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import { controllers } from '../../functions/controllers/index.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
@@ -305,28 +303,16 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal(run.code, 0, run.stdout + run.stderr);
     assert.match(run.stdout, /relay\s+ready at http:\/\/127\.0\.0\.1:\d+/);
     assert.match(run.stdout, /informers\s+(\d+)\/\1 synced/);
-    assert.match(run.stdout, /backlog\s+not available from the Pub\/Sub emulator/);
+    // The emulator has no metrics: the local stack's delivery watchdog counts the backlog.
+    assert.match(run.stdout, /backlog\s+\d+ undelivered keys/);
+    assert.match(run.stdout, /delivered\s+last /);
     assert.match(run.stdout, /dead letters\s+0 in /);
   });
 
   test('dead-letters list shows a dead-lettered key without acking it; replay republishes and acks it', {
     skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to fail requests' : false,
   }, async () => {
-    // Pub/Sub emulator 0.8.20 never dead-letters from a subscription with message ordering on,
-    // as the keys subscription is: a second push subscription to the same reconcile function,
-    // without ordering, dead-letters to the stack's dead-letter topic as Pub/Sub does.
-    const pubsub = new PubSub({
-      projectId: stack.emulator.projectId,
-      ...emulatorClientOptions(stack.emulator.host),
-    });
-    try {
-      await pubsub.topic(stack.topology.topic).createSubscription('levelset-keys-unordered', {
-        pushConfig: { pushEndpoint: stack.reconcile.url },
-        deadLetterPolicy: { deadLetterTopic: stack.topology.deadLetterTopic, maxDeliveryAttempts: 5 },
-      });
-    } finally {
-      await pubsub.close();
-    }
+    // The stack's own keys subscription: its push proxy dead-letters after 5 attempts (local/push-proxy.ts).
     const local = cluster.local;
     assert.ok(local);
     // Every GET of this source Secret answers 500: the reconcile fails transiently, Pub/Sub retries.
@@ -569,9 +555,11 @@ describe('levelset (the real binary against the local stack)', () => {
         1,
         new RegExp(`cannot reach the Kubernetes API at ${server}`),
       );
+      // A state directory of its own: `unreachable` holds a state file of a running process (this one),
+      // which levelset dev refuses to start over.
       const dev = await cli(['dev', '--cluster', 'kubeconfig'], {
         KUBECONFIG: kubeconfig,
-        LEVELSET_STATE_DIR: unreachable,
+        LEVELSET_STATE_DIR: empty,
       });
       assert.equal(dev.code, 1);
       assert.match(dev.stdout, /levelset: could not start: no cluster answered in .*kubeconfig/);

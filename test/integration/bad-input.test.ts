@@ -6,7 +6,7 @@
  * deliveries carry it in the push URL as a Pub/Sub push endpoint would.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { MAX_BODY_BYTES } from '../../functions/http.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
@@ -41,7 +41,10 @@ interface Delivery {
 }
 
 /** Sends one raw HTTP request (fetch cannot send every malformed request, e.g. a wrong Content-Length). */
-function send(url: string, d: Delivery): Promise<{ status: number; body: string }> {
+function send(
+  url: string,
+  d: Delivery,
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const body = d.body === undefined ? undefined : Buffer.from(d.body);
     const req = request(
@@ -60,7 +63,7 @@ function send(url: string, d: Delivery): Promise<{ status: number; body: string 
         res.on('data', (c) => {
           text += c;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
       },
     );
     req.on('error', reject);
@@ -68,7 +71,8 @@ function send(url: string, d: Delivery): Promise<{ status: number; body: string 
   });
 }
 
-const malformed: [string, Delivery][] = [
+/** What, the delivery, and the status expected (default 204: acknowledged, never retried). */
+const malformed: [string, Delivery, number?][] = [
   ['not JSON', { body: '{"message": not json' }],
   ['a JSON string (body-parser strict mode)', { body: '"hello"' }],
   ['empty body', { body: '' }],
@@ -100,8 +104,9 @@ const malformed: [string, Delivery][] = [
     { body: keyEnvelope(valid), headers: { 'content-type': 'application/json; charset=klingon' } },
   ],
   ['unsupported content encoding', { body: keyEnvelope(valid), headers: { 'content-encoding': 'compress' } }],
-  ['GET', { method: 'GET' }],
-  ['PUT of a valid envelope', { method: 'PUT', body: keyEnvelope(valid) }],
+  ['GET', { method: 'GET' }, 405],
+  ['PUT of a valid envelope', { method: 'PUT', body: keyEnvelope(valid) }, 405],
+  ['namespace "" for a namespaced controller', { body: keyEnvelope({ ...valid, namespace: '' }) }],
   [
     'attributes not strings',
     { body: JSON.stringify(envelope(b64(JSON.stringify(valid)), { attributes: { controller: 5 } })) },
@@ -147,12 +152,13 @@ describe('malformed deliveries and requests', () => {
     await cluster?.stop();
   });
 
-  it(`answers each of ${malformed.length} malformed deliveries 204 with exactly one ERROR line, and stays up`, async () => {
+  it(`answers each of ${malformed.length} malformed deliveries 204 (another method: 405) with exactly one ERROR line, and stays up`, async () => {
     assert.ok(malformed.length >= 20);
-    for (const [what, delivery] of malformed) {
+    for (const [what, delivery, status = 204] of malformed) {
       const before = errors(reconcile).length;
       const res = await send(reconcile.url, delivery);
-      assert.equal(res.status, 204, `${what}: status`);
+      assert.equal(res.status, status, `${what}: status`);
+      if (status === 405) assert.equal(res.headers.allow, 'POST', `${what}: Allow`);
       const lines = await waitFor(
         () => errors(reconcile).length > before && errors(reconcile).slice(before),
         {

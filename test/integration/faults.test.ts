@@ -119,10 +119,9 @@ describe('faults survived by the pipeline (secret-replicator)', {
           RELAY_PUBLISH_TIMEOUT_MS: '2000',
         };
       },
-      // While `reconcile` restarts, the emulator spends delivery attempts on refused connections
-      // within seconds (the local retry policy is 1 → 10 s; Terraform's 10 → 600 s), then drops the
-      // message: allow Pub/Sub's maximum here. In Cloud Run a killed instance is replaced behind the
-      // same URL, so a redelivery does not meet a closed port.
+      // The faults here fail some deliveries on purpose (a reset mid-reconcile counts as an attempt;
+      // a refused connection does not, local/push-proxy.ts): allow Pub/Sub's maximum, so none of
+      // these keys is dead-lettered (delivery-faults.test.ts runs with npm start's 5).
       { maxDeliveryAttempts: 100 },
       { bookmarkIntervalMs: 1_000 },
     );

@@ -157,6 +157,39 @@ describe('secret-replicator against an API server', () => {
     assert.ok(await read(late, 'db-creds'));
   });
 
+  it("a new namespace's key (<namespace>/<source>) converges that namespace alone, with namespace-scoped requests", async () => {
+    const late = await newTarget('d');
+    // The source changes meanwhile: the other namespaces' copies are the source key's work, not this one's.
+    const src = await core.readNamespacedSecret({ namespace: sourceNs, name: 'db-creds' });
+    src.data = { password: b64(`${secretValue}-v3`) };
+    await core.replaceNamespacedSecret({ namespace: sourceNs, name: 'db-creds', body: src });
+    kc.requests.length = 0;
+    await controller.reconcile({ namespace: late, name: 'db-creds' }, ctx);
+    const requests = [...kc.requests];
+    assert.equal(unb64((await read(late, 'db-creds'))?.data?.password), `${secretValue}-v3`);
+    const other = targets.find((ns) => ns !== late) ?? '';
+    assert.equal(unb64((await read(other, 'db-creds'))?.data?.password), `${secretValue}-v2`, 'untouched');
+    // No unfiltered LIST of namespaces; its copies are listed in that namespace alone (a cluster-wide
+    // LIST of the copies of a source "<namespace>/<name>" is metadata-only: it can only prune).
+    assert.ok(
+      !requests.some((r) => /^GET \/api\/v1\/namespaces(\?(?!.*fieldSelector)|$)/.test(r)),
+      requests.join('\n'),
+    );
+    assert.ok(
+      requests.some((r) =>
+        r.startsWith(
+          `GET /api/v1/namespaces/${late}/secrets?labelSelector=levelset.dev%2Freplica-of%3Ddb-creds`,
+        ),
+      ),
+      requests.join('\n'),
+    );
+    assert.ok(
+      requests.some((r) => /^GET \/api\/v1\/namespaces\?.*fieldSelector=metadata.name%3D/.test(r)),
+      requests.join('\n'),
+    );
+    await reconcile('db-creds'); // the source key brings every other copy to -v3
+  });
+
   it('never touches a Secret it does not own: Warning Event, ERROR log, other targets converge', async () => {
     const [theirsNs, ...others] = targets as [string, ...string[]];
     await core.createNamespacedSecret({

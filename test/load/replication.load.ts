@@ -178,3 +178,96 @@ describe('load: 10 000 copies, then 1 000 source updates', { skip: !!process.env
     await phase(t, 'storm', started, before);
   });
 });
+
+const CHURN_SOURCES = Number(process.env.LOAD_CHURN_SOURCES ?? 5);
+const CHURN_NAMESPACES = Number(process.env.LOAD_CHURN_NAMESPACES ?? 30);
+/** Namespaces holding copies before the churn: what a namespace event cost on every source's reconcile before. */
+const CHURN_TARGETS = Number(process.env.LOAD_CHURN_TARGETS ?? 20);
+/** Bytes of each churn source's data: just under kube-apiserver's 1 MiB limit of a Secret. */
+const LARGE_SECRET_BYTES = 1_000_000;
+
+describe(`load: namespace churn with ${CHURN_SOURCES} sources of 1 MB in ${CHURN_TARGETS} namespaces`, {
+  skip: !!process.env.TEST_KUBECONFIG,
+}, () => {
+  let p: Pipeline;
+  let core: CoreV1Api;
+  const churnPrefix = `churn-${run}`;
+  const source = `${churnPrefix}-src`;
+  const names = Array.from({ length: CHURN_SOURCES }, (_, i) => `big${i}`);
+  const report: Record<string, unknown> = {
+    sources: CHURN_SOURCES,
+    sourceBytes: LARGE_SECRET_BYTES,
+    targets: CHURN_TARGETS,
+  };
+
+  /** Waits until namespace `ns` holds a copy of every source; returns the ms since `since`. */
+  const copiesArrive = async (ns: string, since: number) => {
+    await waitFor(
+      async () => {
+        const copies = await core.listNamespacedSecret({ namespace: ns, labelSelector: COPY_LABEL });
+        return copies.items.length === CHURN_SOURCES;
+      },
+      { timeoutMs: 600_000, intervalMs: 100, message: `${CHURN_SOURCES} copies in ${ns}` },
+    );
+    return Date.now() - since;
+  };
+  const newNamespace = async (name: string) => {
+    await core.createNamespace({ body: { metadata: { name } } });
+    return name;
+  };
+
+  before(async () => {
+    p = await startPipeline(
+      async (cluster) => {
+        core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+        await core.createNamespace({ body: { metadata: { name: source } } });
+        for (let i = 0; i < CHURN_TARGETS; i++)
+          await core.createNamespace({ body: { metadata: { name: `${churnPrefix}-t-base${i}` } } });
+        return { LEVELSET_SOURCE_NAMESPACE: source };
+      },
+      { collapseMs: 250 },
+    );
+    for (const name of names)
+      await core.createNamespacedSecret({
+        namespace: source,
+        body: {
+          metadata: { name, annotations: { [REPLICATE_TO_ANNOTATION]: `${churnPrefix}-t.*` } },
+          data: { v: Buffer.alloc(LARGE_SECRET_BYTES, name).toString('base64') },
+        },
+      });
+    for (let i = 0; i < CHURN_TARGETS; i++) await copiesArrive(`${churnPrefix}-t-base${i}`, Date.now());
+    await copiesArrive(await newNamespace(`${churnPrefix}-t-first`), Date.now());
+  });
+
+  after(async () => {
+    process.stdout.write(`load report (namespace churn): ${JSON.stringify(report)}\n`);
+    await p?.stop();
+  });
+
+  it("a new namespace's copies arrive as fast during churn of other namespaces as without it", async (t) => {
+    // Baseline, same run: one new namespace, nothing else happening.
+    let started = Date.now();
+    const quietMs = await copiesArrive(await newNamespace(`${churnPrefix}-t-quiet`), started);
+    // Churn: namespaces created and deleted, 5 at a time, while the probe namespace is created mid-way.
+    const churn = Array.from({ length: CHURN_NAMESPACES }, (_, i) => `${churnPrefix}-t-c${i}`);
+    const churned = pool(churn, 5, async (name) => {
+      await newNamespace(name);
+      await core.deleteNamespace({ name });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // the churn is under way (a load parameter)
+    started = Date.now();
+    const probeMs = await copiesArrive(await newNamespace(`${churnPrefix}-t-probe`), started);
+    await churned;
+    // And right after the churn ended.
+    started = Date.now();
+    const afterMs = await copiesArrive(await newNamespace(`${churnPrefix}-t-after`), started);
+    Object.assign(report, {
+      churnNamespaces: CHURN_NAMESPACES,
+      quietMs,
+      duringChurnMs: probeMs,
+      afterChurnMs: afterMs,
+      ratioDuringToQuiet: Number((probeMs / quietMs).toFixed(2)),
+    });
+    t.diagnostic(`namespace churn: ${JSON.stringify(report)}`);
+  });
+});

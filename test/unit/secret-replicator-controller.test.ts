@@ -100,23 +100,31 @@ describe('controller module', () => {
     assert.deepEqual(w.map(event('ADDED', meta('elsewhere', 'db')), mapCtx), []);
   });
 
-  test('watch 2: an ADDED Namespace maps to every primary key; MODIFIED and DELETED are dropped', () => {
+  test('watch 2: an ADDED Namespace maps to the key of each copy it needs, in it; MODIFIED and DELETED are dropped', () => {
     const w = watchOf((x) => x.resource === NAMESPACES);
     assert.equal(w.namespace, undefined);
-    assert.deepEqual(w.map(event('ADDED', meta(undefined, 'team-new')), mapCtx), primaries);
+    // Work for that namespace only: `team-new/<source>`, never the sources' own keys.
+    assert.deepEqual(w.map(event('ADDED', meta(undefined, 'team-new')), mapCtx), [
+      { namespace: 'team-new', name: 'a' },
+      { namespace: 'team-new', name: 'b' },
+    ]);
     assert.deepEqual(w.map(event('MODIFIED', meta(undefined, 'team-new')), mapCtx), []);
     assert.deepEqual(w.map(event('DELETED', meta(undefined, 'team-new')), mapCtx), []);
   });
 
-  test('watch 3: a copy (any namespace, by label) maps to its source from metadata only', () => {
+  test("watch 3: a copy (any namespace, by label) maps to its source when modified, to its own key when created or deleted, from metadata only; a former source's copy to that source", () => {
     const w = watchOf((x) => x.labelSelector !== undefined);
     assert.deepEqual(w.resource, SECRETS);
     assert.equal(w.labelSelector, COPY_LABEL);
     assert.equal(w.namespace, undefined);
     const copy = meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'shared/db' });
-    for (const type of ['ADDED', 'MODIFIED', 'DELETED'] as const) {
-      assert.deepEqual(w.map(event(type, copy), mapCtx), [{ namespace: 'shared', name: 'db' }]);
-    }
+    assert.deepEqual(w.map(event('MODIFIED', copy), mapCtx), [{ namespace: 'shared', name: 'db' }]);
+    // Created or deleted (by hand, or with its namespace): that namespace's work only.
+    for (const type of ['ADDED', 'DELETED'] as const)
+      assert.deepEqual(w.map(event(type, copy), mapCtx), [{ namespace: 'team-a', name: 'db' }]);
+    // A copy of a source in another namespace than the source namespace (the configuration changed).
+    const stray = meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'old-shared/db' });
+    assert.deepEqual(w.map(event('DELETED', stray), mapCtx), [{ namespace: 'old-shared', name: 'db' }]);
     assert.deepEqual(w.map(event('MODIFIED', meta('team-a', 'db')), mapCtx), [], 'annotation removed');
     assert.deepEqual(
       w.map(event('MODIFIED', meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'garbage' })), mapCtx),

@@ -57,18 +57,37 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
     map: (event) =>
       event.object.metadata?.namespace === config().sourceNamespace ? keyOf(event.object) : [],
   };
-  /** (2) A new Namespace needs every source: ADDED → every primary key; MODIFIED/DELETED dropped. */
+  /**
+   * (2) A new Namespace needs a copy of every source: ADDED → the key of each copy it needs,
+   * `<namespace>/<source name>` (reconcile.ts converges that namespace alone, so churn of other
+   * namespaces costs it nothing); MODIFIED/DELETED dropped (a deleted namespace takes its copies).
+   */
   const namespaces: Watch = {
     resource: NAMESPACES,
-    map: (event, ctx) => (event.type === 'ADDED' ? ctx.primaryKeys() : []),
+    map: (event, ctx) => {
+      const namespace = event.object.metadata?.name;
+      if (event.type !== 'ADDED' || !namespace) return [];
+      return ctx.primaryKeys().map((source) => ({ namespace, name: source.name }));
+    },
   };
-  /** (3) Copies (any namespace, by label): a tampered or deleted copy → its source's key (from metadata). */
+  /**
+   * (3) Copies (any namespace, by label): a modified (tampered) copy → its source's key, collapsed
+   * with the echo of the source reconcile's own updates; a created or deleted copy → its own key,
+   * `<namespace>/<name>` (reconcile.ts converges that namespace alone, so a namespace created or
+   * deleted with its copies costs no reconcile of every copy of every source); a copy of a source
+   * outside the source namespace (the source namespace was changed) → always that source's key,
+   * whose reconcile prunes its copies.
+   */
   const copies: Watch = {
     resource: SECRETS,
     labelSelector: COPY_LABEL,
     map: (event) => {
-      const key = sourceKeyOf(event.object.metadata);
-      return key ? [key] : [];
+      const source = sourceKeyOf(event.object.metadata);
+      const namespace = event.object.metadata?.namespace;
+      if (!source) return [];
+      return event.type !== 'MODIFIED' && source.namespace === config().sourceNamespace && namespace
+        ? [{ namespace, name: source.name }]
+        : [source];
     },
   };
 

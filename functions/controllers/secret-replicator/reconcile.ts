@@ -5,7 +5,13 @@
  * A converged (no-op) reconcile makes 3 API requests however many namespaces exist (one page each):
  * GET the source, LIST namespaces, LIST copies by label selector across all namespaces.
  */
-import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
+import {
+  type ConfigurationOptions,
+  CoreV1Api,
+  Observable,
+  type V1Namespace,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
 import type { Key, ReconcileContext, Result, ResyncContext } from '../types.ts';
 import type { SecretReplicatorConfig } from './config.ts';
@@ -103,6 +109,23 @@ interface Outcome {
   failures: FailedWrite[];
 }
 
+/**
+ * Request options asking for `PartialObjectMetadataList` instead of whole objects (Kubernetes API
+ * concepts: "Receiving resources as … metadata"); the items keep their metadata only.
+ */
+const METADATA_ONLY: ConfigurationOptions = {
+  middleware: [
+    {
+      pre: (context) => {
+        context.setHeaderParam('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
+        return new Observable(Promise.resolve(context));
+      },
+      post: (response) => new Observable(Promise.resolve(response)),
+    },
+  ],
+  middlewareMergeStrategy: 'append',
+};
+
 /** The namespace of a create that failed because it is gone or being deleted (skip, not an error). */
 function namespaceUnavailable(err: unknown): boolean {
   const status = apiStatusOf(err);
@@ -117,7 +140,8 @@ function namespaceUnavailable(err: unknown): boolean {
  *
  * A key outside the source namespace, or whose Secret is gone, being deleted, or a
  * service-account token, has no desired copies: its owned copies are deleted (copies of a deleted
- * source are pruned). Conflicts (a target holding a Secret Levelset does not own) are logged at
+ * source are pruned). A key `<namespace>/<name>` outside the source namespace also converges, in
+ * that namespace only, the copy of the source `<name>` (a new namespace's keys, index.ts). Conflicts (a target holding a Secret Levelset does not own) are logged at
  * ERROR and recorded as one `ErrResourceExists` Warning Event on the source; they do not fail the
  * reconcile. After a 409 AlreadyExists on create, the Secret is re-read and handled by ownership.
  * @throws {TerminalError} `InvalidKey` for a key that cannot name a Secret; `InvalidReplicateTo`
@@ -133,6 +157,27 @@ export async function reconcileSource(
   if (!isNamespaceName(key.namespace) || !isSecretName(key.name)) {
     throw new TerminalError(REASON_INVALID_KEY, `key ${key.namespace}/${key.name} cannot name a Secret`);
   }
+  const result = await replicate(key, ctx, config);
+  // A key outside the source namespace also names a Secret that may be a copy: the copy of the
+  // source of that name in that namespace alone is converged too. A new namespace's keys are these
+  // (index.ts), so a namespace event costs work for that namespace only, however many namespaces
+  // there are or churn.
+  if (key.namespace !== config.sourceNamespace)
+    return replicate({ namespace: config.sourceNamespace, name: key.name }, ctx, config, key.namespace);
+  return result;
+}
+
+/**
+ * Converges the copies of source `key` in every namespace, or in namespace `only` alone (its
+ * Namespace, its copy and a Secret of that name there are read; nothing elsewhere is touched).
+ * @throws as {@link reconcileSource}
+ */
+async function replicate(
+  key: Key,
+  ctx: ReconcileContext,
+  config: SecretReplicatorConfig,
+  only?: string,
+): Promise<Result> {
   const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
   const sourceRef = `${key.namespace}/${key.name}`;
 
@@ -148,15 +193,31 @@ export async function reconcileSource(
   // One LIST per kind, not pages: the plan holds every namespace and copy anyway to diff them, so
   // pages would bound no memory and only add requests (kube-apiserver serves these consistent
   // LISTs from its watch cache). The cost of a reconcile stays the same however many namespaces.
-  const namespaces: V1Namespace[] | undefined = replicable ? (await core.listNamespace()).items : undefined;
-  const observed = (await core.listSecretForAllNamespaces({ labelSelector: copySelectorFor(key) })).items;
+  // One namespace: a LIST by name (the functions' role lists namespaces; it has no get on them).
+  const namespaces: V1Namespace[] | undefined = replicable
+    ? (await core.listNamespace(only ? { fieldSelector: `metadata.name=${only}` } : {})).items.filter(
+        (n) => !only || n.metadata?.name === only,
+      )
+    : undefined;
+  const secretsOf = (
+    selector: { labelSelector?: string; fieldSelector?: string },
+    options?: ConfigurationOptions,
+  ) =>
+    only
+      ? core.listNamespacedSecret({ namespace: only, ...selector }, options)
+      : core.listSecretForAllNamespaces(selector, options);
+  // Without a replicable source the plan only deletes copies, which needs their metadata alone:
+  // the LIST then carries no Secret data (copies of a 1 MiB source weigh 1 MiB each otherwise).
+  const observed = (
+    await secretsOf({ labelSelector: copySelectorFor(key) }, replicable ? undefined : METADATA_ONLY)
+  ).items;
 
   let plan = planReplicas({ key, source, namespaces, observed, config });
   if (plan.create.length > 0) {
     // Find Secrets of the same name Levelset does not own in one LIST, instead of one failed
     // create (409) and one GET per such namespace. Filtered client-side as well, so a server
     // that ignores the field selector is still answered correctly.
-    const sameName = await core.listSecretForAllNamespaces({ fieldSelector: `metadata.name=${key.name}` });
+    const sameName = await secretsOf({ fieldSelector: `metadata.name=${key.name}` });
     const others = sameName.items.filter((s) => s.metadata?.name === key.name);
     plan = planReplicas({ key, source, namespaces, observed: [...observed, ...others], config });
   }
@@ -265,7 +326,7 @@ async function report(
   const regarding = source && regardingSecret(source);
   for (const namespace of outcome.conflicts) {
     ctx.log.error(
-      { namespace, name: key.name, reason: REASON_RESOURCE_EXISTS },
+      { namespace, name: key.name, eventReason: REASON_RESOURCE_EXISTS },
       'target Secret exists and is not a Levelset copy; not replicated there',
     );
   }

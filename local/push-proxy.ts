@@ -1,0 +1,240 @@
+/**
+ * The local stack's push endpoint: a small HTTP proxy between the Pub/Sub emulator's push
+ * subscription and the `reconcile` function that does what Pub/Sub's dead-letter policy does in the
+ * cloud, because the emulator cannot.
+ *
+ * Pub/Sub emulator 0.8.20 cannot dead-letter from a subscription with message ordering: when a
+ * message reaches `maxDeliveryAttempts` its push loop dies (`NullPointerException … publisherService
+ * is null at MessageBacklog.pull`) and nothing is delivered again, for any key. So the local keys
+ * subscription has no dead-letter policy (local/pubsub-emulator.ts), and this proxy:
+ *
+ * - counts delivery attempts per message id and adds `deliveryAttempt` to the push body, as Pub/Sub
+ *   does for a subscription with a dead-letter policy (the emulator never sends it);
+ * - forwards the body to the function and answers the emulator with the function's status, so the
+ *   subscription's retry policy (backoff) applies as in the cloud;
+ * - after `maxDeliveryAttempts` failed attempts publishes the message to the dead-letter topic with
+ *   the attributes Pub/Sub adds (`CloudPubSubDeadLetterSource*`) and acknowledges it (204): the key
+ *   is in the dead-letter subscription and the next message of its ordering key flows, as in the cloud.
+ *
+ * One difference on purpose: a push the function's port refuses (the function is not running, e.g.
+ * restarting) is answered 503 without counting an attempt. Cloud Run never refuses a connection — a
+ * restarted instance is replaced behind the same URL — so locally a function down for a few seconds
+ * must not spend a key's attempts.
+ *
+ * It also keeps the delivery figures the watchdog (local/watchdog.ts) and `levelset status` read
+ * (`GET /deliveries`, answered by the proxy itself).
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { PubSub } from '@google-cloud/pubsub';
+import { DEAD_LETTER_ATTRIBUTES } from '../functions/message.ts';
+import { emulatorClientOptions } from '../functions/publish.ts';
+
+/** Successful push answers: Pub/Sub acknowledges on 102, 200, 201, 202 and 204 ("Push subscriptions"). */
+const ACK_STATUSES = new Set([102, 200, 201, 202, 204]);
+
+/** Largest push body forwarded, bytes (a Pub/Sub message is at most 10 MB). */
+const MAX_PUSH_BYTES = 16 * 1024 * 1024;
+
+export interface PushProxyOptions {
+  /** Where pushes go: the `reconcile` function's URL. */
+  target: string;
+  /** `host:port` of the emulator. */
+  emulatorHost: string;
+  projectId: string;
+  /** Full name of the dead-letter topic (`projects/<p>/topics/<t>`). */
+  deadLetterTopic: string;
+  /** Full name of the keys topic, for the dead letter's source attributes. */
+  subscription: string;
+  /** Failed attempts before a message is dead-lettered (Pub/Sub allows 5–100); default 5. */
+  maxDeliveryAttempts?: number;
+  /** ms one forwarded push may take (the subscription's ack deadline); default 60 000. */
+  timeoutMs?: number;
+}
+
+/** Delivery figures of the local push path. Times are epoch ms; `undefined` when it never happened. */
+export interface DeliveryStats {
+  /** Pushes received from the emulator (every attempt). */
+  pushes: number;
+  /** Pushes the function acknowledged (2xx). */
+  acknowledged: number;
+  /** Messages dead-lettered by the proxy. */
+  deadLettered: number;
+  /** Pushes answered 503 because the function's port refused the connection (not counted as attempts). */
+  refused: number;
+  /** Last push received from the emulator, whatever its outcome. */
+  lastPushAt: number | undefined;
+  /** Last push the function acknowledged. */
+  lastAcknowledgedAt: number | undefined;
+  /** Messages with a failed attempt that are neither acknowledged nor dead-lettered yet. */
+  retrying: number;
+}
+
+export interface PushProxy {
+  /** `http://127.0.0.1:PORT/`: the push endpoint of the keys subscription. */
+  url: string;
+  stats(): DeliveryStats;
+  /** Serves `provider()` as JSON to `GET /deliveries` (what `levelset status` reads). */
+  serveStatus(provider: () => object): void;
+  /** Called with the id of every message that left the subscription (acknowledged or dead-lettered). */
+  onSettled(listener: (messageId: string) => void): void;
+  stop(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_PUSH_BYTES) throw new Error(`push body over ${MAX_PUSH_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Whether `err` (from fetch) is a refused connection: nothing listens on the function's port. */
+function connectionRefused(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string; errors?: { code?: string }[] } }).cause;
+  return cause?.code === 'ECONNREFUSED' || !!cause?.errors?.some((e) => e.code === 'ECONNREFUSED');
+}
+
+interface PushMessage {
+  data?: string;
+  attributes?: Record<string, string>;
+  messageId?: string;
+  message_id?: string;
+  publishTime?: string;
+}
+
+/**
+ * Starts the proxy on a free port of 127.0.0.1.
+ * @throws {Error} when it cannot listen.
+ */
+export async function startPushProxy(options: PushProxyOptions): Promise<PushProxy> {
+  const maxAttempts = options.maxDeliveryAttempts ?? 5;
+  const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
+  const deadLetters = pubsub.topic(options.deadLetterTopic, { batching: { maxMessages: 1 } });
+  /** Failed attempts so far, by message id. */
+  const attempts = new Map<string, number>();
+  const listeners: ((messageId: string) => void)[] = [];
+  const stats: Omit<DeliveryStats, 'retrying'> = {
+    pushes: 0,
+    acknowledged: 0,
+    deadLettered: 0,
+    refused: 0,
+    lastPushAt: undefined,
+    lastAcknowledgedAt: undefined,
+  };
+  const settle = (id: string | undefined) => {
+    if (id === undefined) return;
+    attempts.delete(id);
+    for (const l of listeners) l(id);
+  };
+
+  let statusProvider: (() => object) | undefined;
+  const server: Server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/deliveries') {
+      res.writeHead(statusProvider ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(statusProvider?.() ?? {}));
+      return;
+    }
+    void (async () => {
+      let body: Buffer;
+      try {
+        body = await readBody(req);
+      } catch {
+        res.writeHead(413).end();
+        return;
+      }
+      stats.pushes++;
+      stats.lastPushAt = Date.now();
+      let envelope: { message?: PushMessage; deliveryAttempt?: number } | undefined;
+      try {
+        envelope = JSON.parse(body.toString('utf8')) as typeof envelope;
+      } catch {
+        envelope = undefined;
+      }
+      const message = envelope?.message;
+      const id = message?.messageId ?? message?.message_id;
+      const attempt = (id !== undefined ? (attempts.get(id) ?? 0) : 0) + 1;
+      const forwarded =
+        envelope && typeof envelope === 'object' && id !== undefined
+          ? Buffer.from(JSON.stringify({ ...envelope, deliveryAttempt: attempt }))
+          : body;
+      let status: number;
+      try {
+        const answer = await fetch(new URL(req.url ?? '/', options.target), {
+          method: req.method,
+          headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+          body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
+          signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+        });
+        await answer.arrayBuffer().catch(() => undefined);
+        status = answer.status;
+      } catch (err) {
+        if (connectionRefused(err)) {
+          stats.refused++;
+          res.writeHead(503).end();
+          return;
+        }
+        status = 502; // reset mid-request, timeout: a failed attempt
+      }
+      if (ACK_STATUSES.has(status)) {
+        stats.acknowledged++;
+        stats.lastAcknowledgedAt = Date.now();
+        settle(id);
+        res.writeHead(status).end();
+        return;
+      }
+      if (id === undefined || !message) {
+        res.writeHead(status).end();
+        return;
+      }
+      attempts.set(id, attempt);
+      if (attempt < maxAttempts) {
+        res.writeHead(status).end();
+        return;
+      }
+      try {
+        await deadLetters.publishMessage({
+          data: Buffer.from(message.data ?? '', 'base64'),
+          attributes: {
+            ...message.attributes,
+            [DEAD_LETTER_ATTRIBUTES.deliveryAttempts]: String(attempt),
+            [DEAD_LETTER_ATTRIBUTES.sourceSubscription]: options.subscription.split('/').pop() ?? '',
+            [DEAD_LETTER_ATTRIBUTES.sourceSubscriptionProject]: options.projectId,
+            ...(message.publishTime
+              ? { [DEAD_LETTER_ATTRIBUTES.sourcePublishTime]: message.publishTime }
+              : {}),
+          },
+        });
+      } catch {
+        res.writeHead(503).end(); // not dead-lettered yet: Pub/Sub redelivers, the next failure tries again
+        return;
+      }
+      stats.deadLettered++;
+      settle(id);
+      res.writeHead(204).end();
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    stats: () => ({ ...stats, retrying: attempts.size }),
+    serveStatus: (provider) => {
+      statusProvider = provider;
+    },
+    onSettled: (listener) => void listeners.push(listener),
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pubsub.close().catch(() => {});
+    },
+  };
+}

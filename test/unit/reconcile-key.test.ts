@@ -1,0 +1,100 @@
+/**
+ * `reconcileKey`, the per-delivery core both modes share: a key must name an object of the
+ * primary's scope (else `malformed`, never reconciled), and the final line of a delivery is one
+ * JSON object with each field once (a terminal line carries the delivery's `reason` and the
+ * error's `eventReason`).
+ */
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Controller, Key } from '../../functions/controllers/types.ts';
+import { createLogger, keyLogger } from '../../functions/log.ts';
+import { reconcileKey } from '../../functions/reconcile.ts';
+import { TerminalError } from '../../functions/runtime/errors.ts';
+
+/** A logger whose raw lines (text, as written) are collected. */
+function capture() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const log = keyLogger(createLogger('test', stream), 'fake', 'k').child({ reason: 'watch' });
+  return { log, lines };
+}
+
+function fake(namespaced: boolean, reconcile: Controller['reconcile']): Controller {
+  return {
+    name: 'fake',
+    primary: { group: '', version: 'v1', plural: 'things', kind: 'Thing', namespaced },
+    watches: [],
+    rbac: [],
+    reconcile,
+  };
+}
+
+const run = (controller: Controller, key: Key) => {
+  const { log, lines } = capture();
+  const calls: Key[] = [];
+  const wrapped = {
+    ...controller,
+    reconcile: (k: Key, ctx: Parameters<Controller['reconcile']>[1]) => {
+      calls.push(k);
+      return controller.reconcile(k, ctx);
+    },
+  };
+  return reconcileKey(new Map([['fake', wrapped]]), 'fake', key, {
+    kubeConfig: () => {
+      // Never contacted: the fake controllers make no request and record no Event.
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'c', server: 'http://127.0.0.1:9' }],
+        users: [{ name: 'u' }],
+        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+        currentContext: 'x',
+      });
+      return kc;
+    },
+    log,
+    retriedBy: 'Pub/Sub',
+  }).then((result) => ({ result, lines, calls }));
+};
+
+describe('reconcileKey', () => {
+  it('a key without a namespace for a namespaced primary is malformed, never reconciled', async () => {
+    const { result, lines, calls } = await run(
+      fake(true, async () => undefined),
+      { namespace: '', name: 'foo' },
+    );
+    assert.deepEqual(result, { outcome: 'malformed' });
+    assert.deepEqual(calls, []);
+    assert.match(lines.at(-1) ?? '', /key without a namespace for \\"fake\\", whose Thing is namespaced/);
+  });
+
+  it('a key with a namespace for a cluster-scoped primary is malformed; without one it is reconciled', async () => {
+    const scoped = fake(false, async () => undefined);
+    assert.deepEqual((await run(scoped, { namespace: 'ns', name: 'foo' })).result, { outcome: 'malformed' });
+    const { result, calls } = await run(scoped, { namespace: '', name: 'foo' });
+    assert.deepEqual(result, { outcome: 'success' });
+    assert.deepEqual(calls, [{ namespace: '', name: 'foo' }]);
+  });
+
+  it('the terminal line carries "reason" once (the delivery\'s) and the error\'s as eventReason', async () => {
+    const { result, lines } = await run(
+      fake(true, async () => {
+        throw new TerminalError('InvalidSpec', 'spec.x is not valid');
+      }),
+      { namespace: 'ns', name: 'foo' },
+    );
+    assert.deepEqual(result, { outcome: 'terminal' });
+    const line = lines.at(-1) ?? '';
+    assert.equal(line.match(/"reason":/g)?.length, 1, line);
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    assert.equal(parsed.reason, 'watch');
+    assert.equal(parsed.eventReason, 'InvalidSpec');
+    assert.equal(parsed.outcome, 'terminal');
+  });
+});
