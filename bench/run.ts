@@ -27,9 +27,9 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
+import type { Controller } from '../functions/contract/controller.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
-import type { Controller } from '../functions/controllers/types.ts';
 import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';

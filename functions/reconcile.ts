@@ -10,7 +10,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
+import type { Controller, Key, ReconcileContext, Result } from './contract/controller.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, keyString, MalformedMessageError, orderingKeyOf } from './message.ts';

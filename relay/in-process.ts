@@ -13,8 +13,9 @@
  * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
  * `workqueue_*` metrics with `name` = controller).
  */
+
+import type { Controller, Key } from '../functions/contract/controller.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
-import type { Controller, Key } from '../functions/controllers/types.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { keyString } from '../functions/message.ts';
 import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';

@@ -17,7 +17,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, ListWatch } from '@kubernetes/client-node';
-import type { Key, ResourceType, WatchEvent } from '../functions/controllers/types.ts';
+import type { Key, ResourceType, WatchEvent } from '../functions/contract/controller.ts';
 import type { Logger } from '../functions/log.ts';
 import { keyString } from '../functions/message.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';

@@ -10,7 +10,7 @@ import type {
   ResourceType,
   Watch,
   WatchEvent,
-} from '../functions/controllers/types.ts';
+} from '../functions/contract/controller.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyString, orderingKeyOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';

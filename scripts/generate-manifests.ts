@@ -27,7 +27,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { Controller, ResourceType, Verb } from '../functions/controllers/types.ts';
+import type { Controller, ResourceType, Verb } from '../functions/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../functions/runtime/events.ts';
 
 /** The repository root (this file lives in `scripts/`). */

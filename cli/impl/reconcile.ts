@@ -4,8 +4,8 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Controller, Key } from '../../functions/contract/controller.ts';
 import { controllerByName, controllers } from '../../functions/controllers/index.ts';
-import type { Controller, Key } from '../../functions/controllers/types.ts';
 import { keyString } from '../../functions/message.ts';
 import type { Outcome } from '../../functions/reconcile.ts';
 import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';

@@ -9,7 +9,7 @@
  * when every desired child is already a subset of its live object ({@link isSubset}).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../controllers/types.ts';
+import type { ResourceType } from '../contract/controller.ts';
 import { isConflict, TerminalError } from '../runtime/errors.ts';
 import { apiVersionOf } from '../runtime/list.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../runtime/owner.ts';

@@ -15,7 +15,7 @@ import {
   type KubernetesObject,
   ServerConfiguration,
 } from '@kubernetes/client-node';
-import type { ResourceType } from '../controllers/types.ts';
+import type { ResourceType } from '../contract/controller.ts';
 import { FIELD_MANAGER } from '../runtime/custom-resource.ts';
 import { apiStatusOf } from '../runtime/errors.ts';
 import { apiVersionOf } from '../runtime/list.ts';

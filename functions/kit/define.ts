@@ -23,7 +23,7 @@ import type {
   ResourceType,
   Result,
   Verb,
-} from '../controllers/types.ts';
+} from '../contract/controller.ts';
 import type { Logger } from '../log.ts';
 import { keyString } from '../message.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../runtime/conditions.ts';

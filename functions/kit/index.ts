@@ -9,7 +9,7 @@
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
-export type { Controller, Key, PolicyRule, ResourceType, Result } from '../controllers/types.ts';
+export type { Controller, Key, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
 export {
   type Condition,
   type ConditionInput,

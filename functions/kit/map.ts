@@ -3,7 +3,7 @@
  * `EnqueueRequestForOwner` and `EnqueueRequestsFromMapFunc`): pure functions from a watch event to
  * the primary keys it affects, reading only the event and the relay's caches.
  */
-import type { Key, MapContext, ResourceType, WatchEvent } from '../controllers/types.ts';
+import type { Key, MapContext, ResourceType, WatchEvent } from '../contract/controller.ts';
 import { controllerRefOf, groupOf } from '../runtime/owner.ts';
 
 /** A `Watch.map`. */

@@ -10,7 +10,7 @@
  */
 import type { RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { Controller, Key, ReconcileContext, Result } from '../controllers/types.ts';
+import type { Controller, Key, ReconcileContext, Result } from '../contract/controller.ts';
 import type { Logger } from '../log.ts';
 import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
 import { TerminalError } from '../runtime/errors.ts';

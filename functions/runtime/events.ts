@@ -26,7 +26,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import type { PolicyRule } from '../controllers/types.ts';
+import type { PolicyRule } from '../contract/controller.ts';
 import type { Logger } from '../log.ts';
 import { metaTime } from './conditions.ts';
 import { apiStatusOf } from './errors.ts';

@@ -3,7 +3,7 @@
  * page however large the collection.
  */
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
-import type { ResourceType } from '../controllers/types.ts';
+import type { ResourceType } from '../contract/controller.ts';
 
 /** `group/version`, or `version` for the core group. */
 export function apiVersionOf(resource: Pick<ResourceType, 'group' | 'version'>): string {

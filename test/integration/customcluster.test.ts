@@ -17,9 +17,9 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import type { ReconcileContext } from '../../functions/contract/controller.ts';
 import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
-import type { ReconcileContext } from '../../functions/controllers/types.ts';
 import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { isControlledBy } from '../../functions/runtime/owner.ts';

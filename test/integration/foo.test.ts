@@ -17,8 +17,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import type { ReconcileContext } from '../../functions/contract/controller.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
-import type { ReconcileContext } from '../../functions/controllers/types.ts';
 import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import { TerminalError } from '../../functions/runtime/errors.ts';
 import { createEventRecorder } from '../../functions/runtime/events.ts';

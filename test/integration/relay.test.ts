@@ -12,7 +12,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
 import { configmaps, secrets } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { Key, MapContext, WatchEvent } from '../../functions/controllers/types.ts';
+import type { Key, MapContext, WatchEvent } from '../../functions/contract/controller.ts';
 import {
   customResource,
   defineController,

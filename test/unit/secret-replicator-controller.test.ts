@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Key, MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
 import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   createSecretReplicator,
@@ -11,7 +12,6 @@ import {
 } from '../../functions/controllers/secret-replicator/index.ts';
 import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { ReplicationError } from '../../functions/controllers/secret-replicator/reconcile.ts';
-import type { Key, MapContext, Watch, WatchEvent } from '../../functions/controllers/types.ts';
 import { apiStatusOf, isConflict, isTransient } from '../../functions/runtime/errors.ts';
 
 describe('config', () => {

@@ -5,9 +5,9 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../../contract/controller.ts';
 import { namespaces, secrets } from '../../kit/index.ts';
 import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
-import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../types.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
 import { listSourceKeys, reconcileSource } from './reconcile.ts';
