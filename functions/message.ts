@@ -5,6 +5,7 @@
  * current state (edge-triggered, level-driven).
  */
 import { z } from 'zod';
+import { orderingKeyOf } from './contract/key.ts';
 
 /** Kebab-case controller name, as registered in `functions/controllers/index.ts`. */
 export const controllerName = z
@@ -67,19 +68,6 @@ export type KeyMessage = z.infer<typeof keyMessageSchema>;
 
 /** Pub/Sub attributes of a key message: they repeat `controller` and `reason` for filters and logs. */
 export type KeyMessageAttributes = { controller: string; reason: EnqueueReason };
-
-/**
- * The Pub/Sub ordering key of a key message: `controller/namespace/name`, so that deliveries of one
- * key are serialised while different keys run in parallel.
- */
-export function orderingKeyOf(m: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>): string {
-  return `${m.controller}/${m.namespace}/${m.name}`;
-}
-
-/** A key as client-go's MetaNamespaceKeyFunc writes it: `namespace/name`, or `name` when cluster-scoped. */
-export function keyString(k: { namespace: string; name: string }): string {
-  return k.namespace ? `${k.namespace}/${k.name}` : k.name;
-}
 
 /** What a publisher hands to Pub/Sub for one key message. */
 export interface EncodedKeyMessage {

@@ -10,10 +10,11 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key, ReconcileContext, Result } from './contract/controller.ts';
+import type { Controller, ReconcileContext, Result } from './contract/controller.ts';
+import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, keyString, MalformedMessageError, orderingKeyOf } from './message.ts';
+import { decodePushEnvelope, MalformedMessageError } from './message.ts';
 import type { Requeuer } from './requeue.ts';
 import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
 import { createEventRecorder } from './runtime/events.ts';

@@ -5,7 +5,8 @@
  */
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key, ResyncContext } from './contract/controller.ts';
+import type { Controller, ResyncContext } from './contract/controller.ts';
+import type { Key } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import type { Logger } from './log.ts';
 import type { KeyPublisher } from './publish.ts';

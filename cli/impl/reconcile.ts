@@ -4,9 +4,9 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Controller, Key } from '../../functions/contract/controller.ts';
+import type { Controller } from '../../functions/contract/controller.ts';
+import { type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
 import { controllerByName, controllers } from '../../functions/controllers/index.ts';
-import { keyString } from '../../functions/message.ts';
 import type { Outcome } from '../../functions/reconcile.ts';
 import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
@@ -32,13 +32,15 @@ export function requireController(name: string): Controller {
  * @throws {CliError} (exit 2) for any other shape.
  */
 export function parseKey(controller: Controller, text: string): Key {
-  const parts = text.split('/');
-  const valid = (s: string | undefined) =>
-    s !== undefined && /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(s);
-  if (controller.primary.namespaced && parts.length === 2 && valid(parts[0]) && valid(parts[1]))
-    return { namespace: parts[0] ?? '', name: parts[1] ?? '' };
-  if (!controller.primary.namespaced && parts.length === 1 && valid(parts[0]))
-    return { namespace: '', name: text };
+  const valid = (s: string) => /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(s);
+  let key: Key | undefined;
+  try {
+    key = parseKeyString(text);
+  } catch {
+    // more than one '/': malformed, said below
+  }
+  if (key && valid(key.name) && (controller.primary.namespaced ? valid(key.namespace) : key.namespace === ''))
+    return key;
   throw new CliError(
     `malformed key "${text}": ${controller.name} keys are ${controller.primary.namespaced ? 'namespace/name' : 'name (cluster-scoped)'} of a ${controller.primary.kind}`,
     EXIT_USAGE,

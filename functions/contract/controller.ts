@@ -3,8 +3,8 @@
  * relay knows what to watch, `resync` knows what to enumerate and `reconcile` knows what to run.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Logger } from '../log.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { Logger } from 'pino';
+import type { Key } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
 export interface ResourceType {
@@ -13,12 +13,6 @@ export interface ResourceType {
   plural: string;
   kind: string;
   namespaced: boolean;
-}
-
-/** A key, as client-go's `MetaNamespaceKeyFunc` splits it: `namespace` is `""` for cluster-scoped objects. */
-export interface Key {
-  namespace: string;
-  name: string;
 }
 
 /** A watch event as the relay sees it. For `DELETED`, `object` is the last known state (the tombstone). */
@@ -64,6 +58,23 @@ export interface PolicyRule {
   apiGroup: string;
   resources: string[];
   verbs: Verb[];
+}
+
+/** The type of a Kubernetes Event: `Normal` or `Warning`. */
+export type EventType = 'Normal' | 'Warning';
+
+/**
+ * Records Kubernetes Events about the objects a controller reconciles (client-go's `EventRecorder`);
+ * implemented by functions/runtime/events.ts. A failed write is logged and swallowed: an Event is never
+ * worth a retry.
+ */
+export interface EventRecorder {
+  /**
+   * @param object the regarding object (needs apiVersion, kind, metadata.name/namespace/uid)
+   * @param reason UpperCamelCase, e.g. `Synced`, `ErrResourceExists`
+   * @param message human-readable; never include Secret data
+   */
+  record(object: KubernetesObject, type: EventType, reason: string, message: string): Promise<void>;
 }
 
 /** The Kubernetes clients a reconcile uses; all share one KubeConfig. */

@@ -17,19 +17,19 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type {
   Controller,
-  Key,
+  EventRecorder,
   PolicyRule,
   ReconcileContext,
   ResourceType,
   Result,
   Verb,
 } from '../contract/controller.ts';
+import { type Key, keyString } from '../contract/key.ts';
 import type { Logger } from '../log.ts';
-import { keyString } from '../message.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../runtime/conditions.ts';
 import { namespacedCustomObjectSchema } from '../runtime/custom-resource.ts';
 import { isNotFound, TerminalError } from '../runtime/errors.ts';
-import { EVENT_RECORDER_RULE, type EventRecorder } from '../runtime/events.ts';
+import { EVENT_RECORDER_RULE } from '../runtime/events.ts';
 import { isControlledBy } from '../runtime/owner.ts';
 import {
   childLabels,

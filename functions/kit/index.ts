@@ -9,7 +9,8 @@
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
-export type { Controller, Key, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
+export type { Controller, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
+export type { Key } from '../contract/key.ts';
 export {
   type Condition,
   type ConditionInput,

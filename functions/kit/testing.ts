@@ -10,7 +10,8 @@
  */
 import type { RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { Controller, Key, ReconcileContext, Result } from '../contract/controller.ts';
+import type { Controller, ReconcileContext, Result } from '../contract/controller.ts';
+import type { Key } from '../contract/key.ts';
 import type { Logger } from '../log.ts';
 import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
 import { TerminalError } from '../runtime/errors.ts';

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, Key } from '../../functions/contract/controller.ts';
+import type { Controller } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { TerminalError } from '../../functions/runtime/errors.ts';

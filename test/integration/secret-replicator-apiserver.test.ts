@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
-import type { Controller, Key, ReconcileContext } from '../../functions/contract/controller.ts';
+import type { Controller, ReconcileContext } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   CONTENT_HASH_ANNOTATION,

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { Key, MapContext, WatchEvent } from '../../functions/contract/controller.ts';
+import type { MapContext, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import {
   customResource,
   defineController,

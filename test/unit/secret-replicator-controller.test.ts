@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Key, MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
+import type { MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   createSecretReplicator,

@@ -10,8 +10,8 @@
  * `handleObject`). A converged Foo costs 2 requests: GET the Foo, LIST its Deployments.
  */
 import type { V1Deployment } from '@kubernetes/client-node';
+import { keyString } from '../../contract/key.ts';
 import { defineController, deployments, INVALID_SPEC, TerminalError } from '../../kit/index.ts';
-import { keyString } from '../../message.ts';
 import { fooResource, fooSpecSchema } from './api.ts';
 import { newDeployment, readyFromDeployment } from './desired.ts';
 

@@ -5,7 +5,8 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../../contract/controller.ts';
+import type { Controller, PolicyRule, ResourceType, Watch } from '../../contract/controller.ts';
+import type { Key } from '../../contract/key.ts';
 import { namespaces, secrets } from '../../kit/index.ts';
 import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';

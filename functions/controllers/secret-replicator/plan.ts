@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
-import type { Key } from '../../contract/controller.ts';
+import type { Key } from '../../contract/key.ts';
 import { TerminalError } from '../../runtime/errors.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 

@@ -6,7 +6,8 @@
  * GET the source, LIST namespaces, LIST copies by label selector across all namespaces.
  */
 import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
-import type { Key, ReconcileContext, Result, ResyncContext } from '../../contract/controller.ts';
+import type { ReconcileContext, Result, ResyncContext } from '../../contract/controller.ts';
+import type { Key } from '../../contract/key.ts';
 import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 import {
