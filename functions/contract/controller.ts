@@ -97,6 +97,14 @@ export interface Result {
   requeueAfterMs?: number;
 }
 
+/**
+ * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
+ * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
+ * requeuer (functions/requeue.ts) delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * (unexpected, e.g. 403 from missing RBAC) → 500.
+ */
+export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
+
 /** A controller module: one folder under `functions/controllers/`, one line in the registry. */
 export interface Controller {
   /** Unique kebab-case name; the key message's `controller`. */

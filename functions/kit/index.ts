@@ -10,7 +10,8 @@
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type { Controller, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
-export type { Key } from '../contract/key.ts';
+export { type Key, keyString } from '../contract/key.ts';
+export { dns1123Label, dns1123Subdomain, isDNS1123Label, isDNS1123Subdomain } from '../contract/names.ts';
 export {
   type Condition,
   type ConditionInput,

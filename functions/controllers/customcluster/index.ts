@@ -13,7 +13,7 @@
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { defineController, FIELD_MANAGER, pods, resourceClient } from '../../kit/index.ts';
 import { customclusterResource, customclusterSpecSchema } from './api.ts';
-import { CONTROLLER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
+import { CUSTOMCLUSTER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
 
 /**
  * The most pods one reconcile creates or deletes (the ReplicaSet controller's `burstReplicas`,
@@ -44,8 +44,8 @@ export const customclusterController = defineController({
   owns: [
     {
       resource: pods,
-      labels: (cc) => ({ [CONTROLLER_LABEL]: cc.metadata.name }),
-      watchSelector: CONTROLLER_LABEL,
+      labels: (cc) => ({ [CUSTOMCLUSTER_LABEL]: cc.metadata.name }),
+      watchSelector: CUSTOMCLUSTER_LABEL,
     },
   ],
   synced: false,

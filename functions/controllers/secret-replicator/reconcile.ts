@@ -7,19 +7,16 @@
  */
 import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
 import type { ReconcileContext, Result, ResyncContext } from '../../contract/controller.ts';
-import type { Key } from '../../contract/key.ts';
+import { ERR_RESOURCE_EXISTS, isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
 import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 import {
   COPY_LABEL,
   copySelectorFor,
-  isNamespaceName,
   isReplicable,
-  isSecretName,
   planReplicas,
   planTarget,
   REASON_INVALID_KEY,
-  REASON_RESOURCE_EXISTS,
   type ReplicaPlan,
   regardingSecret,
   SERVICE_ACCOUNT_TOKEN_TYPE,
@@ -93,8 +90,8 @@ export class ReplicationError extends Error {
   }
 }
 
-/** What a reconcile did; logged (never Secret data). */
-interface Outcome {
+/** The writes a reconcile made, by kind; logged (never Secret data). */
+interface ReplicaChanges {
   created: string[];
   updated: string[];
   recreated: string[];
@@ -131,7 +128,7 @@ export async function reconcileSource(
   ctx: ReconcileContext,
   config: SecretReplicatorConfig,
 ): Promise<Result> {
-  if (!isNamespaceName(key.namespace) || !isSecretName(key.name)) {
+  if (!isDNS1123Label(key.namespace) || !isDNS1123Subdomain(key.name)) {
     throw new TerminalError(REASON_INVALID_KEY, `key ${key.namespace}/${key.name} cannot name a Secret`);
   }
   const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
@@ -169,8 +166,8 @@ export async function reconcileSource(
 }
 
 /** Performs the writes of `plan`; every failure is recorded in the outcome, none is thrown. */
-async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<Outcome> {
-  const outcome: Outcome = {
+async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<ReplicaChanges> {
+  const outcome: ReplicaChanges = {
     created: [],
     updated: [],
     recreated: [],
@@ -260,12 +257,12 @@ async function report(
   ctx: ReconcileContext,
   source: V1Secret | undefined,
   plan: ReplicaPlan,
-  outcome: Outcome,
+  outcome: ReplicaChanges,
 ): Promise<void> {
   const regarding = source && regardingSecret(source);
   for (const namespace of outcome.conflicts) {
     ctx.log.error(
-      { namespace, name: key.name, reason: REASON_RESOURCE_EXISTS },
+      { namespace, name: key.name, reason: ERR_RESOURCE_EXISTS },
       'target Secret exists and is not a Levelset copy; not replicated there',
     );
   }
@@ -275,7 +272,7 @@ async function report(
     await ctx.events.record(
       regarding,
       'Warning',
-      REASON_RESOURCE_EXISTS,
+      ERR_RESOURCE_EXISTS,
       `Secret ${key.name} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
     );
   }
