@@ -13,11 +13,11 @@ import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
 import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
+import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
+import { createEventRecorder } from './k8s/events.ts';
 import { keyLogger, type Logger } from './log.ts';
 import { decodePushEnvelope, MalformedMessageError } from './message.ts';
 import type { Requeuer } from './requeue.ts';
-import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
-import { createEventRecorder } from './runtime/events.ts';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */

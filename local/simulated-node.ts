@@ -27,9 +27,9 @@ import {
   type V1Pod,
   type V1ReplicaSet,
 } from '@kubernetes/client-node';
+import { controllerRefOf, isControlledBy, newControllerRef } from '../functions/k8s/owner.ts';
 import { selectorOf } from '../functions/kit/children.ts';
 import type { Logger } from '../functions/log.ts';
-import { controllerRefOf, isControlledBy, newControllerRef } from '../functions/runtime/owner.ts';
 
 /** The simulated nodes' address (a kind node's, for the look of it). */
 const NODE_IP = '172.18.0.2';

@@ -65,7 +65,7 @@ export type EventType = 'Normal' | 'Warning';
 
 /**
  * Records Kubernetes Events about the objects a controller reconciles (client-go's `EventRecorder`);
- * implemented by functions/runtime/events.ts. A failed write is logged and swallowed: an Event is never
+ * implemented by functions/k8s/events.ts. A failed write is logged and swallowed: an Event is never
  * worth a retry.
  */
 export interface EventRecorder {

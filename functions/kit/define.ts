@@ -25,12 +25,12 @@ import type {
   Verb,
 } from '../contract/controller.ts';
 import { type Key, keyString } from '../contract/key.ts';
+import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
+import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
+import { isNotFound, TerminalError } from '../k8s/errors.ts';
+import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+import { isControlledBy } from '../k8s/owner.ts';
 import type { Logger } from '../log.ts';
-import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../runtime/conditions.ts';
-import { namespacedCustomObjectSchema } from '../runtime/custom-resource.ts';
-import { isNotFound, TerminalError } from '../runtime/errors.ts';
-import { EVENT_RECORDER_RULE } from '../runtime/events.ts';
-import { isControlledBy } from '../runtime/owner.ts';
 import {
   childLabels,
   invalidLabelValues,

@@ -19,10 +19,10 @@ export {
   isConditionTrue,
   parseConditions,
   setCondition,
-} from '../runtime/conditions.ts';
-export { FIELD_MANAGER } from '../runtime/custom-resource.ts';
-export { TerminalError } from '../runtime/errors.ts';
-export { controllerRefOf, isControlledBy, newControllerRef } from '../runtime/owner.ts';
+} from '../k8s/conditions.ts';
+export { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+export { TerminalError } from '../k8s/errors.ts';
+export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 export {
   type ChildChange,
   CONTROLLER_LABEL,

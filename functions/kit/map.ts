@@ -5,7 +5,7 @@
  */
 import type { MapContext, ResourceType, WatchEvent } from '../contract/controller.ts';
 import type { Key } from '../contract/key.ts';
-import { controllerRefOf, groupOf } from '../runtime/owner.ts';
+import { controllerRefOf, groupOf } from '../k8s/owner.ts';
 
 /** A `Watch.map`. */
 export type MapFunction = (event: WatchEvent, ctx: MapContext) => Key[];

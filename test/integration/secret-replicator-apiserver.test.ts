@@ -18,9 +18,9 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { createLogger } from '../../functions/log.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
-import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 

@@ -13,7 +13,7 @@ import {
 } from '../../functions/controllers/secret-replicator/index.ts';
 import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { ReplicationError } from '../../functions/controllers/secret-replicator/reconcile.ts';
-import { apiStatusOf, isConflict, isTransient } from '../../functions/runtime/errors.ts';
+import { apiStatusOf, isConflict, isTransient } from '../../functions/k8s/errors.ts';
 
 describe('config', () => {
   test('defaults', () => {

@@ -7,8 +7,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, PolicyRule, ResourceType, Watch } from '../../contract/controller.ts';
 import type { Key } from '../../contract/key.ts';
+import { EVENT_RECORDER_RULE } from '../../k8s/events.ts';
 import { namespaces, secrets } from '../../kit/index.ts';
-import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
 import { listSourceKeys, reconcileSource } from './reconcile.ts';

@@ -7,8 +7,8 @@
  */
 import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
 import type { ReconcileContext, Result, ResyncContext } from '../../contract/controller.ts';
+import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../k8s/errors.ts';
 import { ERR_RESOURCE_EXISTS, isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
-import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 import {
   COPY_LABEL,
