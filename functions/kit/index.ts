@@ -36,18 +36,7 @@ export {
   selectorOf,
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
-export {
-  type ControllerDefinition,
-  type Desired,
-  defineController,
-  deriveRbac,
-  INVALID_SPEC,
-  type PrimaryObject,
-  READY,
-  type ReadyInput,
-  type ReconcileInput,
-  type SecondaryWatch,
-} from './define.ts';
+export { type ControllerDefinition, defineController, deriveRbac, type SecondaryWatch } from './define.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
@@ -60,3 +49,11 @@ export {
   secrets,
   services,
 } from './resources.ts';
+export {
+  type Desired,
+  INVALID_SPEC,
+  type PrimaryObject,
+  READY,
+  type ReadyInput,
+  type ReconcileInput,
+} from './steps.ts';
