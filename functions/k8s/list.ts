@@ -5,6 +5,29 @@
 import { type KubeConfig, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 
+/** One page of a LIST: its items and the `continue` token of the next page (absent or `""` on the last). */
+export interface ListPage<T> {
+  items: T[];
+  metadata?: { _continue?: string };
+}
+
+/**
+ * Yields every item of a paginated LIST, page after page (`limit`/`continue`), as client-go's
+ * `pager.ListPager` over a list function: `fetchPage` is called with the previous page's `continue`
+ * token (`undefined` for the first), once per page.
+ * @throws what `fetchPage` throws (e.g. 410 Gone for an expired `continue` token)
+ */
+export async function* paginate<T>(
+  fetchPage: (continueToken: string | undefined) => Promise<ListPage<T>>,
+): AsyncGenerator<T> {
+  let continueToken: string | undefined;
+  do {
+    const page = await fetchPage(continueToken);
+    yield* page.items;
+    continueToken = page.metadata?._continue || undefined;
+  } while (continueToken);
+}
+
 /** `group/version`, or `version` for the core group. */
 export function apiVersionOf(resource: Pick<ResourceType, 'group' | 'version'>): string {
   return resource.group ? `${resource.group}/${resource.version}` : resource.version;
@@ -29,9 +52,8 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
   options: ListOptions = {},
 ): AsyncGenerator<T> {
   const api = KubernetesObjectApi.makeApiClient(kubeConfig);
-  let continueToken: string | undefined;
-  do {
-    const page = await api.list<T>(
+  yield* paginate((continueToken) =>
+    api.list<T>(
       apiVersionOf(resource),
       resource.kind,
       options.namespace,
@@ -42,8 +64,6 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
       options.labelSelector,
       options.limit ?? 500,
       continueToken,
-    );
-    yield* page.items;
-    continueToken = page.metadata?._continue || undefined;
-  } while (continueToken);
+    ),
+  );
 }

@@ -9,7 +9,16 @@
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
-export type { Controller, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
+export type {
+  Controller,
+  PolicyRule,
+  ReconcileContext,
+  ResourceType,
+  Result,
+  ResyncContext,
+  Watch,
+  WatchEvent,
+} from '../contract/controller.ts';
 export { type Key, keyString } from '../contract/key.ts';
 export { dns1123Label, dns1123Subdomain, isDNS1123Label, isDNS1123Subdomain } from '../contract/names.ts';
 export {
@@ -21,7 +30,16 @@ export {
   setCondition,
 } from '../k8s/conditions.ts';
 export { FIELD_MANAGER } from '../k8s/custom-resource.ts';
-export { TerminalError } from '../k8s/errors.ts';
+export {
+  apiStatusOf,
+  type FailedWrite,
+  FailedWritesError,
+  isConflict,
+  isNotFound,
+  TerminalError,
+} from '../k8s/errors.ts';
+export { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+export { type ListPage, paginate } from '../k8s/list.ts';
 export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 export {
   type ChildChange,
@@ -36,6 +54,7 @@ export {
   selectorOf,
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
+export { forEachLimit } from './concurrency.ts';
 export { type ControllerDefinition, defineController, deriveRbac, type SecondaryWatch } from './define.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';

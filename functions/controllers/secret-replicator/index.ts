@@ -5,10 +5,16 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, PolicyRule, ResourceType, Watch } from '../../contract/controller.ts';
-import type { Key } from '../../contract/key.ts';
-import { EVENT_RECORDER_RULE } from '../../k8s/events.ts';
-import { namespaces, secrets } from '../../kit/index.ts';
+import {
+  type Controller,
+  EVENT_RECORDER_RULE,
+  type Key,
+  namespaces,
+  type PolicyRule,
+  type ResourceType,
+  secrets,
+  type Watch,
+} from '../../kit/index.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
 import { listSourceKeys, reconcileSource } from './reconcile.ts';

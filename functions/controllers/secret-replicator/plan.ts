@@ -10,8 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
-import { TerminalError } from '../../k8s/errors.ts';
-import { isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
+import { isDNS1123Label, isDNS1123Subdomain, type Key, TerminalError } from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 
 /**

@@ -6,9 +6,23 @@
  * GET the source, LIST namespaces, LIST copies by label selector across all namespaces.
  */
 import { CoreV1Api, type V1Namespace, type V1Secret } from '@kubernetes/client-node';
-import type { ReconcileContext, Result, ResyncContext } from '../../contract/controller.ts';
-import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../k8s/errors.ts';
-import { ERR_RESOURCE_EXISTS, isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
+import {
+  apiStatusOf,
+  ERR_RESOURCE_EXISTS,
+  type FailedWrite,
+  FailedWritesError,
+  forEachLimit,
+  isConflict,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isNotFound,
+  type Key,
+  paginate,
+  type ReconcileContext,
+  type Result,
+  type ResyncContext,
+  TerminalError,
+} from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 import {
   COPY_LABEL,
@@ -27,68 +41,6 @@ import {
 export const PAGE_SIZE = 500;
 /** Writes in flight at once for one reconcile. */
 export const WRITE_CONCURRENCY = 8;
-
-interface Page<T> {
-  items: T[];
-  metadata?: { _continue?: string };
-}
-
-/** Yields every item of a paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`. */
-async function* paged<T>(
-  fetchPage: (continueToken: string | undefined) => Promise<Page<T>>,
-): AsyncGenerator<T> {
-  let continueToken: string | undefined;
-  do {
-    const page = await fetchPage(continueToken);
-    yield* page.items;
-    continueToken = page.metadata?._continue || undefined;
-  } while (continueToken);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; never rejects (errors are `fn`'s to record). */
-async function forEachLimit<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-/** One failed write of a reconcile: which copy, which operation, and the API status (if any). */
-export interface FailedWrite {
-  namespace: string;
-  op: 'create' | 'update' | 'recreate' | 'delete';
-  status: number | undefined;
-  error: unknown;
-}
-
-/**
- * Some writes of a reconcile failed (e.g. 409 on a stale resourceVersion, 5xx); the others were
- * done. Not a TerminalError: the key is retried and the next reconcile re-reads everything.
- * `code` makes it read as an API error to `apiStatusOf`: `409` when every failure is a 409 (so the
- * runtime re-runs the reconcile from a fresh read, as client-go's `retry.RetryOnConflict`), else
- * the first failure's status (`undefined` for a network error). `cause` is the first failure.
- */
-export class ReplicationError extends Error {
-  override readonly name = 'ReplicationError';
-  readonly failures: FailedWrite[];
-  readonly code: number | undefined;
-  constructor(source: string, failures: FailedWrite[]) {
-    const what = failures.map((f) => `${f.op} ${f.namespace}${f.status ? ` (${f.status})` : ''}`).join(', ');
-    super(`${failures.length} write(s) of copies of ${source} failed: ${what}`, {
-      cause: failures[0]?.error,
-    });
-    this.failures = failures;
-    this.code = failures.every((f) => f.status === 409) ? 409 : failures[0]?.status;
-  }
-}
 
 /** The writes a reconcile made, by kind; logged (never Secret data). */
 interface ReplicaChanges {
@@ -120,7 +72,7 @@ function namespaceUnavailable(err: unknown): boolean {
  * reconcile. After a 409 AlreadyExists on create, the Secret is re-read and handled by ownership.
  * @throws {TerminalError} `InvalidKey` for a key that cannot name a Secret; `InvalidReplicateTo`
  *   for an invalid target annotation (no copy is changed).
- * @throws {ReplicationError} when some writes failed (retried); API errors of the reads as thrown
+ * @throws {FailedWritesError} when some writes failed (retried); API errors of the reads as thrown
  *   by @kubernetes/client-node (`ApiException`, retried).
  */
 export async function reconcileSource(
@@ -161,7 +113,7 @@ export async function reconcileSource(
 
   const outcome = await execute(core, key, plan);
   await report(key, ctx, source, plan, outcome);
-  if (outcome.failures.length > 0) throw new ReplicationError(sourceRef, outcome.failures);
+  if (outcome.failures.length > 0) throw new FailedWritesError(`copies of ${sourceRef}`, outcome.failures);
   return {};
 }
 
@@ -176,8 +128,8 @@ async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<Re
     skipped: [],
     failures: [],
   };
-  const fail = (namespace: string, op: FailedWrite['op'], error: unknown) =>
-    outcome.failures.push({ namespace, op, status: apiStatusOf(error), error });
+  const fail = (namespace: string, op: 'create' | 'update' | 'recreate' | 'delete', error: unknown) =>
+    outcome.failures.push({ op, target: namespace, status: apiStatusOf(error), error });
 
   const create = async (desired: V1Secret, afterDelete: boolean): Promise<void> => {
     const namespace = desired.metadata?.namespace ?? '';
@@ -312,7 +264,7 @@ export async function* listSourceKeys(
 ): AsyncGenerator<Key> {
   const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
   const seen = new Set<string>();
-  const sources = paged((c) =>
+  const sources = paginate((c) =>
     core.listNamespacedSecret({ namespace: config.sourceNamespace, limit: PAGE_SIZE, _continue: c }),
   );
   for await (const s of sources) {
@@ -322,7 +274,7 @@ export async function* listSourceKeys(
     seen.add(`${config.sourceNamespace}/${name}`);
     yield { namespace: config.sourceNamespace, name };
   }
-  const copies = paged((c) =>
+  const copies = paginate((c) =>
     core.listSecretForAllNamespaces({ labelSelector: COPY_LABEL, limit: PAGE_SIZE, _continue: c }),
   );
   for await (const copy of copies) {
