@@ -17,7 +17,7 @@ import {
 } from '../../kit/index.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
-import { listSourceKeys, reconcileSource } from './reconcile.ts';
+import { listSourceKeys, reconcileSource } from './replicate.ts';
 
 /** core/v1 Secrets and Namespaces (cluster-scoped), as the kit declares them. */
 export const SECRETS: ResourceType = secrets;
