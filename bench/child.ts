@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
-import type { Controller } from '../functions/controllers/types.ts';
+import type { Controller } from '../functions/contract/controller.ts';
 import { configmaps } from '../functions/kit/resources.ts';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';

@@ -27,15 +27,15 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
+import type { Controller } from '../functions/contract/controller.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
-import type { Controller } from '../functions/controllers/types.ts';
+import { createEventRecorder } from '../functions/k8s/events.ts';
 import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
-import { createEventRecorder } from '../functions/runtime/events.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';

@@ -5,44 +5,19 @@
  * current state (edge-triggered, level-driven).
  */
 import { z } from 'zod';
-
-/** Kebab-case controller name, as registered in `functions/controllers/index.ts`. */
-export const controllerName = z
-  .string()
-  .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'controller must be kebab-case (e.g. "secret-replicator")');
+import { orderingKeyOf } from './contract/key.ts';
+import { controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
 
 /**
- * An object name as apimachinery's `validation.IsDNS1123Subdomain` (and so `NameIsDNSSubdomain`)
- * accepts it: at most 253 characters, lowercase alphanumerics, '-' and '.', starting and ending
- * alphanumeric. Every primary kind of the registry names its objects so: Secrets, Pods, Deployments
- * and custom resources (the apiextensions-apiserver validates CR names as subdomains). A future
- * primary kind with another rule (e.g. RBAC's path-segment names such as `system:viewer`) must widen
- * this.
+ * An object name: a DNS-1123 subdomain, as apimachinery's `NameIsDNSSubdomain` accepts it. Every
+ * primary kind of the registry names its objects so: Secrets, Pods, Deployments and custom resources
+ * (the apiextensions-apiserver validates CR names as subdomains). A future primary kind with another
+ * rule (e.g. RBAC's path-segment names such as `system:viewer`) must widen this.
  */
-export const objectName = z
-  .string()
-  .min(1, 'name must not be empty')
-  .max(253, 'name must be no more than 253 characters')
-  .regex(
-    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-    "name must be a lowercase RFC 1123 subdomain (lowercase alphanumerics, '-' or '.', starting and ending alphanumeric)",
-  );
+export const objectName = dns1123Subdomain;
 
-/**
- * A namespace as apimachinery's `validation.IsDNS1123Label` (`ValidateNamespaceName`) accepts it: at
- * most 63 characters, lowercase alphanumerics and '-', starting and ending alphanumeric; or `""` for a
- * cluster-scoped key.
- */
-export const namespaceName = z.union([
-  z.literal(''),
-  z
-    .string()
-    .max(63, 'namespace must be no more than 63 characters')
-    .regex(
-      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
-      "namespace must be a lowercase RFC 1123 label (lowercase alphanumerics or '-', starting and ending alphanumeric)",
-    ),
-]);
+/** A namespace (`ValidateNamespaceName`: a DNS-1123 label), or `""` for a cluster-scoped key. */
+export const namespaceName = z.union([z.literal(''), dns1123Label]);
 
 /**
  * Why a key was enqueued: a watch event (relay), the periodic resync, an operator, or a reconcile
@@ -67,19 +42,6 @@ export type KeyMessage = z.infer<typeof keyMessageSchema>;
 
 /** Pub/Sub attributes of a key message: they repeat `controller` and `reason` for filters and logs. */
 export type KeyMessageAttributes = { controller: string; reason: EnqueueReason };
-
-/**
- * The Pub/Sub ordering key of a key message: `controller/namespace/name`, so that deliveries of one
- * key are serialised while different keys run in parallel.
- */
-export function orderingKeyOf(m: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>): string {
-  return `${m.controller}/${m.namespace}/${m.name}`;
-}
-
-/** A key as client-go's MetaNamespaceKeyFunc writes it: `namespace/name`, or `name` when cluster-scoped. */
-export function keyString(k: { namespace: string; name: string }): string {
-  return k.namespace ? `${k.namespace}/${k.name}` : k.name;
-}
 
 /** What a publisher hands to Pub/Sub for one key message. */
 export interface EncodedKeyMessage {

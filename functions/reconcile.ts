@@ -10,21 +10,14 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key, ReconcileContext, Result } from './controllers/types.ts';
+import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
+import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
+import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
+import { createEventRecorder } from './k8s/events.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, keyString, MalformedMessageError, orderingKeyOf } from './message.ts';
+import { decodePushEnvelope, MalformedMessageError } from './message.ts';
 import type { Requeuer } from './requeue.ts';
-import { isConflict, isTransient, TerminalError } from './runtime/errors.ts';
-import { createEventRecorder } from './runtime/events.ts';
-
-/**
- * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
- * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
- * {@link Requeuer} delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
- * (unexpected, e.g. 403 from missing RBAC) → 500.
- */
-export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */

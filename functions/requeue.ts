@@ -21,8 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { type ControllerKey, orderingKeyOf } from './contract/key.ts';
 import type { Logger } from './log.ts';
-import { encodeKeyMessage, type KeyMessage, orderingKeyOf, type PushEnvelope } from './message.ts';
+import { encodeKeyMessage, type KeyMessage, type PushEnvelope } from './message.ts';
 
 /** Schedules a key to be delivered to `reconcile` again. */
 export interface Requeuer {
@@ -32,7 +33,7 @@ export interface Requeuer {
    * Schedules `key` for delivery in `delayMs` (≥ 0) ms, with `reason: "requeue"`.
    * @throws {Error} when the mechanism refuses (the caller logs it; the resync remains the fallback).
    */
-  requeue(key: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>, delayMs: number): Promise<void>;
+  requeue(key: ControllerKey, delayMs: number): Promise<void>;
   /** Cancels pending local timers. */
   close(): void;
 }
@@ -70,10 +71,7 @@ export function readRequeueConfig(env: NodeJS.ProcessEnv = process.env): Requeue
 }
 
 /** The push envelope body a requeue delivers: the shape `reconcile` decodes from Pub/Sub. */
-export function requeueEnvelope(
-  key: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>,
-  now = new Date(),
-): { message: KeyMessage; body: string } {
+export function requeueEnvelope(key: ControllerKey, now = new Date()): { message: KeyMessage; body: string } {
   const message: KeyMessage = {
     v: 1,
     controller: key.controller,
@@ -148,7 +146,7 @@ export interface CloudTask {
  */
 export function cloudTask(
   config: Extract<RequeueConfig, { LEVELSET_REQUEUE: 'cloud-tasks' }>,
-  key: Pick<KeyMessage, 'controller' | 'namespace' | 'name'>,
+  key: ControllerKey,
   delayMs: number,
   now = new Date(),
 ): CloudTask {

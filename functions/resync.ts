@@ -5,13 +5,14 @@
  */
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key, ResyncContext } from './controllers/types.ts';
+import type { Controller, ResyncContext } from './contract/controller.ts';
+import type { Key } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
+import { isNotFound } from './k8s/errors.ts';
+import { listPaged } from './k8s/list.ts';
 import type { Logger } from './log.ts';
 import type { KeyPublisher } from './publish.ts';
 import { errorText } from './reconcile.ts';
-import { isNotFound } from './runtime/errors.ts';
-import { listPaged } from './runtime/list.ts';
 
 /** Publishes a resync keeps outstanding at most, per controller (bounds its memory; Cloud Run's default is 512 MiB). */
 export const RESYNC_MAX_IN_FLIGHT = 1000;

@@ -13,10 +13,11 @@
  * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
  * `workqueue_*` metrics with `name` = controller).
  */
+
+import type { Controller } from '../functions/contract/controller.ts';
+import { type ControllerKey, keyString, parseKeyString } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
-import type { Controller, Key } from '../functions/controllers/types.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
-import { keyString } from '../functions/message.ts';
 import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
 import { resyncAll } from '../functions/resync.ts';
 import { createRelayMetrics } from './metrics.ts';
@@ -58,12 +59,6 @@ export interface InProcess {
   stop(): Promise<void>;
 }
 
-/** `namespace/name` (or `name`) back to a key: the inverse of {@link keyString}. */
-function parseKey(s: string): Key {
-  const slash = s.indexOf('/');
-  return slash < 0 ? { namespace: '', name: s } : { namespace: s.slice(0, slash), name: s.slice(slash + 1) };
-}
-
 /**
  * Starts the in-process mode: queues and workers, then the relay's informers and health server.
  * @throws when the health server cannot listen, or `workers` is not a positive integer.
@@ -92,7 +87,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       let result: KeyOutcome = { outcome: 'error' };
       try {
         const log = keyLogger(reconcileLogger, controller, key).child({ reason: 'workqueue' });
-        result = await reconcileKey(byName, controller, parseKey(key), {
+        result = await reconcileKey(byName, controller, parseKeyString(key), {
           kubeConfig,
           log,
           retriedBy: 'the workqueue',
@@ -117,7 +112,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
 
   /** Where the relay and the resync send keys: straight into the controller's workqueue. */
   const toQueues = {
-    publish: async (m: { controller: string; namespace: string; name: string }) => {
+    publish: async (m: ControllerKey) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
       queue.add(keyString(m));

@@ -17,9 +17,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, ListWatch } from '@kubernetes/client-node';
-import type { Key, ResourceType, WatchEvent } from '../functions/controllers/types.ts';
+import type { ResourceType, WatchEvent } from '../functions/contract/controller.ts';
+import { type Key, keyString } from '../functions/contract/key.ts';
 import type { Logger } from '../functions/log.ts';
-import { keyString } from '../functions/message.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import {
   ApiStatusError,

@@ -14,7 +14,7 @@ import {
   RequestContext,
   Watch,
 } from '@kubernetes/client-node';
-import type { ResourceType } from '../functions/controllers/types.ts';
+import type { ResourceType } from '../functions/contract/controller.ts';
 
 /** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as tables / metadata"). */
 export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';

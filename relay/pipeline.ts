@@ -5,14 +5,14 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type {
   Controller,
-  Key,
   MapContext,
   ResourceType,
   Watch,
   WatchEvent,
-} from '../functions/controllers/types.ts';
+} from '../functions/contract/controller.ts';
+import { type ControllerKey, type Key, keyString, orderingKeyOf } from '../functions/contract/key.ts';
 import type { Logger } from '../functions/log.ts';
-import { type KeyMessage, keyString, orderingKeyOf } from '../functions/message.ts';
+import type { KeyMessage } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
@@ -70,13 +70,6 @@ export function planInformers(controllers: readonly Controller[]): InformerPlan[
   return [...plans.values()];
 }
 
-/** What a key waits as in the collapse window. */
-export interface QueuedKey {
-  controller: string;
-  namespace: string;
-  name: string;
-}
-
 export interface PipelineOptions {
   /** Collapse window in ms. */
   collapseMs: number;
@@ -120,17 +113,17 @@ function isKey(k: unknown): k is Key {
  */
 export class KeyPipeline {
   readonly #options: PipelineOptions;
-  readonly #collapser: Collapser<QueuedKey>;
+  readonly #collapser: Collapser<ControllerKey>;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
-  readonly #retry: RetryBuffer<QueuedKey>;
+  readonly #retry: RetryBuffer<ControllerKey>;
 
   constructor(options: PipelineOptions) {
     this.#options = options;
     this.#timers = options.timers ?? systemTimers;
     const { metrics, logger } = options;
-    this.#retry = new RetryBuffer<QueuedKey>({
+    this.#retry = new RetryBuffer<ControllerKey>({
       capacity: options.retryBufferKeys ?? DEFAULT_RETRY_BUFFER_KEYS,
       backoff: options.retryBackoff,
       timers: this.#timers,
@@ -150,7 +143,7 @@ export class KeyPipeline {
         }
       },
     });
-    this.#collapser = new Collapser<QueuedKey>({
+    this.#collapser = new Collapser<ControllerKey>({
       windowMs: options.collapseMs,
       mode: options.collapseMode,
       timers: this.#timers,
@@ -219,13 +212,13 @@ export class KeyPipeline {
 
   /** Queues one key (collapsing repeats inside the window). */
   enqueue(controller: string, key: Key): void {
-    const queued: QueuedKey = { controller, namespace: key.namespace, name: key.name };
+    const queued: ControllerKey = { controller, namespace: key.namespace, name: key.name };
     if (this.#collapser.add(orderingKeyOf(queued), queued))
       this.#options.metrics?.keysEnqueued.inc({ controller });
     else this.#options.metrics?.keysCollapsed.inc({ controller });
   }
 
-  #publish(key: QueuedKey, firstAddedAt: number): void {
+  #publish(key: ControllerKey, firstAddedAt: number): void {
     const message: KeyMessage = {
       v: 1,
       controller: key.controller,

@@ -9,7 +9,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { WatchEvent } from '../functions/controllers/types.ts';
+import type { WatchEvent } from '../functions/contract/controller.ts';
 
 /** The metadata fields whose change enqueues a key even when the generation is unchanged. */
 export const SIGNIFICANT_METADATA = [

@@ -5,8 +5,9 @@
  * entry point), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Controller } from '../functions/contract/controller.ts';
+import type { Key } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
-import type { Controller, Key } from '../functions/controllers/types.ts';
 import { createLogger, type Logger } from '../functions/log.ts';
 import type { KeyPublisher } from '../functions/publish.ts';
 import type { BackoffOptions } from './backoff.ts';

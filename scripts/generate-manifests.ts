@@ -27,8 +27,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { Controller, ResourceType, Verb } from '../functions/controllers/types.ts';
-import { EVENT_RECORDER_RULE } from '../functions/runtime/events.ts';
+import type { Controller, ResourceType, Verb } from '../functions/contract/controller.ts';
+import { EVENT_RECORDER_RULE } from '../functions/k8s/events.ts';
 
 /** The repository root (this file lives in `scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -184,7 +184,7 @@ export function relayRules(controllers: readonly Controller[]): ClusterRule[] {
 
 /**
  * The functions' ClusterRole rules: every controller's `rbac`, the Event recorder's
- * `EVENT_RECORDER_RULE` (functions/runtime/events.ts: create/get/patch of core/v1 Events), and `list` on every primary and watched
+ * `EVENT_RECORDER_RULE` (functions/k8s/events.ts: create/get/patch of core/v1 Events), and `list` on every primary and watched
  * resource (resync enumerates keys with paginated LIST).
  */
 export function functionsRules(controllers: readonly Controller[]): ClusterRule[] {

@@ -18,6 +18,7 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { controllerName, dns1123Subdomain } from '../functions/contract/names.ts';
 import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
 
 const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'string[]'] as const;
@@ -51,13 +52,8 @@ export interface ScaffoldOptions {
 }
 
 const optionsSchema = z.object({
-  name: z.string().regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'must be kebab-case, e.g. my-controller'),
-  group: z
-    .string()
-    .regex(
-      /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/,
-      'must be a DNS subdomain with a dot',
-    ),
+  name: controllerName,
+  group: dns1123Subdomain.refine((g) => g.includes('.'), 'must be a DNS subdomain with a dot'),
   version: z.string().regex(/^v[0-9]+((alpha|beta)[0-9]+)?$/, 'must look like v1, v1beta1, v1alpha1'),
   kind: z.string().regex(/^[A-Z][A-Za-z0-9]*$/, 'must be UpperCamelCase'),
   plural: z

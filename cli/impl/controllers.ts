@@ -1,5 +1,5 @@
+import type { Controller, PolicyRule, ResourceType } from '../../functions/contract/controller.ts';
 import { controllers } from '../../functions/controllers/index.ts';
-import type { Controller, PolicyRule, ResourceType } from '../../functions/controllers/types.ts';
 import { say, table } from '../output.ts';
 
 /** `Kind (group/version, namespaced)`; core resources show `v1`. */

@@ -1,9 +1,5 @@
-import {
-  DEAD_LETTER_ATTRIBUTES,
-  type KeyMessage,
-  keyMessageSchema,
-  keyString,
-} from '../../functions/message.ts';
+import { keyString } from '../../functions/contract/key.ts';
+import { DEAD_LETTER_ATTRIBUTES, type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { createSubscriber, type PulledMessage } from '../pubsub.ts';

@@ -4,10 +4,10 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Controller, Outcome } from '../../functions/contract/controller.ts';
+import { type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../functions/contract/names.ts';
 import { controllerByName, controllers } from '../../functions/controllers/index.ts';
-import type { Controller, Key } from '../../functions/controllers/types.ts';
-import { keyString } from '../../functions/message.ts';
-import type { Outcome } from '../../functions/reconcile.ts';
 import { CliError, EXIT_NOT_FOUND, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
@@ -32,13 +32,18 @@ export function requireController(name: string): Controller {
  * @throws {CliError} (exit 2) for any other shape.
  */
 export function parseKey(controller: Controller, text: string): Key {
-  const parts = text.split('/');
-  const valid = (s: string | undefined) =>
-    s !== undefined && /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(s);
-  if (controller.primary.namespaced && parts.length === 2 && valid(parts[0]) && valid(parts[1]))
-    return { namespace: parts[0] ?? '', name: parts[1] ?? '' };
-  if (!controller.primary.namespaced && parts.length === 1 && valid(parts[0]))
-    return { namespace: '', name: text };
+  let key: Key | undefined;
+  try {
+    key = parseKeyString(text);
+  } catch {
+    // more than one '/': malformed, said below
+  }
+  if (
+    key &&
+    isDNS1123Subdomain(key.name) &&
+    (controller.primary.namespaced ? isDNS1123Label(key.namespace) : key.namespace === '')
+  )
+    return key;
   throw new CliError(
     `malformed key "${text}": ${controller.name} keys are ${controller.primary.namespaced ? 'namespace/name' : 'name (cluster-scoped)'} of a ${controller.primary.kind}`,
     EXIT_USAGE,

@@ -3,11 +3,12 @@
  * functions to know what to run, the Terraform RBAC generator to know what to grant.
  * Adding a controller is one folder under `functions/controllers/` and one line here.
  */
+
+import type { Controller } from '../contract/controller.ts';
 import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
 import { icecreamController } from './icecream/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
-import type { Controller } from './types.ts';
 
 export const controllers: readonly Controller[] = [
   secretReplicator, // one line per controller

@@ -9,10 +9,10 @@
  * when every desired child is already a subset of its live object ({@link isSubset}).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../controllers/types.ts';
-import { isConflict, TerminalError } from '../runtime/errors.ts';
-import { apiVersionOf } from '../runtime/list.ts';
-import { type GroupVersionKind, isControlledBy, newControllerRef } from '../runtime/owner.ts';
+import type { ResourceType } from '../contract/controller.ts';
+import { isConflict, TerminalError } from '../k8s/errors.ts';
+import { apiVersionOf } from '../k8s/list.ts';
+import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 import type { ResourceClient } from './client.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */

@@ -15,10 +15,10 @@ import {
   type KubernetesObject,
   ServerConfiguration,
 } from '@kubernetes/client-node';
-import type { ResourceType } from '../controllers/types.ts';
-import { FIELD_MANAGER } from '../runtime/custom-resource.ts';
-import { apiStatusOf } from '../runtime/errors.ts';
-import { apiVersionOf } from '../runtime/list.ts';
+import type { ResourceType } from '../contract/controller.ts';
+import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+import { apiStatusOf } from '../k8s/errors.ts';
+import { apiVersionOf } from '../k8s/list.ts';
 
 /**
  * The REST path of `resource` (collection when `name` is omitted), as kube-apiserver serves it:

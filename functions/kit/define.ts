@@ -4,8 +4,8 @@
  * desired children and status; it returns the {@link Controller} the registry lists, with its
  * watches (map functions included) and its RBAC derived from what it declares.
  *
- * Every reconcile then runs the same steps, the way controller-runtime reconcilers are written by
- * hand: GET the primary (gone → done: garbage collection removes its children); skip it while it is
+ * Every reconcile then runs the same steps (steps.ts, one function each), the way controller-runtime
+ * reconcilers are written by hand: GET the primary (gone → done: garbage collection removes its children); skip it while it is
  * being deleted; validate its spec (invalid → `Ready=False/InvalidSpec` + Warning Event, no retry);
  * LIST each owned type by label (one request per type); call the reconcile; create/apply/prune the
  * children; write the status through the `status` subresource when it changed, with `Ready` and
@@ -13,42 +13,35 @@
  * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
  * own reads, and no write.
  */
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { z } from 'zod';
 import type {
   Controller,
-  Key,
   PolicyRule,
   ReconcileContext,
   ResourceType,
   Result,
   Verb,
-} from '../controllers/types.ts';
-import type { Logger } from '../log.ts';
-import { keyString } from '../message.ts';
-import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../runtime/conditions.ts';
-import { namespacedCustomObjectSchema } from '../runtime/custom-resource.ts';
-import { isNotFound, TerminalError } from '../runtime/errors.ts';
-import { EVENT_RECORDER_RULE, type EventRecorder } from '../runtime/events.ts';
-import { isControlledBy } from '../runtime/owner.ts';
-import {
-  childLabels,
-  invalidLabelValues,
-  type OwnedType,
-  type Owner,
-  reconcileChildren,
-  selectorOf,
-} from './children.ts';
+} from '../contract/controller.ts';
+import type { Key } from '../contract/key.ts';
+import { TerminalError } from '../k8s/errors.ts';
+import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+import type { OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
-
-/** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
-export const READY = 'Ready';
-/** Reason of `Ready=False` and of the Warning Event when the spec fails its schema. */
-export const INVALID_SPEC = 'InvalidSpec';
-
-/** The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored. */
-export type PrimaryObject = z.infer<typeof namespacedCustomObjectSchema>;
+import {
+  applyChildren,
+  type Desired,
+  desiredConditions,
+  getPrimary,
+  INVALID_SPEC,
+  listChildren,
+  type ReconcileInput,
+  reconcileInput,
+  recordSynced,
+  resultOf,
+  statusWriter,
+  validatePrimary,
+} from './steps.ts';
 
 /** A secondary watch: a resource whose events map to primary keys (default: through controller references). */
 export interface SecondaryWatch {
@@ -57,52 +50,6 @@ export interface SecondaryWatch {
   map?: MapFunction;
   labelSelector?: string;
   namespace?: string;
-}
-
-/** The `Ready` condition a reconcile reports; `observedGeneration` is added by the kit. */
-export interface ReadyInput {
-  status: boolean;
-  /** UpperCamelCase, e.g. `DeploymentAvailable`. */
-  reason: string;
-  message: string;
-}
-
-/** What a reconcile returns: the desired state. Every member is optional. */
-export interface Desired {
-  /**
-   * Every child the primary should have now, of the owned types (apiVersion, kind, metadata.name,
-   * spec…). The kit sets namespace, labels and the controller reference, creates the missing, applies
-   * the changed, and prunes the owned children not listed. Omitted: children are left alone.
-   */
-  children?: KubernetesObject[];
-  /** Status fields besides `conditions` and `observedGeneration` (merge-patched when changed). */
-  status?: Record<string, unknown>;
-  /** The `Ready` condition; default `True`/`Reconciled`. */
-  ready?: ReadyInput;
-  /** Other conditions, set idempotently like `Ready`. */
-  conditions?: Omit<ConditionInput, 'observedGeneration'>[];
-  /** Ask for the key to come back after this many ms. */
-  requeueAfterMs?: number;
-}
-
-/** What a reconcile receives. */
-export interface ReconcileInput<Spec> {
-  key: Key;
-  /** The primary, as just read from the API server. */
-  object: PrimaryObject;
-  /** Its spec, parsed by the controller's schema. */
-  spec: Spec;
-  /** The live children, of each owned type, that this object controls (listed before the reconcile). */
-  owned(resource: ResourceType): KubernetesObject[];
-  /**
-   * LISTs a resource the controller declares (owned or watched) in the object's namespace: one request.
-   * @throws {Error} for a resource not declared (its RBAC would be missing)
-   */
-  list(resource: ResourceType, options?: { labelSelector?: string }): Promise<KubernetesObject[]>;
-  /** Logger labelled with controller and key. */
-  log: Logger;
-  events: EventRecorder;
-  kubeConfig: KubeConfig;
 }
 
 /** A controller's declaration. */
@@ -133,7 +80,6 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
 const secondary = (w: ResourceType | SecondaryWatch): SecondaryWatch =>
   'resource' in w ? w : { resource: w };
-const sameResource = (a: ResourceType, b: ResourceType) => a.group === b.group && a.plural === b.plural;
 
 /**
  * The RBAC a definition needs, derived so that it cannot forget a rule: `get`/`list` on the primary,
@@ -178,114 +124,32 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
 
   async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
     const client = resourceClient(ctx.kubeConfig);
-    let raw: KubernetesObject;
-    try {
-      raw = await client.get(def.primary, key.namespace, key.name);
-    } catch (err) {
-      if (isNotFound(err)) return { notFound: true }; // deleted: garbage collection removes its children
-      throw err;
-    }
-    const parsed = namespacedCustomObjectSchema.safeParse(raw);
-    if (!parsed.success) {
-      throw new TerminalError(
-        'InvalidObject',
-        `${keyString(key)}: not a ${def.primary.kind}: ${parsed.error.message}`,
-      );
-    }
-    const object = parsed.data;
+    const object = await getPrimary(client, def.primary, key);
+    if (!object) return { notFound: true }; // deleted: garbage collection removes its children
     if (object.metadata.deletionTimestamp) return {};
-    const owner: Owner = object;
-    const generation = object.metadata.generation;
-    const observed = generation !== undefined ? { observedGeneration: generation } : {};
-
-    /** Writes `status` (+ conditions) when it differs from the stored one; `true` when written. */
-    const writeStatus = async (status: Record<string, unknown>, conditions: ConditionInput[]) => {
-      let list = parseConditions(object.status?.conditions);
-      for (const c of conditions) list = setCondition(list, c);
-      const next = { ...status, ...observed, conditions: list };
-      if (!statusChanged(object.status, next)) return false;
-      try {
-        await client.patchStatus(def.primary, key.namespace, key.name, next);
-        return true;
-      } catch (err) {
-        if (isNotFound(err)) return false;
-        throw err;
-      }
-    };
-    /** `Ready=False/<reason>`, then the TerminalError the runtime answers with a Warning Event on the object. */
-    const fail = async (reason: string, message: string, cause?: unknown): Promise<never> => {
-      await writeStatus({}, [{ type: READY, status: 'False', reason, message, ...observed }]);
-      throw new TerminalError(reason, message, { cause, object: object as KubernetesObject });
-    };
-
-    const spec = def.spec.safeParse(object.spec ?? {});
-    if (!spec.success) {
-      const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
-      return fail(INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
-    }
-
-    // Children are found by their labels: an object whose name cannot be a label value cannot have
-    // children (and a LIST by that selector would answer 400 on every delivery).
-    const badLabels = owns.flatMap((type) => invalidLabelValues(childLabels(def.name, type, owner)));
-    if (badLabels.length > 0)
-      return fail(INVALID_SPEC, `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}`);
-
+    const status = statusWriter(client, def.primary, object);
+    const valid = validatePrimary(object, def.spec, { controller: def.name, owns });
+    if ('invalid' in valid) return status.fail(INVALID_SPEC, valid.invalid);
     try {
-      const listed = await Promise.all(
-        owns.map(async (type) => ({
-          type,
-          listed: await client.list(
-            type.resource,
-            key.namespace,
-            selectorOf(childLabels(def.name, type, owner)),
-          ),
-        })),
-      );
-      const desired =
-        (await def.reconcile({
-          key,
-          object,
-          spec: spec.data,
-          owned: (resource) =>
-            (listed.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
-              isControlledBy(o, owner),
-            ),
-          list: (resource, options = {}) => {
-            if (!declared.some((r) => sameResource(r, resource)))
-              throw new Error(`${def.name}: ${resource.plural} is not declared in owns or watches`);
-            return client.list(resource, key.namespace, options.labelSelector);
-          },
-          log: ctx.log,
-          events: ctx.events,
-          kubeConfig: ctx.kubeConfig,
-        })) ?? {};
-      const changes = desired.children
-        ? await reconcileChildren({
-            client,
-            controller: def.name,
-            owner,
-            owned: listed,
-            desired: desired.children,
-          })
-        : [];
+      const listings = await listChildren(client, def.name, owns, object);
+      const input = reconcileInput({
+        ...ctx,
+        controller: def.name,
+        key,
+        object,
+        spec: valid.spec,
+        listings,
+        declared,
+        client,
+      });
+      const desired = (await def.reconcile(input)) ?? {};
+      const changes = await applyChildren(client, def.name, object, listings, desired);
       if (changes.length > 0) ctx.log.info({ changes }, 'children converged');
-      const ready = desired.ready ?? { status: true, reason: 'Reconciled', message: '' };
-      const conditions: ConditionInput[] = [
-        {
-          type: READY,
-          status: ready.status ? 'True' : 'False',
-          reason: ready.reason,
-          message: ready.message,
-          ...observed,
-        },
-        ...(desired.conditions ?? []).map((c) => ({ ...c, ...observed })),
-      ];
-      const wrote = await writeStatus(desired.status ?? {}, conditions);
-      if ((wrote || changes.length > 0) && synced !== false)
-        await ctx.events.record(object as KubernetesObject, 'Normal', 'Synced', synced);
-      return desired.requeueAfterMs !== undefined ? { requeueAfterMs: desired.requeueAfterMs } : {};
+      const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
+      await recordSynced(ctx.events, object, synced, wrote || changes.length > 0);
+      return resultOf(desired);
     } catch (err) {
-      if (err instanceof TerminalError && !err.object) return fail(err.reason, err.message, err.cause);
+      if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
       throw err;
     }
   }

@@ -9,7 +9,18 @@
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
-export type { Controller, Key, PolicyRule, ResourceType, Result } from '../controllers/types.ts';
+export type {
+  Controller,
+  PolicyRule,
+  ReconcileContext,
+  ResourceType,
+  Result,
+  ResyncContext,
+  Watch,
+  WatchEvent,
+} from '../contract/controller.ts';
+export { type Key, keyString } from '../contract/key.ts';
+export { dns1123Label, dns1123Subdomain, isDNS1123Label, isDNS1123Subdomain } from '../contract/names.ts';
 export {
   type Condition,
   type ConditionInput,
@@ -17,10 +28,19 @@ export {
   isConditionTrue,
   parseConditions,
   setCondition,
-} from '../runtime/conditions.ts';
-export { FIELD_MANAGER } from '../runtime/custom-resource.ts';
-export { TerminalError } from '../runtime/errors.ts';
-export { controllerRefOf, isControlledBy, newControllerRef } from '../runtime/owner.ts';
+} from '../k8s/conditions.ts';
+export { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+export {
+  apiStatusOf,
+  type FailedWrite,
+  FailedWritesError,
+  isConflict,
+  isNotFound,
+  TerminalError,
+} from '../k8s/errors.ts';
+export { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+export { type ListPage, METADATA_ONLY, paginate } from '../k8s/list.ts';
+export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 export {
   type ChildChange,
   CONTROLLER_LABEL,
@@ -34,18 +54,8 @@ export {
   selectorOf,
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
-export {
-  type ControllerDefinition,
-  type Desired,
-  defineController,
-  deriveRbac,
-  INVALID_SPEC,
-  type PrimaryObject,
-  READY,
-  type ReadyInput,
-  type ReconcileInput,
-  type SecondaryWatch,
-} from './define.ts';
+export { forEachLimit } from './concurrency.ts';
+export { type ControllerDefinition, defineController, deriveRbac, type SecondaryWatch } from './define.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
@@ -58,3 +68,11 @@ export {
   secrets,
   services,
 } from './resources.ts';
+export {
+  type Desired,
+  INVALID_SPEC,
+  type PrimaryObject,
+  READY,
+  type ReadyInput,
+  type ReconcileInput,
+} from './steps.ts';

@@ -3,8 +3,9 @@
  * `EnqueueRequestForOwner` and `EnqueueRequestsFromMapFunc`): pure functions from a watch event to
  * the primary keys it affects, reading only the event and the relay's caches.
  */
-import type { Key, MapContext, ResourceType, WatchEvent } from '../controllers/types.ts';
-import { controllerRefOf, groupOf } from '../runtime/owner.ts';
+import type { MapContext, ResourceType, WatchEvent } from '../contract/controller.ts';
+import type { Key } from '../contract/key.ts';
+import { controllerRefOf, groupOf } from '../k8s/owner.ts';
 
 /** A `Watch.map`. */
 export type MapFunction = (event: WatchEvent, ctx: MapContext) => Key[];

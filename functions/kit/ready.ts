@@ -1,7 +1,7 @@
 /**
  * `Ready` conditions read from what a controller's children report.
  */
-import type { ReadyInput } from './define.ts';
+import type { ReadyInput } from './steps.ts';
 
 /**
  * `Ready` from a Deployment's available replicas: `True`/`DeploymentAvailable` once `available`

@@ -10,11 +10,12 @@
  */
 import type { RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { Controller, Key, ReconcileContext, Result } from '../controllers/types.ts';
+import type { Controller, ReconcileContext, Result } from '../contract/controller.ts';
+import type { Key } from '../contract/key.ts';
+import { TerminalError } from '../k8s/errors.ts';
+import { createEventRecorder } from '../k8s/events.ts';
 import type { Logger } from '../log.ts';
 import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
-import { TerminalError } from '../runtime/errors.ts';
-import { createEventRecorder } from '../runtime/events.ts';
 
 /**
  * A KubeConfig that records every API request made through it, so a test can assert how many

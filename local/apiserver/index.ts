@@ -11,9 +11,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { CrdController } from './crds.ts';
 import { FaultInjector } from './faults.ts';
 import { GarbageCollector } from './gc.ts';
@@ -100,7 +99,7 @@ function kubeconfigYaml(server: string, token: string, user = 'levelset-local', 
 }
 
 function kubeConfigFor(server: string, token: string, user: string, ca?: string): KubeConfig {
-  const kc = new PooledKubeConfig();
+  const kc = new KubeConfig();
   kc.loadFromString(kubeconfigYaml(server, token, user, ca));
   return kc;
 }

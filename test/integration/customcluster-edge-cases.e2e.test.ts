@@ -15,8 +15,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { MAX_BURST } from '../../functions/controllers/customcluster/index.ts';
+import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { LABELS } from '../../functions/log.ts';
-import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
   type Pipeline,

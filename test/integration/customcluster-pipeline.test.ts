@@ -21,9 +21,9 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
+import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
+import { isControlledBy } from '../../functions/k8s/owner.ts';
 import { LABELS } from '../../functions/log.ts';
-import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
-import { isControlledBy } from '../../functions/runtime/owner.ts';
 import type { StackMode } from '../../local/stack.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
 import {

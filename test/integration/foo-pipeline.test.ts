@@ -19,8 +19,8 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
+import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { LABELS } from '../../functions/log.ts';
-import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
 import type { StackMode } from '../../local/stack.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
 import {

@@ -17,12 +17,12 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import type { ReconcileContext } from '../../functions/contract/controller.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
-import type { ReconcileContext } from '../../functions/controllers/types.ts';
-import { findCondition, parseConditions } from '../../functions/runtime/conditions.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
-import { createEventRecorder } from '../../functions/runtime/events.ts';
-import { isControlledBy } from '../../functions/runtime/owner.ts';
+import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
+import { isControlledBy } from '../../functions/k8s/owner.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 import { waitFor } from '../support/wait.ts';

@@ -6,10 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import type { Controller, Key } from '../../functions/controllers/types.ts';
+import type { Controller } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
 import { type InProcess, startInProcess } from '../../relay/in-process.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';

@@ -12,7 +12,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import type { Controller, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { configmaps, secrets } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';

@@ -8,6 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import type { Controller, ReconcileContext } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   CONTENT_HASH_ANNOTATION,
@@ -16,10 +18,9 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import type { Controller, Key, ReconcileContext } from '../../functions/controllers/types.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { createLogger } from '../../functions/log.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
-import { createEventRecorder } from '../../functions/runtime/events.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
-import { createEventRecorder } from '../../functions/runtime/events.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { NODE_NAMES, startSimulatedNode } from '../../local/simulated-node.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import type { Controller, ResourceType } from '../../functions/contract/controller.ts';
 import { controllers } from '../../functions/controllers/index.ts';
-import type { Controller, ResourceType } from '../../functions/controllers/types.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 import {
   type CrdSource,

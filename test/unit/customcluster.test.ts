@@ -18,7 +18,7 @@ import {
   readyCondition,
 } from '../../functions/controllers/customcluster/desired.ts';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
-import { newControllerRef } from '../../functions/runtime/owner.ts';
+import { newControllerRef } from '../../functions/k8s/owner.ts';
 
 const root = new URL('../../', import.meta.url);
 // biome-ignore lint/suspicious/noExplicitAny: CRD documents are walked as plain JSON.

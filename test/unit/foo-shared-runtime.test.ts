@@ -1,5 +1,5 @@
-// Shared controller helpers the foo and customcluster controllers use: runtime/conditions.ts
-// (Kubernetes API conventions: conditions) and runtime/owner.ts (controller references).
+// Shared controller helpers the foo and customcluster controllers use: k8s/conditions.ts
+// (Kubernetes API conventions: conditions) and k8s/owner.ts (controller references).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -9,19 +9,19 @@ import {
   parseConditions,
   setCondition,
   statusChanged,
-} from '../../functions/runtime/conditions.ts';
+} from '../../functions/k8s/conditions.ts';
 import {
   controllerKeysOf,
   controllerRefOf,
   groupOf,
   isControlledBy,
   newControllerRef,
-} from '../../functions/runtime/owner.ts';
+} from '../../functions/k8s/owner.ts';
 
 const t0 = new Date('2026-01-01T10:00:00.123Z');
 const t1 = new Date('2026-01-01T11:30:00.999Z');
 
-describe('runtime/conditions', () => {
+describe('k8s/conditions', () => {
   it('formats times as metav1.Time does: UTC, second precision', () => {
     assert.equal(metaTime(t0), '2026-01-01T10:00:00Z');
   });
@@ -106,7 +106,7 @@ describe('runtime/conditions', () => {
   });
 });
 
-describe('runtime/owner', () => {
+describe('k8s/owner', () => {
   const owner = { metadata: { name: 'example-foo', namespace: 'ns', uid: 'uid-1' } };
   const gvk = { apiVersion: 'samplecontroller.k8s.io/v1alpha1', kind: 'Foo' };
 

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import type { WatchEvent } from '../../functions/contract/controller.ts';
 import {
   type Foo,
   fooResource,
@@ -13,7 +14,6 @@ import {
 } from '../../functions/controllers/foo/api.ts';
 import { newDeployment, readyFromDeployment } from '../../functions/controllers/foo/desired.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
-import type { WatchEvent } from '../../functions/controllers/types.ts';
 
 const root = new URL('../../', import.meta.url);
 const readYaml = (path: string) => parse(readFileSync(new URL(path, root), 'utf8'));

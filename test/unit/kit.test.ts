@@ -1,10 +1,12 @@
 // The kit's pure parts: the no-op rule (desired ⊆ live), map functions through controller
-// references (and the relay's MapContext.get that feeds them), derived RBAC and watches.
+// references (and the relay's MapContext.get that feeds them), derived RBAC and watches, and the
+// pure steps of defineController's reconcile (the steps that read and write run in test/integration/kit.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { Key, MapContext, WatchEvent } from '../../functions/controllers/types.ts';
+import type { MapContext, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import {
   customResource,
   defineController,
@@ -14,6 +16,15 @@ import {
   pods,
   replicasets,
 } from '../../functions/kit/index.ts';
+import {
+  desiredConditions,
+  nextStatus,
+  type PrimaryObject,
+  READY,
+  recordSynced,
+  resultOf,
+  validatePrimary,
+} from '../../functions/kit/steps.ts';
 import { createLogger } from '../../functions/log.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 
@@ -168,5 +179,75 @@ describe('defineController', () => {
         }),
       /namespaced primaries only/,
     );
+  });
+});
+
+describe("defineController's steps (functions/kit/steps.ts), each alone", () => {
+  const widget = (spec: unknown, status?: Record<string, unknown>): PrimaryObject => ({
+    apiVersion: 'test.levelset.dev/v1',
+    kind: 'Widget',
+    metadata: { name: 'w', namespace: 'ns', uid: 'uid-1', generation: 3 },
+    spec,
+    ...(status ? { status } : {}),
+  });
+  const schema = z.object({ size: z.number().int().min(1) });
+
+  it('validatePrimary: parses the spec, names every invalid field, refuses children it cannot label', () => {
+    assert.deepEqual(validatePrimary(widget({ size: 2 }), schema, { controller: 'widget', owns: [] }), {
+      spec: { size: 2 },
+    });
+    const invalid = validatePrimary(widget({ size: 0 }), schema, { controller: 'widget', owns: [] });
+    assert.ok('invalid' in invalid && /^ns\/w: invalid spec: spec\.size: /.test(invalid.invalid));
+    const unlabelable = validatePrimary(widget({ size: 1 }), schema, {
+      controller: 'widget',
+      owns: [{ resource: deployments, labels: () => ({ app: 'x'.repeat(64) }) }],
+    });
+    assert.ok(
+      'invalid' in unlabelable &&
+        /cannot label its children: app=x+: longer than 63/.test(unlabelable.invalid),
+    );
+  });
+
+  it('desiredConditions: Ready defaults to True/Reconciled; every condition carries observedGeneration', () => {
+    assert.deepEqual(desiredConditions({}, widget({})), [
+      { type: READY, status: 'True', reason: 'Reconciled', message: '', observedGeneration: 3 },
+    ]);
+    const [ready, other] = desiredConditions(
+      {
+        ready: { status: false, reason: 'Waiting', message: 'not yet' },
+        conditions: [{ type: 'Progressing', status: 'True', reason: 'Scaling', message: '' }],
+      },
+      widget({}),
+    );
+    assert.equal(ready?.status, 'False');
+    assert.equal(other?.observedGeneration, 3);
+  });
+
+  it('nextStatus: the status to write, or undefined when the stored one is the same', () => {
+    const conditions = desiredConditions({}, widget({}));
+    const next = nextStatus(widget({}), { replicas: 2 }, conditions);
+    assert.ok(next);
+    assert.equal(next.replicas, 2);
+    assert.equal(next.observedGeneration, 3);
+    assert.equal(nextStatus(widget({}, next), { replicas: 2 }, conditions), undefined, 'converged: no write');
+    assert.ok(nextStatus(widget({}, next), { replicas: 3 }, conditions), 'a changed field is written');
+  });
+
+  it('recordSynced: one Normal Synced Event when something changed, none otherwise or when disabled', async () => {
+    const recorded: string[] = [];
+    const events = {
+      record: async (_o: KubernetesObject, type: string, reason: string, message: string) => {
+        recorded.push(`${type} ${reason} ${message}`);
+      },
+    };
+    await recordSynced(events, widget({}), 'Widget synced', false);
+    await recordSynced(events, widget({}), false, true);
+    await recordSynced(events, widget({}), 'Widget synced', true);
+    assert.deepEqual(recorded, ['Normal Synced Widget synced']);
+  });
+
+  it('resultOf: requeueAfterMs passes through, including 0', () => {
+    assert.deepEqual(resultOf({}), {});
+    assert.deepEqual(resultOf({ requeueAfterMs: 0 }), { requeueAfterMs: 0 });
   });
 });

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { keyString, orderingKeyOf, parseKeyString } from '../../functions/contract/key.ts';
 import {
   decodePushEnvelope,
   encodeKeyMessage,
   type KeyMessage,
-  keyString,
   MalformedMessageError,
-  orderingKeyOf,
 } from '../../functions/message.ts';
 
 const valid: KeyMessage = {
@@ -40,6 +39,15 @@ describe('key message', () => {
     assert.equal(orderingKeyOf({ controller: 'c', namespace: '', name: 'n' }), 'c//n');
     assert.equal(keyString({ namespace: '', name: 'n' }), 'n');
     assert.equal(keyString({ namespace: 'ns', name: 'n' }), 'ns/n');
+  });
+
+  it('parses a key string back to its key, as SplitMetaNamespaceKey', () => {
+    for (const key of [
+      { namespace: '', name: 'n' },
+      { namespace: 'ns', name: 'my.name' },
+    ])
+      assert.deepEqual(parseKeyString(keyString(key)), key);
+    assert.throws(() => parseKeyString('a/b/c'), /unexpected key format/);
   });
 
   it('round-trips through a push envelope', () => {

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { pino } from 'pino';
-import type { Controller } from '../../functions/controllers/types.ts';
+import type { Controller } from '../../functions/contract/controller.ts';
 import { createLogger, keyLogger } from '../../functions/log.ts';
 import { reconcileKey } from '../../functions/reconcile.ts';
 import { createPrettyLog } from '../../local/progress.ts';

@@ -8,10 +8,11 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Controller, Key } from '../../functions/controllers/types.ts';
+import type { Controller } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
 import { createLogger, keyLogger } from '../../functions/log.ts';
 import { reconcileKey } from '../../functions/reconcile.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
 
 /** A logger whose raw lines (text, as written) are collected. */
 function capture() {

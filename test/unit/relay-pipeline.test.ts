@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { Controller, Key, ResourceType, WatchEvent } from '../../functions/controllers/types.ts';
+import type { Controller, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { namespaces, pods } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { WatchEvent } from '../../functions/controllers/types.ts';
+import type { WatchEvent } from '../../functions/contract/controller.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
 
 const obj = (meta: Partial<V1ObjectMeta> = {}): KubernetesObject => ({

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
+import type { Key } from '../../functions/contract/key.ts';
 import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   createSecretReplicator,
@@ -10,9 +12,7 @@ import {
   secretReplicator,
 } from '../../functions/controllers/secret-replicator/index.ts';
 import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
-import { ReplicationError } from '../../functions/controllers/secret-replicator/reconcile.ts';
-import type { Key, MapContext, Watch, WatchEvent } from '../../functions/controllers/types.ts';
-import { apiStatusOf, isConflict, isTransient } from '../../functions/runtime/errors.ts';
+import { apiStatusOf, FailedWritesError, isConflict, isTransient } from '../../functions/k8s/errors.ts';
 
 describe('config', () => {
   test('defaults', () => {
@@ -146,20 +146,18 @@ describe('controller module', () => {
   });
 });
 
-describe('ReplicationError', () => {
-  const failure = (status: number | undefined) => ({
-    namespace: 'team-a',
-    op: 'update' as const,
-    status,
-    error: {},
-  });
+describe("FailedWritesError (the kit's; the replicator throws it when some copies' writes failed)", () => {
+  const failure = (status: number | undefined) => ({ op: 'update', target: 'team-a', status, error: {} });
 
   test('all 409s read as a conflict (re-run from a fresh read); otherwise the first status', () => {
-    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(409), failure(409)])), 409);
-    assert.ok(isConflict(new ReplicationError('s/x', [failure(409)])));
-    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(500), failure(409)])), 500);
-    assert.equal(apiStatusOf(new ReplicationError('s/x', [failure(undefined), failure(409)])), undefined);
-    const err = new ReplicationError('s/x', [failure(409), failure(503)]);
+    assert.equal(apiStatusOf(new FailedWritesError('copies of s/x', [failure(409), failure(409)])), 409);
+    assert.ok(isConflict(new FailedWritesError('copies of s/x', [failure(409)])));
+    assert.equal(apiStatusOf(new FailedWritesError('copies of s/x', [failure(500), failure(409)])), 500);
+    assert.equal(
+      apiStatusOf(new FailedWritesError('copies of s/x', [failure(undefined), failure(409)])),
+      undefined,
+    );
+    const err = new FailedWritesError('copies of s/x', [failure(409), failure(503)]);
     assert.ok(isTransient(err));
     assert.match(
       err.message,

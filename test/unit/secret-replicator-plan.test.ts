@@ -20,7 +20,7 @@ import {
   selectTargets,
   sourceKeyOf,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { TerminalError } from '../../functions/runtime/errors.ts';
+import { TerminalError } from '../../functions/k8s/errors.ts';
 
 const config: SecretReplicatorConfig = {
   sourceNamespace: 'levelset-system',

@@ -12,8 +12,11 @@ export const CONTAINER = 'nginx';
 export const IMAGE = 'nginx:latest';
 export const MESSAGE_ENV = 'MESSAGE';
 
-/** The label selecting a Customcluster's pods: `controller=<name>`. */
-export const CONTROLLER_LABEL = 'controller';
+/**
+ * The tutorial's label on a Customcluster's pods, whose value is the Customcluster's name:
+ * `controller=<name>` (not the kit's `levelset.dev/controller`, which names a Levelset controller).
+ */
+export const CUSTOMCLUSTER_LABEL = 'controller';
 
 /**
  * A new pod for `cc` (the tutorial's pod): `generateName` `<name>-`, label `controller: <name>`, a
@@ -27,7 +30,7 @@ export function newPod(cc: Customcluster, spec: CustomclusterSpec): V1Pod {
     metadata: {
       generateName: `${cc.metadata.name}-`,
       namespace: cc.metadata.namespace,
-      labels: { [CONTROLLER_LABEL]: cc.metadata.name },
+      labels: { [CUSTOMCLUSTER_LABEL]: cc.metadata.name },
       ownerReferences: [newControllerRef(cc, { apiVersion: API_VERSION, kind: KIND })],
     },
     spec: {

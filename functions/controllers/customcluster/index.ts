@@ -10,10 +10,10 @@
  * when it changed. It never waits for pods (the tutorial's 5-minute poll has no place in a
  * function): pod events map back to the Customcluster's key. A converged one costs 2 requests.
  */
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { defineController, FIELD_MANAGER, pods, resourceClient } from '../../kit/index.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { defineController, pods, resourceClient } from '../../kit/index.ts';
 import { customclusterResource, customclusterSpecSchema } from './api.ts';
-import { CONTROLLER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
+import { CUSTOMCLUSTER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
 
 /**
  * The most pods one reconcile creates or deletes (the ReplicaSet controller's `burstReplicas`,
@@ -44,13 +44,12 @@ export const customclusterController = defineController({
   owns: [
     {
       resource: pods,
-      labels: (cc) => ({ [CONTROLLER_LABEL]: cc.metadata.name }),
-      watchSelector: CONTROLLER_LABEL,
+      labels: (cc) => ({ [CUSTOMCLUSTER_LABEL]: cc.metadata.name }),
+      watchSelector: CUSTOMCLUSTER_LABEL,
     },
   ],
   synced: false,
-  async reconcile({ key, object: cc, spec, owned, kubeConfig, log }) {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
+  async reconcile({ object: cc, spec, owned, kubeConfig, log }) {
     const plan = planPods(cc, spec, owned(pods) as V1Pod[]);
     const toDelete = plan.delete.slice(0, MAX_BURST);
     const toCreate = Math.min(plan.create, MAX_BURST);
@@ -60,11 +59,7 @@ export const customclusterController = defineController({
     const client = resourceClient(kubeConfig);
     await Promise.all(toDelete.map((pod) => client.delete(pods, pod)));
     await slowStartBatch(toCreate, async () => {
-      await core.createNamespacedPod({
-        namespace: key.namespace,
-        body: newPod(cc, spec),
-        fieldManager: FIELD_MANAGER,
-      });
+      await client.create(pods, newPod(cc, spec));
     });
     const capped = plan.delete.length > toDelete.length || plan.create > toCreate;
     return {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import {
   customResource,
+  dns1123Subdomain,
   type PrimaryObject,
   messageResourceExists as resourceExists,
 } from '../../kit/index.ts';
@@ -22,12 +23,6 @@ export const fooResource = customResource({ group: GROUP, version: VERSION, kind
 export function messageResourceExists(deploymentName: string): string {
   return resourceExists(deploymentName, KIND);
 }
-
-/** A DNS-1123 subdomain (apimachinery `validation.IsDNS1123Subdomain`): what a Deployment name must be. */
-export const dns1123Subdomain = z
-  .string()
-  .max(253)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'must be a DNS-1123 subdomain');
 
 /**
  * `spec` as the CRD allows it: both fields optional, as upstream's `FooSpec` (`Replicas *int32`).

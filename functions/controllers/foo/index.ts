@@ -10,8 +10,7 @@
  * `handleObject`). A converged Foo costs 2 requests: GET the Foo, LIST its Deployments.
  */
 import type { V1Deployment } from '@kubernetes/client-node';
-import { defineController, deployments, INVALID_SPEC, TerminalError } from '../../kit/index.ts';
-import { keyString } from '../../message.ts';
+import { defineController, deployments, INVALID_SPEC, keyString, TerminalError } from '../../kit/index.ts';
 import { fooResource, fooSpecSchema } from './api.ts';
 import { newDeployment, readyFromDeployment } from './desired.ts';
 

@@ -3,12 +3,7 @@
  * and cached for the life of the process.
  */
 import { z } from 'zod';
-
-/** A DNS-1123 label: what Kubernetes allows as a namespace name (≤ 63 characters). */
-export const dnsLabel = z
-  .string()
-  .max(63)
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a DNS-1123 label (a namespace name)');
+import { dns1123Label } from '../../kit/index.ts';
 
 const commaList = z
   .string()
@@ -18,11 +13,11 @@ const commaList = z
       .map((item) => item.trim())
       .filter((item) => item !== ''),
   )
-  .pipe(z.array(dnsLabel));
+  .pipe(z.array(dns1123Label));
 
 const envSchema = z.object({
   /** The namespace whose Secrets are replicated (the primaries). */
-  LEVELSET_SOURCE_NAMESPACE: dnsLabel.default('levelset-system'),
+  LEVELSET_SOURCE_NAMESPACE: dns1123Label.default('levelset-system'),
   /** Comma-separated namespaces that never receive copies. */
   LEVELSET_EXCLUDE_NAMESPACES: commaList.default(['kube-system', 'kube-public', 'kube-node-lease']),
 });

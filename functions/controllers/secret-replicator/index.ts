@@ -5,12 +5,19 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { namespaces, secrets } from '../../kit/index.ts';
-import { EVENT_RECORDER_RULE } from '../../runtime/events.ts';
-import type { Controller, Key, PolicyRule, ResourceType, Watch } from '../types.ts';
+import {
+  type Controller,
+  EVENT_RECORDER_RULE,
+  type Key,
+  namespaces,
+  type PolicyRule,
+  type ResourceType,
+  secrets,
+  type Watch,
+} from '../../kit/index.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
 import { COPY_LABEL, sourceKeyOf } from './plan.ts';
-import { listSourceKeys, reconcileSource } from './reconcile.ts';
+import { listSourceKeys, reconcileSource } from './replicate.ts';
 
 /** core/v1 Secrets and Namespaces (cluster-scoped), as the kit declares them. */
 export const SECRETS: ResourceType = secrets;

@@ -10,8 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
-import { TerminalError } from '../../runtime/errors.ts';
-import type { Key } from '../types.ts';
+import { isDNS1123Label, isDNS1123Subdomain, type Key, TerminalError } from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 
 /**
@@ -39,26 +38,12 @@ export const CONTENT_HASH_ANNOTATION = 'levelset.dev/content-hash';
 export const REPLICATE_TO_ANNOTATION = 'levelset.dev/replicate-to';
 /** Secrets of this type are never copied (they are minted per namespace by Kubernetes). */
 export const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
-/** Event reason for a target that exists but is not a Levelset copy (sample-controller's reason). */
-export const REASON_RESOURCE_EXISTS = 'ErrResourceExists';
 /** Event / TerminalError reason for an unparseable {@link REPLICATE_TO_ANNOTATION}. */
 export const REASON_INVALID_REPLICATE_TO = 'InvalidReplicateTo';
 /** TerminalError reason for a key that cannot name a Secret. */
 export const REASON_INVALID_KEY = 'InvalidKey';
 
 const OURS = new Set([SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION, CONTENT_HASH_ANNOTATION]);
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-/** True when `name` is a DNS-1123 label (a namespace name: ≤ 63 characters). */
-export function isNamespaceName(name: string): boolean {
-  return name.length <= 63 && DNS_LABEL.test(name);
-}
-
-/** True when `name` is a DNS-1123 subdomain (a Secret name: ≤ 253 characters). */
-export function isSecretName(name: string): boolean {
-  return name.length <= 253 && DNS_SUBDOMAIN.test(name);
-}
 
 /**
  * The {@link COPY_LABEL} value for a source: its name when it fits a label value (≤ 63 characters;
@@ -89,7 +74,7 @@ export function sourceKeyOf(metadata: V1ObjectMeta | undefined): Key | undefined
   if (slash < 0) return undefined;
   const namespace = value.slice(0, slash);
   const name = value.slice(slash + 1);
-  if (!isNamespaceName(namespace) || !isSecretName(name)) return undefined;
+  if (!isDNS1123Label(namespace) || !isDNS1123Subdomain(name)) return undefined;
   return { namespace, name };
 }
 

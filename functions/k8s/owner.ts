@@ -6,7 +6,7 @@
  * events map back to its owner's key (sample-controller's `handleObject`).
  */
 import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
-import type { Key } from '../controllers/types.ts';
+import type { Key } from '../contract/key.ts';
 
 /** Anything with object metadata: a full object or a metadata-only one (PartialObjectMetadata). */
 export interface HasMetadata {

@@ -8,23 +8,35 @@
 import {
   type ConfigurationOptions,
   CoreV1Api,
-  Observable,
   type V1Namespace,
   type V1Secret,
 } from '@kubernetes/client-node';
-import { apiStatusOf, isConflict, isNotFound, TerminalError } from '../../runtime/errors.ts';
-import type { Key, ReconcileContext, Result, ResyncContext } from '../types.ts';
+import {
+  apiStatusOf,
+  ERR_RESOURCE_EXISTS,
+  type FailedWrite,
+  FailedWritesError,
+  forEachLimit,
+  isConflict,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isNotFound,
+  type Key,
+  METADATA_ONLY,
+  paginate,
+  type ReconcileContext,
+  type Result,
+  type ResyncContext,
+  TerminalError,
+} from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 import {
   COPY_LABEL,
   copySelectorFor,
-  isNamespaceName,
   isReplicable,
-  isSecretName,
   planReplicas,
   planTarget,
   REASON_INVALID_KEY,
-  REASON_RESOURCE_EXISTS,
   type ReplicaPlan,
   regardingSecret,
   SERVICE_ACCOUNT_TOKEN_TYPE,
@@ -36,70 +48,8 @@ export const PAGE_SIZE = 500;
 /** Writes in flight at once for one reconcile. */
 export const WRITE_CONCURRENCY = 8;
 
-interface Page<T> {
-  items: T[];
-  metadata?: { _continue?: string };
-}
-
-/** Yields every item of a paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`. */
-async function* paged<T>(
-  fetchPage: (continueToken: string | undefined) => Promise<Page<T>>,
-): AsyncGenerator<T> {
-  let continueToken: string | undefined;
-  do {
-    const page = await fetchPage(continueToken);
-    yield* page.items;
-    continueToken = page.metadata?._continue || undefined;
-  } while (continueToken);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; never rejects (errors are `fn`'s to record). */
-async function forEachLimit<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-/** One failed write of a reconcile: which copy, which operation, and the API status (if any). */
-export interface FailedWrite {
-  namespace: string;
-  op: 'create' | 'update' | 'recreate' | 'delete';
-  status: number | undefined;
-  error: unknown;
-}
-
-/**
- * Some writes of a reconcile failed (e.g. 409 on a stale resourceVersion, 5xx); the others were
- * done. Not a TerminalError: the key is retried and the next reconcile re-reads everything.
- * `code` makes it read as an API error to `apiStatusOf`: `409` when every failure is a 409 (so the
- * runtime re-runs the reconcile from a fresh read, as client-go's `retry.RetryOnConflict`), else
- * the first failure's status (`undefined` for a network error). `cause` is the first failure.
- */
-export class ReplicationError extends Error {
-  override readonly name = 'ReplicationError';
-  readonly failures: FailedWrite[];
-  readonly code: number | undefined;
-  constructor(source: string, failures: FailedWrite[]) {
-    const what = failures.map((f) => `${f.op} ${f.namespace}${f.status ? ` (${f.status})` : ''}`).join(', ');
-    super(`${failures.length} write(s) of copies of ${source} failed: ${what}`, {
-      cause: failures[0]?.error,
-    });
-    this.failures = failures;
-    this.code = failures.every((f) => f.status === 409) ? 409 : failures[0]?.status;
-  }
-}
-
-/** What a reconcile did; logged (never Secret data). */
-interface Outcome {
+/** The writes a reconcile made, by kind; logged (never Secret data). */
+interface ReplicaChanges {
   created: string[];
   updated: string[];
   recreated: string[];
@@ -108,23 +58,6 @@ interface Outcome {
   skipped: string[];
   failures: FailedWrite[];
 }
-
-/**
- * Request options asking for `PartialObjectMetadataList` instead of whole objects (Kubernetes API
- * concepts: "Receiving resources as … metadata"); the items keep their metadata only.
- */
-const METADATA_ONLY: ConfigurationOptions = {
-  middleware: [
-    {
-      pre: (context) => {
-        context.setHeaderParam('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
-        return new Observable(Promise.resolve(context));
-      },
-      post: (response) => new Observable(Promise.resolve(response)),
-    },
-  ],
-  middlewareMergeStrategy: 'append',
-};
 
 /** The namespace of a create that failed because it is gone or being deleted (skip, not an error). */
 function namespaceUnavailable(err: unknown): boolean {
@@ -146,7 +79,7 @@ function namespaceUnavailable(err: unknown): boolean {
  * reconcile. After a 409 AlreadyExists on create, the Secret is re-read and handled by ownership.
  * @throws {TerminalError} `InvalidKey` for a key that cannot name a Secret; `InvalidReplicateTo`
  *   for an invalid target annotation (no copy is changed).
- * @throws {ReplicationError} when some writes failed (retried); API errors of the reads as thrown
+ * @throws {FailedWritesError} when some writes failed (retried); API errors of the reads as thrown
  *   by @kubernetes/client-node (`ApiException`, retried).
  */
 export async function reconcileSource(
@@ -154,7 +87,7 @@ export async function reconcileSource(
   ctx: ReconcileContext,
   config: SecretReplicatorConfig,
 ): Promise<Result> {
-  if (!isNamespaceName(key.namespace) || !isSecretName(key.name)) {
+  if (!isDNS1123Label(key.namespace) || !isDNS1123Subdomain(key.name)) {
     throw new TerminalError(REASON_INVALID_KEY, `key ${key.namespace}/${key.name} cannot name a Secret`);
   }
   const result = await replicate(key, ctx, config);
@@ -224,14 +157,14 @@ async function replicate(
 
   const outcome = await execute(core, key, plan);
   await report(key, ctx, source, plan, outcome);
-  if (outcome.failures.length > 0) throw new ReplicationError(sourceRef, outcome.failures);
+  if (outcome.failures.length > 0) throw new FailedWritesError(`copies of ${sourceRef}`, outcome.failures);
   // No source and no copy of it: the key names nothing.
   return !source && plan.delete.length === 0 ? { notFound: true } : {};
 }
 
 /** Performs the writes of `plan`; every failure is recorded in the outcome, none is thrown. */
-async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<Outcome> {
-  const outcome: Outcome = {
+async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<ReplicaChanges> {
+  const outcome: ReplicaChanges = {
     created: [],
     updated: [],
     recreated: [],
@@ -240,8 +173,8 @@ async function execute(core: CoreV1Api, key: Key, plan: ReplicaPlan): Promise<Ou
     skipped: [],
     failures: [],
   };
-  const fail = (namespace: string, op: FailedWrite['op'], error: unknown) =>
-    outcome.failures.push({ namespace, op, status: apiStatusOf(error), error });
+  const fail = (namespace: string, op: 'create' | 'update' | 'recreate' | 'delete', error: unknown) =>
+    outcome.failures.push({ op, target: namespace, status: apiStatusOf(error), error });
 
   const create = async (desired: V1Secret, afterDelete: boolean): Promise<void> => {
     const namespace = desired.metadata?.namespace ?? '';
@@ -321,12 +254,12 @@ async function report(
   ctx: ReconcileContext,
   source: V1Secret | undefined,
   plan: ReplicaPlan,
-  outcome: Outcome,
+  outcome: ReplicaChanges,
 ): Promise<void> {
   const regarding = source && regardingSecret(source);
   for (const namespace of outcome.conflicts) {
     ctx.log.error(
-      { namespace, name: key.name, eventReason: REASON_RESOURCE_EXISTS },
+      { namespace, name: key.name, eventReason: ERR_RESOURCE_EXISTS },
       'target Secret exists and is not a Levelset copy; not replicated there',
     );
   }
@@ -336,7 +269,7 @@ async function report(
     await ctx.events.record(
       regarding,
       'Warning',
-      REASON_RESOURCE_EXISTS,
+      ERR_RESOURCE_EXISTS,
       `Secret ${key.name} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
     );
   }
@@ -376,7 +309,7 @@ export async function* listSourceKeys(
 ): AsyncGenerator<Key> {
   const core = ctx.kubeConfig.makeApiClient(CoreV1Api);
   const seen = new Set<string>();
-  const sources = paged((c) =>
+  const sources = paginate((c) =>
     core.listNamespacedSecret({ namespace: config.sourceNamespace, limit: PAGE_SIZE, _continue: c }),
   );
   for await (const s of sources) {
@@ -386,7 +319,7 @@ export async function* listSourceKeys(
     seen.add(`${config.sourceNamespace}/${name}`);
     yield { namespace: config.sourceNamespace, name };
   }
-  const copies = paged((c) =>
+  const copies = paginate((c) =>
     core.listSecretForAllNamespaces({ labelSelector: COPY_LABEL, limit: PAGE_SIZE, _continue: c }),
   );
   for await (const copy of copies) {

@@ -3,8 +3,8 @@
  * relay knows what to watch, `resync` knows what to enumerate and `reconcile` knows what to run.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Logger } from '../log.ts';
-import type { EventRecorder } from '../runtime/events.ts';
+import type { Logger } from 'pino';
+import type { Key } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
 export interface ResourceType {
@@ -13,12 +13,6 @@ export interface ResourceType {
   plural: string;
   kind: string;
   namespaced: boolean;
-}
-
-/** A key, as client-go's `MetaNamespaceKeyFunc` splits it: `namespace` is `""` for cluster-scoped objects. */
-export interface Key {
-  namespace: string;
-  name: string;
 }
 
 /** A watch event as the relay sees it. For `DELETED`, `object` is the last known state (the tombstone). */
@@ -66,6 +60,23 @@ export interface PolicyRule {
   verbs: Verb[];
 }
 
+/** The type of a Kubernetes Event: `Normal` or `Warning`. */
+export type EventType = 'Normal' | 'Warning';
+
+/**
+ * Records Kubernetes Events about the objects a controller reconciles (client-go's `EventRecorder`);
+ * implemented by functions/k8s/events.ts. A failed write is logged and swallowed: an Event is never
+ * worth a retry.
+ */
+export interface EventRecorder {
+  /**
+   * @param object the regarding object (needs apiVersion, kind, metadata.name/namespace/uid)
+   * @param reason UpperCamelCase, e.g. `Synced`, `ErrResourceExists`
+   * @param message human-readable; never include Secret data
+   */
+  record(object: KubernetesObject, type: EventType, reason: string, message: string): Promise<void>;
+}
+
 /** The Kubernetes clients a reconcile uses; all share one KubeConfig. */
 export interface ReconcileContext {
   kubeConfig: KubeConfig;
@@ -91,6 +102,14 @@ export interface Result {
    */
   notFound?: boolean;
 }
+
+/**
+ * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
+ * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
+ * requeuer (functions/requeue.ts) delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * (unexpected, e.g. 403 from missing RBAC) → 500.
+ */
+export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
 
 /** A controller module: one folder under `functions/controllers/`, one line in the registry. */
 export interface Controller {

@@ -26,22 +26,10 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import type { PolicyRule } from '../controllers/types.ts';
+import type { EventRecorder, EventType, PolicyRule } from '../contract/controller.ts';
 import type { Logger } from '../log.ts';
 import { metaTime } from './conditions.ts';
 import { apiStatusOf } from './errors.ts';
-
-export type EventType = 'Normal' | 'Warning';
-
-/** Records Events; a failed write is logged and swallowed: an Event is never worth a retry. */
-export interface EventRecorder {
-  /**
-   * @param object the regarding object (needs apiVersion, kind, metadata.name/namespace/uid)
-   * @param reason UpperCamelCase, e.g. `Synced`, `ErrResourceExists`
-   * @param message human-readable; never include Secret data
-   */
-  record(object: KubernetesObject, type: EventType, reason: string, message: string): Promise<void>;
-}
 
 /**
  * The RBAC the recorder needs: `create` (first occurrence), `get` (read the count of an Event another

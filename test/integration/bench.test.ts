@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { cdfChart, type Figure, markdownReport, SECTIONS } from '../bench/report.ts';
+import { cdfChart, type Figure, markdownReport, SECTIONS } from '../../bench/report.ts';
 
 const exec = promisify(execFile);
-const root = new URL('..', import.meta.url).pathname;
+const root = new URL('../..', import.meta.url).pathname;
 
 test('npm run bench -- --tiny writes results.json, report.md and the SVG chart with every section', async (t) => {
   if (process.env.TEST_KUBECONFIG) {

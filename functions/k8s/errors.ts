@@ -21,9 +21,45 @@ export class TerminalError extends Error {
   }
 }
 
-/** The HTTP status of a Kubernetes API error, or `undefined` when `err` is not one. */
+/** One failed write of a reconcile's independent writes: the operation, its target, the API status (if any). */
+export interface FailedWrite {
+  /** e.g. `create`, `update`, `delete`. */
+  op: string;
+  /** What was written, e.g. a namespace or `namespace/name`. */
+  target: string;
+  /** The API status; `undefined` for a network error. */
+  status: number | undefined;
+  error: unknown;
+}
+
+/**
+ * Some of a reconcile's independent writes failed; the others were done. Not a TerminalError: the key
+ * is retried and the next reconcile re-reads everything. It is answered as {@link FailedWritesError.status}:
+ * `409` when every failure is a 409 (so `reconcile` re-runs from a fresh read, as client-go's
+ * `retry.RetryOnConflict`), else the first failure's status (`undefined`: a network error, transient).
+ * `cause` is the first failure's error.
+ */
+export class FailedWritesError extends Error {
+  override readonly name = 'FailedWritesError';
+  readonly failures: FailedWrite[];
+  /** The status the failures are answered as (see the class comment). */
+  readonly status: number | undefined;
+  /** @param subject what was written, for the message, e.g. `copies of team-a/db-creds` */
+  constructor(subject: string, failures: FailedWrite[]) {
+    const what = failures.map((f) => `${f.op} ${f.target}${f.status ? ` (${f.status})` : ''}`).join(', ');
+    super(`${failures.length} write(s) of ${subject} failed: ${what}`, { cause: failures[0]?.error });
+    this.failures = failures;
+    this.status = failures.every((f) => f.status === 409) ? 409 : failures[0]?.status;
+  }
+}
+
+/**
+ * The HTTP status of a Kubernetes API error, or `undefined` when `err` is not one; a
+ * {@link FailedWritesError} is answered as its `status`.
+ */
 export function apiStatusOf(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;
+  if (err instanceof FailedWritesError) return err.status;
   const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code;
   return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
 }

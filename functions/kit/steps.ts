@@ -1,0 +1,323 @@
+/**
+ * The steps every kit reconcile runs, in order (docs/writing-a-controller.md; the way a
+ * controller-runtime reconciler is written by hand), each its own function so that it can be read
+ * and tested alone; `defineController` (define.ts) runs them for each key:
+ *
+ * 1. {@link getPrimary}: GET the primary; gone (`notFound`) or being deleted → done.
+ * 2. {@link validatePrimary}: parse its spec and check that its children can be labelled.
+ * 3. {@link listChildren}: LIST each owned type by label, one request per type.
+ * 4. {@link reconcileInput}: what the controller's own reconcile is given; it returns the {@link Desired} state.
+ * 5. {@link applyChildren}: create, apply and prune the children (children.ts).
+ * 6. {@link desiredConditions}, {@link nextStatus}, {@link StatusWriter}: write the status when it changed.
+ * 7. {@link recordSynced}: a Normal `Synced` Event when something changed.
+ */
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { z } from 'zod';
+import type { EventRecorder, ResourceType, Result } from '../contract/controller.ts';
+import { type Key, keyString } from '../contract/key.ts';
+import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
+import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
+import { isNotFound, TerminalError } from '../k8s/errors.ts';
+import { isControlledBy } from '../k8s/owner.ts';
+import type { Logger } from '../log.ts';
+import {
+  type ChildChange,
+  childLabels,
+  invalidLabelValues,
+  type OwnedType,
+  type Owner,
+  reconcileChildren,
+  selectorOf,
+} from './children.ts';
+import type { ResourceClient } from './client.ts';
+
+/** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
+export const READY = 'Ready';
+/** Reason of `Ready=False` and of the Warning Event when the spec fails its schema. */
+export const INVALID_SPEC = 'InvalidSpec';
+/** Reason of the TerminalError when the stored primary lacks the metadata every object has. */
+export const INVALID_OBJECT = 'InvalidObject';
+
+/** The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored. */
+export type PrimaryObject = z.infer<typeof namespacedCustomObjectSchema>;
+
+/** The `Ready` condition a reconcile reports; `observedGeneration` is added by the kit. */
+export interface ReadyInput {
+  status: boolean;
+  /** UpperCamelCase, e.g. `DeploymentAvailable`. */
+  reason: string;
+  message: string;
+}
+
+/** What a reconcile returns: the desired state. Every member is optional. */
+export interface Desired {
+  /**
+   * Every child the primary should have now, of the owned types (apiVersion, kind, metadata.name,
+   * spec…). The kit sets namespace, labels and the controller reference, creates the missing, applies
+   * the changed, and prunes the owned children not listed. Omitted: children are left alone.
+   */
+  children?: KubernetesObject[];
+  /** Status fields besides `conditions` and `observedGeneration` (merge-patched when changed). */
+  status?: Record<string, unknown>;
+  /** The `Ready` condition; default `True`/`Reconciled`. */
+  ready?: ReadyInput;
+  /** Other conditions, set idempotently like `Ready`. */
+  conditions?: Omit<ConditionInput, 'observedGeneration'>[];
+  /** Ask for the key to come back after this many ms. */
+  requeueAfterMs?: number;
+}
+
+/** What a reconcile receives. */
+export interface ReconcileInput<Spec> {
+  key: Key;
+  /** The primary, as just read from the API server. */
+  object: PrimaryObject;
+  /** Its spec, parsed by the controller's schema. */
+  spec: Spec;
+  /** The live children, of each owned type, that this object controls (listed before the reconcile). */
+  owned(resource: ResourceType): KubernetesObject[];
+  /**
+   * LISTs a resource the controller declares (owned or watched) in the object's namespace: one request.
+   * @throws {Error} for a resource not declared (its RBAC would be missing)
+   */
+  list(resource: ResourceType, options?: { labelSelector?: string }): Promise<KubernetesObject[]>;
+  /** Logger labelled with controller and key. */
+  log: Logger;
+  events: EventRecorder;
+  kubeConfig: KubeConfig;
+}
+
+/** The children of one owned type, as listed by its labels before the reconcile. */
+export interface ChildListing {
+  type: OwnedType;
+  listed: KubernetesObject[];
+}
+
+const sameResource = (a: ResourceType, b: ResourceType) => a.group === b.group && a.plural === b.plural;
+
+/**
+ * Step 1: GET the primary `key` of `primary` (1 request).
+ * @returns the object (also when being deleted: `metadata.deletionTimestamp` set), or `undefined`
+ *   when it is gone (404: garbage collection removes its children)
+ * @throws {TerminalError} `InvalidObject` when the stored object lacks the metadata every object has;
+ *   API errors as thrown (retried)
+ */
+export async function getPrimary(
+  client: ResourceClient,
+  primary: ResourceType,
+  key: Key,
+): Promise<PrimaryObject | undefined> {
+  let raw: KubernetesObject;
+  try {
+    raw = await client.get(primary, key.namespace, key.name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  const parsed = namespacedCustomObjectSchema.safeParse(raw);
+  if (!parsed.success)
+    throw new TerminalError(
+      INVALID_OBJECT,
+      `${keyString(key)}: not a ${primary.kind}: ${parsed.error.message}`,
+    );
+  return parsed.data;
+}
+
+/**
+ * Step 2: the primary's spec parsed by `schema`, and a check that the labels its children are listed
+ * by are valid label values (an object whose name cannot be a label value cannot have children, and a
+ * LIST by that selector would answer 400 on every delivery). No request.
+ * @returns `{ spec }`, or `{ invalid }`: the message of the `Ready=False/InvalidSpec` condition
+ */
+export function validatePrimary<Schema extends z.ZodType>(
+  object: PrimaryObject,
+  schema: Schema,
+  children: { controller: string; owns: readonly OwnedType[] },
+): { spec: z.infer<Schema> } | { invalid: string } {
+  const key = { namespace: object.metadata.namespace, name: object.metadata.name };
+  const spec = schema.safeParse(object.spec ?? {});
+  if (!spec.success) {
+    const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
+    return { invalid: `${keyString(key)}: invalid spec: ${issues}` };
+  }
+  const badLabels = children.owns.flatMap((type) =>
+    invalidLabelValues(childLabels(children.controller, type, object)),
+  );
+  if (badLabels.length > 0)
+    return { invalid: `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}` };
+  return { spec: spec.data };
+}
+
+/**
+ * Step 3: LISTs `owner`'s children of each owned type by their labels, in `owner`'s namespace, one
+ * request per type (in parallel). The listing may include objects `owner` does not control (someone
+ * else's object with the same labels): {@link applyChildren} and {@link reconcileInput}'s `owned` tell them apart.
+ */
+export async function listChildren(
+  client: ResourceClient,
+  controller: string,
+  owns: readonly OwnedType[],
+  owner: Owner,
+): Promise<ChildListing[]> {
+  return Promise.all(
+    owns.map(async (type) => ({
+      type,
+      listed: await client.list(
+        type.resource,
+        owner.metadata.namespace,
+        selectorOf(childLabels(controller, type, owner)),
+      ),
+    })),
+  );
+}
+
+/**
+ * Step 4: what the controller's reconcile is given: the object, its parsed spec, the children it
+ * controls of each owned type, and a `list` of the resources it declares (`declared`).
+ */
+export function reconcileInput<Spec>(args: {
+  controller: string;
+  key: Key;
+  object: PrimaryObject;
+  spec: Spec;
+  listings: readonly ChildListing[];
+  declared: readonly ResourceType[];
+  client: ResourceClient;
+  log: Logger;
+  events: EventRecorder;
+  kubeConfig: KubeConfig;
+}): ReconcileInput<Spec> {
+  const { controller, key, object, listings, declared, client } = args;
+  return {
+    key,
+    object,
+    spec: args.spec,
+    owned: (resource) =>
+      (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
+        isControlledBy(o, object),
+      ),
+    list: (resource, options = {}) => {
+      if (!declared.some((r) => sameResource(r, resource)))
+        throw new Error(`${controller}: ${resource.plural} is not declared in owns or watches`);
+      return client.list(resource, key.namespace, options.labelSelector);
+    },
+    log: args.log,
+    events: args.events,
+    kubeConfig: args.kubeConfig,
+  };
+}
+
+/**
+ * Step 5: converges the children to `desired.children` ({@link reconcileChildren}); none when the
+ * reconcile returned no `children` (its children are left alone).
+ * @returns the changes made (`[]`: nothing written)
+ * @throws as {@link reconcileChildren}
+ */
+export async function applyChildren(
+  client: ResourceClient,
+  controller: string,
+  owner: Owner,
+  listings: readonly ChildListing[],
+  desired: Desired,
+): Promise<ChildChange[]> {
+  if (!desired.children) return [];
+  return reconcileChildren({ client, controller, owner, owned: listings, desired: desired.children });
+}
+
+/** `{observedGeneration}` of `object`, or `{}` when it has no generation. */
+export function observedOf(object: PrimaryObject): { observedGeneration?: number } {
+  const generation = object.metadata.generation;
+  return generation !== undefined ? { observedGeneration: generation } : {};
+}
+
+/**
+ * Step 6a: the conditions a reconcile's result sets: `Ready` (default `True/Reconciled`) and its
+ * other conditions, each with the object's `observedGeneration`.
+ */
+export function desiredConditions(desired: Desired, object: PrimaryObject): ConditionInput[] {
+  const observed = observedOf(object);
+  const ready = desired.ready ?? { status: true, reason: 'Reconciled', message: '' };
+  return [
+    {
+      type: READY,
+      status: ready.status ? 'True' : 'False',
+      reason: ready.reason,
+      message: ready.message,
+      ...observed,
+    },
+    ...(desired.conditions ?? []).map((c) => ({ ...c, ...observed })),
+  ];
+}
+
+/**
+ * Step 6b: the status to write: `status` with `observedGeneration` and the stored conditions updated
+ * by `conditions` (apimachinery's `meta.SetStatusCondition`); `undefined` when it equals the stored one.
+ */
+export function nextStatus(
+  object: PrimaryObject,
+  status: Record<string, unknown>,
+  conditions: readonly ConditionInput[],
+): Record<string, unknown> | undefined {
+  let list = parseConditions(object.status?.conditions);
+  for (const c of conditions) list = setCondition(list, c);
+  const next = { ...status, ...observedOf(object), conditions: list };
+  return statusChanged(object.status, next) ? next : undefined;
+}
+
+/** Step 6c: writes a primary's status; see {@link statusWriter}. */
+export interface StatusWriter {
+  /** Merge-patches the status when {@link nextStatus} says it changed (1 request, else none); `true` when written. */
+  write(status: Record<string, unknown>, conditions: readonly ConditionInput[]): Promise<boolean>;
+  /**
+   * Writes `Ready=False/<reason>`, then throws the TerminalError that the runtime answers with a
+   * Warning Event on the object.
+   * @throws {TerminalError} always
+   */
+  fail(reason: string, message: string, cause?: unknown): Promise<never>;
+}
+
+/** A {@link StatusWriter} of `object` through the `status` subresource; a primary gone meanwhile (404) is not written. */
+export function statusWriter(
+  client: ResourceClient,
+  primary: ResourceType,
+  object: PrimaryObject,
+): StatusWriter {
+  const { namespace, name } = object.metadata;
+  const write = async (status: Record<string, unknown>, conditions: readonly ConditionInput[]) => {
+    const next = nextStatus(object, status, conditions);
+    if (!next) return false;
+    try {
+      await client.patchStatus(primary, namespace, name, next);
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  };
+  return {
+    write,
+    async fail(reason, message, cause) {
+      await write({}, [{ type: READY, status: 'False', reason, message, ...observedOf(object) }]);
+      throw new TerminalError(reason, message, { cause, object: object as KubernetesObject });
+    },
+  };
+}
+
+/**
+ * Step 7: records the Normal `Synced` Event with `message` on `object` when the reconcile `changed`
+ * something (children or status); `message: false` records none.
+ */
+export async function recordSynced(
+  events: EventRecorder,
+  object: PrimaryObject,
+  message: string | false,
+  changed: boolean,
+): Promise<void> {
+  if (changed && message !== false)
+    await events.record(object as KubernetesObject, 'Normal', 'Synced', message);
+}
+
+/** The {@link Result} of a reconcile's {@link Desired} state. */
+export function resultOf(desired: Desired): Result {
+  return desired.requeueAfterMs !== undefined ? { requeueAfterMs: desired.requeueAfterMs } : {};
+}
