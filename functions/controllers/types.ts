@@ -59,9 +59,12 @@ export interface Watch {
 /** A Kubernetes API verb, as RBAC spells it. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 
-/** One RBAC rule a controller's reconcile needs (Kubernetes RBAC PolicyRule, one group). */
+/**
+ * One RBAC rule a controller's reconcile needs, in Kubernetes' own shape (rbac.authorization.k8s.io/v1
+ * `PolicyRule`; `""` is the core group). Validated by `parsePolicyRules` (functions/kit/rbac.ts).
+ */
 export interface PolicyRule {
-  apiGroup: string;
+  apiGroups: string[];
   resources: string[];
   verbs: Verb[];
 }

@@ -41,6 +41,7 @@ import {
 } from './children.ts';
 import { resourceClient } from './client.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+import { parsePolicyRules } from './rbac.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
 export const READY = 'Ready';
@@ -117,7 +118,10 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
   owns?: (ResourceType | OwnedType)[];
   /** Secondary resources: watched and listable; events mapped through controller references by default. */
   watches?: (ResourceType | SecondaryWatch)[];
-  /** Extra RBAC rules for what the reconcile does besides the above. */
+  /**
+   * Extra RBAC rules for what the reconcile does besides the above, as Kubernetes spells them
+   * (`{apiGroups: [''], resources: ['secrets'], verbs: ['get']}`); a wrong shape throws here.
+   */
   rbac?: PolicyRule[];
   /** Message of the Normal `Synced` Event recorded when a reconcile wrote something; default `<Kind> synced successfully`; `false`: none. */
   synced?: string | false;
@@ -149,7 +153,7 @@ export function deriveRbac(
   const rules = new Map<string, PolicyRule>();
   const grant = (apiGroup: string, resource: string, verbs: readonly Verb[]) => {
     const id = `${apiGroup}/${resource}`;
-    const rule = rules.get(id) ?? { apiGroup, resources: [resource], verbs: [] };
+    const rule = rules.get(id) ?? { apiGroups: [apiGroup], resources: [resource], verbs: [] };
     for (const v of verbs) if (!rule.verbs.includes(v)) rule.verbs.push(v);
     rules.set(id, rule);
   };
@@ -158,8 +162,8 @@ export function deriveRbac(
   for (const o of owns)
     grant(o.resource.group, o.resource.plural, ['get', 'list', 'create', 'patch', 'delete']);
   for (const w of watches) grant(w.resource.group, w.resource.plural, ['list']);
-  grant(EVENT_RECORDER_RULE.apiGroup, 'events', EVENT_RECORDER_RULE.verbs);
-  for (const r of extra) for (const res of r.resources) grant(r.apiGroup, res, r.verbs);
+  for (const g of EVENT_RECORDER_RULE.apiGroups) grant(g, 'events', EVENT_RECORDER_RULE.verbs);
+  for (const r of extra) for (const g of r.apiGroups) for (const res of r.resources) grant(g, res, r.verbs);
   return [...rules.values()];
 }
 
@@ -308,7 +312,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         map: w.map ?? toPrimary,
       })),
     ],
-    rbac: deriveRbac(def.primary, owns, watches, def.rbac),
+    rbac: deriveRbac(def.primary, owns, watches, parsePolicyRules(def.name, def.rbac ?? [])),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

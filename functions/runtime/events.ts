@@ -48,7 +48,7 @@ export interface EventRecorder {
  * instance wrote) and `patch` (count a repeat) on core `events`. Controllers list it in their `rbac`.
  */
 export const EVENT_RECORDER_RULE: PolicyRule = {
-  apiGroup: '',
+  apiGroups: [''],
   resources: ['events'],
   verbs: ['create', 'get', 'patch'],
 };

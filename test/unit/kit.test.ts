@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { Key, MapContext, WatchEvent } from '../../functions/controllers/types.ts';
+import type { Key, MapContext, PolicyRule, WatchEvent } from '../../functions/controllers/types.ts';
 import {
   customResource,
   defineController,
@@ -16,6 +16,7 @@ import {
 } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+import { functionsRules } from '../../scripts/generate-manifests.ts';
 
 const widgets = customResource({ group: 'test.levelset.dev', version: 'v1', kind: 'Widget' });
 const ref = (apiVersion: string, kind: string, name: string, uid: string) => ({
@@ -122,11 +123,13 @@ describe('defineController', () => {
     spec: z.object({}),
     owns: [deployments],
     watches: [{ resource: pods, labelSelector: 'app' }],
-    rbac: [{ apiGroup: '', resources: ['configmaps'], verbs: ['get'] }],
+    rbac: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
     reconcile: () => ({}),
   });
   const verbs = (group: string, resource: string) =>
-    c.rbac.filter((r) => r.apiGroup === group && r.resources.includes(resource)).flatMap((r) => r.verbs);
+    c.rbac
+      .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
+      .flatMap((r) => r.verbs);
 
   it('derives RBAC from what it declares: primary, status, owned, watched, events, extra rules', () => {
     assert.deepEqual(verbs('test.levelset.dev', 'widgets'), ['get', 'list']);
@@ -168,5 +171,50 @@ describe('defineController', () => {
         }),
       /namespaced primaries only/,
     );
+  });
+});
+
+describe('rbac rules: Kubernetes PolicyRule shape, validated', () => {
+  const define = (rbac: unknown) => () =>
+    defineController({
+      name: 'shapes',
+      primary: widgets,
+      spec: z.object({}),
+      rbac: rbac as PolicyRule[],
+      reconcile: () => ({}),
+    });
+
+  it('accepts apiGroups/resources/verbs, several groups per rule', () => {
+    const c = define([{ apiGroups: ['', 'apps'], resources: ['configmaps'], verbs: ['get'] }])();
+    const groups = c.rbac.filter((r) => r.resources.includes('configmaps')).flatMap((r) => r.apiGroups);
+    assert.deepEqual(groups.sort(), ['', 'apps']);
+  });
+
+  it('refuses the one-group shape with the controller, the rule and the expected shape in the message', () => {
+    assert.throws(define([{ apiGroup: '', resources: ['secrets'], verbs: ['get'] }]), (err: Error) => {
+      assert.match(err.message, /^shapes: invalid RBAC rules: /);
+      assert.match(err.message, /rbac\[0\]\.apiGroups: /);
+      assert.match(err.message, /rbac\[0\]: Unrecognized key: "apiGroup"/);
+      assert.match(
+        err.message,
+        /a rule is \{apiGroups: string\[\], resources: string\[\], verbs: string\[\]\}/,
+      );
+      return true;
+    });
+  });
+
+  it('refuses an unknown verb and an empty resource list, naming each', () => {
+    assert.throws(
+      define([{ apiGroups: [''], resources: [], verbs: ['read'] }]),
+      /rbac\[0\]\.resources: .*; rbac\[0\]\.verbs\.0: /,
+    );
+  });
+
+  it('npm run generate:manifests reports a registered controller with a wrong shape, not a TypeError', () => {
+    const bad = {
+      ...define([])(),
+      rbac: [{ apiGroup: 'apps', resources: ['deployments'], verbs: ['get'] }] as unknown as PolicyRule[],
+    };
+    assert.throws(() => functionsRules([bad]), /^Error: shapes: invalid RBAC rules: rbac\[0\]\.apiGroups/);
   });
 });
