@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { parse } from 'yaml';
 import { parseFields, scaffoldController } from '../../scripts/new-controller.ts';
 
 const exec = promisify(execFile);
@@ -61,7 +62,9 @@ describe('scaffold: npm run new:controller', () => {
       group: 'probe.levelset.dev',
       version: 'v1beta1',
       kind: 'ScaffoldProbe',
-      spec: parseFields('size:integer!,label:string,tags:string[]'),
+      spec: parseFields(
+        'size:integer!,label:string,tags:string[],sources:[{namespace:string!,name:string!}],limits:{cpu:string,sizes:integer[]}',
+      ),
       status: parseFields('observed:integer'),
     });
   });
@@ -84,6 +87,50 @@ describe('scaffold: npm run new:controller', () => {
     );
     const rbac = readFileSync(join(root, 'deploy/rbac.yaml'), 'utf8');
     assert.match(rbac, /scaffoldprobes\/status/, 'the functions may write its status');
+  });
+
+  it('writes arrays and nested objects into the CRD schema and the zod schema', async () => {
+    const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8'));
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    assert.deepEqual(spec.required, ['size']);
+    assert.deepEqual(spec.properties.sources, {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { namespace: { type: 'string' }, name: { type: 'string' } },
+        required: ['namespace', 'name'],
+      },
+    });
+    assert.deepEqual(spec.properties.limits, {
+      type: 'object',
+      properties: { cpu: { type: 'string' }, sizes: { type: 'array', items: { type: 'integer' } } },
+    });
+    const columns = crd.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
+    assert.deepEqual(
+      columns,
+      ['size', 'label', 'observed', 'Ready', 'Age'],
+      'printer columns for scalars only',
+    );
+    const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
+    const schema = api.scaffoldProbeSpecSchema;
+    assert.ok(
+      schema.safeParse({ size: 1, sources: [{ namespace: 'a', name: 'b' }], limits: { sizes: [1] } }).success,
+    );
+    assert.ok(!schema.safeParse({ size: 1, sources: [{ namespace: 'a' }] }).success, 'name is required');
+    assert.ok(!schema.safeParse({ size: 1, limits: { sizes: ['x'] } }).success, 'integers');
+  });
+
+  it('levelset new controller --help prints the field grammar', async () => {
+    const { stdout } = await exec(process.execPath, [
+      join(REPO, 'cli/levelset.ts'),
+      'new',
+      'controller',
+      '--help',
+    ]);
+    assert.match(
+      stdout.replace(/\s+/g, ' '),
+      /T\[\] or \[T\] \(an array of T\), or \{name:type\[!\],…\} \(an object\)/,
+    );
   });
 
   it('passes Biome and the typechecker as generated', async () => {
@@ -131,7 +178,12 @@ describe('scaffold: npm run new:controller', () => {
       scaffoldController({ root, name: 'Bad_Name', group: 'probe.levelset.dev', version: 'v1', kind: 'X' }),
       /kebab-case/,
     );
-    assert.throws(() => parseFields('size:int'), /bad field/);
+    assert.throws(
+      () => parseFields('size:int'),
+      /^Error: bad field at column 6 of "size:int": expected a type/,
+    );
+    assert.throws(() => parseFields('a:{b:string'), /column 12 .*"," or "\}" closing the object/);
+    assert.throws(() => parseFields('a:[string!]'), /"\]" closing the array/);
   });
 
   it('levelset new controller: the same scaffold from the command line; a refusal is one line, exit 2', async () => {
