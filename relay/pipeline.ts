@@ -181,7 +181,7 @@ export class KeyPipeline {
    */
   keysFor(route: Route, event: WatchEvent): Key[] {
     const controller = route.controller.name;
-    if (route.primary && !primaryEventPasses(event)) {
+    if ((route.primary && !primaryEventPasses(event)) || !this.#passes(route, event)) {
       this.#options.metrics?.eventsFiltered.inc({ controller });
       return [];
     }
@@ -208,6 +208,20 @@ export class KeyPipeline {
       seen.set(keyString(k), { namespace: k.namespace, name: k.name });
     }
     return [...seen.values()];
+  }
+
+  /** The watch's own predicate (`Watch.predicate`); one that throws drops the event, logged. */
+  #passes(route: Route, event: WatchEvent): boolean {
+    if (!route.watch.predicate) return true;
+    try {
+      return route.watch.predicate(event);
+    } catch (err) {
+      this.#options.logger.error(
+        { err, controller: route.controller.name, resource: resourceName(route.watch.resource) },
+        'watch predicate threw: event dropped',
+      );
+      return false;
+    }
   }
 
   /** Routes one informer event to every watch it serves. */

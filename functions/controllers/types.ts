@@ -52,6 +52,11 @@ export interface Watch {
   namespace?: string;
   /** Kubernetes label selector applied server-side (e.g. `levelset.dev/replica-of`). */
   labelSelector?: string;
+  /**
+   * Drops events before the map (controller-runtime's `WithPredicates`): `false` enqueues nothing.
+   * Pure and cheap, like the map; counted in the relay's filtered events.
+   */
+  predicate?(event: WatchEvent): boolean;
   /** Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. */
   map(event: WatchEvent, ctx: MapContext): Key[];
 }

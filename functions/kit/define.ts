@@ -23,6 +23,7 @@ import type {
   ResourceType,
   Result,
   Verb,
+  WatchEvent,
 } from '../controllers/types.ts';
 import type { Logger } from '../log.ts';
 import { keyString } from '../message.ts';
@@ -42,6 +43,7 @@ import {
 import { resourceClient } from './client.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 import { parsePolicyRules } from './rbac.ts';
+import { type Reads, readsFor } from './reads.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
 export const READY = 'Ready';
@@ -58,6 +60,8 @@ export interface SecondaryWatch {
   map?: MapFunction;
   labelSelector?: string;
   namespace?: string;
+  /** Drops the events it returns `false` for before the map (controller-runtime's `WithPredicates`). */
+  predicate?: (event: WatchEvent) => boolean;
 }
 
 /** The `Ready` condition a reconcile reports; `observedGeneration` is added by the kit. */
@@ -96,10 +100,14 @@ export interface ReconcileInput<Spec> {
   /** The live children, of each owned type, that this object controls (listed before the reconcile). */
   owned(resource: ResourceType): KubernetesObject[];
   /**
-   * LISTs a resource the controller declares (owned or watched) in the object's namespace: one request.
-   * @throws {Error} for a resource not declared (its RBAC would be missing)
+   * LISTs a resource in the object's namespace (or `namespace`, or `allNamespaces`): one request.
+   * @throws {Error} when the controller's RBAC does not grant `list` on it (functions/kit/reads.ts)
    */
-  list(resource: ResourceType, options?: { labelSelector?: string }): Promise<KubernetesObject[]>;
+  list: Reads['list'];
+  /** GETs an object, in the object's namespace or `namespace`; `undefined` when absent. Needs `get` in the RBAC. */
+  get: Reads['get'];
+  /** Merge-patches the labels/annotations of an object the controller does not own. Needs `patch` in the RBAC. */
+  patchMetadata: Reads['patchMetadata'];
   /** Logger labelled with controller and key. */
   log: Logger;
   events: EventRecorder;
@@ -177,7 +185,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
-  const declared = [...owns.map((o) => o.resource), ...watches.map((w) => w.resource)];
+  const rbac = deriveRbac(def.primary, owns, watches, parsePolicyRules(def.name, def.rbac ?? []));
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
 
   async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
@@ -254,11 +262,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
             (listed.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
               isControlledBy(o, owner),
             ),
-          list: (resource, options = {}) => {
-            if (!declared.some((r) => sameResource(r, resource)))
-              throw new Error(`${def.name}: ${resource.plural} is not declared in owns or watches`);
-            return client.list(resource, key.namespace, options.labelSelector);
-          },
+          ...readsFor(def.name, rbac, client, key.namespace),
           log: ctx.log,
           events: ctx.events,
           kubeConfig: ctx.kubeConfig,
@@ -309,10 +313,11 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         resource: w.resource,
         ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
         ...(w.namespace ? { namespace: w.namespace } : {}),
+        ...(w.predicate ? { predicate: w.predicate } : {}),
         map: w.map ?? toPrimary,
       })),
     ],
-    rbac: deriveRbac(def.primary, owns, watches, parsePolicyRules(def.name, def.rbac ?? [])),
+    rbac,
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

@@ -48,6 +48,7 @@ export {
 } from './define.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';
+export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export {
   configmaps,
   customResource,

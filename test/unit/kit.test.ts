@@ -218,3 +218,62 @@ describe('rbac rules: Kubernetes PolicyRule shape, validated', () => {
     assert.throws(() => functionsRules([bad]), /^Error: shapes: invalid RBAC rules: rbac\[0\]\.apiGroups/);
   });
 });
+
+describe('predicates on secondary watches (WithPredicates)', () => {
+  const controller = defineController({
+    name: 'widget',
+    primary: widgets,
+    spec: z.object({}),
+    watches: [
+      {
+        resource: pods,
+        // Only Pods whose phase changed.
+        predicate: (e) =>
+          (e.object as { status?: { phase?: string } }).status?.phase !==
+          (e.oldObject as { status?: { phase?: string } } | undefined)?.status?.phase,
+        map: () => [{ namespace: 'ns', name: 'w' }],
+      },
+    ],
+    reconcile: () => ({}),
+  });
+  const pipelineFor = (lines: string[] = []) =>
+    new KeyPipeline({
+      collapseMs: 0,
+      logger: createLogger('relay', { write: (l: string) => void lines.push(l) }),
+      primaryKeys: () => [],
+      publish: async () => '1',
+    });
+  const route = planInformers([controller]).find((p) => p.resource === pods)?.routes[0];
+  const pod = (phase: string) => ({ metadata: { name: 'p', namespace: 'ns' }, status: { phase } });
+
+  it('drops the events the predicate refuses, before the map', () => {
+    assert.ok(route);
+    const pipeline = pipelineFor();
+    const changed: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Pending') };
+    const same: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Running') };
+    assert.deepEqual(pipeline.keysFor(route, changed), [{ namespace: 'ns', name: 'w' }]);
+    assert.deepEqual(pipeline.keysFor(route, same), []);
+  });
+
+  it('a predicate that throws drops the event with an error line', () => {
+    const throwing = defineController({
+      name: 'widget',
+      primary: widgets,
+      spec: z.object({}),
+      watches: [
+        {
+          resource: pods,
+          predicate: () => {
+            throw new Error('boom');
+          },
+        },
+      ],
+      reconcile: () => ({}),
+    });
+    const r = planInformers([throwing]).find((p) => p.resource === pods)?.routes[0];
+    assert.ok(r);
+    const lines: string[] = [];
+    assert.deepEqual(pipelineFor(lines).keysFor(r, event(pod('Running'))), []);
+    assert.match(lines.join(''), /watch predicate threw: event dropped/);
+  });
+});
