@@ -92,6 +92,8 @@ export interface PipelineOptions {
     resource: Pick<ResourceType, 'group' | 'kind'>,
     key: Key,
   ): KubernetesObject | undefined;
+  /** The primaries of a controller whose spec index has a value ({@link MapContext.byIndex}). */
+  byIndex?(controller: string, index: string, value: string): Key[];
   logger: Logger;
   metrics?: RelayMetrics;
   timers?: Timers;
@@ -169,6 +171,7 @@ export class KeyPipeline {
       ctx = {
         primaryKeys: () => this.#options.primaryKeys(controller),
         get: (resource, key) => this.#options.lookup?.(controller, resource, key),
+        byIndex: (index, value) => this.#options.byIndex?.(controller, index, value) ?? [],
       };
       this.#contexts.set(controller, ctx);
     }

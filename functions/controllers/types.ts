@@ -40,6 +40,12 @@ export interface MapContext {
    * Optional: absent where no cache exists.
    */
   get?(resource: Pick<ResourceType, 'group' | 'kind'>, key: Key): KubernetesObject | undefined;
+  /**
+   * The primaries whose index `index` (one of the controller's {@link Controller.indexes}) has
+   * `value`, from the relay's spec indexes (controller-runtime's field indexer). Optional: absent
+   * where no index is kept.
+   */
+  byIndex?(index: string, value: string): Key[];
 }
 
 /**
@@ -110,6 +116,12 @@ export interface Controller {
    * through a controller reference); set by the kit's `defineController`, shown by the command line.
    */
   owns?: ResourceType[];
+  /**
+   * Spec indexes over the primary: name → a function of the whole primary object returning its
+   * values (e.g. the `namespace/name` of every ConfigMap it lists). The relay keeps only the values
+   * (relay/spec-index.ts) and answers {@link MapContext.byIndex}. Pure, cheap, never throwing.
+   */
+  indexes?: Record<string, (object: KubernetesObject) => string[]>;
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
   /**

@@ -41,6 +41,7 @@ import {
   selectorOf,
 } from './children.ts';
 import { resourceClient } from './client.ts';
+import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { type Reads, readsFor } from './reads.ts';
@@ -126,6 +127,11 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
   owns?: (ResourceType | OwnedType)[];
   /** Secondary resources: watched and listable; events mapped through controller references by default. */
   watches?: (ResourceType | SecondaryWatch)[];
+  /**
+   * Spec indexes over the primary, for watches that map with `mapByIndex` (functions/kit/index-spec.ts):
+   * name → the values of an object, e.g. the `namespace/name` of every ConfigMap its spec lists.
+   */
+  indexes?: Record<string, IndexFunction<z.infer<Schema>>>;
   /**
    * Extra RBAC rules for what the reconcile does besides the above, as Kubernetes spells them
    * (`{apiGroups: [''], resources: ['secrets'], verbs: ['get']}`); a wrong shape throws here.
@@ -318,6 +324,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       })),
     ],
     rbac,
+    ...(def.indexes ? { indexes: compileIndexes(def.spec, def.indexes) } : {}),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

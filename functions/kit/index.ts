@@ -46,9 +46,15 @@ export {
   type ReconcileInput,
   type SecondaryWatch,
 } from './define.ts';
+export {
+  type IndexFunction,
+  type IndexInput,
+  mapByIndex,
+  namespacedName,
+} from './index-spec.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
-export { readyFromDeployment } from './ready.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
+export { readyFromDeployment } from './ready.ts';
 export {
   configmaps,
   customResource,
