@@ -245,3 +245,32 @@ describe('the Icecream controller is the scaffold plus its reconcile', () => {
     );
   });
 });
+
+describe('the ConfigMapBundle example is the scaffold plus its reconcile', () => {
+  it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
+    const root = copyOfRepo(['biome.json']);
+    mkdirSync(join(root, 'functions/controllers'), { recursive: true });
+    const registry = readFileSync(join(REPO, 'functions/controllers/index.ts'), 'utf8');
+    writeFileSync(
+      join(root, 'functions/controllers/index.ts'),
+      registry.replace(/.*configmap-?bundle.*\n/gi, ''),
+    );
+    await scaffoldController({
+      root,
+      regenerate: false,
+      name: 'configmap-bundle',
+      group: 'examples.levelset.dev',
+      version: 'v1alpha1',
+      kind: 'ConfigMapBundle',
+      spec: parseFields('sources:[{namespace:string!,name:string!}]!'),
+      status: parseFields('sourcesFound:integer,missing:string[]'),
+    });
+    for (const path of [
+      'functions/controllers/configmap-bundle/api.ts',
+      'functions/controllers/configmap-bundle/crd.yaml',
+      'functions/controllers/configmap-bundle/example.yaml',
+      'test/controllers/configmap-bundle.test.ts',
+    ])
+      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
+  });
+});
