@@ -6,7 +6,9 @@
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
- * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
+ * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
+ *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
+ * - Reads checked against the RBAC: `get`/`list` in any namespace, `patchMetadata` ({@link Reads}).
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type { Controller, Key, PolicyRule, ResourceType, Result } from '../controllers/types.ts';

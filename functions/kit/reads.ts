@@ -46,7 +46,8 @@ export interface Reads {
   list(resource: ResourceType, options?: ListOptions): Promise<KubernetesObject[]>;
   /**
    * Merge-patches only `metadata.labels`/`metadata.annotations` of `name` (field manager
-   * `levelset`), e.g. a label on a Secret the controller reads. `resourceVersion` makes it
+   * `levelset`), e.g. a label on a Secret the controller reads. For objects the controller does
+   * not own: an owned child's labels belong in its desired state (an apply would take them back). `resourceVersion` makes it
    * conditional (409 Conflict, retried, when the object changed). Needs `patch` in the RBAC.
    * @returns the patched object, or `undefined` when it does not exist (404)
    * @throws {Error} when the RBAC does not grant `patch`, or the patch holds anything but labels and annotations
