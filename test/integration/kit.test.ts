@@ -227,6 +227,78 @@ describe('kit: children, status, invalid specs, request counts', () => {
     assert.deepEqual(methods(again.requests), ['GET', 'GET'], 'converged: no write');
   });
 
+  it('a child an older kit created (an Update entry of levelset) is folded into applied fields once, then its dropped fields go', async () => {
+    await createWidget('legacy', { count: 1, value: 'v', extra: 'e' });
+    const widget = await getWidget('legacy');
+    // What the kit did before: a POST with fieldManager=levelset, nothing else.
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      fieldManager: FIELD_MANAGER,
+      body: {
+        metadata: {
+          name: 'legacy-0',
+          labels: { [CONTROLLER_LABEL]: 'kit-test', [OWNER_LABEL]: widget.metadata.uid },
+          ownerReferences: [
+            {
+              apiVersion: `${GROUP}/v1`,
+              kind: 'Widget',
+              name: 'legacy',
+              uid: widget.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        data: { value: 'v', extra: 'e' },
+      },
+    });
+    const upgraded = await reconcile('legacy');
+    assert.deepEqual(
+      upgraded.requests.filter((r) => r.includes('/configmaps/legacy-0')).map((r) => r.split(' ')[0]),
+      ['PATCH', 'PATCH'],
+      'the managedFields patch, then the apply',
+    );
+    const child = await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' });
+    assert.deepEqual(
+      child.metadata?.managedFields?.filter((m) => m.manager === FIELD_MANAGER).map((m) => m.operation),
+      ['Apply'],
+    );
+    assert.deepEqual(methods((await reconcile('legacy')).requests), ['GET', 'GET'], 'converged');
+    await patchSpec('legacy', { extra: null });
+    await reconcile('legacy');
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' })).data, {
+      value: 'v',
+    });
+  });
+
+  it('a managedFields patch from a stale read answers 409 Conflict (nothing overwritten)', async () => {
+    const child = await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' });
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'legacy-0', body: { metadata: { annotations: { touched: 'yes' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const stale = [
+      { op: 'replace', path: '/metadata/managedFields', value: [{}] },
+      { op: 'replace', path: '/metadata/resourceVersion', value: child.metadata?.resourceVersion },
+    ];
+    await assert.rejects(
+      core.patchNamespacedConfigMap(
+        { namespace: ns, name: 'legacy-0', body: stale },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      ),
+      (err: { code?: number }) => err.code === 409,
+    );
+    await custom.deleteNamespacedCustomObject({ ...plural, namespace: ns, name: 'legacy' });
+    await waitFor(
+      () =>
+        core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' }).then(
+          () => false,
+          () => true,
+        ),
+      { message: 'garbage collection of legacy-0' },
+    );
+  });
+
   it('leaves a field another manager set alone when the reconcile does not set it', async () => {
     await core.patchNamespacedConfigMap(
       { namespace: ns, name: 'w-0', body: { data: { theirs: 'kept' } } },
