@@ -40,6 +40,12 @@ export interface MetadataInformerOptions {
   logger: Logger;
   /** Receives every change of the cache, in order. Objects are metadata only. Must not throw. */
   onEvent(event: WatchEvent): void;
+  /**
+   * Lists and watches whole objects and hands each one here before it is cut down to metadata
+   * (the cache and the events stay metadata only); called before the event the object causes.
+   * For the spec indexes (relay/spec-index.ts). Synchronous; must not throw.
+   */
+  onObject?(object: KubernetesObject): void;
   /** Called before each restart, with the error that ended the previous run. */
   onRestart?(err: unknown): void;
   /** Restart backoff; default 500 ms doubling up to 30 s, 20 % jitter. */
@@ -264,6 +270,7 @@ export class MetadataInformer {
         collectionPath(resource, namespace),
         new MetadataWatch(kubeConfig, resource, {
           silenceTimeoutMs: this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS,
+          ...(this.#options.onObject ? { onObject: (o: KubernetesObject) => this.#object(o) } : {}),
           onWholeObject: (kind) => {
             if (this.#warnedWholeObjects) return;
             this.#warnedWholeObjects = true;
@@ -295,7 +302,11 @@ export class MetadataInformer {
           },
         }),
         async () => {
-          const list = await listMetadata(kubeConfig, resource, { namespace, labelSelector });
+          const list = await listMetadata(kubeConfig, resource, {
+            namespace,
+            labelSelector,
+            ...(this.#options.onObject ? { onObject: (o: KubernetesObject) => this.#object(o) } : {}),
+          });
           if (this.#current !== informer) throw new Error('informer stopped');
           this.#replace(list.items);
           this.#setSynced();
@@ -322,6 +333,14 @@ export class MetadataInformer {
       this.#endRun = end;
       informer.start().catch((err: unknown) => end(err));
     });
+  }
+
+  #object(object: KubernetesObject): void {
+    try {
+      this.#options.onObject?.(object);
+    } catch (err) {
+      this.#log.error({ err }, 'whole-object handler failed');
+    }
   }
 
   #emit(event: WatchEvent): void {

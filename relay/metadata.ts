@@ -93,7 +93,7 @@ export class MetadataWatch extends Watch {
    *   30 s inactivity timeout of a watch (see {@link MetadataWatchHooks.silenceTimeoutMs}).
    */
   constructor(kubeConfig: KubeConfig, resource: ResourceType, hooks: MetadataWatchHooks = {}) {
-    super(new AcceptKubeConfig(kubeConfig, METADATA_WATCH_ACCEPT));
+    super(new AcceptKubeConfig(kubeConfig, hooks.onObject ? 'application/json' : METADATA_WATCH_ACCEPT));
     this.#resource = resource;
     this.#hooks = hooks;
     // client-node 2.x declares it private but reads it on every watch (connect and inactivity timeout).
@@ -117,7 +117,13 @@ export class MetadataWatch extends Watch {
           callback(phase, apiObj);
           return;
         }
-        if (apiObj.kind !== 'PartialObjectMetadata') this.#hooks.onWholeObject?.(String(apiObj.kind));
+        if (this.#hooks.onObject)
+          this.#hooks.onObject({
+            apiVersion: groupVersion(this.#resource),
+            kind: this.#resource.kind,
+            ...apiObj,
+          });
+        else if (apiObj.kind !== 'PartialObjectMetadata') this.#hooks.onWholeObject?.(String(apiObj.kind));
         callback(phase, stripToMetadata(apiObj, this.#resource));
       },
       (err) => {
@@ -142,6 +148,12 @@ export interface MetadataWatchHooks {
   silenceTimeoutMs?: number;
   /** Called for each event whose object is not a `PartialObjectMetadata` (a server ignoring the metadata Accept header); it is stripped all the same. */
   onWholeObject?(kind: string): void;
+  /**
+   * Asks for whole objects instead of metadata, and is handed each one (with `apiVersion`/`kind`)
+   * before it is stripped to metadata like any other: for what must read the body (the spec
+   * indexes, relay/spec-index.ts) and keep only a projection of it. Synchronous, must not throw.
+   */
+  onObject?(object: KubernetesObject): void;
   /** Called for every event received, BOOKMARKs and ERRORs included. */
   onActivity?(): void;
   /** `true` once a watch stream is open (200); `false` with the error (or none: a clean close) when it ends. */
@@ -196,7 +208,13 @@ async function getJson(
 export async function listMetadata(
   kc: KubeConfig,
   r: ResourceType,
-  options: { namespace?: string; labelSelector?: string; pageSize?: number } = {},
+  options: {
+    namespace?: string;
+    labelSelector?: string;
+    pageSize?: number;
+    /** Lists whole objects and hands each to this before stripping it ({@link MetadataWatchHooks.onObject}). */
+    onObject?(object: KubernetesObject): void;
+  } = {},
 ): Promise<KubernetesListObject<KubernetesObject>> {
   const path = collectionPath(r, options.namespace);
   const items: KubernetesObject[] = [];
@@ -206,13 +224,17 @@ export async function listMetadata(
     const query: Record<string, string> = { limit: String(options.pageSize ?? LIST_PAGE_SIZE) };
     if (options.labelSelector) query.labelSelector = options.labelSelector;
     if (continueToken) query.continue = continueToken;
+    const whole = options.onObject;
     const page = (await getJson(
       kc,
       path,
       query,
-      METADATA_LIST_ACCEPT,
+      whole ? 'application/json' : METADATA_LIST_ACCEPT,
     )) as KubernetesListObject<KubernetesObject>;
-    if (page.kind !== 'PartialObjectMetadataList') {
+    // A LIST's items carry no apiVersion/kind (the list's do).
+    if (whole)
+      for (const item of page.items ?? []) whole({ apiVersion: groupVersion(r), kind: r.kind, ...item });
+    else if (page.kind !== 'PartialObjectMetadataList') {
       throw new Error(
         `GET ${path} answered ${String(page.kind)}, not PartialObjectMetadataList: the API server does not serve metadata-only lists`,
       );

@@ -85,6 +85,8 @@ export interface PipelineOptions {
     resource: Pick<ResourceType, 'group' | 'kind'>,
     key: Key,
   ): KubernetesObject | undefined;
+  /** The primaries of a controller whose spec index has a value ({@link MapContext.byIndex}). */
+  byIndex?(controller: string, index: string, value: string): Key[];
   logger: Logger;
   metrics?: RelayMetrics;
   timers?: Timers;
@@ -162,6 +164,7 @@ export class KeyPipeline {
       ctx = {
         primaryKeys: () => this.#options.primaryKeys(controller),
         get: (resource, key) => this.#options.lookup?.(controller, resource, key),
+        byIndex: (index, value) => this.#options.byIndex?.(controller, index, value) ?? [],
       };
       this.#contexts.set(controller, ctx);
     }
@@ -174,7 +177,7 @@ export class KeyPipeline {
    */
   keysFor(route: Route, event: WatchEvent): Key[] {
     const controller = route.controller.name;
-    if (route.primary && !primaryEventPasses(event)) {
+    if ((route.primary && !primaryEventPasses(event)) || !this.#passes(route, event)) {
       this.#options.metrics?.eventsFiltered.inc({ controller });
       return [];
     }
@@ -201,6 +204,20 @@ export class KeyPipeline {
       seen.set(keyString(k), { namespace: k.namespace, name: k.name });
     }
     return [...seen.values()];
+  }
+
+  /** The watch's own predicate (`Watch.predicate`); one that throws drops the event, logged. */
+  #passes(route: Route, event: WatchEvent): boolean {
+    if (!route.watch.predicate) return true;
+    try {
+      return route.watch.predicate(event);
+    } catch (err) {
+      this.#options.logger.error(
+        { err, controller: route.controller.name, resource: resourceName(route.watch.resource) },
+        'watch predicate threw: event dropped',
+      );
+      return false;
+    }
   }
 
   /** Routes one informer event to every watch it serves. */

@@ -4,7 +4,7 @@
  * message per key (docs/architecture.md "The flow", step 1). In-process API: `relay/main.ts` (the Deployment's
  * entry point), `npm start` and the tests all call {@link startRelay}.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../functions/contract/controller.ts';
 import type { Key } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
@@ -17,6 +17,7 @@ import { startHealthServer } from './health.ts';
 import { MetadataInformer } from './informer.ts';
 import { createRelayMetrics, type RelayMetrics } from './metrics.ts';
 import { type InformerPlan, KeyPipeline, planInformers } from './pipeline.ts';
+import { SpecIndexes } from './spec-index.ts';
 
 export { DEFAULT_COLLAPSE_MS, DEFAULT_PORT } from './config.ts';
 
@@ -117,6 +118,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   const informers = new Map<string, MetadataInformer>();
   const primaryOf = new Map<string, MetadataInformer>();
+  const indexes = new SpecIndexes(controllers, logger);
 
   const pipeline = new KeyPipeline({
     collapseMs,
@@ -136,6 +138,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       }
       return undefined;
     },
+    byIndex: (controller, index, value) => indexes.keys(controller, index, value),
     logger,
     metrics,
     retryBufferKeys: options.retryBufferKeys,
@@ -144,7 +147,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   metrics.trackPendingKeys(() => pipeline.pending);
 
-  const makeInformer = (plan: InformerPlan) =>
+  /** Controllers whose primary this plan watches and that declare spec indexes. */
+  const indexedBy = (plan: InformerPlan) =>
+    plan.routes.filter((r) => r.primary && indexes.has(r.controller.name)).map((r) => r.controller.name);
+  const makeInformer = (plan: InformerPlan, indexed = indexedBy(plan)) =>
     new MetadataInformer({
       kubeConfig: options.kubeConfig,
       resource: plan.resource,
@@ -158,9 +164,29 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       onActivity: () => metrics.watchLastEventTimestamp.set({ resource: plan.id }, Date.now() / 1000),
       onSilentWatch: () => metrics.watchSilenceRestarts.inc({ resource: plan.id }),
       onWatching: (watching) => metrics.informerWatching.set({ resource: plan.id }, watching ? 1 : 0),
+      ...(indexed.length > 0
+        ? {
+            // Whole objects, for the index functions only: a primary whose values changed is
+            // enqueued even when its event is one the primary predicate drops.
+            onObject: (object: KubernetesObject) => {
+              for (const controller of indexed)
+                if (indexes.update(controller, object))
+                  pipeline.enqueue(controller, {
+                    namespace: object.metadata?.namespace ?? '',
+                    name: object.metadata?.name ?? '',
+                  });
+            },
+          }
+        : {}),
       onEvent: (event) => {
         metrics.eventsReceived.inc({ resource: plan.id, type: event.type });
         pipeline.handle(plan.routes, event);
+        if (event.type === 'DELETED')
+          for (const controller of indexed)
+            indexes.remove(controller, {
+              namespace: event.object.metadata?.namespace ?? '',
+              name: event.object.metadata?.name ?? '',
+            });
       },
       onRestart: () => metrics.informerRestarts.inc({ resource: plan.id }),
     });

@@ -29,6 +29,7 @@ import { parseArgs } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Controller, ResourceType, Verb } from '../functions/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../functions/k8s/events.ts';
+import { parsePolicyRules } from '../functions/kit/rbac.ts';
 
 /** The repository root (this file lives in `scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
@@ -190,9 +191,9 @@ export function relayRules(controllers: readonly Controller[]): ClusterRule[] {
 export function functionsRules(controllers: readonly Controller[]): ClusterRule[] {
   const grants: Grant[] = [];
   for (const c of controllers) {
-    for (const rule of c.rbac) {
-      for (const resource of rule.resources)
-        grants.push({ group: rule.apiGroup, resource, verbs: rule.verbs });
+    for (const rule of parsePolicyRules(c.name, c.rbac)) {
+      for (const group of rule.apiGroups)
+        for (const resource of rule.resources) grants.push({ group, resource, verbs: rule.verbs });
     }
     grants.push({ group: c.primary.group, resource: c.primary.plural, verbs: ['list'] });
     for (const w of c.watches)
@@ -200,7 +201,8 @@ export function functionsRules(controllers: readonly Controller[]): ClusterRule[
   }
   if (controllers.length > 0) {
     for (const resource of EVENT_RECORDER_RULE.resources)
-      grants.push({ group: EVENT_RECORDER_RULE.apiGroup, resource, verbs: EVENT_RECORDER_RULE.verbs });
+      for (const group of EVENT_RECORDER_RULE.apiGroups)
+        grants.push({ group, resource, verbs: EVENT_RECORDER_RULE.verbs });
   }
   return mergeGrants(grants);
 }

@@ -8,8 +8,10 @@
  *   npm run new:controller -- icecream --group controller.nicoleh.io --version v1alpha1 --kind Icecream \
  *     --spec deploymentName:string!,replicas:integer --status availableReplicas:integer,nodeNames:string[]
  *
- * Fields are `name:type`, type one of `string`, `integer`, `number`, `boolean`, `string[]`; a
- * trailing `!` makes a spec field required. The command is `levelset new controller` (cli/commands/new.ts),
+ * Fields are `name:type[!]` separated by commas ({@link FIELDS_GRAMMAR}): a type is a scalar
+ * (`string`, `integer`, `number`, `boolean`), an array `T[]` or `[T]`, or an object
+ * `{name:type[!],…}`, nested at will (`sources:[{namespace:string!,name:string!}]`); a trailing `!`
+ * makes the field required (in the CRD's `required` and the zod schema). The command is `levelset new controller` (cli/commands/new.ts),
  * which `npm run new:controller` runs; it calls {@link scaffoldController}.
  */
 import { spawnSync } from 'node:child_process';
@@ -20,16 +22,9 @@ import { stringify } from 'yaml';
 import { z } from 'zod';
 import { controllerName, dns1123Subdomain } from '../functions/contract/names.ts';
 import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
+import { type Field, type FieldType, isScalar } from './scaffold-fields.ts';
 
-const FIELD_TYPES = ['string', 'integer', 'number', 'boolean', 'string[]'] as const;
-type FieldType = (typeof FIELD_TYPES)[number];
-
-/** One spec or status field. */
-export interface Field {
-  name: string;
-  type: FieldType;
-  required?: boolean;
-}
+export { FIELDS_GRAMMAR, type Field, type FieldType, parseFields } from './scaffold-fields.ts';
 
 /** What to scaffold. */
 export interface ScaffoldOptions {
@@ -63,22 +58,6 @@ const optionsSchema = z.object({
 });
 
 /**
- * Parses `a:string!,b:integer` into fields.
- * @throws {Error} for an unknown type or a malformed entry
- */
-export function parseFields(text: string | undefined): Field[] {
-  if (!text) return [];
-  return text.split(',').map((entry) => {
-    const m = /^([a-z][A-Za-z0-9]*):([a-z]+(?:\[\])?)(!?)$/.exec(entry.trim());
-    if (!m || !(FIELD_TYPES as readonly string[]).includes(m[2] ?? ''))
-      throw new Error(
-        `bad field "${entry}": expected name:type[!] with type one of ${FIELD_TYPES.join(', ')}`,
-      );
-    return { name: m[1] ?? '', type: m[2] as FieldType, required: m[3] === '!' };
-  });
-}
-
-/**
  * A printer column's name from a field name, as kubebuilder projects name them (words separated by
  * spaces, each capitalised: `deploymentName` → `Deployment Name`); kubectl prints it upper-cased.
  */
@@ -92,26 +71,54 @@ export const columnName = (field: string): string =>
 
 const camel = (kebab: string) => kebab.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-const zodOf: Record<FieldType, string> = {
-  string: 'z.string()',
-  integer: 'z.number().int()',
-  number: 'z.number()',
-  boolean: 'z.boolean()',
-  'string[]': 'z.array(z.string())',
-};
-const openApiOf = (t: FieldType): Record<string, unknown> =>
-  t === 'string[]' ? { type: 'array', items: { type: 'string' } } : { type: t };
-const exampleOf = (f: Field, name: string): unknown =>
-  ({ string: `example-${name}`, integer: 1, number: 1, boolean: true, 'string[]': [] })[f.type];
+/** The zod expression of `t`, as source text. */
+function zodOf(t: FieldType): string {
+  switch (t.type) {
+    case 'string':
+      return 'z.string()';
+    case 'integer':
+      return 'z.number().int()';
+    case 'number':
+      return 'z.number()';
+    case 'boolean':
+      return 'z.boolean()';
+    case 'array':
+      return `z.array(${zodOf(t.items)})`;
+    case 'object':
+      return `z.object({ ${zodFields(t.fields)} })`;
+  }
+}
+const zodFields = (fields: readonly Field[]) =>
+  fields.map((f) => `${f.name}: ${zodOf(f)}${f.required ? '' : '.optional()'},`).join('\n');
+
+/** The OpenAPI v3 schema (a CRD's structural schema) of `t`. */
+function openApiOf(t: FieldType): Record<string, unknown> {
+  if (t.type === 'array') return { type: 'array', items: openApiOf(t.items) };
+  if (t.type === 'object') {
+    const required = t.fields.filter((f) => f.required).map((f) => f.name);
+    return {
+      type: 'object',
+      properties: Object.fromEntries(t.fields.map((f) => [f.name, openApiOf(f)])),
+      ...(required.length ? { required } : {}),
+    };
+  }
+  return { type: t.type };
+}
+
+/** An example value of `t` (an object's required fields only; arrays empty). */
+function exampleOf(t: FieldType, name: string): unknown {
+  if (t.type === 'array') return [];
+  if (t.type === 'object')
+    return Object.fromEntries(t.fields.filter((f) => f.required).map((f) => [f.name, exampleOf(f, name)]));
+  return { string: `example-${name}`, integer: 1, number: 1, boolean: true }[t.type];
+}
 
 function apiTs(
   o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>,
   spec: Field[],
 ) {
   const id = camel(o.name);
-  const fields = spec
-    .map((f) => `  ${f.name}: ${zodOf[f.type]}${f.required ? '' : '.optional()'},`)
-    .join('\n');
+  const fields = zodFields(spec);
   return `/**
  * The ${o.kind} API (\`${o.group}/${o.version}\`), as \`crd.yaml\` serves it, and the zod schema of its
  * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
@@ -162,9 +169,9 @@ function crdYaml(
   spec: Field[],
   status: Field[],
 ) {
-  const properties = (fields: Field[]) => Object.fromEntries(fields.map((f) => [f.name, openApiOf(f.type)]));
+  const properties = (fields: Field[]) => Object.fromEntries(fields.map((f) => [f.name, openApiOf(f)]));
   const required = spec.filter((f) => f.required).map((f) => f.name);
-  const scalar = (f: Field) => f.type !== 'string[]';
+  const scalar = isScalar;
   const crd = {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',

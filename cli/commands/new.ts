@@ -3,6 +3,7 @@
  * as `npm run new:controller`): its folder, CRD, registry line, a test, and regenerated manifests.
  */
 import type { CommandModule } from 'yargs';
+import { FIELDS_GRAMMAR } from '../../scripts/scaffold-fields.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
 interface NewControllerArgs {
@@ -32,9 +33,9 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
       .option('plural', { type: 'string', describe: 'resource name (default: lower-case kind + s)' })
       .option('spec', {
         type: 'string',
-        describe: 'spec fields: name:type[!],… (string, integer, number, boolean, string[]; ! = required)',
+        describe: `spec fields: ${FIELDS_GRAMMAR}`,
       })
-      .option('status', { type: 'string', describe: 'status fields: name:type,…' })
+      .option('status', { type: 'string', describe: 'status fields: the same grammar as --spec' })
       .option('root', { type: 'string', describe: 'repository to write into (default: this one)' }),
   handler: async (argv) => {
     const { parseFields, scaffoldController } = await import('../../scripts/new-controller.ts');

@@ -17,14 +17,16 @@ export function ownedKinds(c: Controller): string[] {
   const creatable = (r: ResourceType) =>
     c.rbac.some(
       (rule) =>
-        rule.apiGroup === r.group && rule.resources.includes(r.plural) && rule.verbs.includes('create'),
+        rule.apiGroups.includes(r.group) &&
+        rule.resources.includes(r.plural) &&
+        rule.verbs.includes('create'),
     );
   const kinds = c.watches.map((w) => w.resource).filter((r) => creatable(r));
   return [...new Set(kinds.map((r) => r.kind))];
 }
 
 function describeRule(rule: PolicyRule): string {
-  return `${rule.apiGroup || 'core'} ${rule.resources.join(',')}: ${rule.verbs.join(',')}`;
+  return `${rule.apiGroups.map((g) => g || 'core').join(',')} ${rule.resources.join(',')}: ${rule.verbs.join(',')}`;
 }
 
 function describeWatch(w: Controller['watches'][number]): string {

@@ -34,6 +34,12 @@ export interface MapContext {
    * Optional: absent where no cache exists.
    */
   get?(resource: Pick<ResourceType, 'group' | 'kind'>, key: Key): KubernetesObject | undefined;
+  /**
+   * The primaries whose index `index` (one of the controller's {@link Controller.indexes}) has
+   * `value`, from the relay's spec indexes (controller-runtime's field indexer). Optional: absent
+   * where no index is kept.
+   */
+  byIndex?(index: string, value: string): Key[];
 }
 
 /**
@@ -46,6 +52,11 @@ export interface Watch {
   namespace?: string;
   /** Kubernetes label selector applied server-side (e.g. `levelset.dev/replica-of`). */
   labelSelector?: string;
+  /**
+   * Drops events before the map (controller-runtime's `WithPredicates`): `false` enqueues nothing.
+   * Pure and cheap, like the map; counted in the relay's filtered events.
+   */
+  predicate?(event: WatchEvent): boolean;
   /** Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. */
   map(event: WatchEvent, ctx: MapContext): Key[];
 }
@@ -53,9 +64,12 @@ export interface Watch {
 /** A Kubernetes API verb, as RBAC spells it. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 
-/** One RBAC rule a controller's reconcile needs (Kubernetes RBAC PolicyRule, one group). */
+/**
+ * One RBAC rule a controller's reconcile needs, in Kubernetes' own shape (rbac.authorization.k8s.io/v1
+ * `PolicyRule`; `""` is the core group). Validated by `parsePolicyRules` (functions/kit/rbac.ts).
+ */
 export interface PolicyRule {
-  apiGroup: string;
+  apiGroups: string[];
   resources: string[];
   verbs: Verb[];
 }
@@ -127,6 +141,12 @@ export interface Controller {
    * through a controller reference); set by the kit's `defineController`, shown by the command line.
    */
   owns?: ResourceType[];
+  /**
+   * Spec indexes over the primary: name → a function of the whole primary object returning its
+   * values (e.g. the `namespace/name` of every ConfigMap it lists). The relay keeps only the values
+   * (relay/spec-index.ts) and answers {@link MapContext.byIndex}. Pure, cheap, never throwing.
+   */
+  indexes?: Record<string, (object: KubernetesObject) => string[]>;
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
   /**

@@ -5,6 +5,7 @@
  */
 
 import type { Controller } from '../contract/controller.ts';
+import { configmapBundleController } from './configmap-bundle/index.ts';
 import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
 import { icecreamController } from './icecream/index.ts';
@@ -15,6 +16,7 @@ export const controllers: readonly Controller[] = [
   fooController, // kubernetes/sample-controller's Foo
   customclusterController, // the Customcluster tutorial
   icecreamController, // Icecream (controller.nicoleh.io/v1alpha1)
+  configmapBundleController, // ConfigMapBundle (examples.levelset.dev/v1alpha1)
 ];
 
 /** The registered controller called `name`, or `undefined`. */

@@ -36,7 +36,7 @@ import { apiStatusOf } from './errors.ts';
  * instance wrote) and `patch` (count a repeat) on core `events`. Controllers list it in their `rbac`.
  */
 export const EVENT_RECORDER_RULE: PolicyRule = {
-  apiGroup: '',
+  apiGroups: [''],
   resources: ['events'],
   verbs: ['create', 'get', 'patch'],
 };

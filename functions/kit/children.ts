@@ -6,14 +6,19 @@
  * reference that are no longer desired ("apply is easy, prune is hard": found, never guessed).
  *
  * Cost: one LIST by label per owned type (made before the reconcile, which reads it), and no write
- * when every desired child is already a subset of its live object ({@link isSubset}).
+ * when every desired child is converged: its values are live ({@link isSubset}) and Levelset's
+ * field manager owns exactly its fields ({@link ownsExactly}). A created child costs a POST and a
+ * PATCH of its managedFields; a changed one an apply (after the same PATCH once, for a child a create
+ * or an older Levelset left with an `Update` entry).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
+import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { isConflict, TerminalError } from '../k8s/errors.ts';
 import { apiVersionOf } from '../k8s/list.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 import type { ResourceClient } from './client.ts';
+import { ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
 export const CONTROLLER_LABEL = 'levelset.dev/controller';
@@ -74,12 +79,12 @@ export function childLabels(controller: string, type: OwnedType, owner: Owner): 
 /**
  * Whether `desired` is a subset of `live`: every member `desired` sets has the same value in `live`
  * (objects member by member, arrays element by element with equal length, scalars equal). Members
- * `desired` leaves out (server defaults, other managers' fields) are ignored. This is the kit's
- * no-op rule: whether an apply would change an object after defaulting is not knowable client-side,
- * so what the controller sets is compared, nothing else. Consequences: a field the controller stops
- * setting is not removed from the live object (set it explicitly instead), and a value the API server
- * normalises (a quantity `500m` stored as `0.5`) must be written in its normal form or it is
- * re-applied on every reconcile (harmless, but not a no-op).
+ * `desired` leaves out (server defaults, other managers' fields) are ignored. Half of the kit's
+ * no-op rule (the other half: {@link ownsExactly}, so that a field the controller stops setting is
+ * applied away): whether an apply would change an object's values after defaulting is not knowable
+ * client-side, so what the controller sets is compared. A value the API server normalises (a
+ * quantity `500m` stored as `0.5`) must be written in its normal form or it is re-applied on every
+ * reconcile (harmless, but not a no-op).
  */
 export function isSubset(desired: unknown, live: unknown): boolean {
   if (desired === undefined) return true;
@@ -117,10 +122,14 @@ export interface ChildrenInput {
 
 /**
  * Converges `owner`'s children to `desired`: each desired child missing from its listing is created
- * (POST: atomic, so an object that appeared meanwhile under that name is never adopted), each listed
- * one that differs ({@link isSubset}) is server-side applied (conditional on the listed
- * `resourceVersion`: a 409 retries the reconcile from a fresh read), and every listed child
- * controlled by `owner` that is not desired is deleted with a UID precondition.
+ * (POST: atomic, so an object that appeared meanwhile under that name is never adopted) and the
+ * fields it set are then made the `Apply` fields of Levelset's manager (a JSON patch of
+ * `managedFields`, client-go's `csaupgrade`; a create records an `Update` entry, whose fields an
+ * apply would never remove); each listed one whose values differ ({@link isSubset}) or whose fields
+ * Levelset's manager owns differ from the desired ones ({@link ownsExactly}) is server-side applied
+ * (conditional on the listed `resourceVersion`: a 409 retries the reconcile from a fresh read), so
+ * that a field the reconcile stopped setting is removed; and every listed child controlled by
+ * `owner` that is not desired is deleted with a UID precondition.
  * @returns the changes made (`[]`: nothing written)
  * @throws {TerminalError} `ErrResourceExists` when a desired child's name is taken by an object
  *   `owner` does not control (nothing is written to it); {@link Error} when a desired child's type is
@@ -150,22 +159,28 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       },
     };
     const label = `${child.kind} ${name}`;
+    const namespace = owner.metadata.namespace;
     let live = entry.listed.find((o) => o.metadata?.name === name);
     if (!live) {
       try {
-        await client.create(resource, body);
+        const created = await client.create(resource, body);
+        // What the create set is what this body sets: the rest of its Update entry is server defaults.
+        const upgrade = upgradeManagedFieldsPatch(created, FIELD_MANAGER, body);
+        if (upgrade) await client.patch(resource, namespace, name, upgrade, 'json');
         changes.push(`created ${label}`);
         continue;
       } catch (err) {
         if (!isConflict(err)) throw err;
         // AlreadyExists: someone's object, or ours without our labels (e.g. made before the kit).
-        live = await client.get(resource, owner.metadata.namespace, name);
+        live = await client.get(resource, namespace, name);
       }
     }
     if (!isControlledBy(live, owner))
       throw new TerminalError(ERR_RESOURCE_EXISTS, messageResourceExists(name, owner.kind));
     const { ownerReferences: _, ...metadata } = body.metadata ?? {};
-    if (isSubset({ ...body, metadata }, live)) continue;
+    if (isSubset({ ...body, metadata }, live) && ownsExactly(live, FIELD_MANAGER, body)) continue;
+    const upgrade = upgradeManagedFieldsPatch(live, FIELD_MANAGER);
+    if (upgrade) live = await client.patch(resource, namespace, name, upgrade, 'json');
     await client.apply(resource, {
       ...body,
       metadata: { ...body.metadata, resourceVersion: live.metadata?.resourceVersion },

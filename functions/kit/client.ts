@@ -102,6 +102,18 @@ export interface ResourceClient {
    *   under that name now (409)
    */
   delete(resource: ResourceType, object: KubernetesObject): Promise<boolean>;
+  /**
+   * PATCH `name` with `patch` (a JSON patch, RFC 6902, or a JSON merge patch, RFC 7386), field
+   * manager {@link FIELD_MANAGER}.
+   * @returns the object as written
+   */
+  patch(
+    resource: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    type: 'json' | 'merge',
+  ): Promise<KubernetesObject>;
   /** Merge-patches `status` through the `status` subresource, field manager {@link FIELD_MANAGER}. */
   patchStatus(
     resource: ResourceType,
@@ -156,6 +168,13 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
         if (status === 404 || status === 409) return false;
         throw err;
       }
+    },
+    async patch(resource, namespace, name, patch, type) {
+      return (await request(HttpMethod.PATCH, resourcePath(resource, namespace, name), {
+        query: { fieldManager: FIELD_MANAGER },
+        body: patch,
+        contentType: type === 'json' ? 'application/json-patch+json' : 'application/merge-patch+json',
+      })) as KubernetesObject;
     },
     async patchStatus(resource, namespace, name, status) {
       await request(HttpMethod.PATCH, resourcePath(resource, namespace, name, 'status'), {

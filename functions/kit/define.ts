@@ -21,13 +21,16 @@ import type {
   ResourceType,
   Result,
   Verb,
+  WatchEvent,
 } from '../contract/controller.ts';
 import type { Key } from '../contract/key.ts';
 import { TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
 import type { OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
+import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+import { parsePolicyRules } from './rbac.ts';
 import {
   applyChildren,
   type Desired,
@@ -50,6 +53,8 @@ export interface SecondaryWatch {
   map?: MapFunction;
   labelSelector?: string;
   namespace?: string;
+  /** Drops the events it returns `false` for before the map (controller-runtime's `WithPredicates`). */
+  predicate?: (event: WatchEvent) => boolean;
 }
 
 /** A controller's declaration. */
@@ -64,7 +69,15 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
   owns?: (ResourceType | OwnedType)[];
   /** Secondary resources: watched and listable; events mapped through controller references by default. */
   watches?: (ResourceType | SecondaryWatch)[];
-  /** Extra RBAC rules for what the reconcile does besides the above. */
+  /**
+   * Spec indexes over the primary, for watches that map with `mapByIndex` (functions/kit/index-spec.ts):
+   * name → the values of an object, e.g. the `namespace/name` of every ConfigMap its spec lists.
+   */
+  indexes?: Record<string, IndexFunction<z.infer<Schema>>>;
+  /**
+   * Extra RBAC rules for what the reconcile does besides the above, as Kubernetes spells them
+   * (`{apiGroups: [''], resources: ['secrets'], verbs: ['get']}`); a wrong shape throws here.
+   */
   rbac?: PolicyRule[];
   /** Message of the Normal `Synced` Event recorded when a reconcile wrote something; default `<Kind> synced successfully`; `false`: none. */
   synced?: string | false;
@@ -95,7 +108,7 @@ export function deriveRbac(
   const rules = new Map<string, PolicyRule>();
   const grant = (apiGroup: string, resource: string, verbs: readonly Verb[]) => {
     const id = `${apiGroup}/${resource}`;
-    const rule = rules.get(id) ?? { apiGroup, resources: [resource], verbs: [] };
+    const rule = rules.get(id) ?? { apiGroups: [apiGroup], resources: [resource], verbs: [] };
     for (const v of verbs) if (!rule.verbs.includes(v)) rule.verbs.push(v);
     rules.set(id, rule);
   };
@@ -104,8 +117,8 @@ export function deriveRbac(
   for (const o of owns)
     grant(o.resource.group, o.resource.plural, ['get', 'list', 'create', 'patch', 'delete']);
   for (const w of watches) grant(w.resource.group, w.resource.plural, ['list']);
-  grant(EVENT_RECORDER_RULE.apiGroup, 'events', EVENT_RECORDER_RULE.verbs);
-  for (const r of extra) for (const res of r.resources) grant(r.apiGroup, res, r.verbs);
+  for (const g of EVENT_RECORDER_RULE.apiGroups) grant(g, 'events', EVENT_RECORDER_RULE.verbs);
+  for (const r of extra) for (const g of r.apiGroups) for (const res of r.resources) grant(g, res, r.verbs);
   return [...rules.values()];
 }
 
@@ -119,7 +132,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
-  const declared = [...owns.map((o) => o.resource), ...watches.map((w) => w.resource)];
+  const rbac = deriveRbac(def.primary, owns, watches, parsePolicyRules(def.name, def.rbac ?? []));
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
 
   async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
@@ -139,7 +152,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         object,
         spec: valid.spec,
         listings,
-        declared,
+        rbac,
         client,
       });
       const desired = (await def.reconcile(input)) ?? {};
@@ -169,10 +182,12 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         resource: w.resource,
         ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
         ...(w.namespace ? { namespace: w.namespace } : {}),
+        ...(w.predicate ? { predicate: w.predicate } : {}),
         map: w.map ?? toPrimary,
       })),
     ],
-    rbac: deriveRbac(def.primary, owns, watches, def.rbac),
+    rbac,
+    ...(def.indexes ? { indexes: compileIndexes(def.spec, def.indexes) } : {}),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

@@ -6,7 +6,9 @@
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
- * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
+ * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
+ *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
+ * - Reads checked against the RBAC: `get`/`list` in any namespace, `patchMetadata` ({@link Reads}).
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type {
@@ -56,7 +58,14 @@ export {
 export { type ResourceClient, resourceClient } from './client.ts';
 export { forEachLimit } from './concurrency.ts';
 export { type ControllerDefinition, defineController, deriveRbac, type SecondaryWatch } from './define.ts';
+export {
+  type IndexFunction,
+  type IndexInput,
+  mapByIndex,
+  namespacedName,
+} from './index-spec.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
   configmaps,

@@ -13,7 +13,7 @@
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { z } from 'zod';
-import type { EventRecorder, ResourceType, Result } from '../contract/controller.ts';
+import type { EventRecorder, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
 import { type Key, keyString } from '../contract/key.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
 import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
@@ -30,6 +30,7 @@ import {
   selectorOf,
 } from './children.ts';
 import type { ResourceClient } from './client.ts';
+import { type Reads, readsFor } from './reads.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
 export const READY = 'Ready';
@@ -77,10 +78,14 @@ export interface ReconcileInput<Spec> {
   /** The live children, of each owned type, that this object controls (listed before the reconcile). */
   owned(resource: ResourceType): KubernetesObject[];
   /**
-   * LISTs a resource the controller declares (owned or watched) in the object's namespace: one request.
-   * @throws {Error} for a resource not declared (its RBAC would be missing)
+   * LISTs a resource in the object's namespace (or `namespace`, or `allNamespaces`): one request.
+   * @throws {Error} when the controller's RBAC does not grant `list` on it (functions/kit/reads.ts)
    */
-  list(resource: ResourceType, options?: { labelSelector?: string }): Promise<KubernetesObject[]>;
+  list: Reads['list'];
+  /** GETs an object, in the object's namespace or `namespace`; `undefined` when absent. Needs `get` in the RBAC. */
+  get: Reads['get'];
+  /** Merge-patches the labels/annotations of an object the controller does not own. Needs `patch` in the RBAC. */
+  patchMetadata: Reads['patchMetadata'];
   /** Logger labelled with controller and key. */
   log: Logger;
   events: EventRecorder;
@@ -173,7 +178,8 @@ export async function listChildren(
 
 /**
  * Step 4: what the controller's reconcile is given: the object, its parsed spec, the children it
- * controls of each owned type, and a `list` of the resources it declares (`declared`).
+ * controls of each owned type, and reads (`list`, `get`, `patchMetadata`) checked against its RBAC
+ * (`rbac`, reads.ts).
  */
 export function reconcileInput<Spec>(args: {
   controller: string;
@@ -181,13 +187,13 @@ export function reconcileInput<Spec>(args: {
   object: PrimaryObject;
   spec: Spec;
   listings: readonly ChildListing[];
-  declared: readonly ResourceType[];
+  rbac: readonly PolicyRule[];
   client: ResourceClient;
   log: Logger;
   events: EventRecorder;
   kubeConfig: KubeConfig;
 }): ReconcileInput<Spec> {
-  const { controller, key, object, listings, declared, client } = args;
+  const { controller, key, object, listings, rbac, client } = args;
   return {
     key,
     object,
@@ -196,11 +202,7 @@ export function reconcileInput<Spec>(args: {
       (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
         isControlledBy(o, object),
       ),
-    list: (resource, options = {}) => {
-      if (!declared.some((r) => sameResource(r, resource)))
-        throw new Error(`${controller}: ${resource.plural} is not declared in owns or watches`);
-      return client.list(resource, key.namespace, options.labelSelector);
-    },
+    ...readsFor(controller, rbac, client, key.namespace),
     log: args.log,
     events: args.events,
     kubeConfig: args.kubeConfig,

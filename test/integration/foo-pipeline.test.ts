@@ -245,6 +245,36 @@ const suite = (mode: StackMode) => () => {
     assert.equal(ready(await getFoo('example-foo'))?.status, 'False');
   });
 
+  it('removes the replicas a Foo stops setting from its Deployment, and a converged Foo writes nothing to it', async () => {
+    await custom.patchNamespacedCustomObject(
+      { group, version, plural, namespace: ns, name: 'example-foo', body: { spec: { replicas: null } } },
+      mergePatch,
+    );
+    // Applied away, the field is the API server's again: defaulted to 1 (it stayed at 3 while the
+    // kit compared only the values it sets).
+    await waitFor(
+      async () =>
+        (await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' })).spec?.replicas === 1,
+      { message: 'the Deployment back to the default of 1 replica' },
+    );
+    await settled();
+    const deliveredBefore = deliveries('example-foo').length;
+    // A Deployment event (its status) → a reconcile of a converged Foo: its status changes, not
+    // its Deployment.
+    const written = await setAvailable('example-foo', 1);
+    await waitFor(async () => ready(await getFoo('example-foo'))?.status === 'True', {
+      message: 'the reconcile after the status change',
+    });
+    await settled();
+    assert.ok(deliveries('example-foo').length > deliveredBefore, 'reconciled');
+    const deployment = await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' });
+    assert.equal(
+      deployment.metadata?.resourceVersion,
+      written.metadata?.resourceVersion,
+      'no write to the converged Deployment',
+    );
+  });
+
   it('reports a Deployment it does not control with ErrResourceExists, once, and touches nothing', async () => {
     const theirs = await apps.createNamespacedDeployment({
       namespace: ns,

@@ -119,7 +119,7 @@ describe('foo reconcile on an API server', () => {
     const created = await reconcile('example-foo');
     assert.deepEqual(
       created.map((r) => r.split(' ')[0]),
-      ['GET', 'GET', 'POST', 'PATCH', 'POST'],
+      ['GET', 'GET', 'POST', 'PATCH', 'PATCH', 'POST'],
       `create path requests: ${created.join(', ')}`,
     );
 

@@ -58,7 +58,7 @@ describe('icecream reconcile on an API server', () => {
     const run = await reconcile();
     assert.deepEqual(
       methods(run.requests),
-      ['GET', 'GET', 'GET', 'POST', 'PATCH', 'POST'],
+      ['GET', 'GET', 'GET', 'POST', 'PATCH', 'PATCH', 'POST'],
       run.requests.join(', '),
     );
     const icecream = await getIcecream();

@@ -21,6 +21,7 @@ import {
   configmaps,
   customResource,
   defineController,
+  FIELD_MANAGER,
   findCondition,
   isControlledBy,
   OWNER_LABEL,
@@ -38,7 +39,7 @@ const widgetController = defineController({
   name: 'kit-test',
   primary: widgets,
   // Stricter than the CRD (which allows any count): what a zod schema adds.
-  spec: z.object({ count: z.number().int().max(5), value: z.string() }),
+  spec: z.object({ count: z.number().int().max(5), value: z.string(), extra: z.string().optional() }),
   owns: [configmaps],
   reconcile({ object, spec, owned }) {
     const have = owned(configmaps).length;
@@ -47,7 +48,7 @@ const widgetController = defineController({
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: `${object.metadata.name}-${i}` },
-        data: { value: spec.value },
+        data: { value: spec.value, ...(spec.extra !== undefined ? { extra: spec.extra } : {}) },
       })),
       status: { value: spec.value },
       ready: { status: have === spec.count, reason: 'Counted', message: `${have} of ${spec.count}` },
@@ -75,7 +76,11 @@ const crd = {
             properties: {
               spec: {
                 type: 'object',
-                properties: { count: { type: 'integer' }, value: { type: 'string' } },
+                properties: {
+                  count: { type: 'integer' },
+                  value: { type: 'string' },
+                  extra: { type: 'string' },
+                },
               },
               status: {
                 type: 'object',
@@ -141,13 +146,13 @@ describe('kit: children, status, invalid specs, request counts', () => {
   });
   after(() => cluster?.stop());
 
-  it('creates the children with a controller reference and the kit labels: GET, LIST, a POST each, status, Event', async () => {
+  it('creates the children with a controller reference and the kit labels: GET, LIST, a POST and a managedFields PATCH each, status, Event', async () => {
     await createWidget('w', { count: 2, value: 'a' });
     const run = await reconcile('w');
     assert.equal(run.error, undefined);
     assert.deepEqual(
       methods(run.requests),
-      ['GET', 'GET', 'POST', 'POST', 'PATCH', 'POST'],
+      ['GET', 'GET', 'POST', 'PATCH', 'POST', 'PATCH', 'PATCH', 'POST'],
       run.requests.join(', '),
     );
     const widget = await getWidget('w');
@@ -155,6 +160,12 @@ describe('kit: children, status, invalid specs, request counts', () => {
     assert.deepEqual(children.map((c) => c.metadata?.name).sort(), ['w-0', 'w-1']);
     for (const c of children) {
       assert.ok(isControlledBy(c, widget), `${c.metadata?.name} controlled by the Widget`);
+      const mine = (c.metadata?.managedFields ?? []).filter((m) => m.manager === FIELD_MANAGER);
+      assert.deepEqual(
+        mine.map((m) => m.operation),
+        ['Apply'],
+        'what the create set is applied configuration (an Update entry would never be pruned)',
+      );
       assert.equal(c.metadata?.labels?.[CONTROLLER_LABEL], 'kit-test');
       assert.equal(c.metadata?.labels?.[OWNER_LABEL], widget.metadata.uid);
       assert.deepEqual(c.data, { value: 'a' });
@@ -202,6 +213,103 @@ describe('kit: children, status, invalid specs, request counts', () => {
     const changed = await reconcile('w');
     assert.deepEqual(methods(changed.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'PATCH']);
     for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' });
+  });
+
+  it('removes a field the reconcile stops setting from the child (server-side apply), then writes nothing again', async () => {
+    await patchSpec('w', { extra: 'x' });
+    await reconcile('w');
+    for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b', extra: 'x' });
+    await patchSpec('w', { extra: null });
+    const dropped = await reconcile('w');
+    assert.deepEqual(methods(dropped.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'PATCH']);
+    for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' }, 'extra is gone');
+    const again = await reconcile('w');
+    assert.deepEqual(methods(again.requests), ['GET', 'GET'], 'converged: no write');
+  });
+
+  it('a child an older kit created (an Update entry of levelset) is folded into applied fields once, then its dropped fields go', async () => {
+    await createWidget('legacy', { count: 1, value: 'v', extra: 'e' });
+    const widget = await getWidget('legacy');
+    // What the kit did before: a POST with fieldManager=levelset, nothing else.
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      fieldManager: FIELD_MANAGER,
+      body: {
+        metadata: {
+          name: 'legacy-0',
+          labels: { [CONTROLLER_LABEL]: 'kit-test', [OWNER_LABEL]: widget.metadata.uid },
+          ownerReferences: [
+            {
+              apiVersion: `${GROUP}/v1`,
+              kind: 'Widget',
+              name: 'legacy',
+              uid: widget.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        data: { value: 'v', extra: 'e' },
+      },
+    });
+    const upgraded = await reconcile('legacy');
+    assert.deepEqual(
+      upgraded.requests.filter((r) => r.includes('/configmaps/legacy-0')).map((r) => r.split(' ')[0]),
+      ['PATCH', 'PATCH'],
+      'the managedFields patch, then the apply',
+    );
+    const child = await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' });
+    assert.deepEqual(
+      child.metadata?.managedFields?.filter((m) => m.manager === FIELD_MANAGER).map((m) => m.operation),
+      ['Apply'],
+    );
+    assert.deepEqual(methods((await reconcile('legacy')).requests), ['GET', 'GET'], 'converged');
+    await patchSpec('legacy', { extra: null });
+    await reconcile('legacy');
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' })).data, {
+      value: 'v',
+    });
+  });
+
+  it('a managedFields patch from a stale read answers 409 Conflict (nothing overwritten)', async () => {
+    const child = await core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' });
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'legacy-0', body: { metadata: { annotations: { touched: 'yes' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const stale = [
+      { op: 'replace', path: '/metadata/managedFields', value: [{}] },
+      { op: 'replace', path: '/metadata/resourceVersion', value: child.metadata?.resourceVersion },
+    ];
+    await assert.rejects(
+      core.patchNamespacedConfigMap(
+        { namespace: ns, name: 'legacy-0', body: stale },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      ),
+      (err: { code?: number }) => err.code === 409,
+    );
+    await custom.deleteNamespacedCustomObject({ ...plural, namespace: ns, name: 'legacy' });
+    await waitFor(
+      () =>
+        core.readNamespacedConfigMap({ namespace: ns, name: 'legacy-0' }).then(
+          () => false,
+          () => true,
+        ),
+      { message: 'garbage collection of legacy-0' },
+    );
+  });
+
+  it('leaves a field another manager set alone when the reconcile does not set it', async () => {
+    await core.patchNamespacedConfigMap(
+      { namespace: ns, name: 'w-0', body: { data: { theirs: 'kept' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const run = await reconcile('w');
+    assert.deepEqual(methods(run.requests), ['GET', 'GET'], 'not ours: no apply');
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: ns, name: 'w-0' })).data, {
+      value: 'b',
+      theirs: 'kept',
+    });
   });
 
   it('prunes the children no longer desired (DELETE with a UID precondition), and only those', async () => {

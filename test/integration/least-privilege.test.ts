@@ -88,10 +88,10 @@ describe('least privilege of the relay and the functions', () => {
     );
   });
 
-  it('refuses the functions a read of what they never need (configmaps) with 403', async () => {
+  it('refuses the functions a read of what they never need (serviceaccounts) with 403', async () => {
     const core = ids.functions.kubeConfig.makeApiClient(CoreV1Api);
     await assert.rejects(
-      core.listNamespacedConfigMap({ namespace: 'default' }),
+      core.listNamespacedServiceAccount({ namespace: 'default' }),
       (err: unknown) => err instanceof ApiException && err.code === 403,
     );
   });

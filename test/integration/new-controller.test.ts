@@ -62,7 +62,9 @@ describe('scaffold: npm run new:controller', () => {
       group: 'probe.levelset.dev',
       version: 'v1beta1',
       kind: 'ScaffoldProbe',
-      spec: parseFields('size:integer!,label:string,tags:string[],deploymentName:string'),
+      spec: parseFields(
+        'size:integer!,label:string,tags:string[],deploymentName:string,sources:[{namespace:string!,name:string!}],limits:{cpu:string,sizes:integer[]}',
+      ),
       status: parseFields('availableReplicas:integer'),
     });
   });
@@ -106,6 +108,50 @@ describe('scaffold: npm run new:controller', () => {
     );
     const rbac = readFileSync(join(root, 'deploy/rbac.yaml'), 'utf8');
     assert.match(rbac, /scaffoldprobes\/status/, 'the functions may write its status');
+  });
+
+  it('writes arrays and nested objects into the CRD schema and the zod schema', async () => {
+    const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8'));
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+    assert.deepEqual(spec.required, ['size']);
+    assert.deepEqual(spec.properties.sources, {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { namespace: { type: 'string' }, name: { type: 'string' } },
+        required: ['namespace', 'name'],
+      },
+    });
+    assert.deepEqual(spec.properties.limits, {
+      type: 'object',
+      properties: { cpu: { type: 'string' }, sizes: { type: 'array', items: { type: 'integer' } } },
+    });
+    const columns = crd.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
+    assert.deepEqual(
+      columns,
+      ['Size', 'Label', 'Deployment Name', 'Available Replicas', 'Ready', 'Age'],
+      'printer columns for scalars only',
+    );
+    const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
+    const schema = api.scaffoldProbeSpecSchema;
+    assert.ok(
+      schema.safeParse({ size: 1, sources: [{ namespace: 'a', name: 'b' }], limits: { sizes: [1] } }).success,
+    );
+    assert.ok(!schema.safeParse({ size: 1, sources: [{ namespace: 'a' }] }).success, 'name is required');
+    assert.ok(!schema.safeParse({ size: 1, limits: { sizes: ['x'] } }).success, 'integers');
+  });
+
+  it('levelset new controller --help prints the field grammar', async () => {
+    const { stdout } = await exec(process.execPath, [
+      join(REPO, 'cli/levelset.ts'),
+      'new',
+      'controller',
+      '--help',
+    ]);
+    assert.match(
+      stdout.replace(/\s+/g, ' '),
+      /T\[\] or \[T\] \(an array of T\), or \{name:type\[!\],…\} \(an object\)/,
+    );
   });
 
   it('passes Biome and the typechecker as generated', async () => {
@@ -153,7 +199,12 @@ describe('scaffold: npm run new:controller', () => {
       scaffoldController({ root, name: 'Bad_Name', group: 'probe.levelset.dev', version: 'v1', kind: 'X' }),
       /kebab-case/,
     );
-    assert.throws(() => parseFields('size:int'), /bad field/);
+    assert.throws(
+      () => parseFields('size:int'),
+      /^Error: bad field at column 6 of "size:int": expected a type/,
+    );
+    assert.throws(() => parseFields('a:{b:string'), /column 12 .*"," or "\}" closing the object/);
+    assert.throws(() => parseFields('a:[string!]'), /"\]" closing the array/);
   });
 
   it('levelset new controller: the same scaffold from the command line; a refusal is one line, exit 2', async () => {
@@ -213,5 +264,34 @@ describe('the Icecream controller is the scaffold plus its reconcile', () => {
       icecreamLines(join(REPO, 'functions/controllers/index.ts')),
       'the registry lines',
     );
+  });
+});
+
+describe('the ConfigMapBundle example is the scaffold plus its reconcile', () => {
+  it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
+    const root = copyOfRepo(['biome.json']);
+    mkdirSync(join(root, 'functions/controllers'), { recursive: true });
+    const registry = readFileSync(join(REPO, 'functions/controllers/index.ts'), 'utf8');
+    writeFileSync(
+      join(root, 'functions/controllers/index.ts'),
+      registry.replace(/.*configmap-?bundle.*\n/gi, ''),
+    );
+    await scaffoldController({
+      root,
+      regenerate: false,
+      name: 'configmap-bundle',
+      group: 'examples.levelset.dev',
+      version: 'v1alpha1',
+      kind: 'ConfigMapBundle',
+      spec: parseFields('sources:[{namespace:string!,name:string!}]!'),
+      status: parseFields('sourcesFound:integer,missing:string[]'),
+    });
+    for (const path of [
+      'functions/controllers/configmap-bundle/api.ts',
+      'functions/controllers/configmap-bundle/crd.yaml',
+      'functions/controllers/configmap-bundle/example.yaml',
+      'test/controllers/configmap-bundle.test.ts',
+    ])
+      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
   });
 });

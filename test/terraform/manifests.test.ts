@@ -51,16 +51,16 @@ const replicator = controller({
   name: 'replicator',
   primary: secrets,
   watches: [secrets, namespaces],
-  rbac: [{ apiGroup: '', resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] }],
+  rbac: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update', 'delete'] }],
 });
 const foo = controller({
   name: 'foo',
   primary: foos,
   watches: [foos, deployments],
   rbac: [
-    { apiGroup: 'samplecontroller.k8s.io', resources: ['foos'], verbs: ['get'] },
-    { apiGroup: 'samplecontroller.k8s.io', resources: ['foos/status'], verbs: ['patch'] },
-    { apiGroup: 'apps', resources: ['deployments'], verbs: ['get', 'create', 'patch'] },
+    { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos'], verbs: ['get'] },
+    { apiGroups: ['samplecontroller.k8s.io'], resources: ['foos/status'], verbs: ['patch'] },
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'create', 'patch'] },
   ],
 });
 

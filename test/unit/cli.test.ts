@@ -42,7 +42,10 @@ test('ownedKinds: the kinds a controller declares it owns, else watched kinds it
   assert.deepEqual(ownedKinds(foo), ['Deployment'], 'declared by the kit (Controller.owns)');
   const undeclared = { ...foo, owns: undefined };
   assert.deepEqual(ownedKinds(undeclared), ['Deployment'], 'watched, and RBAC grants create');
-  assert.deepEqual(ownedKinds({ ...undeclared, rbac: foo.rbac.filter((r) => r.apiGroup !== 'apps') }), []);
+  assert.deepEqual(
+    ownedKinds({ ...undeclared, rbac: foo.rbac.filter((r) => !r.apiGroups.includes('apps')) }),
+    [],
+  );
 });
 
 test('decodeDeadLetter: key, delivery attempts and times; degrades without the attributes', () => {

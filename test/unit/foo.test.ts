@@ -209,7 +209,7 @@ describe('foo watches', () => {
   it('asks for what its reconcile does (RBAC)', () => {
     const verbs = (group: string, resource: string) =>
       fooController.rbac
-        .filter((r) => r.apiGroup === group && r.resources.includes(resource))
+        .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
         .flatMap((r) => r.verbs);
     assert.deepEqual(verbs('samplecontroller.k8s.io', 'foos/status'), ['patch']);
     assert.deepEqual(verbs('apps', 'deployments').sort(), ['create', 'delete', 'get', 'list', 'patch']);

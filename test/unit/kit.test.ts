@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
-import type { MapContext, WatchEvent } from '../../functions/contract/controller.ts';
+import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import {
   customResource,
@@ -27,6 +27,7 @@ import {
 } from '../../functions/kit/steps.ts';
 import { createLogger } from '../../functions/log.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+import { functionsRules } from '../../scripts/generate-manifests.ts';
 
 const widgets = customResource({ group: 'test.levelset.dev', version: 'v1', kind: 'Widget' });
 const ref = (apiVersion: string, kind: string, name: string, uid: string) => ({
@@ -133,11 +134,13 @@ describe('defineController', () => {
     spec: z.object({}),
     owns: [deployments],
     watches: [{ resource: pods, labelSelector: 'app' }],
-    rbac: [{ apiGroup: '', resources: ['configmaps'], verbs: ['get'] }],
+    rbac: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
     reconcile: () => ({}),
   });
   const verbs = (group: string, resource: string) =>
-    c.rbac.filter((r) => r.apiGroup === group && r.resources.includes(resource)).flatMap((r) => r.verbs);
+    c.rbac
+      .filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource))
+      .flatMap((r) => r.verbs);
 
   it('derives RBAC from what it declares: primary, status, owned, watched, events, extra rules', () => {
     assert.deepEqual(verbs('test.levelset.dev', 'widgets'), ['get', 'list']);
@@ -249,5 +252,109 @@ describe("defineController's steps (functions/kit/steps.ts), each alone", () => 
   it('resultOf: requeueAfterMs passes through, including 0', () => {
     assert.deepEqual(resultOf({}), {});
     assert.deepEqual(resultOf({ requeueAfterMs: 0 }), { requeueAfterMs: 0 });
+  });
+});
+
+describe('rbac rules: Kubernetes PolicyRule shape, validated', () => {
+  const define = (rbac: unknown) => () =>
+    defineController({
+      name: 'shapes',
+      primary: widgets,
+      spec: z.object({}),
+      rbac: rbac as PolicyRule[],
+      reconcile: () => ({}),
+    });
+
+  it('accepts apiGroups/resources/verbs, several groups per rule', () => {
+    const c = define([{ apiGroups: ['', 'apps'], resources: ['configmaps'], verbs: ['get'] }])();
+    const groups = c.rbac.filter((r) => r.resources.includes('configmaps')).flatMap((r) => r.apiGroups);
+    assert.deepEqual(groups.sort(), ['', 'apps']);
+  });
+
+  it('refuses the one-group shape with the controller, the rule and the expected shape in the message', () => {
+    assert.throws(define([{ apiGroup: '', resources: ['secrets'], verbs: ['get'] }]), (err: Error) => {
+      assert.match(err.message, /^shapes: invalid RBAC rules: /);
+      assert.match(err.message, /rbac\[0\]\.apiGroups: /);
+      assert.match(err.message, /rbac\[0\]: Unrecognized key: "apiGroup"/);
+      assert.match(
+        err.message,
+        /a rule is \{apiGroups: string\[\], resources: string\[\], verbs: string\[\]\}/,
+      );
+      return true;
+    });
+  });
+
+  it('refuses an unknown verb and an empty resource list, naming each', () => {
+    assert.throws(
+      define([{ apiGroups: [''], resources: [], verbs: ['read'] }]),
+      /rbac\[0\]\.resources: .*; rbac\[0\]\.verbs\.0: /,
+    );
+  });
+
+  it('npm run generate:manifests reports a registered controller with a wrong shape, not a TypeError', () => {
+    const bad = {
+      ...define([])(),
+      rbac: [{ apiGroup: 'apps', resources: ['deployments'], verbs: ['get'] }] as unknown as PolicyRule[],
+    };
+    assert.throws(() => functionsRules([bad]), /^Error: shapes: invalid RBAC rules: rbac\[0\]\.apiGroups/);
+  });
+});
+
+describe('predicates on secondary watches (WithPredicates)', () => {
+  const controller = defineController({
+    name: 'widget',
+    primary: widgets,
+    spec: z.object({}),
+    watches: [
+      {
+        resource: pods,
+        // Only Pods whose phase changed.
+        predicate: (e) =>
+          (e.object as { status?: { phase?: string } }).status?.phase !==
+          (e.oldObject as { status?: { phase?: string } } | undefined)?.status?.phase,
+        map: () => [{ namespace: 'ns', name: 'w' }],
+      },
+    ],
+    reconcile: () => ({}),
+  });
+  const pipelineFor = (lines: string[] = []) =>
+    new KeyPipeline({
+      collapseMs: 0,
+      logger: createLogger('relay', { write: (l: string) => void lines.push(l) }),
+      primaryKeys: () => [],
+      publish: async () => '1',
+    });
+  const route = planInformers([controller]).find((p) => p.resource === pods)?.routes[0];
+  const pod = (phase: string) => ({ metadata: { name: 'p', namespace: 'ns' }, status: { phase } });
+
+  it('drops the events the predicate refuses, before the map', () => {
+    assert.ok(route);
+    const pipeline = pipelineFor();
+    const changed: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Pending') };
+    const same: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Running') };
+    assert.deepEqual(pipeline.keysFor(route, changed), [{ namespace: 'ns', name: 'w' }]);
+    assert.deepEqual(pipeline.keysFor(route, same), []);
+  });
+
+  it('a predicate that throws drops the event with an error line', () => {
+    const throwing = defineController({
+      name: 'widget',
+      primary: widgets,
+      spec: z.object({}),
+      watches: [
+        {
+          resource: pods,
+          predicate: () => {
+            throw new Error('boom');
+          },
+        },
+      ],
+      reconcile: () => ({}),
+    });
+    const r = planInformers([throwing]).find((p) => p.resource === pods)?.routes[0];
+    assert.ok(r);
+    const lines: string[] = [];
+    assert.deepEqual(pipelineFor(lines).keysFor(r, event(pod('Running'))), []);
+    assert.match(lines.join(''), /watch predicate threw: event dropped/);
   });
 });

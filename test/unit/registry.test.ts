@@ -40,7 +40,7 @@ describe('registry', () => {
 
       it('may read and list its primary (RBAC)', () => {
         const rules = c.rbac.filter(
-          (r) => r.apiGroup === c.primary.group && r.resources.includes(c.primary.plural),
+          (r) => r.apiGroups.includes(c.primary.group) && r.resources.includes(c.primary.plural),
         );
         const verbs = new Set(rules.flatMap((r) => r.verbs));
         for (const verb of ['get', 'list'] as const)

@@ -80,9 +80,9 @@ describe('controller module', () => {
     assert.equal(controller.name, 'secret-replicator');
     assert.deepEqual(controller.primary, SECRETS);
     assert.deepEqual(SECRET_REPLICATOR_RBAC, [
-      { apiGroup: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
-      { apiGroup: '', resources: ['namespaces'], verbs: ['list'] },
-      { apiGroup: '', resources: ['events'], verbs: ['create', 'get', 'patch'] },
+      { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+      { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'patch'] },
     ]);
     assert.equal(controller.watches.length, 3);
     assert.equal(typeof controller.listKeys, 'function');

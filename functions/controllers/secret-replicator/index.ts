@@ -30,8 +30,8 @@ export const NAMESPACES: ResourceType = namespaces;
  * on the source, repeats counted).
  */
 export const SECRET_REPLICATOR_RBAC: PolicyRule[] = [
-  { apiGroup: '', resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
-  { apiGroup: '', resources: ['namespaces'], verbs: ['list'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
   EVENT_RECORDER_RULE,
 ];
 
