@@ -5,10 +5,12 @@
  * watches (map functions included) and its RBAC derived from what it declares.
  *
  * Every reconcile then runs the same steps, the way controller-runtime reconcilers are written by
- * hand: GET the primary (gone → done: garbage collection removes its children); skip it while it is
- * being deleted; validate its spec (invalid → `Ready=False/InvalidSpec` + Warning Event, no retry);
+ * hand: GET the primary (gone → done: garbage collection removes its children); while it is being
+ * deleted, call `finalize` (when declared) until done and remove the controller's finalizer
+ * (finalizers.ts); validate its spec (invalid → `Ready=False/InvalidSpec` + Warning Event, no retry);
  * LIST each owned type by label (one request per type); call the reconcile; create/apply/prune the
- * children; write the status through the `status` subresource when it changed, with `Ready` and
+ * children (none while the object is being deleted; the finalizer is added first when `finalize` is
+ * declared); write the status through the `status` subresource when it changed, with `Ready` and
  * `observedGeneration` (Kubernetes API conventions: conditions); record a `Synced` Event when
  * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
  * own reads, and no write.
@@ -40,6 +42,7 @@ import {
   selectorOf,
 } from './children.ts';
 import { resourceClient } from './client.ts';
+import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
@@ -92,6 +95,12 @@ export interface ReconcileInput<Spec> {
   object: PrimaryObject;
   /** Its spec, parsed by the controller's schema. */
   spec: Spec;
+  /**
+   * `true` when the object is being deleted (`deletionTimestamp` set: another party's finalizer holds
+   * it) and the controller declares no `finalize`: the kit then writes no children (garbage
+   * collection removes them) but still writes the status the reconcile returns.
+   */
+  deleting: boolean;
   /** The live children, of each owned type, that this object controls (listed before the reconcile). */
   owned(resource: ResourceType): KubernetesObject[];
   /**
@@ -104,6 +113,27 @@ export interface ReconcileInput<Spec> {
   events: EventRecorder;
   kubeConfig: KubeConfig;
 }
+
+/** What `finalize` receives: the object being deleted, still carrying the controller's finalizer. */
+export interface FinalizeInput<Spec> {
+  key: Key;
+  /** The primary, as just read (`deletionTimestamp` set). */
+  object: PrimaryObject;
+  /** Its spec parsed by the schema, or `undefined` when the stored spec fails it (finalize anyway: use `status`). */
+  spec: Spec | undefined;
+  /** As {@link ReconcileInput.list}. */
+  list(resource: ResourceType, options?: { labelSelector?: string }): Promise<KubernetesObject[]>;
+  log: Logger;
+  events: EventRecorder;
+  kubeConfig: KubeConfig;
+}
+
+/**
+ * What `finalize` returns: nothing when done (the kit then removes the finalizer), or
+ * `{ requeueAfterMs }` when not done yet (e.g. a long-running cloud operation): the finalizer stays
+ * and the key comes back after that many ms.
+ */
+export type FinalizeResult = { requeueAfterMs: number } | undefined;
 
 /** A controller's declaration. */
 export interface ControllerDefinition<Schema extends z.ZodType> {
@@ -128,6 +158,15 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
    * Throw `TerminalError(reason, message)` for what no retry fixes: `Ready=False/<reason>` + Warning Event.
    */
   reconcile(input: ReconcileInput<z.infer<Schema>>): Promise<Desired | undefined> | Desired | undefined;
+  /**
+   * Releases what the object holds outside the cluster (controller-runtime's finalizer pattern, Kopf's
+   * `@kopf.on.delete`). Declaring it makes the kit add the finalizer `levelset.dev/<name>` before the
+   * first reconcile runs, and, once `deletionTimestamp` is set, call `finalize` instead of `reconcile`
+   * until it returns without a requeue; the kit then removes its finalizer (only its own, with a
+   * precondition: {@link removeFinalizer}). A `TerminalError` keeps the finalizer, sets
+   * `Ready=False/<reason>` and records a Warning Event; the next resync tries again.
+   */
+  finalize?(input: FinalizeInput<z.infer<Schema>>): Promise<FinalizeResult> | FinalizeResult;
 }
 
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
@@ -193,7 +232,8 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       );
     }
     const object = parsed.data;
-    if (object.metadata.deletionTimestamp) return {};
+    const deleting = Boolean(object.metadata.deletionTimestamp);
+    const finalizer = finalizerName(def.name);
     const owner: Owner = object;
     const generation = object.metadata.generation;
     const observed = generation !== undefined ? { observedGeneration: generation } : {};
@@ -218,7 +258,28 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       throw new TerminalError(reason, message, { cause, object: object as KubernetesObject });
     };
 
+    const list = (resource: ResourceType, options: { labelSelector?: string } = {}) => {
+      if (!declared.some((r) => sameResource(r, resource)))
+        throw new Error(`${def.name}: ${resource.plural} is not declared in owns or watches`);
+      return client.list(resource, key.namespace, options.labelSelector);
+    };
+
     const spec = def.spec.safeParse(object.spec ?? {});
+    if (deleting && def.finalize) {
+      if (!hasFinalizer(raw, finalizer)) return {}; // released already: the API server deletes it
+      try {
+        const { log, events, kubeConfig } = ctx;
+        const data = spec.success ? spec.data : undefined;
+        const result = await def.finalize({ key, object, spec: data, list, log, events, kubeConfig });
+        if (result) return { requeueAfterMs: result.requeueAfterMs };
+      } catch (err) {
+        if (err instanceof TerminalError && !err.object) return fail(err.reason, err.message, err.cause);
+        throw err;
+      }
+      await removeFinalizer(ctx.kubeConfig, def.primary, raw, finalizer);
+      ctx.log.info({ finalizer }, 'finalized; finalizer removed');
+      return {};
+    }
     if (!spec.success) {
       const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
       return fail(INVALID_SPEC, `${keyString(key)}: invalid spec: ${issues}`);
@@ -229,6 +290,12 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
     const badLabels = owns.flatMap((type) => invalidLabelValues(childLabels(def.name, type, owner)));
     if (badLabels.length > 0)
       return fail(INVALID_SPEC, `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}`);
+
+    if (def.finalize && !deleting && !hasFinalizer(raw, finalizer)) {
+      // Before the reconcile can create anything outside the cluster: a delete must wait for finalize.
+      await addFinalizer(ctx.kubeConfig, def.primary, raw, finalizer);
+      ctx.log.info({ finalizer }, 'finalizer added');
+    }
 
     try {
       const listed = await Promise.all(
@@ -246,28 +313,26 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
           key,
           object,
           spec: spec.data,
+          deleting,
           owned: (resource) =>
             (listed.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
               isControlledBy(o, owner),
             ),
-          list: (resource, options = {}) => {
-            if (!declared.some((r) => sameResource(r, resource)))
-              throw new Error(`${def.name}: ${resource.plural} is not declared in owns or watches`);
-            return client.list(resource, key.namespace, options.labelSelector);
-          },
+          list,
           log: ctx.log,
           events: ctx.events,
           kubeConfig: ctx.kubeConfig,
         })) ?? {};
-      const changes = desired.children
-        ? await reconcileChildren({
-            client,
-            controller: def.name,
-            owner,
-            owned: listed,
-            desired: desired.children,
-          })
-        : [];
+      const changes =
+        desired.children && !deleting
+          ? await reconcileChildren({
+              client,
+              controller: def.name,
+              owner,
+              owned: listed,
+              desired: desired.children,
+            })
+          : [];
       if (changes.length > 0) ctx.log.info({ changes }, 'children converged');
       const ready = desired.ready ?? { status: true, reason: 'Reconciled', message: '' };
       const conditions: ConditionInput[] = [
@@ -308,7 +373,13 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         map: w.map ?? toPrimary,
       })),
     ],
-    rbac: deriveRbac(def.primary, owns, watches, def.rbac),
+    rbac: deriveRbac(def.primary, owns, watches, [
+      // finalize: the finalizer is added and removed with a patch of the primary
+      ...(def.finalize
+        ? [{ apiGroup: def.primary.group, resources: [def.primary.plural], verbs: ['patch' as const] }]
+        : []),
+      ...(def.rbac ?? []),
+    ]),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

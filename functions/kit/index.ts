@@ -5,6 +5,8 @@
  * - {@link defineController}: declare primary, spec schema, owned children, watches, reconcile.
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
+ * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
+ *   ({@link addFinalizer}, {@link removeFinalizer}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
@@ -39,6 +41,8 @@ export {
   type Desired,
   defineController,
   deriveRbac,
+  type FinalizeInput,
+  type FinalizeResult,
   INVALID_SPEC,
   type PrimaryObject,
   READY,
@@ -46,6 +50,7 @@ export {
   type ReconcileInput,
   type SecondaryWatch,
 } from './define.ts';
+export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
