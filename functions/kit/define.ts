@@ -50,7 +50,10 @@ export const READY = 'Ready';
 /** Reason of `Ready=False` and of the Warning Event when the spec fails its schema. */
 export const INVALID_SPEC = 'InvalidSpec';
 
-/** The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored. */
+/**
+ * The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored.
+ * `metadata.namespace` is `""` for a cluster-scoped primary (as its key's).
+ */
 export type PrimaryObject = z.infer<typeof namespacedCustomObjectSchema>;
 
 /** A secondary watch: a resource whose events map to primary keys (default: through controller references). */
@@ -205,10 +208,8 @@ export function deriveRbac(
 /**
  * Declares a controller (see the module comment for what each reconcile does).
  * @returns the registry's {@link Controller}, with `owns`, `watches` and `rbac` filled in
- * @throws {Error} when the primary is cluster-scoped (not supported yet)
  */
 export function defineController<Schema extends z.ZodType>(def: ControllerDefinition<Schema>): Controller {
-  if (!def.primary.namespaced) throw new Error(`${def.name}: the kit supports namespaced primaries only`);
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
@@ -224,7 +225,9 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       if (isNotFound(err)) return {}; // deleted: garbage collection removes its children
       throw err;
     }
-    const parsed = namespacedCustomObjectSchema.safeParse(raw);
+    // A cluster-scoped object has no namespace: `""`, as its key (client-go's MetaNamespaceKeyFunc).
+    const scoped = def.primary.namespaced ? raw : { ...raw, metadata: { ...raw.metadata, namespace: '' } };
+    const parsed = namespacedCustomObjectSchema.safeParse(scoped);
     if (!parsed.success) {
       throw new TerminalError(
         'InvalidObject',
