@@ -7,6 +7,7 @@ import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
 import { icecreamController } from './icecream/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
+import { topicController } from './topic/index.ts';
 import type { Controller } from './types.ts';
 
 export const controllers: readonly Controller[] = [
@@ -14,6 +15,7 @@ export const controllers: readonly Controller[] = [
   fooController, // kubernetes/sample-controller's Foo
   customclusterController, // the Customcluster tutorial
   icecreamController, // Icecream (controller.nicoleh.io/v1alpha1)
+  topicController, // Topic (pubsub.levelset.dev/v1alpha1)
 ];
 
 /** The registered controller called `name`, or `undefined`. */
