@@ -7,6 +7,7 @@
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
+ * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}.
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
@@ -51,6 +52,13 @@ export {
   type SecondaryWatch,
 } from './define.ts';
 export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
+export {
+  GRPC,
+  grpcCodeOf,
+  isGrpcAlreadyExists,
+  isGrpcNotFound,
+  throwGoogleCloudError,
+} from './google-cloud.ts';
 export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
