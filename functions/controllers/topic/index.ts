@@ -15,6 +15,7 @@ import {
   isGrpcNotFound,
   messageResourceExists,
   type PrimaryObject,
+  type ReconcileInput,
   TerminalError,
   throwGoogleCloudError,
 } from '../../kit/index.ts';
@@ -27,6 +28,8 @@ import {
   topicResource,
   topicSpecSchema,
 } from './api.ts';
+
+type Logger = ReconcileInput<TopicSpec>['log'];
 
 /** Reason of `Ready=False` and the Warning Event when the topic or a subscription is someone else's. */
 export const RESOURCE_EXISTS = 'ResourceExists';
@@ -91,7 +94,7 @@ async function deleteIfOurs(resource: Topic | Subscription, owner: PrimaryObject
 }
 
 /** Creates the topic, or updates its labels and retention when they differ; refuses one not ours. */
-async function ensureTopic(object: PrimaryObject, spec: TopicSpec): Promise<Topic> {
+async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger): Promise<Topic> {
   const topic = pubsub().topic(
     spec.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name),
   );
@@ -106,10 +109,11 @@ async function ensureTopic(object: PrimaryObject, spec: TopicSpec): Promise<Topi
   if (!live) {
     try {
       await pubsub().createTopic({ name: topic.name, labels, ...retention });
+      log.info({ topic: topic.name }, 'created topic');
       return topic;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${topic.name}`);
-      return ensureTopic(object, spec); // created meanwhile: read it again (and refuse it unless ours)
+      return ensureTopic(object, spec, log); // created meanwhile: read it again (and refuse it unless ours)
     }
   }
   if (!isOurs(live.labels, object))
@@ -130,6 +134,7 @@ async function ensureSubscription(
   object: PrimaryObject,
   topic: Topic,
   spec: SubscriptionSpec,
+  log: Logger,
 ): Promise<string> {
   const subscription = pubsub().subscription(spec.id);
   const settings = {
@@ -146,10 +151,11 @@ async function ensureSubscription(
   if (!live) {
     try {
       await topic.createSubscription(spec.id, { labels: ownedBy(object), ...settings });
+      log.info({ subscription: subscription.name }, 'created subscription');
       return subscription.name;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${subscription.name}`);
-      return ensureSubscription(object, topic, spec);
+      return ensureSubscription(object, topic, spec, log);
     }
   }
   if (!isOurs(live.labels, object))
@@ -158,7 +164,7 @@ async function ensureSubscription(
     // Ours, of another topic (`_deleted-topic_` once its topic was deleted): a subscription's topic
     // cannot change, so it is replaced.
     await deleteIfOurs(subscription, object);
-    return ensureSubscription(object, topic, spec);
+    return ensureSubscription(object, topic, spec, log);
   }
   const liveDeadLetter = live.deadLetterPolicy?.deadLetterTopic
     ? {
@@ -180,11 +186,12 @@ export const topicController = defineController({
   primary: topicResource,
   spec: topicSpecSchema,
   synced: false,
-  async reconcile({ object, spec }) {
+  async reconcile({ object, spec, log }) {
     const status = (object.status ?? {}) as TopicStatus;
-    const topic = await ensureTopic(object, spec);
+    const topic = await ensureTopic(object, spec, log);
     const subscriptions: string[] = [];
-    for (const s of spec.subscriptions ?? []) subscriptions.push(await ensureSubscription(object, topic, s));
+    for (const s of spec.subscriptions ?? [])
+      subscriptions.push(await ensureSubscription(object, topic, s, log));
     // What this Topic created before and no longer wants (a renamed topic, a removed subscription).
     for (const name of status.subscriptions ?? [])
       if (!subscriptions.includes(name)) await deleteIfOurs(pubsub().subscription(name), object);
