@@ -36,6 +36,7 @@ import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
 import { createEventRecorder } from '../functions/runtime/events.ts';
+import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
@@ -51,7 +52,7 @@ import { createRelayMetrics } from '../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
 import { startRelay } from '../relay/relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
-import { startGrpcCounter } from './grpc-counter.ts';
+
 import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series } from './report.ts';
 
 const exec = promisify(execFile);
@@ -1020,7 +1021,7 @@ async function topicCosts(): Promise<void> {
       namespace,
       body: { apiVersion: 'pubsub.levelset.dev/v1alpha1', kind: 'Topic', metadata: { name }, spec },
     });
-  const counter = await startGrpcCounter(emulator.host);
+  const counter = await startGrpcProxy(emulator.host);
   // The controller's Pub/Sub client is made at its first use in this process: through the counter.
   const emulatorHost = process.env.PUBSUB_EMULATOR_HOST;
   process.env.PUBSUB_EMULATOR_HOST = counter.host;

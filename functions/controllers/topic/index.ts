@@ -35,14 +35,20 @@ type Logger = ReconcileInput<TopicSpec>['log'];
 export const RESOURCE_EXISTS = 'ResourceExists';
 
 /**
- * The project the topics live in: `TOPIC_CONTROLLER_PROJECT`; else, against an emulator
- * (`PUBSUB_EMULATOR_HOST`), `levelset-topics`, a project of its own that can never hold the keys
- * topic; else the functions' `GOOGLE_CLOUD_PROJECT`.
+ * The Pub/Sub emulator the controller uses, if any: `TOPIC_CONTROLLER_EMULATOR_HOST` (`host:port`,
+ * e.g. the tests' fault-injecting proxy, local/grpc-proxy.ts), else `PUBSUB_EMULATOR_HOST`.
+ */
+const emulatorOf = (env: NodeJS.ProcessEnv) => env.TOPIC_CONTROLLER_EMULATOR_HOST ?? env.PUBSUB_EMULATOR_HOST;
+
+/**
+ * The project the topics live in: `TOPIC_CONTROLLER_PROJECT`; else, against an emulator,
+ * `levelset-topics`, a project of its own that can never hold the keys topic; else the functions'
+ * `GOOGLE_CLOUD_PROJECT`.
  * @throws {Error} when none applies
  */
 export function topicProject(env: NodeJS.ProcessEnv = process.env): string {
   const project =
-    env.TOPIC_CONTROLLER_PROJECT ?? (env.PUBSUB_EMULATOR_HOST ? 'levelset-topics' : env.GOOGLE_CLOUD_PROJECT);
+    env.TOPIC_CONTROLLER_PROJECT ?? (emulatorOf(env) ? 'levelset-topics' : env.GOOGLE_CLOUD_PROJECT);
   if (!project) throw new Error('topic: set TOPIC_CONTROLLER_PROJECT or GOOGLE_CLOUD_PROJECT');
   return project;
 }
@@ -50,7 +56,7 @@ export function topicProject(env: NodeJS.ProcessEnv = process.env): string {
 let client: PubSub | undefined;
 /** One Pub/Sub client per process (it holds the gRPC channel), in {@link topicProject}. */
 function pubsub(): PubSub {
-  const emulator = process.env.PUBSUB_EMULATOR_HOST;
+  const emulator = emulatorOf(process.env);
   client ??= new PubSub({
     projectId: topicProject(),
     ...(emulator ? { apiEndpoint: emulator, emulatorMode: true } : {}),
