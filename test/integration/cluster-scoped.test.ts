@@ -1,12 +1,18 @@
 /**
- * A cluster-scoped primary end to end in the in-process pipeline (informers → workqueue → the kit's
- * reconcile) against an API server (the local one, or TEST_KUBECONFIG's cluster): a cluster-scoped
+ * A cluster-scoped primary end to end, in both modes, against an API server (the local one, or
+ * TEST_KUBECONFIG's cluster): in-process (informers → workqueue → the kit's reconcile), and
+ * serverless on real parts (the relay → the Pub/Sub emulator → push → the `reconcile` handler under
+ * functions-framework's server; the controller is the test's, so it is served by a handler of its
+ * own rather than the registry's function process). A cluster-scoped
  * `Realm` owns a ConfigMap in the namespace its spec names. Its key has no namespace all the way
  * through: the primary's watch, the key (and its message), the resync's enumeration, the reconcile,
  * and a namespaced child's event mapped back through its controller reference.
  */
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import * as ff from '@google-cloud/functions-framework';
+import { getTestServer } from '@google-cloud/functions-framework/testing';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -18,7 +24,11 @@ import { z } from 'zod';
 import { configmaps, customResource, defineController, isControlledBy } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { keyMessageSchema } from '../../functions/message.ts';
+import { createKeyPublisher } from '../../functions/publish.ts';
+import { createReconcileHandler } from '../../functions/reconcile.ts';
+import { ensureKeysTopology, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { type InProcess, startInProcess } from '../../relay/in-process.ts';
+import { type Relay, startRelay } from '../../relay/relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -188,5 +198,100 @@ describe('a cluster-scoped primary end to end (in-process)', () => {
     assert.ok((await running.resync()) >= 1);
     await waitFor(() => seenKeys.length > before, { message: 'a reconcile from the resync' });
     assert.deepEqual(seenKeys.at(-1), { namespace: '', name });
+  });
+});
+
+describe('a cluster-scoped primary end to end (serverless: relay → Pub/Sub emulator → reconcile)', () => {
+  let cluster: TestCluster;
+  let emulator: PubSubEmulator;
+  let relay: Relay;
+  let server: import('node:http').Server;
+  let publisher: ReturnType<typeof createKeyPublisher>;
+  let ns: string;
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
+  const outcomes: { outcome: string; key: string }[] = [];
+  const name = `s-${uniqueSuffix()}`;
+  const plural = { group: GROUP, version: 'v1', plural: 'realms' };
+
+  before(async () => {
+    cluster = await startTestCluster();
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
+      .create(crd)
+      .catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+    await waitFor(() => custom.listClusterCustomObject(plural).then(() => true), {
+      message: 'Realms served',
+    });
+    ns = await cluster.createNamespace('realm-sls');
+    ff.http(
+      'reconcile-realm',
+      createReconcileHandler({
+        controllers: [realmController],
+        kubeConfig: () => cluster.kubeConfig,
+        logger: createLogger('functions', {
+          write: (s: string) => {
+            const line = JSON.parse(s);
+            if (line.outcome)
+              outcomes.push({ outcome: line.outcome, key: line['logging.googleapis.com/labels']?.key });
+          },
+        }),
+      }),
+    );
+    server = getTestServer('reconcile-realm');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    emulator = await startPubSubEmulator();
+    await ensureKeysTopology({
+      projectId: emulator.projectId,
+      emulatorHost: emulator.host,
+      topic: 'realm-keys',
+      pushEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    });
+    publisher = createKeyPublisher({
+      projectId: emulator.projectId,
+      topic: 'realm-keys',
+      emulatorHost: emulator.host,
+      logger: createLogger('relay', { write: () => {} }),
+    });
+    relay = await startRelay({
+      kubeConfig: cluster.kubeConfig,
+      publisher,
+      controllers: [realmController],
+      port: 0,
+      host: '127.0.0.1',
+      logger: createLogger('relay', { write: () => {} }),
+    });
+    await relay.whenReady();
+  });
+  after(async () => {
+    await relay?.stop();
+    await publisher?.close();
+    await new Promise((resolve) => server?.close(resolve));
+    await emulator?.stop();
+    await custom?.deleteClusterCustomObject({ ...plural, name }).catch(() => undefined);
+    await cluster?.stop();
+  });
+
+  it('a key without namespace crosses Pub/Sub and is reconciled', async () => {
+    await custom.createClusterCustomObject({
+      ...plural,
+      body: {
+        apiVersion: `${GROUP}/v1`,
+        kind: 'Realm',
+        metadata: { name },
+        spec: { namespace: ns, greeting: 'hello' },
+      },
+    });
+    const child = await waitFor(
+      () => core.readNamespacedConfigMap({ namespace: ns, name: `realm-${name}` }).catch(() => undefined),
+      { message: 'the Realm child, through Pub/Sub' },
+    );
+    assert.equal(child.data?.greeting, 'hello');
+    await waitFor(() => outcomes.some((o) => o.key === name && o.outcome === 'success'), {
+      message: 'a success outcome for the key "<name>" (no namespace)',
+    });
   });
 });
