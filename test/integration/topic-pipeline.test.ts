@@ -286,6 +286,42 @@ const suite = (mode: StackMode) => () => {
     assert.ok(!(await exists(pubsub.topic(topicIdOf('orders')))), 'topic deleted');
   });
 
+  it('a namespace deleted with a Topic inside finishes: topic deleted, then the namespace gone', async () => {
+    const doomed = await p.cluster.createNamespace('topic-doomed');
+    await custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: doomed,
+      body: { apiVersion: `${group}/${version}`, kind: 'Topic', metadata: { name: 'inside' }, spec: {} },
+    });
+    const topicId = `k8s.${doomed}.inside`;
+    await waitFor(() => exists(pubsub.topic(topicId)), { message: 'the topic of doomed/inside' });
+    await waitFor(
+      async () =>
+        (
+          (await custom.getNamespacedCustomObject({
+            group,
+            version,
+            plural,
+            namespace: doomed,
+            name: 'inside',
+          })) as Json
+        ).metadata.finalizers?.length === 1,
+      { message: 'its finalizer' },
+    );
+    await core.deleteNamespace({ name: doomed });
+    await waitFor(
+      () =>
+        core.readNamespace({ name: doomed }).then(
+          () => false,
+          (err: unknown) => err instanceof ApiException && err.code === 404,
+        ),
+      { message: `namespace ${doomed} gone`, timeoutMs: 60_000 },
+    );
+    assert.ok(!(await exists(pubsub.topic(topicId))), 'its topic deleted first');
+  });
+
   it('finishes a delete made while every function instance was down', async () => {
     await createTopic('while-down', {});
     await waitFor(async () => ready(await getTopic('while-down'))?.status === 'True', {
