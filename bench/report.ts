@@ -5,7 +5,7 @@ import { cpus, freemem, loadavg, totalmem } from 'node:os';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `resync`, `cold-start`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `resync`, `cold-start`, `topic`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -148,6 +148,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'Cold start of the reconcile function',
     read: 'From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). No baseline: absolute only.',
   },
+  topic: {
+    title: 'Topic controller: no-op cost and delete → gone',
+    read: "Requests of a converged Topic's reconcile, to Kubernetes (counted by the KubeConfig; baseline: a Foo's) and to Pub/Sub (counted on the wire by an HTTP/2 proxy in front of the emulator; baseline: a Topic without subscription). Then, through the serverless pipeline, the time from a Topic's DELETE to the bench's watch seeing it gone (finalize deletes its subscription and topic, then the finalizer is removed), beside a Foo's (no finalizer) in the same stack.",
+  },
 };
 
 /** The Markdown report: machine, then one table per section, the chart, and how to reproduce. */
@@ -189,7 +193,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, memory/resync, cold-start',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, memory/resync, cold-start, topic',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -36,6 +36,7 @@ import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
+import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
@@ -51,6 +52,7 @@ import { createRelayMetrics } from '../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
 import { startRelay } from '../relay/relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
+
 import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series } from './report.ts';
 
 const exec = promisify(execFile);
@@ -70,6 +72,7 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['api-cost', apiCost],
   ['memory/resync', memoryAndResync],
   ['cold-start', coldStart],
+  ['topic', topicCosts],
 ];
 const SECTION_NAMES = SECTIONS_IN_ORDER.map(([name]) => name);
 const unknown = args.only?.filter((n) => !SECTION_NAMES.includes(n)) ?? [];
@@ -103,6 +106,7 @@ const sizes = tiny
       coldStarts: 1,
       pipelineEvents: 5000,
       publishKeys: 200,
+      topics: 3,
       namespaces: [2, 4, 8],
     }
   : {
@@ -122,6 +126,7 @@ const sizes = tiny
       coldStarts: 3,
       pipelineEvents: 200_000,
       publishKeys: 5_000,
+      topics: 20,
       namespaces: [10, 100, 1000],
     };
 
@@ -999,4 +1004,177 @@ async function coldStart(): Promise<void> {
     value: q.p50,
     unit: 'ms',
   });
+}
+
+/**
+ * The Topic controller (functions/controllers/topic): the requests of a no-op reconcile, to
+ * Kubernetes (counted by the KubeConfig) and to Pub/Sub (counted on the wire by a proxy in front of
+ * the emulator), beside a Topic without subscription and a Foo; then, through the serverless
+ * pipeline, the time from a Topic's delete to the object gone (finalize: subscription and topic
+ * deleted, finalizer removed), beside a Foo's (no finalizer) in the same stack.
+ */
+async function topicCosts(): Promise<void> {
+  log('topic');
+  const topicController = registry.find((c) => c.name === 'topic') as Controller;
+  const foo = registry.find((c) => c.name === 'foo') as Controller;
+  const topics = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics' };
+  await exec('kubectl', [
+    '--kubeconfig',
+    local.kubeconfigPath,
+    'apply',
+    '-f',
+    join(repoRoot, 'functions', 'controllers', 'topic', 'crd.yaml'),
+  ]);
+  const createTopicObject = (namespace: string, name: string, spec: object) =>
+    custom.createNamespacedCustomObject({
+      ...topics,
+      namespace,
+      body: { apiVersion: 'pubsub.levelset.dev/v1alpha1', kind: 'Topic', metadata: { name }, spec },
+    });
+  const counter = await startGrpcProxy(emulator.host);
+  // The controller's Pub/Sub client is made at its first use in this process: through the counter.
+  const emulatorHost = process.env.PUBSUB_EMULATOR_HOST;
+  process.env.PUBSUB_EMULATOR_HOST = counter.host;
+  try {
+    const ns = 'bench-cost-topic';
+    await createNs(ns);
+    await waitForServed(() => custom.listNamespacedCustomObject({ ...topics, namespace: ns }));
+    const counting = new CountingKubeConfig();
+    counting.loadFromFile(local.kubeconfigPath);
+    const noOp = async (controller: Controller, name: string) => {
+      const ctx = {
+        kubeConfig: counting as KubeConfig,
+        log: quiet,
+        events: createEventRecorder(counting, controller.name, quiet),
+      };
+      await controller.reconcile({ namespace: ns, name }, ctx); // finalizer, create
+      await controller.reconcile({ namespace: ns, name }, ctx); // status settles
+      counting.requests.length = 0;
+      counter.counts.clear();
+      await controller.reconcile({ namespace: ns, name }, ctx);
+      return { kubernetes: counting.requests.length, pubsub: counter.total() };
+    };
+    await createTopicObject(ns, 'bare', {});
+    await createTopicObject(ns, 'with-sub', {
+      subscriptions: [{ id: 'bench-with-sub', ackDeadlineSeconds: 20 }],
+    });
+    await custom.createNamespacedCustomObject({
+      group: 'samplecontroller.k8s.io',
+      version: 'v1alpha1',
+      plural: 'foos',
+      namespace: ns,
+      body: {
+        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+        kind: 'Foo',
+        metadata: { name: 'cost' },
+        spec: { deploymentName: 'cost', replicas: 1 },
+      },
+    });
+    const bare = await noOp(topicController, 'bare');
+    const withSub = await noOp(topicController, 'with-sub');
+    const fooCost = await noOp(foo, 'cost');
+    figures.push(
+      {
+        section: 'topic',
+        name: 'Topic, no-op reconcile: requests to Kubernetes',
+        value: withSub.kubernetes,
+        unit: 'requests',
+        baseline: { name: 'Foo, no-op reconcile', value: fooCost.kubernetes },
+      },
+      {
+        section: 'topic',
+        name: 'Topic with 1 subscription, no-op reconcile: requests to Pub/Sub',
+        value: withSub.pubsub,
+        unit: 'requests',
+        baseline: { name: 'Topic without subscription', value: bare.pubsub },
+      },
+    );
+  } finally {
+    await counter.close();
+    if (emulatorHost === undefined) delete process.env.PUBSUB_EMULATOR_HOST;
+    else process.env.PUBSUB_EMULATOR_HOST = emulatorHost;
+  }
+
+  // Delete → gone through the serverless pipeline (the stack's own emulator).
+  const ns = 'bench-topic-delete';
+  await createNs(ns);
+  const stack = await startLocalStack({ mode: 'serverless', kubeconfigPath: local.kubeconfigPath, env: {} });
+  const topicWatch = watchObjects(kc, '/apis/pubsub.levelset.dev/v1alpha1/topics');
+  const fooWatch = watchObjects(kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos');
+  await Promise.all([topicWatch.ready, fooWatch.ready]);
+  try {
+    const topicGone: number[] = [];
+    const fooGone: number[] = [];
+    for (let i = 0; i < sizes.topics; i++) {
+      const name = `t-${i}`;
+      await createTopicObject(ns, name, { subscriptions: [{ id: `bench-delete-${i}` }] });
+      await topicWatch.until(() => {
+        const o = topicWatch.get(ns, name) as {
+          status?: { conditions?: { type: string; status: string }[] };
+        };
+        return Boolean(o?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      });
+      const started = now();
+      await custom.deleteNamespacedCustomObject({ ...topics, namespace: ns, name });
+      topicGone.push((await topicWatch.until(() => !topicWatch.get(ns, name))) - started);
+
+      await custom.createNamespacedCustomObject({
+        group: 'samplecontroller.k8s.io',
+        version: 'v1alpha1',
+        plural: 'foos',
+        namespace: ns,
+        body: {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+          kind: 'Foo',
+          metadata: { name: `f-${i}` },
+          spec: { deploymentName: `f-${i}`, replicas: 1 },
+        },
+      });
+      await fooWatch.until(() => Boolean(fooWatch.get(ns, `f-${i}`)));
+      const fooStarted = now();
+      await custom.deleteNamespacedCustomObject({
+        group: 'samplecontroller.k8s.io',
+        version: 'v1alpha1',
+        plural: 'foos',
+        namespace: ns,
+        name: `f-${i}`,
+      });
+      fooGone.push((await fooWatch.until(() => !fooWatch.get(ns, `f-${i}`))) - fooStarted);
+    }
+    const t = quantiles(topicGone);
+    const f = quantiles(fooGone);
+    figures.push({
+      section: 'topic',
+      name: `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
+      value: Math.round(t.p50),
+      unit: 'ms',
+      baseline: { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
+    });
+    figures.push({
+      section: 'topic',
+      name: `Topic delete → object gone, p95 of ${t.n}`,
+      value: Math.round(t.p95),
+      unit: 'ms',
+      baseline: { name: 'Foo delete → gone (no finalizer), p95', value: Math.round(f.p95) },
+    });
+  } finally {
+    topicWatch.stop();
+    fooWatch.stop();
+    await stack.stop();
+  }
+}
+
+/** Waits until `list` answers (a CRD just applied is served). */
+async function waitForServed(list: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (
+      await list().then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    await sleep(100);
+  }
+  throw new Error('the CRD was not served in time');
 }

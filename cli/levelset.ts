@@ -11,6 +11,7 @@ import { hideBin } from 'yargs/helpers';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
+import { finalizersCommand } from './commands/finalizers.ts';
 import { newCommand } from './commands/new.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { relayCommand } from './commands/relay.ts';
@@ -30,6 +31,7 @@ const parser = yargs(hideBin(process.argv))
   .command(reconcileCommand)
   .command(resyncCommand)
   .command(deadLettersCommand)
+  .command(finalizersCommand)
   .command(controllersCommand)
   .command(statusCommand)
   .command(newCommand)

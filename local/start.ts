@@ -21,6 +21,7 @@ import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { type LocalStack, startLocalStack } from './stack.ts';
 import { readStackState, removeStackState, stackProcessAlive, stackStatePath } from './state.ts';
+import { topicDemo } from './topic-demo.ts';
 
 /** Options of {@link runDev} (`levelset dev` flags). */
 export interface DevOptions {
@@ -192,8 +193,10 @@ export async function runDev(options: DevOptions): Promise<void> {
     );
     say(`  state            ${options.stateDir} (levelset status, reconcile, resync, dead-letters use it)`);
     say('Ctrl-C stops everything.\n');
-    if (apiserver && options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
-    else {
+    if (apiserver && options.demo) {
+      await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
+      await topicDemo(kubeConfig, stack.emulator.host, say);
+    } else {
       const core = kubeConfig.makeApiClient(CoreV1Api);
       const sources = await core
         .listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE })

@@ -38,6 +38,8 @@ export interface ScaffoldOptions {
   kind: string;
   /** Default: the lower-cased kind plus `s`. */
   plural?: string;
+  /** The CRD's `spec.scope`; default `Namespaced`. A `Cluster` primary's keys are names alone. */
+  scope?: 'Namespaced' | 'Cluster';
   spec?: Field[];
   status?: Field[];
   /** Repository root (default: this repository). */
@@ -55,6 +57,7 @@ const optionsSchema = z.object({
     .string()
     .regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits')
     .optional(),
+  scope: z.enum(['Namespaced', 'Cluster']).default('Namespaced'),
 });
 
 /**
@@ -113,10 +116,9 @@ function exampleOf(t: FieldType, name: string): unknown {
   return { string: `example-${name}`, integer: 1, number: 1, boolean: true }[t.type];
 }
 
-function apiTs(
-  o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>,
-  spec: Field[],
-) {
+type Names = Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural' | 'scope'>>;
+
+function apiTs(o: Names, spec: Field[]) {
   const id = camel(o.name);
   const fields = zodFields(spec);
   return `/**
@@ -126,12 +128,12 @@ function apiTs(
 import { z } from 'zod';
 import { customResource } from '../../kit/index.ts';
 
-/** The primary resource: \`${o.plural}.${o.group}\`, namespaced. */
+/** The primary resource: \`${o.plural}.${o.group}\`, ${o.scope === 'Cluster' ? 'cluster-scoped' : 'namespaced'}. */
 export const ${id}Resource = customResource({
   group: '${o.group}',
   version: '${o.version}',
   kind: '${o.kind}',
-  plural: '${o.plural}',
+  plural: '${o.plural}',${o.scope === 'Cluster' ? "\n  scope: 'Cluster'," : ''}
 });
 
 /** \`spec\`, as the CRD allows it. */
@@ -164,11 +166,7 @@ export const ${id}Controller = defineController({
 `;
 }
 
-function crdYaml(
-  o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>,
-  spec: Field[],
-  status: Field[],
-) {
+function crdYaml(o: Names, spec: Field[], status: Field[]) {
   const properties = (fields: Field[]) => Object.fromEntries(fields.map((f) => [f.name, openApiOf(f)]));
   const required = spec.filter((f) => f.required).map((f) => f.name);
   const scalar = isScalar;
@@ -181,7 +179,7 @@ function crdYaml(
     },
     spec: {
       group: o.group,
-      scope: 'Namespaced',
+      scope: o.scope,
       names: { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular: o.kind.toLowerCase() },
       versions: [
         {
@@ -258,8 +256,16 @@ function exampleYaml(
   });
 }
 
-function testTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural'>>) {
+function testTs(o: Names) {
   const id = camel(o.name);
+  const cluster = o.scope === 'Cluster';
+  // A cluster-scoped primary: no namespace to make, its key is the name alone.
+  const read = cluster
+    ? `getClusterCustomObject({ ...resource, name: 'example-${o.name}' })`
+    : `getNamespacedCustomObject({ ...resource, namespace, name: 'example-${o.name}' })`;
+  const apply = cluster
+    ? `kubectl('apply', '-f', new URL('example.yaml', folder).pathname)`
+    : `kubectl('apply', '-n', namespace, '-f', new URL('example.yaml', folder).pathname)`;
   return `/**
  * The ${o.name} controller against an API server (the local one, or TEST_KUBECONFIG's cluster): its
  * CRD and example applied with kubectl, one reconcile converges it, the next writes nothing.
@@ -282,24 +288,35 @@ const resource = { group: '${o.group}', version: '${o.version}', plural: '${o.pl
 
 describe('${o.name} controller', () => {
   let cluster: TestCluster;
-  let namespace: string;
+  let namespace${cluster ? " = ''" : ': string'};
   // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
   const get = (): Promise<any> =>
     cluster.kubeConfig
       .makeApiClient(CustomObjectsApi)
-      .getNamespacedCustomObject({ ...resource, namespace, name: 'example-${o.name}' });
+      .${read};
 
   before(async () => {
     cluster = await startTestCluster();
     const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
     await kubectl('apply', '-f', new URL('crd.yaml', folder).pathname);
-    namespace = await cluster.createNamespace('${o.name}');
-    await waitFor(() => kubectl('apply', '-n', namespace, '-f', new URL('example.yaml', folder).pathname).then(() => true), {
+${cluster ? '' : `    namespace = await cluster.createNamespace('${o.name}');\n`}    await waitFor(() => ${apply}.then(() => true), {
       message: 'the CRD to be served and the example applied',
     });
   });
-  after(() => cluster?.stop());
-
+${
+  cluster
+    ? `  after(async () => {
+    // A cluster-scoped object is in no test namespace: delete it (a real cluster keeps it otherwise).
+    await cluster?.kubeConfig
+      .makeApiClient(CustomObjectsApi)
+      .deleteClusterCustomObject({ ...resource, name: 'example-${o.name}' })
+      .catch(() => undefined);
+    await cluster?.stop();
+  });
+`
+    : `  after(() => cluster?.stop());
+`
+}
   it('reconciles the example: Ready with observedGeneration; then a no-op writes nothing', async () => {
     const t = reconcilerForTest(${id}Controller, cluster.kubeconfigPath);
     const first = await t.reconcile({ namespace, name: 'example-${o.name}' });

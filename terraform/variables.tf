@@ -380,3 +380,19 @@ variable "notification_channels" {
     error_message = "notification_channels must hold IDs of the form projects/<project>/notificationChannels/<id>."
   }
 }
+
+# ---------------------------------------------------------------------------------------------------
+# Topic controller (opt-in)
+# ---------------------------------------------------------------------------------------------------
+
+variable "enable_topic_controller" {
+  description = "Let the Topic controller manage Pub/Sub topics and subscriptions: grants the reconcile function's service account a custom role with the topic and subscription permissions it uses, on topic_controller_project. Off: Topics end in Ready=False/PermissionDenied."
+  type        = bool
+  default     = false
+}
+
+variable "topic_controller_project" {
+  description = "Project the Topic controller creates topics in (TOPIC_CONTROLLER_PROJECT); empty: project_id."
+  type        = string
+  default     = ""
+}

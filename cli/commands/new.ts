@@ -12,6 +12,7 @@ interface NewControllerArgs {
   version: string;
   kind: string;
   plural?: string;
+  scope: 'Namespaced' | 'Cluster';
   spec?: string;
   status?: string;
   root?: string;
@@ -31,6 +32,11 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
       .option('version', { type: 'string', default: 'v1alpha1', describe: 'API version' })
       .option('kind', { type: 'string', demandOption: true, describe: 'UpperCamelCase kind, e.g. Icecream' })
       .option('plural', { type: 'string', describe: 'resource name (default: lower-case kind + s)' })
+      .option('scope', {
+        choices: ['Namespaced', 'Cluster'] as const,
+        default: 'Namespaced' as const,
+        describe: "the CRD's scope: a Cluster primary's keys are names alone",
+      })
       .option('spec', {
         type: 'string',
         describe: `spec fields: ${FIELDS_GRAMMAR}`,
@@ -47,6 +53,7 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
         version: argv.version,
         kind: argv.kind,
         ...(argv.plural ? { plural: argv.plural } : {}),
+        scope: argv.scope,
         ...(argv.root ? { root: argv.root } : {}),
         spec: parseFields(argv.spec),
         status: parseFields(argv.status),

@@ -148,19 +148,20 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
     const name = child.metadata?.name;
     if (!name) throw new Error(`a desired ${child.kind} has no metadata.name`);
     const resource = entry.type.resource;
-    wanted.add(`${child.kind}/${name}`);
+    wanted.add(`${child.kind}/${owner.metadata.namespace ? '' : (child.metadata?.namespace ?? '')}/${name}`);
     const body: KubernetesObject = {
       ...child,
       metadata: {
         ...child.metadata,
-        ...(resource.namespaced ? { namespace: owner.metadata.namespace } : {}),
+        // A cluster-scoped owner's namespaced children say their namespace themselves.
+        ...(resource.namespaced ? { namespace: owner.metadata.namespace || child.metadata?.namespace } : {}),
         labels: { ...child.metadata?.labels, ...childLabels(input.controller, entry.type, owner) },
         ownerReferences: [ref],
       },
     };
     const label = `${child.kind} ${name}`;
-    const namespace = owner.metadata.namespace;
-    let live = entry.listed.find((o) => o.metadata?.name === name);
+    const namespace = body.metadata?.namespace;
+    let live = entry.listed.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace);
     if (!live) {
       try {
         const created = await client.create(resource, body);
@@ -189,8 +190,8 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
   }
   for (const { type, listed } of input.owned) {
     for (const child of listed) {
-      if (!isControlledBy(child, owner) || wanted.has(`${type.resource.kind}/${child.metadata?.name}`))
-        continue;
+      const id = `${type.resource.kind}/${owner.metadata.namespace ? '' : (child.metadata?.namespace ?? '')}/${child.metadata?.name}`;
+      if (!isControlledBy(child, owner) || wanted.has(id)) continue;
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
       if (await client.delete(type.resource, child))

@@ -5,10 +5,13 @@
  * watches (map functions included) and its RBAC derived from what it declares.
  *
  * Every reconcile then runs the same steps (steps.ts, one function each), the way controller-runtime
- * reconcilers are written by hand: GET the primary (gone → done: garbage collection removes its children); skip it while it is
- * being deleted; validate its spec (invalid → `Ready=False/InvalidSpec` + Warning Event, no retry);
+ * reconcilers are written by hand: GET the primary (gone → done: garbage collection removes its
+ * children); while it is being deleted, call `finalize` (when declared) until done and remove the
+ * controller's finalizer (finalizers.ts); validate its spec (invalid → `Ready=False/InvalidSpec` +
+ * Warning Event, no retry);
  * LIST each owned type by label (one request per type); call the reconcile; create/apply/prune the
- * children; write the status through the `status` subresource when it changed, with `Ready` and
+ * children (none while the object is being deleted; the finalizer is added first when `finalize` is
+ * declared); write the status through the `status` subresource when it changed, with `Ready` and
  * `observedGeneration` (Kubernetes API conventions: conditions); record a `Synced` Event when
  * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
  * own reads, and no write.
@@ -31,10 +34,15 @@ import { resourceClient } from './client.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 import { parsePolicyRules } from './rbac.ts';
+import { readsFor } from './reads.ts';
 import {
   applyChildren,
   type Desired,
   desiredConditions,
+  ensureFinalizer,
+  type FinalizeInput,
+  type FinalizeResult,
+  finalizePrimary,
   getPrimary,
   INVALID_SPEC,
   listChildren,
@@ -88,6 +96,15 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
    * Throw `TerminalError(reason, message)` for what no retry fixes: `Ready=False/<reason>` + Warning Event.
    */
   reconcile(input: ReconcileInput<z.infer<Schema>>): Promise<Desired | undefined> | Desired | undefined;
+  /**
+   * Releases what the object holds outside the cluster (controller-runtime's finalizer pattern, Kopf's
+   * `@kopf.on.delete`). Declaring it makes the kit add the finalizer `levelset.dev/<name>` before the
+   * first reconcile runs, and, once `deletionTimestamp` is set, call `finalize` instead of `reconcile`
+   * until it returns without a requeue; the kit then removes its finalizer (only its own, with a
+   * precondition: finalizers.ts `removeFinalizer`). A `TerminalError` keeps the finalizer, sets
+   * `Ready=False/<reason>` and records a Warning Event; the next resync tries again.
+   */
+  finalize?(input: FinalizeInput<z.infer<Schema>>): Promise<FinalizeResult> | FinalizeResult;
 }
 
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
@@ -124,25 +141,52 @@ export function deriveRbac(
 
 /**
  * Declares a controller (see the module comment for what each reconcile does).
- * @returns the registry's {@link Controller}, with `owns`, `watches` and `rbac` filled in
- * @throws {Error} when the primary is cluster-scoped (not supported yet)
+ * @returns the registry's {@link Controller}, with `owns`, `watches` and `rbac` filled in (with
+ *   `patch` on the primary when `finalize` is declared: the finalizer is added and removed by a patch)
+ * @throws {Error} for `rbac` rules of the wrong shape (rbac.ts)
  */
 export function defineController<Schema extends z.ZodType>(def: ControllerDefinition<Schema>): Controller {
-  if (!def.primary.namespaced) throw new Error(`${def.name}: the kit supports namespaced primaries only`);
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
-  const rbac = deriveRbac(def.primary, owns, watches, parsePolicyRules(def.name, def.rbac ?? []));
+  const rbac = deriveRbac(def.primary, owns, watches, [
+    ...parsePolicyRules(def.name, def.rbac ?? []),
+    ...(def.finalize
+      ? [{ apiGroups: [def.primary.group], resources: [def.primary.plural], verbs: ['patch' as const] }]
+      : []),
+  ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
 
   async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
     const client = resourceClient(ctx.kubeConfig);
     const object = await getPrimary(client, def.primary, key);
     if (!object) return { notFound: true }; // deleted: garbage collection removes its children
-    if (object.metadata.deletionTimestamp) return {};
+    const deleting = Boolean(object.metadata.deletionTimestamp);
     const status = statusWriter(client, def.primary, object);
+    const reads = readsFor(def.name, rbac, client, key.namespace);
+    if (deleting && def.finalize) {
+      const parsed = def.spec.safeParse(object.spec ?? {});
+      const spec = parsed.success ? parsed.data : undefined;
+      try {
+        const { log, events, kubeConfig } = ctx;
+        const input = { key, object, spec, ...reads, log, events, kubeConfig };
+        return await finalizePrimary({
+          controller: def.name,
+          primary: def.primary,
+          input,
+          finalize: def.finalize,
+        });
+      } catch (err) {
+        // The finalizer stays: nothing outside the cluster is leaked silently.
+        if (err instanceof TerminalError && !err.object)
+          return status.fail(err.reason, err.message, err.cause);
+        throw err;
+      }
+    }
     const valid = validatePrimary(object, def.spec, { controller: def.name, owns });
     if ('invalid' in valid) return status.fail(INVALID_SPEC, valid.invalid);
+    if (def.finalize && !deleting)
+      await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, ctx.log);
     try {
       const listings = await listChildren(client, def.name, owns, object);
       const input = reconcileInput({
@@ -151,12 +195,14 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         key,
         object,
         spec: valid.spec,
+        deleting,
         listings,
         rbac,
         client,
       });
       const desired = (await def.reconcile(input)) ?? {};
-      const changes = await applyChildren(client, def.name, object, listings, desired);
+      // Being deleted: garbage collection removes the children; none is created or applied now.
+      const changes = deleting ? [] : await applyChildren(client, def.name, object, listings, desired);
       if (changes.length > 0) ctx.log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
       await recordSynced(ctx.events, object, synced, wrote || changes.length > 0);

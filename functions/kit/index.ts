@@ -5,6 +5,9 @@
  * - {@link defineController}: declare primary, spec schema, owned children, watches, reconcile.
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
+ * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
+ *   ({@link addFinalizer}, {@link removeFinalizer}).
+ * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
@@ -57,7 +60,20 @@ export {
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
 export { forEachLimit } from './concurrency.ts';
-export { type ControllerDefinition, defineController, deriveRbac, type SecondaryWatch } from './define.ts';
+export {
+  type ControllerDefinition,
+  defineController,
+  deriveRbac,
+  type SecondaryWatch,
+} from './define.ts';
+export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
+export {
+  GRPC,
+  grpcCodeOf,
+  isGrpcAlreadyExists,
+  isGrpcNotFound,
+  throwGoogleCloudError,
+} from './google-cloud.ts';
 export {
   type IndexFunction,
   type IndexInput,
@@ -79,6 +95,8 @@ export {
 } from './resources.ts';
 export {
   type Desired,
+  type FinalizeInput,
+  type FinalizeResult,
   INVALID_SPEC,
   type PrimaryObject,
   READY,

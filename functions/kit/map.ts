@@ -20,11 +20,12 @@ export const mapToSelf: MapFunction = ({ object }) =>
  * to its ReplicaSet to its Deployment to its Icecream in three. Each intermediate object is read from
  * the relay's cache ({@link MapContext.get}), so its resource must be watched by the same controller;
  * its UID must match the reference (a re-created namesake is another object). A namespaced owner is in
- * its dependent's namespace (owner references never cross namespaces).
+ * its dependent's namespace (owner references never cross namespaces); a cluster-scoped primary
+ * (`namespaced: false`) has the key `{namespace: "", name}`.
  * @param maxHops the longest chain followed (default 4); longer chains map to `[]`
  */
 export function mapThroughControllers(
-  primary: Pick<ResourceType, 'group' | 'kind'>,
+  primary: Pick<ResourceType, 'group' | 'kind'> & { namespaced?: boolean },
   maxHops = 4,
 ): MapFunction {
   return ({ object }, ctx) => {
@@ -34,7 +35,8 @@ export function mapThroughControllers(
       const ref = controllerRefOf(current);
       if (!ref) return [];
       const group = groupOf(ref.apiVersion);
-      if (ref.kind === primary.kind && group === primary.group) return [{ namespace, name: ref.name }];
+      if (ref.kind === primary.kind && group === primary.group)
+        return [{ namespace: primary.namespaced === false ? '' : namespace, name: ref.name }];
       const next = ctx.get?.({ group, kind: ref.kind }, { namespace, name: ref.name });
       if (!next || next.metadata?.uid !== ref.uid) return [];
       current = next;

@@ -62,20 +62,22 @@ export const namespaces: ResourceType = {
 };
 
 /**
- * A namespaced custom resource type: `{group, version, kind, plural}` as its CRD serves it.
+ * A custom resource type: `{group, version, kind, plural, scope}` as its CRD serves it.
  * @param plural default: the lower-cased kind plus `s` (check it against the CRD's `names.plural`)
+ * @param scope the CRD's `spec.scope`; default `Namespaced`
  */
 export function customResource(r: {
   group: string;
   version: string;
   kind: string;
   plural?: string;
+  scope?: 'Namespaced' | 'Cluster';
 }): ResourceType {
   return {
     group: r.group,
     version: r.version,
     kind: r.kind,
     plural: r.plural ?? `${r.kind.toLowerCase()}s`,
-    namespaced: true,
+    namespaced: (r.scope ?? 'Namespaced') === 'Namespaced',
   };
 }

@@ -3,7 +3,9 @@
  * controller-runtime reconciler is written by hand), each its own function so that it can be read
  * and tested alone; `defineController` (define.ts) runs them for each key:
  *
- * 1. {@link getPrimary}: GET the primary; gone (`notFound`) or being deleted → done.
+ * 1. {@link getPrimary}: GET the primary; gone → done (`notFound`). Being deleted with `finalize`
+ *    declared → {@link finalizePrimary} instead of the steps below; without → the steps below, but
+ *    no child is written. Otherwise, with `finalize` declared, {@link ensureFinalizer} first.
  * 2. {@link validatePrimary}: parse its spec and check that its children can be labelled.
  * 3. {@link listChildren}: LIST each owned type by label, one request per type.
  * 4. {@link reconcileInput}: what the controller's own reconcile is given; it returns the {@link Desired} state.
@@ -30,6 +32,7 @@ import {
   selectorOf,
 } from './children.ts';
 import type { ResourceClient } from './client.ts';
+import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import { type Reads, readsFor } from './reads.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
@@ -39,7 +42,10 @@ export const INVALID_SPEC = 'InvalidSpec';
 /** Reason of the TerminalError when the stored primary lacks the metadata every object has. */
 export const INVALID_OBJECT = 'InvalidObject';
 
-/** The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored. */
+/**
+ * The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored.
+ * `metadata.namespace` is `""` for a cluster-scoped primary (as its key's).
+ */
 export type PrimaryObject = z.infer<typeof namespacedCustomObjectSchema>;
 
 /** The `Ready` condition a reconcile reports; `observedGeneration` is added by the kit. */
@@ -75,6 +81,12 @@ export interface ReconcileInput<Spec> {
   object: PrimaryObject;
   /** Its spec, parsed by the controller's schema. */
   spec: Spec;
+  /**
+   * `true` when the object is being deleted (`deletionTimestamp` set: another party's finalizer holds
+   * it) and the controller declares no `finalize`: the kit then writes no children (garbage
+   * collection removes them) but still writes the status the reconcile returns.
+   */
+  deleting: boolean;
   /** The live children, of each owned type, that this object controls (listed before the reconcile). */
   owned(resource: ResourceType): KubernetesObject[];
   /**
@@ -91,6 +103,25 @@ export interface ReconcileInput<Spec> {
   events: EventRecorder;
   kubeConfig: KubeConfig;
 }
+
+/** What `finalize` receives: the object being deleted, still carrying the controller's finalizer. */
+export interface FinalizeInput<Spec>
+  extends Pick<
+    ReconcileInput<Spec>,
+    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig'
+  > {
+  /** The primary, as just read (`deletionTimestamp` set). */
+  object: PrimaryObject;
+  /** Its spec parsed by the schema, or `undefined` when the stored spec fails it (finalize anyway: use `status`). */
+  spec: Spec | undefined;
+}
+
+/**
+ * What `finalize` returns: nothing when done (the kit then removes the finalizer), or
+ * `{ requeueAfterMs }` when not done yet (e.g. a long-running cloud operation): the finalizer stays
+ * and the key comes back after that many ms.
+ */
+export type FinalizeResult = { requeueAfterMs: number } | undefined;
 
 /** The children of one owned type, as listed by its labels before the reconcile. */
 export interface ChildListing {
@@ -119,13 +150,59 @@ export async function getPrimary(
     if (isNotFound(err)) return undefined;
     throw err;
   }
-  const parsed = namespacedCustomObjectSchema.safeParse(raw);
+  // A cluster-scoped object has no namespace: `""`, as its key (client-go's MetaNamespaceKeyFunc).
+  const scoped = primary.namespaced ? raw : { ...raw, metadata: { ...raw.metadata, namespace: '' } };
+  const parsed = namespacedCustomObjectSchema.safeParse(scoped);
   if (!parsed.success)
     throw new TerminalError(
       INVALID_OBJECT,
       `${keyString(key)}: not a ${primary.kind}: ${parsed.error.message}`,
     );
   return parsed.data;
+}
+
+/**
+ * Step 1a (a primary being deleted, `finalize` declared): calls `finalize` while the object carries
+ * the controller's finalizer, then removes that finalizer, and only it ({@link removeFinalizer}).
+ * @returns `{}` when finalized (or released already: the API server deletes the object), or the
+ *   requeue `finalize` asked for (the finalizer stays)
+ * @throws {TerminalError} from `finalize` (the caller keeps the finalizer and reports it);
+ *   API errors of the patch (409 when the finalizers changed meanwhile: retried from a fresh read)
+ */
+export async function finalizePrimary<Spec>(args: {
+  controller: string;
+  primary: ResourceType;
+  input: FinalizeInput<Spec>;
+  finalize: (input: FinalizeInput<Spec>) => Promise<FinalizeResult> | FinalizeResult;
+}): Promise<Result> {
+  const { controller, primary, input } = args;
+  const finalizer = finalizerName(controller);
+  const object = input.object as KubernetesObject;
+  if (!hasFinalizer(object, finalizer)) return {};
+  const result = await args.finalize(input);
+  if (result) return { requeueAfterMs: result.requeueAfterMs };
+  await removeFinalizer(input.kubeConfig, primary, object, finalizer);
+  input.log.info({ finalizer }, 'finalized; finalizer removed');
+  return {};
+}
+
+/**
+ * Step 1b (`finalize` declared, object not being deleted): adds the controller's finalizer before
+ * the reconcile can create anything outside the cluster, so that a delete waits for `finalize`
+ * (1 PATCH the first time, no request after).
+ * @throws as {@link addFinalizer}
+ */
+export async function ensureFinalizer(
+  kubeConfig: KubeConfig,
+  controller: string,
+  primary: ResourceType,
+  object: PrimaryObject,
+  log: Logger,
+): Promise<void> {
+  const finalizer = finalizerName(controller);
+  if (hasFinalizer(object as KubernetesObject, finalizer)) return;
+  await addFinalizer(kubeConfig, primary, object as KubernetesObject, finalizer);
+  log.info({ finalizer }, 'finalizer added');
 }
 
 /**
@@ -186,6 +263,7 @@ export function reconcileInput<Spec>(args: {
   key: Key;
   object: PrimaryObject;
   spec: Spec;
+  deleting: boolean;
   listings: readonly ChildListing[];
   rbac: readonly PolicyRule[];
   client: ResourceClient;
@@ -198,6 +276,7 @@ export function reconcileInput<Spec>(args: {
     key,
     object,
     spec: args.spec,
+    deleting: args.deleting,
     owned: (resource) =>
       (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
         isControlledBy(o, object),

@@ -726,6 +726,57 @@ describe('deletion', () => {
     await waitFor(() => gone(path), { message: 'configmap gone after its finalizer is removed' });
   });
 
+  // The kit's finalizer removal (functions/kit/finalizers.ts): a JSON patch `test` of the element,
+  // then `remove` of its index. A failed `test` is 422 (kube-apiserver patcher.go applyJSPatch:
+  // NewGenericServerResponse(StatusUnprocessableEntity)) and changes nothing; a passing one removes
+  // only that finalizer, and the object goes once none is left.
+  test('finalizers: a JSON patch test+remove of one finalizer; a stale index fails with 422', async () => {
+    const ns = await cluster.createNamespace('finalizer-patch');
+    const path = `/api/v1/namespaces/${ns}/configmaps/c`;
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c', finalizers: ['example.com/other', 'levelset.dev/mine'] } },
+    });
+    await raw(kc, 'DELETE', path);
+    const stale = await raw(
+      kc,
+      'PATCH',
+      path,
+      [
+        { op: 'test', path: '/metadata/finalizers/0', value: 'levelset.dev/mine' },
+        { op: 'remove', path: '/metadata/finalizers/0' },
+      ],
+      JSON_PATCH,
+    );
+    assert.equal(stale.status, 422);
+    assert.equal(stale.json.kind, 'Status');
+    const removed = await raw(
+      kc,
+      'PATCH',
+      path,
+      [
+        { op: 'test', path: '/metadata/finalizers/1', value: 'levelset.dev/mine' },
+        { op: 'remove', path: '/metadata/finalizers/1' },
+      ],
+      JSON_PATCH,
+    );
+    assert.equal(removed.status, 200);
+    assert.deepEqual(removed.json.metadata.finalizers, ['example.com/other']);
+    assert.ok(removed.json.metadata.deletionTimestamp, 'still held by the other finalizer');
+    const last = await raw(
+      kc,
+      'PATCH',
+      path,
+      [
+        { op: 'test', path: '/metadata/finalizers/0', value: 'example.com/other' },
+        { op: 'remove', path: '/metadata/finalizers/0' },
+      ],
+      JSON_PATCH,
+    );
+    assert.equal(last.status, 200);
+    await waitFor(() => gone(path), { message: 'configmap gone once its last finalizer is removed' });
+  });
+
   test('deletionTimestamp bumps generation of types that have one', async () => {
     const ns = await cluster.createNamespace('delgen');
     const path = `/apis/${GROUP}/v1/namespaces/${ns}/widgets/w`;

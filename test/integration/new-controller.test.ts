@@ -232,6 +232,63 @@ describe('scaffold: npm run new:controller', () => {
   });
 });
 
+describe('scaffold: --scope Cluster', () => {
+  it('writes a cluster-scoped CRD and primary whose generated test passes: keys are names alone', async () => {
+    const root = copyOfRepo([
+      'functions',
+      'local',
+      'scripts',
+      'test/support',
+      'deploy',
+      'package.json',
+      'tsconfig.json',
+      'biome.json',
+    ]);
+    mkdirSync(join(root, 'terraform'));
+    await exec(process.execPath, [
+      join(REPO, 'cli/levelset.ts'),
+      'new',
+      'controller',
+      'cluster-probe',
+      '--group=probe.levelset.dev',
+      '--kind=ClusterProbe',
+      '--scope=Cluster',
+      '--spec=size:integer!',
+      `--root=${root}`,
+    ]);
+    const folder = join(root, 'functions/controllers/cluster-probe');
+    assert.match(readFileSync(join(folder, 'crd.yaml'), 'utf8'), /\n {2}scope: Cluster\n/);
+    assert.match(readFileSync(join(folder, 'api.ts'), 'utf8'), /scope: 'Cluster',/);
+    const files = [
+      'functions/controllers/cluster-probe/api.ts',
+      'functions/controllers/cluster-probe/index.ts',
+      'test/controllers/cluster-probe.test.ts',
+    ];
+    await exec(process.execPath, [join(REPO, 'node_modules/@biomejs/biome/bin/biome'), 'check', ...files], {
+      cwd: root,
+    });
+    writeFileSync(
+      join(root, 'tsconfig.scaffold.json'),
+      JSON.stringify({ extends: './tsconfig.json', include: files }),
+    );
+    await exec(
+      process.execPath,
+      [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.scaffold.json'],
+      {
+        cwd: root,
+      },
+    );
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const { stdout } = await exec(
+      process.execPath,
+      ['--test', '--test-reporter=tap', 'test/controllers/cluster-probe.test.ts'],
+      { cwd: root, env },
+    );
+    assert.match(stdout, /# pass 1/);
+    assert.match(stdout, /# fail 0/);
+  });
+});
+
 describe('the Icecream controller is the scaffold plus its reconcile', () => {
   it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
     const root = copyOfRepo(['biome.json']);

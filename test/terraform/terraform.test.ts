@@ -261,6 +261,36 @@ describe('terraform/', () => {
     assert.equal(grants, 2);
   });
 
+  test('the Topic controller is opt-in: its Pub/Sub role and project only with enable_topic_controller', () => {
+    const enable = m.variables.get('enable_topic_controller');
+    assert.equal(enable?.default, false, 'off by default');
+    const role = resource(m, 'google_project_iam_custom_role', 'topic_controller');
+    const member = resource(m, 'google_project_iam_member', 'topic_controller');
+    for (const body of [role, member])
+      assert.equal(body.count, ref('var.enable_topic_controller ? 1 : 0'), 'created only when enabled');
+    assert.equal(member.member, ref('google_service_account.functions.member'), "the functions' identity");
+    assert.equal(member.role, ref('google_project_iam_custom_role.topic_controller[0].id'));
+    assert.equal(member.project, ref('local.topic_controller_project'), "on the Topics' project");
+    const permissions = role.permissions as string[];
+    assert.ok(
+      permissions.every((p) =>
+        /^pubsub\.(topics|subscriptions)\.(create|get|update|delete|attachSubscription)$/.test(p),
+      ),
+      `topic and subscription administration only: ${permissions.join(', ')}`,
+    );
+    for (const needed of ['pubsub.topics.create', 'pubsub.topics.delete', 'pubsub.subscriptions.create'])
+      assert.ok(permissions.includes(needed), needed);
+    assert.ok(!permissions.some((p) => /publish|consume|setIamPolicy/.test(p)), 'no data access, no IAM');
+    assert.match(
+      String(m.locals.get('topic_controller_env')),
+      /var\.enable_topic_controller \? \{\s*TOPIC_CONTROLLER_PROJECT = local\.topic_controller_project\s*\} : \{\}/,
+    );
+    assert.match(String(m.locals.get('function_env')), /local\.topic_controller_env/);
+    // Nothing else grants Pub/Sub administration to the functions.
+    for (const [name, body] of resourcesOf(m, 'google_project_iam_member'))
+      if (name !== 'topic_controller') assert.doesNotMatch(String(body.role), /pubsub\.(editor|admin)/, name);
+  });
+
   test('the scheduler calls resync over HTTP with OIDC on a variable schedule', () => {
     const job = resource(m, 'google_cloud_scheduler_job', 'resync');
     assert.ok(varName(job.schedule));

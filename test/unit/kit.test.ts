@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import {
+  configmaps,
   customResource,
   defineController,
   deployments,
@@ -171,17 +172,38 @@ describe('defineController', () => {
     ]);
   });
 
-  it('rejects a cluster-scoped primary', () => {
-    assert.throws(
-      () =>
-        defineController({
-          name: 'x',
-          primary: { ...widgets, namespaced: false },
-          spec: z.object({}),
-          reconcile: () => ({}),
-        }),
-      /namespaced primaries only/,
-    );
+  it('accepts a cluster-scoped primary: its own watch maps to keys without a namespace', () => {
+    const c = defineController({
+      name: 'x',
+      primary: customResource({
+        group: 'test.levelset.dev',
+        version: 'v1',
+        kind: 'Widget',
+        scope: 'Cluster',
+      }),
+      spec: z.object({}),
+      owns: [configmaps],
+      reconcile: () => ({}),
+    });
+    assert.equal(c.primary.namespaced, false);
+    const ctx = { primaryKeys: () => [] };
+    const self = c.watches[0];
+    assert.deepEqual(self?.map({ type: 'ADDED', object: { metadata: { name: 'w' } } }, ctx), [
+      { namespace: '', name: 'w' },
+    ]);
+    // A namespaced child of a cluster-scoped owner maps to the owner's key, namespace "".
+    const child = {
+      metadata: {
+        name: 'c',
+        namespace: 'team-a',
+        ownerReferences: [
+          { apiVersion: 'test.levelset.dev/v1', kind: 'Widget', name: 'w', uid: 'u', controller: true },
+        ],
+      },
+    };
+    assert.deepEqual(c.watches[1]?.map({ type: 'ADDED', object: child }, ctx), [
+      { namespace: '', name: 'w' },
+    ]);
   });
 });
 

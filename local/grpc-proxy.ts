@@ -1,0 +1,115 @@
+/**
+ * An HTTP/2 proxy in front of a gRPC server (the Pub/Sub emulator), shared by the bench and the
+ * tests: every request (stream) is forwarded unchanged — headers, messages, trailers — and counted
+ * by its `:path` (`/google.pubsub.v1.Publisher/GetTopic`); and, for fault injection, a request whose
+ * path matches a rule is answered with that rule's gRPC status instead, as Google Cloud answers an
+ * error: a trailers-only response (HTTP 200, `content-type: application/grpc`, `grpc-status`,
+ * percent-encoded `grpc-message`; gRPC over HTTP/2, "Responses"). It stands in for what the emulator
+ * never answers: PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED.
+ */
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+
+/** A fault: answer requests whose `:path` matches `path` with gRPC status `code`, `times` times. */
+export interface GrpcFault {
+  path: RegExp;
+  /** Canonical gRPC code (google.rpc.Code), e.g. 7 PERMISSION_DENIED. */
+  code: number;
+  message: string;
+  /** How many matching requests fail; default every one until removed. */
+  times?: number;
+}
+
+export interface GrpcProxy {
+  /** `host:port` to use as `PUBSUB_EMULATOR_HOST`. */
+  host: string;
+  /** Requests so far, by `:path`; cleared with `counts.clear()`. */
+  counts: Map<string, number>;
+  total(): number;
+  /** Adds a fault; returns its remover. */
+  fail(fault: GrpcFault): () => void;
+  /** Requests answered with a fault so far, by `:path`. */
+  failed: Map<string, number>;
+  close(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set([':method', ':path', ':scheme', ':authority', 'connection', 'host']);
+
+/**
+ * Starts the proxy on a free port in front of `target` (`host:port`, or a function giving it at the
+ * first request: a server started after the proxy, e.g. the local stack's emulator).
+ */
+export async function startGrpcProxy(target: string | (() => string)): Promise<GrpcProxy> {
+  let session: http2.ClientHttp2Session | undefined;
+  const upstream = () => {
+    if (!session || session.closed || session.destroyed) {
+      session = http2.connect(`http://${typeof target === 'string' ? target : target()}`);
+      session.on('error', () => {});
+    }
+    return session;
+  };
+  const counts = new Map<string, number>();
+  const failed = new Map<string, number>();
+  const faults = new Set<GrpcFault & { left: number }>();
+  const server = http2.createServer();
+  server.on('stream', (stream, headers) => {
+    const path = String(headers[':path']);
+    counts.set(path, (counts.get(path) ?? 0) + 1);
+    const fault = [...faults].find((f) => f.path.test(path));
+    if (fault) {
+      fault.left -= 1;
+      if (fault.left <= 0) faults.delete(fault);
+      failed.set(path, (failed.get(path) ?? 0) + 1);
+      stream.resume(); // the request's messages are read and dropped
+      stream.respond(
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-status': String(fault.code),
+          'grpc-message': encodeURIComponent(fault.message),
+        },
+        { endStream: true },
+      );
+      return;
+    }
+    const forwarded: http2.OutgoingHttpHeaders = { ':method': headers[':method'], ':path': path };
+    for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) forwarded[k] = v;
+    const request = upstream().request(forwarded);
+    let trailers: http2.IncomingHttpHeaders = {};
+    request.on('response', (h) => {
+      const { ':status': status, ...rest } = h;
+      // A trailers-only answer (an error: grpc-status in the headers) ends the stream at once.
+      if ('grpc-status' in rest) stream.respond({ ':status': status, ...rest }, { endStream: true });
+      else stream.respond({ ':status': status, ...rest }, { waitForTrailers: true });
+    });
+    request.on('trailers', (t) => {
+      trailers = t;
+    });
+    stream.on('wantTrailers', () => stream.sendTrailers(trailers));
+    stream.pipe(request);
+    request.on('data', (chunk: Buffer) => {
+      if (!stream.closed && stream.headersSent && !stream.writableEnded) stream.write(chunk);
+    });
+    request.on('end', () => {
+      if (!stream.writableEnded && !stream.closed) stream.end();
+    });
+    request.on('error', () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    stream.on('error', () => request.close(http2.constants.NGHTTP2_CANCEL));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    counts,
+    total: () => [...counts.values()].reduce((a, b) => a + b, 0),
+    failed,
+    fail(fault) {
+      const entry = { ...fault, left: fault.times ?? Number.POSITIVE_INFINITY };
+      faults.add(entry);
+      return () => faults.delete(entry);
+    },
+    close: async () => {
+      session?.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

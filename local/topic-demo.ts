@@ -1,0 +1,76 @@
+/**
+ * The Topic controller's part of the `npm start` demo: a Topic applied into namespace `demo`, its
+ * topic and subscription appearing in the Pub/Sub emulator (in the controller's own project, never
+ * the keys project), then the Topic deleted and the topic gone with it (its finalizer at work).
+ */
+import { PubSub } from '@google-cloud/pubsub';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { topicProject } from '../functions/controllers/topic/index.ts';
+import { waitFor } from '../test/support/wait.ts';
+
+const topics = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics', namespace: 'demo' };
+
+/**
+ * Plays the Topic demo against the emulator at `emulatorHost`, printing each checked step with `say`.
+ * @throws when a step does not converge within 30 s
+ */
+export async function topicDemo(
+  kubeConfig: KubeConfig,
+  emulatorHost: string,
+  say: (line: string) => void,
+): Promise<void> {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const project = topicProject({ PUBSUB_EMULATOR_HOST: emulatorHost });
+  const pubsub = new PubSub({ projectId: project, apiEndpoint: emulatorHost, emulatorMode: true });
+  const timed = async (what: string, probe: () => Promise<unknown>) => {
+    const started = Date.now();
+    await waitFor(probe, { timeoutMs: 30_000, message: what });
+    say(`demo        ✓ ${what} (${Date.now() - started} ms)`);
+  };
+  const topicIds = async () => (await pubsub.getTopics())[0].map((t) => t.name);
+  const name = `projects/${project}/topics/k8s.demo.example-topic`;
+  try {
+    say('demo        creating Topic demo/example-topic (pubsub.levelset.dev/v1alpha1)');
+    await custom
+      .createNamespacedCustomObject({
+        ...topics,
+        body: {
+          apiVersion: 'pubsub.levelset.dev/v1alpha1',
+          kind: 'Topic',
+          metadata: { name: 'example-topic' },
+          spec: {
+            labels: { team: 'demo' },
+            subscriptions: [{ id: 'example-topic-worker', ackDeadlineSeconds: 30 }],
+          },
+        },
+      })
+      .catch((err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+      });
+    await timed(
+      `topic ${name} and its subscription in the emulator, finalizer levelset.dev/topic on the Topic`,
+      async () => {
+        const topic = (await custom.getNamespacedCustomObject({ ...topics, name: 'example-topic' })) as {
+          metadata?: { finalizers?: string[] };
+        };
+        const [subscription] = await pubsub.subscription('example-topic-worker').exists();
+        return (
+          topic.metadata?.finalizers?.includes('levelset.dev/topic') &&
+          (await topicIds()).includes(name) &&
+          subscription
+        );
+      },
+    );
+    say('demo        deleting Topic demo/example-topic');
+    await custom.deleteNamespacedCustomObject({ ...topics, name: 'example-topic' });
+    await timed(`topic ${name} deleted from the emulator, then the Topic gone`, async () => {
+      if ((await topicIds()).includes(name)) return false;
+      return custom.getNamespacedCustomObject({ ...topics, name: 'example-topic' }).then(
+        () => false,
+        (err: { code?: number }) => err.code === 404,
+      );
+    });
+  } finally {
+    await pubsub.close();
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * The Topic controller end to end, in both modes, on real parts: relay → Pub/Sub emulator →
+ * `reconcile` under functions-framework (or the in-process manager) → Kubernetes API, and the
+ * Topic's topics in the same emulator, in the controller's own project (`levelset-topics`, never the
+ * keys project). Observes only through the Kubernetes API, the emulator and the logs: the finalizer
+ * is on before anything is created in Pub/Sub; delete → subscriptions and topic gone → object gone,
+ * also when the functions were down at the delete; a topic deleted out of band is recreated; a
+ * foreign topic is never adopted; Google Cloud errors are sorted: INVALID_ARGUMENT (the emulator's),
+ * PERMISSION_DENIED and RESOURCE_EXHAUSTED (injected by the shared gRPC proxy, local/grpc-proxy.ts,
+ * which the controller's Pub/Sub traffic goes through) answered once, not retried; DEADLINE_EXCEEDED
+ * and UNAVAILABLE retried until they pass.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { finalizerName, findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { LABELS } from '../../functions/log.ts';
+import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
+import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
+import type { StackMode } from '../../local/stack.ts';
+import {
+  outcomeLines,
+  PIPELINE_MODES,
+  type Pipeline,
+  reconcilesOwed,
+  serverlessStack,
+  startPipeline,
+} from '../support/pipeline.ts';
+import { waitFor } from '../support/wait.ts';
+
+const root = new URL('../../', import.meta.url);
+const CRD = new URL('functions/controllers/topic/crd.yaml', root).pathname;
+const group = 'pubsub.levelset.dev';
+const version = 'v1alpha1';
+const plural = 'topics';
+const PROJECT = 'levelset-topics';
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+type Json = any;
+
+const suite = (mode: StackMode) => () => {
+  let p: Pipeline;
+  let ns: string;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+  let ownEmulator: PubSubEmulator | undefined;
+  let pubsub: PubSub;
+  let proxy: GrpcProxy;
+
+  const getTopic = (name: string): Promise<Json> =>
+    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
+  const createTopic = (name: string, spec: object) =>
+    custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: ns,
+      body: { apiVersion: `${group}/${version}`, kind: 'Topic', metadata: { name }, spec },
+    });
+  const deleteTopic = (name: string) =>
+    custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name });
+  const gone = (name: string) =>
+    getTopic(name).then(
+      () => false,
+      (err: unknown) => err instanceof ApiException && err.code === 404,
+    );
+  const exists = async (r: { exists(): Promise<[boolean]> }) => (await r.exists())[0];
+  const ready = (o: Json) => findCondition(parseConditions(o?.status?.conditions), 'Ready');
+  const topicIdOf = (name: string) => `k8s.${ns}.${name}`;
+  /** Every log line about `topic/<ns>/<name>`, in the order its process wrote them. */
+  const linesOf = (name: string) =>
+    p.logs
+      .map(({ line }) => line)
+      .filter((line) => {
+        const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
+        return labels?.controller === 'topic' && labels.key === `${ns}/${name}`;
+      });
+  /** Makes every primary key come round again: the resync (serverless) or a restart (in-process lists all). */
+  const resync = async () => {
+    if (p.mode === 'serverless') await serverlessStack(p).runResync();
+    else {
+      await p.stack.stopRelay();
+      await p.stack.startRelay();
+    }
+  };
+
+  before(async () => {
+    // The controller's Pub/Sub requests go through the proxy (TOPIC_CONTROLLER_EMULATOR_HOST), to
+    // the stack's emulator (serverless) or this test's (in-process), known once started.
+    proxy = await startGrpcProxy(() => ownEmulator?.host ?? serverlessStack(p).emulator.host);
+    p = await startPipeline(
+      async (cluster): Promise<Record<string, string>> => {
+        custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+        core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+        ns = await cluster.createNamespace('topic-e2e');
+        await cluster.applyCrd(CRD, { group, version, plural }, ns);
+        if (mode === 'serverless') return { TOPIC_CONTROLLER_EMULATOR_HOST: proxy.host };
+        // The in-process mode runs no emulator of its own: the Topics' Pub/Sub is this one.
+        ownEmulator = await startPubSubEmulator();
+        return { PUBSUB_EMULATOR_HOST: ownEmulator.host, TOPIC_CONTROLLER_EMULATOR_HOST: proxy.host };
+      },
+      { mode },
+    );
+    const host = ownEmulator?.host ?? serverlessStack(p).emulator.host;
+    pubsub = new PubSub({ projectId: PROJECT, apiEndpoint: host, emulatorMode: true });
+  });
+
+  after(async () => {
+    await pubsub?.close();
+    await p?.stop();
+    await proxy?.close();
+    await ownEmulator?.stop();
+  });
+
+  it('puts its finalizer on before creating anything in Pub/Sub, then creates topic and subscription', async () => {
+    await createTopic('orders', { subscriptions: [{ id: `orders-worker-${ns}`, ackDeadlineSeconds: 20 }] });
+    const topic = await waitFor(
+      async () => {
+        const t = await getTopic('orders');
+        return ready(t)?.status === 'True' ? t : undefined;
+      },
+      { message: 'Topic orders Ready' },
+    );
+    assert.deepEqual(topic.metadata.finalizers, [finalizerName('topic')]);
+    assert.equal(topic.status.topic, `projects/${PROJECT}/topics/${topicIdOf('orders')}`);
+    assert.ok(await exists(pubsub.topic(topicIdOf('orders'))));
+    assert.ok(await exists(pubsub.subscription(`orders-worker-${ns}`)));
+    const messages = linesOf('orders').map((l) => l.message);
+    const added = messages.indexOf('finalizer added');
+    assert.ok(added >= 0, JSON.stringify(messages));
+    assert.ok(added < messages.indexOf('created topic'), `finalizer first: ${JSON.stringify(messages)}`);
+    assert.ok(
+      added < messages.indexOf('created subscription'),
+      `finalizer first: ${JSON.stringify(messages)}`,
+    );
+  });
+
+  it('recreates a topic deleted out of band at the next resync', async () => {
+    await pubsub.topic(topicIdOf('orders')).delete();
+    await resync();
+    await waitFor(() => exists(pubsub.topic(topicIdOf('orders'))), { message: 'the topic recreated' });
+    await waitFor(
+      async () =>
+        (await pubsub.subscription(`orders-worker-${ns}`).getMetadata())[0].topic ===
+        `projects/${PROJECT}/topics/${topicIdOf('orders')}`,
+      { message: 'its subscription attached to the new topic' },
+    );
+  });
+
+  it('never adopts a foreign topic of the same id: Ready=False/ResourceExists and a Warning Event', async () => {
+    const foreignId = `foreign-${ns}`;
+    const [foreign] = await pubsub.createTopic({ name: foreignId, labels: { team: 'other' } });
+    await createTopic('wants-foreign', { topicId: foreignId });
+    await waitFor(async () => ready(await getTopic('wants-foreign'))?.reason === 'ResourceExists', {
+      message: 'Ready=False/ResourceExists',
+    });
+    await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.some(
+          (e) =>
+            e.involvedObject.name === 'wants-foreign' &&
+            e.type === 'Warning' &&
+            e.reason === 'ResourceExists',
+        ),
+      { message: 'a Warning ResourceExists Event' },
+    );
+    assert.deepEqual((await foreign.getMetadata())[0].labels, { team: 'other' });
+    await deleteTopic('wants-foreign');
+    await waitFor(() => gone('wants-foreign'), { message: 'the Topic that never owned anything goes' });
+    assert.ok(await exists(foreign), 'the foreign topic is never deleted');
+  });
+
+  it('answers a Google Cloud INVALID_ARGUMENT with Ready=False and the API message, once (not retried)', async () => {
+    // The emulator refuses updates of a topic's labels (INVALID_ARGUMENT): a real gRPC error.
+    await createTopic('relabel', { labels: { v: 'one' } });
+    await waitFor(async () => ready(await getTopic('relabel'))?.status === 'True', {
+      message: 'relabel Ready',
+    });
+    await custom.patchNamespacedCustomObject(
+      { group, version, plural, namespace: ns, name: 'relabel', body: { spec: { labels: { v: 'two' } } } },
+      mergePatch,
+    );
+    await waitFor(async () => ready(await getTopic('relabel'))?.reason === 'InvalidArgument', {
+      message: 'Ready=False/InvalidArgument',
+    });
+    const terminal = () =>
+      outcomeLines(p, 'topic').filter(
+        (l) => (l[LABELS] as { key?: string }).key === `${ns}/relabel` && l.outcome === 'terminal',
+      );
+    await waitFor(() => terminal().length === 1, { message: 'one terminal outcome' });
+    assert.match(ready(await getTopic('relabel'))?.message ?? '', /update_mask/);
+    const errors = outcomeLines(p, 'topic').filter(
+      (l) =>
+        (l[LABELS] as { key?: string }).key === `${ns}/relabel` &&
+        l.outcome !== 'success' &&
+        l.outcome !== 'terminal',
+    );
+    assert.deepEqual(errors, [], 'no retried outcome');
+  });
+
+  /** Waits until the relay has nothing left to hand on for the topic controller (no sleeps: metrics). */
+  const settled = () =>
+    waitFor(
+      async () =>
+        (await reconcilesOwed(p, 'topic')) <= outcomeLines(p, 'topic').length ||
+        Promise.reject(new Error('reconciles still owed')),
+      { message: 'every topic key reconciled' },
+    );
+  const outcomesOf = (name: string) =>
+    outcomeLines(p, 'topic')
+      .filter((l) => (l[LABELS] as { key?: string }).key === `${ns}/${name}`)
+      .map((l) => l.outcome);
+
+  for (const [code, grpc, reason] of [
+    [7, 'PERMISSION_DENIED', 'PermissionDenied'],
+    [8, 'RESOURCE_EXHAUSTED', 'ResourceExhausted'],
+  ] as const)
+    it(`answers ${grpc} with a Warning, Ready=False/${reason} and the API message, once (no hot loop)`, async () => {
+      const name = `denied-${code}`;
+      const message = `${grpc.toLowerCase()} by the test's proxy`;
+      const remove = proxy.fail({ path: /\/CreateTopic$/, code, message });
+      try {
+        await createTopic(name, {});
+        await waitFor(async () => ready(await getTopic(name))?.reason === reason, {
+          message: `Ready=False/${reason}`,
+        });
+        assert.equal(
+          ready(await getTopic(name))?.message,
+          `create projects/${PROJECT}/topics/${topicIdOf(name)}: ${message}`,
+        );
+        await waitFor(
+          async () =>
+            (await core.listNamespacedEvent({ namespace: ns })).items.some(
+              (e) => e.involvedObject.name === name && e.type === 'Warning' && e.reason === reason,
+            ),
+          { message: `a Warning ${reason} Event` },
+        );
+        await waitFor(() => outcomesOf(name).includes('terminal'), { message: 'a terminal outcome' });
+        // Acknowledged, never retried: the only other delivery is the one the finalizer's own addition
+        // enqueues (a finalizers change is a significant event of the primary), when it was not
+        // collapsed with the first.
+        await settled();
+        const outcomes = outcomesOf(name);
+        assert.ok(outcomes.length <= 2 && outcomes.every((o) => o === 'terminal'), JSON.stringify(outcomes));
+      } finally {
+        remove();
+      }
+      await deleteTopic(name);
+      await waitFor(() => gone(name), { message: `${name} gone (nothing was created)` });
+    });
+
+  for (const [code, grpc, times] of [
+    [4, 'DEADLINE_EXCEEDED', 1],
+    [14, 'UNAVAILABLE', 2],
+  ] as const)
+    it(`retries ${grpc} with backoff until it passes`, async () => {
+      const name = `flaky-${code}`;
+      const before = proxy.failed.get('/google.pubsub.v1.Publisher/GetTopic') ?? 0;
+      proxy.fail({ path: /\/GetTopic$/, code, message: `${grpc.toLowerCase()} by the test's proxy`, times });
+      await createTopic(name, {});
+      await waitFor(async () => ready(await getTopic(name))?.status === 'True', {
+        message: `${name} Ready after the ${grpc}s`,
+        timeoutMs: 90_000,
+      });
+      assert.equal(
+        (proxy.failed.get('/google.pubsub.v1.Publisher/GetTopic') ?? 0) - before,
+        times,
+        'every fault met',
+      );
+      assert.ok(!outcomesOf(name).includes('terminal'), JSON.stringify(outcomesOf(name)));
+      assert.ok(await exists(pubsub.topic(topicIdOf(name))));
+    });
+
+  it('on delete removes subscription and topic, then the object goes', async () => {
+    await deleteTopic('orders');
+    await waitFor(() => gone('orders'), { message: 'Topic orders gone' });
+    assert.ok(!(await exists(pubsub.subscription(`orders-worker-${ns}`))), 'subscription deleted');
+    assert.ok(!(await exists(pubsub.topic(topicIdOf('orders')))), 'topic deleted');
+  });
+
+  it('a namespace deleted with a Topic inside finishes: topic deleted, then the namespace gone', async () => {
+    const doomed = await p.cluster.createNamespace('topic-doomed');
+    await custom.createNamespacedCustomObject({
+      group,
+      version,
+      plural,
+      namespace: doomed,
+      body: { apiVersion: `${group}/${version}`, kind: 'Topic', metadata: { name: 'inside' }, spec: {} },
+    });
+    const topicId = `k8s.${doomed}.inside`;
+    await waitFor(() => exists(pubsub.topic(topicId)), { message: 'the topic of doomed/inside' });
+    await waitFor(
+      async () =>
+        (
+          (await custom.getNamespacedCustomObject({
+            group,
+            version,
+            plural,
+            namespace: doomed,
+            name: 'inside',
+          })) as Json
+        ).metadata.finalizers?.length === 1,
+      { message: 'its finalizer' },
+    );
+    await core.deleteNamespace({ name: doomed });
+    await waitFor(
+      () =>
+        core.readNamespace({ name: doomed }).then(
+          () => false,
+          (err: unknown) => err instanceof ApiException && err.code === 404,
+        ),
+      { message: `namespace ${doomed} gone`, timeoutMs: 60_000 },
+    );
+    assert.ok(!(await exists(pubsub.topic(topicId))), 'its topic deleted first');
+  });
+
+  it('finishes a delete made while every function instance was down', async () => {
+    await createTopic('while-down', {});
+    await waitFor(async () => ready(await getTopic('while-down'))?.status === 'True', {
+      message: 'while-down Ready',
+    });
+    if (p.mode === 'serverless') await serverlessStack(p).restartFunction('reconcile', { killOnly: true });
+    else await p.stack.stopRelay();
+    await deleteTopic('while-down');
+    assert.ok((await getTopic('while-down')).metadata.deletionTimestamp, 'held by the finalizer');
+    if (p.mode === 'serverless') {
+      await serverlessStack(p).restartFunction('reconcile');
+      await serverlessStack(p).runResync(); // publishes the keys of objects being deleted too
+    } else await p.stack.startRelay(); // its initial list holds the object being deleted
+    await waitFor(() => gone('while-down'), { message: 'Topic while-down gone', timeoutMs: 60_000 });
+    assert.ok(!(await exists(pubsub.topic(topicIdOf('while-down')))), 'its topic deleted');
+  });
+};
+
+for (const mode of PIPELINE_MODES) describe(`topic end to end (${mode})`, suite(mode));

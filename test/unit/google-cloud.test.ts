@@ -1,0 +1,48 @@
+// The kit sorts Google Cloud errors as it sorts Kubernetes API errors: what no retry fixes is a
+// TerminalError (reason from the gRPC code, message from the API), the rest is rethrown (retried).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isTransient } from '../../functions/k8s/errors.ts';
+import { GRPC, TerminalError, throwGoogleCloudError } from '../../functions/kit/index.ts';
+
+/** An error as google-gax throws it: `code` (google.rpc.Code), `details` (the API's message). */
+const grpcError = (code: number, details: string) =>
+  Object.assign(new Error(`${code} ${details}`), { code, details, metadata: {} });
+
+describe('throwGoogleCloudError', () => {
+  for (const [code, reason] of [
+    [GRPC.PERMISSION_DENIED, 'PermissionDenied'],
+    [GRPC.INVALID_ARGUMENT, 'InvalidArgument'],
+    [GRPC.RESOURCE_EXHAUSTED, 'ResourceExhausted'],
+    [GRPC.FAILED_PRECONDITION, 'FailedPrecondition'],
+  ] as const) {
+    it(`code ${code} is terminal: ${reason}, with the API's message`, () => {
+      const err = grpcError(code, 'User not authorized to perform this action.');
+      assert.throws(
+        () => throwGoogleCloudError(err, 'create projects/p/topics/t'),
+        (thrown: unknown) =>
+          thrown instanceof TerminalError &&
+          thrown.reason === reason &&
+          thrown.message === 'create projects/p/topics/t: User not authorized to perform this action.' &&
+          thrown.cause === err &&
+          !isTransient(thrown),
+      );
+    });
+  }
+  for (const code of [GRPC.UNAVAILABLE, GRPC.DEADLINE_EXCEEDED, GRPC.NOT_FOUND]) {
+    it(`code ${code} is rethrown unchanged, and retried`, () => {
+      const err = grpcError(code, 'try again');
+      assert.throws(
+        () => throwGoogleCloudError(err, 'x'),
+        (thrown: unknown) => thrown === err && isTransient(thrown),
+      );
+    });
+  }
+  it('an error without a gRPC code (a network error) is rethrown', () => {
+    const err = new Error('socket hang up');
+    assert.throws(
+      () => throwGoogleCloudError(err, 'x'),
+      (thrown: unknown) => thrown === err,
+    );
+  });
+});
