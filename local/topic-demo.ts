@@ -6,6 +6,7 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { topicProject } from '../functions/controllers/topic/index.ts';
+import { emulatorClientOptions } from '../functions/publish.ts';
 import { waitFor } from '../test/support/wait.ts';
 
 const topics = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics', namespace: 'demo' };
@@ -21,7 +22,7 @@ export async function topicDemo(
 ): Promise<void> {
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const project = topicProject({ PUBSUB_EMULATOR_HOST: emulatorHost });
-  const pubsub = new PubSub({ projectId: project, apiEndpoint: emulatorHost, emulatorMode: true });
+  const pubsub = new PubSub({ projectId: project, ...emulatorClientOptions(emulatorHost) });
   const timed = async (what: string, probe: () => Promise<unknown>) => {
     const started = Date.now();
     await waitFor(probe, { timeoutMs: 30_000, message: what });

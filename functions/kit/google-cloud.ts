@@ -65,3 +65,19 @@ export function throwGoogleCloudError(err: unknown, what: string): never {
   const message = typeof details === 'string' && details ? details : (err as Error).message;
   throw new TerminalError(reason, `${what}: ${message}`, { cause: err });
 }
+
+/**
+ * Options for a Google Cloud client library in a controller (e.g. `new PubSub({ projectId,
+ * ...googleCloudClientOptions(emulatorHost) })`): against an emulator at `emulatorHost`
+ * (`host:port`), plaintext, no credentials and the universe domain given, so that
+ * google-auth-library does not probe the GCE metadata server off Google Cloud (a
+ * `MetadataLookupWarning` otherwise); without one, `{}`: Application Default Credentials, i.e. the
+ * function's own service account on Cloud Run.
+ */
+export function googleCloudClientOptions(
+  emulatorHost: string | undefined,
+): { apiEndpoint: string; emulatorMode: true; universeDomain: string } | Record<string, never> {
+  return emulatorHost
+    ? { apiEndpoint: emulatorHost, emulatorMode: true, universeDomain: 'googleapis.com' }
+    : {};
+}

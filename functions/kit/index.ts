@@ -69,6 +69,7 @@ export {
 export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
 export {
   GRPC,
+  googleCloudClientOptions,
   grpcCodeOf,
   isGrpcAlreadyExists,
   isGrpcNotFound,

@@ -21,6 +21,7 @@ import { OWNER_LABEL } from '../../functions/controllers/topic/api.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
 import { finalizerName, findCondition, parseConditions } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
+import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
@@ -55,7 +56,7 @@ describe('topic controller', () => {
     // The controller's client reads these at its first use (one client per process).
     process.env.PUBSUB_EMULATOR_HOST = emulator.host;
     delete process.env.TOPIC_CONTROLLER_PROJECT;
-    pubsub = new PubSub({ projectId: PROJECT, apiEndpoint: emulator.host, emulatorMode: true });
+    pubsub = new PubSub({ projectId: PROJECT, ...emulatorClientOptions(emulator.host) });
     cluster = await startTestCluster();
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
@@ -92,9 +93,7 @@ describe('topic controller', () => {
     assert.equal(ready(object)?.observedGeneration, object.metadata.generation);
     assert.ok(
       !(await exists(
-        new PubSub({ projectId: 'local-project', apiEndpoint: emulator.host, emulatorMode: true }).topic(
-          topicId,
-        ),
+        new PubSub({ projectId: 'local-project', ...emulatorClientOptions(emulator.host) }).topic(topicId),
       )),
       'never in the keys project',
     );

@@ -121,7 +121,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       },
       // The faults here fail some deliveries on purpose (a reset mid-reconcile counts as an attempt;
       // a refused connection does not, local/push-proxy.ts): allow Pub/Sub's maximum, so none of
-      // these keys is dead-lettered (delivery-faults.test.ts runs with npm start's 5).
+      // these keys is dead-lettered (test/load/delivery-faults.load.ts runs with npm start's 5).
       { maxDeliveryAttempts: 100 },
       { bookmarkIntervalMs: 1_000 },
     );

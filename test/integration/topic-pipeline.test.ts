@@ -22,6 +22,7 @@ import {
 } from '@kubernetes/client-node';
 import { finalizerName, findCondition, parseConditions } from '../../functions/kit/index.ts';
 import { LABELS } from '../../functions/log.ts';
+import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { StackMode } from '../../local/stack.ts';
@@ -110,7 +111,7 @@ const suite = (mode: StackMode) => () => {
       { mode },
     );
     const host = ownEmulator?.host ?? serverlessStack(p).emulator.host;
-    pubsub = new PubSub({ projectId: PROJECT, apiEndpoint: host, emulatorMode: true });
+    pubsub = new PubSub({ projectId: PROJECT, ...emulatorClientOptions(host) });
   });
 
   after(async () => {

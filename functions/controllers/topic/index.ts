@@ -11,6 +11,7 @@
 import { PubSub, type Subscription, type Topic } from '@google-cloud/pubsub';
 import {
   defineController,
+  googleCloudClientOptions,
   isGrpcAlreadyExists,
   isGrpcNotFound,
   messageResourceExists,
@@ -57,10 +58,7 @@ let client: PubSub | undefined;
 /** One Pub/Sub client per process (it holds the gRPC channel), in {@link topicProject}. */
 function pubsub(): PubSub {
   const emulator = emulatorOf(process.env);
-  client ??= new PubSub({
-    projectId: topicProject(),
-    ...(emulator ? { apiEndpoint: emulator, emulatorMode: true } : {}),
-  });
+  client ??= new PubSub({ projectId: topicProject(), ...googleCloudClientOptions(emulator) });
   return client;
 }
 
