@@ -15,6 +15,12 @@
  * `observedGeneration` (Kubernetes API conventions: conditions); record a `Synced` Event when
  * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
  * own reads, and no write.
+ *
+ * Children in other namespaces (owned `inOtherNamespaces`, cross-namespace.ts) are listed after the
+ * reconcile, by label across namespaces, and written whole; no garbage collector removes them, so
+ * the kit prunes them also when the primary is gone (`notFound` once none is left). A primary pinned
+ * to a namespace (`namespace`) makes a key in another namespace name its children there alone.
+ * A primary without a `status` subresource (a Secret) gets no status: Events report.
  */
 import { z } from 'zod';
 import type {
