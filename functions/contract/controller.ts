@@ -13,6 +13,11 @@ export interface ResourceType {
   plural: string;
   kind: string;
   namespaced: boolean;
+  /**
+   * `false` when the type has no `status` subresource (Secrets, ConfigMaps): the kit then writes no
+   * status or conditions for such a primary. Default `true` (custom resources, Deployments, Pods).
+   */
+  statusSubresource?: boolean;
 }
 
 /** A watch event as the relay sees it. For `DELETED`, `object` is the last known state (the tombstone). */

@@ -13,12 +13,14 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
+import type { Key } from '../contract/key.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { isConflict, TerminalError } from '../k8s/errors.ts';
 import { apiVersionOf } from '../k8s/list.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 import type { ResourceClient } from './client.ts';
 import { ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
+import type { MapFunction } from './map.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
 export const CONTROLLER_LABEL = 'levelset.dev/controller';
@@ -45,6 +47,30 @@ export interface OwnedType {
   labels?: (owner: Owner) => Record<string, string>;
   /** Server-side label selector of the relay's watch of this type; default none (every object). */
   watchSelector?: string;
+  /**
+   * The map of the relay's watch of this type; default: through controller references (children
+   * in the owner's namespace), or to the key in the owner annotation (`inOtherNamespaces`).
+   */
+  map?: MapFunction;
+  /**
+   * Children in other namespaces than the owner's, tracked by label and annotation because owner
+   * references cannot cross namespaces (cross-namespace.ts); `labels` is then unused.
+   */
+  inOtherNamespaces?: CrossNamespaceTracking;
+}
+
+/** How children in other namespaces are found and told apart (cross-namespace.ts). */
+export interface CrossNamespaceTracking {
+  /**
+   * The labels every child of the owner `owner` carries, by which they are listed across
+   * namespaces (valid label values: at most 63 characters). A function of the owner's key, not of
+   * the object: the children of an owner that is gone are still found.
+   */
+  labels(owner: Key): Record<string, string>;
+  /** The annotation whose value is the owner's `<namespace>/<name>` on each child. */
+  ownerAnnotation: string;
+  /** Top-level members the API server refuses to change (a Secret's `type`): a change recreates the child. */
+  immutableFields?: readonly string[];
 }
 
 /** A label value: at most 63 characters, alphanumeric at both ends, `-`, `_`, `.` inside (apimachinery `validation.IsValidLabelValue`). */

@@ -1,6 +1,7 @@
 /**
- * A small REST client over {@link ResourceType}s: the handful of calls the kit makes (LIST by label,
- * GET, create, server-side apply, delete with a UID precondition, status merge patch) for any
+ * A small REST client over {@link ResourceType}s: the handful of calls the kit makes (LIST by label
+ * or field selector, whole or metadata only; GET; create; server-side apply; update (PUT); delete
+ * with a UID, or UID and resourceVersion, precondition; status merge patch) for any
  * resource, core or custom, without API discovery (the resource types are declared, so no request
  * is spent resolving a kind to a path). Requests go through the KubeConfig's authentication like
  * every generated client of `@kubernetes/client-node`, so they are counted, authenticated and
@@ -19,6 +20,9 @@ import type { ResourceType } from '../contract/controller.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { apiStatusOf } from '../k8s/errors.ts';
 import { apiVersionOf } from '../k8s/list.ts';
+
+/** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as Tables or metadata only"). */
+const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /**
  * The REST path of `resource` (collection when `name` is omitted), as kube-apiserver serves it:
@@ -43,6 +47,8 @@ export interface RequestOptions {
   body?: unknown;
   /** Content type of `body`; default `application/json`. */
   contentType?: string;
+  /** Accept header; default `application/json`. */
+  accept?: string;
 }
 
 /** One API request; resolves with the decoded JSON body. @throws {ApiException} for a status ≥ 400 */
@@ -58,7 +64,7 @@ export function requester(kubeConfig: KubeConfig): Requester {
   });
   return async (method, path, options = {}) => {
     const ctx = config.baseServer.makeRequestContext(path, method);
-    ctx.setHeaderParam('Accept', 'application/json');
+    ctx.setHeaderParam('Accept', options.accept ?? 'application/json');
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) ctx.setQueryParam(k, v);
     if (options.body !== undefined) {
       ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
@@ -79,14 +85,35 @@ export function requester(kubeConfig: KubeConfig): Requester {
   };
 }
 
+/** What a LIST selects, and how much of each object it returns. */
+export interface ListQuery {
+  /** Kubernetes label selector (`k=v,k`), applied by the API server. */
+  labelSelector?: string;
+  /** Kubernetes field selector (`metadata.name=x`), applied by the API server. */
+  fieldSelector?: string;
+  /**
+   * Metadata only (a `PartialObjectMetadataList`: no `data`, no `spec`), for a LIST whose objects are
+   * only deleted or mapped: a LIST of Secrets then carries none of their data.
+   */
+  metadataOnly?: boolean;
+}
+
+/** What {@link ResourceClient.delete} requires of the object it deletes (DeleteOptions `preconditions`). */
+export interface DeletePreconditions {
+  /**
+   * Also require the object's `metadata.resourceVersion`: an object changed since it was read is
+   * not deleted, and the 409 Conflict is thrown (the caller re-reads). Default: the UID alone.
+   */
+  resourceVersion?: boolean;
+}
+
 /** The calls the kit makes, over any declared resource type. */
 export interface ResourceClient {
-  /** LIST in `namespace` (all namespaces when omitted) by label selector, one request (no paging). */
-  list(
-    resource: ResourceType,
-    namespace: string | undefined,
-    labelSelector?: string,
-  ): Promise<KubernetesObject[]>;
+  /**
+   * LIST in `namespace` (all namespaces when omitted), one request (no paging). Items get the type's
+   * `apiVersion` and `kind` (a LIST's items carry none).
+   */
+  list(resource: ResourceType, namespace: string | undefined, query?: ListQuery): Promise<KubernetesObject[]>;
   get(resource: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject>;
   /** POST with field manager {@link FIELD_MANAGER}; fails with 409 AlreadyExists when the name is taken. */
   create(resource: ResourceType, object: KubernetesObject): Promise<KubernetesObject>;
@@ -97,11 +124,24 @@ export interface ResourceClient {
    */
   apply(resource: ResourceType, object: KubernetesObject): Promise<KubernetesObject>;
   /**
-   * DELETE with a UID precondition: an object re-created under the same name is not deleted.
-   * @returns false when there was nothing of ours to delete: already gone (404), or another object
-   *   under that name now (409)
+   * PUT (update) with field manager {@link FIELD_MANAGER}: `object` replaces the stored one. Its
+   * `metadata.resourceVersion` makes it conditional (409 Conflict when the object changed since).
+   * For objects the kit writes whole (children in other namespaces, children.ts's cross-namespace rule).
    */
-  delete(resource: ResourceType, object: KubernetesObject): Promise<boolean>;
+  replace(resource: ResourceType, object: KubernetesObject): Promise<KubernetesObject>;
+  /**
+   * DELETE with a UID precondition (and the resourceVersion's with `preconditions.resourceVersion`):
+   * an object re-created under the same name is not deleted.
+   * @returns false when there was nothing of ours to delete: already gone (404), or, with the UID
+   *   precondition alone, another object under that name now (409)
+   * @throws {ApiException} 409 with `preconditions.resourceVersion` when the object changed since it
+   *   was read; other API errors as thrown
+   */
+  delete(
+    resource: ResourceType,
+    object: KubernetesObject,
+    preconditions?: DeletePreconditions,
+  ): Promise<boolean>;
   /**
    * PATCH `name` with `patch` (a JSON patch, RFC 6902, or a JSON merge patch, RFC 7386), field
    * manager {@link FIELD_MANAGER}.
@@ -128,9 +168,10 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
   const request = requester(kubeConfig);
   const md = (o: KubernetesObject) => ({ namespace: o.metadata?.namespace, name: o.metadata?.name ?? '' });
   return {
-    async list(resource, namespace, labelSelector) {
+    async list(resource, namespace, query = {}) {
       const list = (await request(HttpMethod.GET, resourcePath(resource, namespace), {
-        query: { labelSelector },
+        query: { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector },
+        ...(query.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
       })) as { items?: KubernetesObject[] };
       // A LIST's items carry no apiVersion/kind (the list's do); restore them for the caller.
       return (list.items ?? []).map((o) => ({
@@ -156,16 +197,28 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
         contentType: 'application/apply-patch+yaml',
       })) as KubernetesObject;
     },
-    async delete(resource, object) {
+    async replace(resource, object) {
       const { namespace, name } = md(object);
+      return (await request(HttpMethod.PUT, resourcePath(resource, namespace, name), {
+        query: { fieldManager: FIELD_MANAGER },
+        body: object,
+      })) as KubernetesObject;
+    },
+    async delete(resource, object, preconditions = {}) {
+      const { namespace, name } = md(object);
+      const { uid, resourceVersion } = object.metadata ?? {};
       try {
         await request(HttpMethod.DELETE, resourcePath(resource, namespace, name), {
-          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: object.metadata?.uid } },
+          body: {
+            apiVersion: 'v1',
+            kind: 'DeleteOptions',
+            preconditions: preconditions.resourceVersion ? { uid, resourceVersion } : { uid },
+          },
         });
         return true;
       } catch (err) {
         const status = apiStatusOf(err);
-        if (status === 404 || status === 409) return false;
+        if (status === 404 || (status === 409 && !preconditions.resourceVersion)) return false;
         throw err;
       }
     },

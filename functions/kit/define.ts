@@ -15,8 +15,14 @@
  * `observedGeneration` (Kubernetes API conventions: conditions); record a `Synced` Event when
  * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
  * own reads, and no write.
+ *
+ * Children in other namespaces (owned `inOtherNamespaces`, cross-namespace.ts) are listed after the
+ * reconcile, by label across namespaces, and written whole; no garbage collector removes them, so
+ * the kit prunes them also when the primary is gone (`notFound` once none is left). A primary pinned
+ * to a namespace (`namespace`) makes a key in another namespace name its children there alone.
+ * A primary without a `status` subresource (a Secret) gets no status: Events report.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type {
   Controller,
   PolicyRule,
@@ -24,15 +30,16 @@ import type {
   ResourceType,
   Result,
   Verb,
+  Watch,
   WatchEvent,
 } from '../contract/controller.ts';
 import type { Key } from '../contract/key.ts';
 import { TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
-import type { OwnedType } from './children.ts';
+import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
-import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
 import {
@@ -46,7 +53,9 @@ import {
   getPrimary,
   INVALID_SPEC,
   listChildren,
+  type PrimaryObject,
   type ReconcileInput,
+  reconcileChildrenAcross,
   reconcileInput,
   recordSynced,
   resultOf,
@@ -66,14 +75,31 @@ export interface SecondaryWatch {
 }
 
 /** A controller's declaration. */
-export interface ControllerDefinition<Schema extends z.ZodType> {
+export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
   /** Unique kebab-case name (the key message's `controller`). */
   name: string;
-  /** The primary resource (namespaced). */
+  /**
+   * The primary resource: a custom resource, or a built-in type (a Secret: one without a `status`
+   * subresource gets no status written, and reports through Events alone).
+   */
   primary: ResourceType;
-  /** The zod schema of `spec`; an object failing it is `Ready=False/InvalidSpec`, not retried. */
-  spec: Schema;
-  /** Child types: watched (mapped through controller references), listed, applied and pruned. */
+  /**
+   * The namespace every primary lives in, or a function returning it (called at each use, so that
+   * configuration is read lazily); default: any namespace. The primary's watch is then that
+   * namespace's, and a key `<namespace>/<name>` in another namespace names the children, in that
+   * namespace alone, of the primary `<name>` (owned types `inOtherNamespaces`): the reconcile gets
+   * `onlyNamespace`, so an event of one namespace costs the work of that namespace only.
+   */
+  namespace?: string | (() => string);
+  /**
+   * The zod schema of `spec`; an object failing it is `Ready=False/InvalidSpec`, not retried.
+   * Default: none (a primary without a spec, such as a Secret).
+   */
+  spec?: Schema;
+  /**
+   * Child types: watched (mapped through controller references), listed, applied and pruned; or, with
+   * `inOtherNamespaces`, children in other namespaces, tracked by label and annotation (cross-namespace.ts).
+   */
   owns?: (ResourceType | OwnedType)[];
   /** Secondary resources: watched and listable; events mapped through controller references by default. */
   watches?: (ResourceType | SecondaryWatch)[];
@@ -87,8 +113,12 @@ export interface ControllerDefinition<Schema extends z.ZodType> {
    * (`{apiGroups: [''], resources: ['secrets'], verbs: ['get']}`); a wrong shape throws here.
    */
   rbac?: PolicyRule[];
-  /** Message of the Normal `Synced` Event recorded when a reconcile wrote something; default `<Kind> synced successfully`; `false`: none. */
-  synced?: string | false;
+  /**
+   * Message of the Normal `Synced` Event recorded when a reconcile wrote something, or a function of
+   * the children's changes (`created Secret team-a/db`, …) returning it (so that an Event of other
+   * changes is a new Event, not a repeat); default `<Kind> synced successfully`; `false`: none.
+   */
+  synced?: string | false | ((changes: readonly ChildChange[]) => string);
   /** Every key resync publishes; default every primary object. */
   listKeys?: Controller['listKeys'];
   /**
@@ -113,8 +143,10 @@ const secondary = (w: ResourceType | SecondaryWatch): SecondaryWatch =>
 
 /**
  * The RBAC a definition needs, derived so that it cannot forget a rule: `get`/`list` on the primary,
- * `patch` on its `status`; `get`/`list`/`create`/`patch`/`delete` on owned types (apply is `patch`);
- * `list` on watched types; `create`/`patch` on core Events; plus `extra`, merged per group/resource.
+ * `patch` on its `status` (when it has one); `get`/`list`/`create`/`patch`/`delete` on owned types
+ * (apply is `patch`), `get`/`list`/`create`/`update`/`delete` on types owned `inOtherNamespaces`
+ * (written whole with PUT); `list` on watched types; core Events as the recorder needs them
+ * ({@link EVENT_RECORDER_RULE}); plus `extra`, merged per group/resource.
  */
 export function deriveRbac(
   primary: ResourceType,
@@ -130,9 +162,15 @@ export function deriveRbac(
     rules.set(id, rule);
   };
   grant(primary.group, primary.plural, ['get', 'list']);
-  grant(primary.group, `${primary.plural}/status`, ['patch']);
+  if (primary.statusSubresource !== false) grant(primary.group, `${primary.plural}/status`, ['patch']);
   for (const o of owns)
-    grant(o.resource.group, o.resource.plural, ['get', 'list', 'create', 'patch', 'delete']);
+    grant(
+      o.resource.group,
+      o.resource.plural,
+      o.inOtherNamespaces
+        ? ['get', 'list', 'create', 'update', 'delete']
+        : ['get', 'list', 'create', 'patch', 'delete'],
+    );
   for (const w of watches) grant(w.resource.group, w.resource.plural, ['list']);
   for (const g of EVENT_RECORDER_RULE.apiGroups) grant(g, 'events', EVENT_RECORDER_RULE.verbs);
   for (const r of extra) for (const g of r.apiGroups) for (const res of r.resources) grant(g, res, r.verbs);
@@ -145,7 +183,12 @@ export function deriveRbac(
  *   `patch` on the primary when `finalize` is declared: the finalizer is added and removed by a patch)
  * @throws {Error} for `rbac` rules of the wrong shape (rbac.ts)
  */
-export function defineController<Schema extends z.ZodType>(def: ControllerDefinition<Schema>): Controller {
+export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
+  def: ControllerDefinition<Schema>,
+): Controller {
+  const schema = (def.spec ?? z.unknown()) as Schema;
+  const given = def.namespace;
+  const pinned = typeof given === 'function' ? given : given !== undefined ? () => given : undefined;
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
@@ -157,18 +200,49 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
 
+  /**
+   * A key outside the pinned namespace names no primary: its children in other namespaces are a
+   * former primary's (the namespace changed) and are pruned; then the primary of that name in the
+   * pinned namespace converges its children in the key's namespace alone.
+   */
   async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
+    const home = pinned?.();
+    if (home === undefined || key.namespace === home) return reconcileKey(key, ctx);
     const client = resourceClient(ctx.kubeConfig);
+    const { log, events } = ctx;
+    const former = await reconcileChildrenAcross({
+      client,
+      owns,
+      key,
+      object: undefined,
+      desired: undefined,
+      log,
+      events,
+    });
+    if (former.failed) throw former.failed;
+    return reconcileKey({ namespace: home, name: key.name }, ctx, key.namespace);
+  }
+
+  async function reconcileKey(key: Key, ctx: ReconcileContext, onlyNamespace?: string): Promise<Result> {
+    const client = resourceClient(ctx.kubeConfig);
+    const { log, events } = ctx;
+    const across = (object: PrimaryObject | undefined, desired: Desired | undefined) =>
+      reconcileChildrenAcross({ client, owns, key, object, desired, onlyNamespace, log, events });
     const object = await getPrimary(client, def.primary, key);
-    if (!object) return { notFound: true }; // deleted: garbage collection removes its children
+    if (!object) {
+      // Deleted: garbage collection removes its children, but not those in other namespaces.
+      const gone = await across(undefined, undefined);
+      if (gone.failed) throw gone.failed;
+      return gone.pruning ? {} : { notFound: true };
+    }
     const deleting = Boolean(object.metadata.deletionTimestamp);
     const status = statusWriter(client, def.primary, object);
     const reads = readsFor(def.name, rbac, client, key.namespace);
     if (deleting && def.finalize) {
-      const parsed = def.spec.safeParse(object.spec ?? {});
+      const parsed = schema.safeParse(object.spec ?? {});
       const spec = parsed.success ? parsed.data : undefined;
       try {
-        const { log, events, kubeConfig } = ctx;
+        const { kubeConfig } = ctx;
         const input = { key, object, spec, ...reads, log, events, kubeConfig };
         return await finalizePrimary({
           controller: def.name,
@@ -183,10 +257,9 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         throw err;
       }
     }
-    const valid = validatePrimary(object, def.spec, { controller: def.name, owns });
+    const valid = validatePrimary(object, schema, { controller: def.name, owns });
     if ('invalid' in valid) return status.fail(INVALID_SPEC, valid.invalid);
-    if (def.finalize && !deleting)
-      await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, ctx.log);
+    if (def.finalize && !deleting) await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
     try {
       const listings = await listChildren(client, def.name, owns, object);
       const input = reconcileInput({
@@ -196,6 +269,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
         object,
         spec: valid.spec,
         deleting,
+        onlyNamespace,
         listings,
         rbac,
         client,
@@ -203,9 +277,13 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       const desired = (await def.reconcile(input)) ?? {};
       // Being deleted: garbage collection removes the children; none is created or applied now.
       const changes = deleting ? [] : await applyChildren(client, def.name, object, listings, desired);
-      if (changes.length > 0) ctx.log.info({ changes }, 'children converged');
+      const elsewhere = await across(object, desired);
+      changes.push(...elsewhere.changes);
+      if (changes.length > 0) log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
-      await recordSynced(ctx.events, object, synced, wrote || changes.length > 0);
+      const message = typeof synced === 'function' ? synced(changes) : synced;
+      await recordSynced(events, object, message, wrote || changes.length > 0);
+      if (elsewhere.failed) throw elsewhere.failed;
       return resultOf(desired);
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
@@ -213,16 +291,24 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
     }
   }
 
+  // The primary's own watch; pinned to a namespace, it watches that one (read at each use).
+  const self = pinned
+    ? (event: WatchEvent, c: Parameters<MapFunction>[1]) =>
+        event.object.metadata?.namespace === pinned() ? mapToSelf(event, c) : []
+    : mapToSelf;
+  const primaryWatch: Watch = { resource: def.primary, map: self };
+  if (pinned) Object.defineProperty(primaryWatch, 'namespace', { get: pinned, enumerable: true });
+
   return {
     name: def.name,
     primary: def.primary,
     owns: owns.map((o) => o.resource),
     watches: [
-      { resource: def.primary, map: mapToSelf },
+      primaryWatch,
       ...owns.map((o) => ({
         resource: o.resource,
         ...(o.watchSelector ? { labelSelector: o.watchSelector } : {}),
-        map: toPrimary,
+        map: o.map ?? (o.inOtherNamespaces ? mapToOwnerAnnotation(o.inOtherNamespaces) : toPrimary),
       })),
       ...watches.map((w) => ({
         resource: w.resource,
@@ -233,7 +319,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       })),
     ],
     rbac,
-    ...(def.indexes ? { indexes: compileIndexes(def.spec, def.indexes) } : {}),
+    ...(def.indexes ? { indexes: compileIndexes(schema, def.indexes) } : {}),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,
   };

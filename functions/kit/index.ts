@@ -5,6 +5,8 @@
  * - {@link defineController}: declare primary, spec schema, owned children, watches, reconcile.
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
+ * - Children in other namespaces, tracked by label and annotation (owned `inOtherNamespaces`:
+ *   {@link CrossNamespaceTracking}, {@link planCrossNamespaceChildren}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
  * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
@@ -44,11 +46,12 @@ export {
   TerminalError,
 } from '../k8s/errors.ts';
 export { EVENT_RECORDER_RULE } from '../k8s/events.ts';
-export { type ListPage, METADATA_ONLY, paginate } from '../k8s/list.ts';
+export { type ListPage, listPaged, METADATA_ONLY, paginate } from '../k8s/list.ts';
 export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 export {
   type ChildChange,
   CONTROLLER_LABEL,
+  type CrossNamespaceTracking,
   ERR_RESOURCE_EXISTS,
   isSubset,
   messageResourceExists,
@@ -60,6 +63,15 @@ export {
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
 export { forEachLimit } from './concurrency.ts';
+export {
+  type ChildStep,
+  type CrossNamespacePlan,
+  compareChild,
+  isOwnedAcross,
+  markedChild,
+  planChild,
+  planCrossNamespaceChildren,
+} from './cross-namespace.ts';
 export {
   type ControllerDefinition,
   defineController,
@@ -81,7 +93,7 @@ export {
   mapByIndex,
   namespacedName,
 } from './index-spec.ts';
-export { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
+export { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {

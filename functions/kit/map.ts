@@ -44,3 +44,17 @@ export function mapThroughControllers(
     return [];
   };
 }
+
+/**
+ * The key an annotation of the event's object names, `<namespace>/<name>` (operator-lib's
+ * `EnqueueRequestForAnnotation`): the owner of a child in another namespace, which no owner
+ * reference can point at (cross-namespace.ts). `[]` when absent or not a key.
+ */
+export function mapToOwnerAnnotation(tracking: { ownerAnnotation: string }): MapFunction {
+  return ({ object }) => {
+    const value = object.metadata?.annotations?.[tracking.ownerAnnotation];
+    const slash = value?.indexOf('/') ?? -1;
+    if (!value || slash <= 0 || slash === value.length - 1) return [];
+    return [{ namespace: value.slice(0, slash), name: value.slice(slash + 1) }];
+  };
+}

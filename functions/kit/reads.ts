@@ -22,6 +22,8 @@ export interface ListOptions extends ReadOptions {
   allNamespaces?: boolean;
   /** Kubernetes label selector, applied by the API server. */
   labelSelector?: string;
+  /** Kubernetes field selector (`metadata.name=x`), applied by the API server. */
+  fieldSelector?: string;
 }
 
 /** The metadata a reconcile may set on an object it does not own; `null` removes a key. */
@@ -102,7 +104,8 @@ export function readsFor(
     async list(resource, options = {}) {
       require(resource, 'list');
       const where = options.allNamespaces ? undefined : (options.namespace ?? namespace);
-      return client.list(resource, where, options.labelSelector);
+      const { labelSelector, fieldSelector } = options;
+      return client.list(resource, where, { labelSelector, fieldSelector });
     },
     async patchMetadata(resource, name, patch, options = {}) {
       require(resource, 'patch');

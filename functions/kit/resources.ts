@@ -41,6 +41,7 @@ export const configmaps: ResourceType = {
   plural: 'configmaps',
   kind: 'ConfigMap',
   namespaced: true,
+  statusSubresource: false,
 };
 
 /** Core `v1` Secrets. */
@@ -50,6 +51,7 @@ export const secrets: ResourceType = {
   plural: 'secrets',
   kind: 'Secret',
   namespaced: true,
+  statusSubresource: false,
 };
 
 /** Core `v1` Namespaces (cluster-scoped). */

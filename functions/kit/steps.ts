@@ -9,7 +9,8 @@
  * 2. {@link validatePrimary}: parse its spec and check that its children can be labelled.
  * 3. {@link listChildren}: LIST each owned type by label, one request per type.
  * 4. {@link reconcileInput}: what the controller's own reconcile is given; it returns the {@link Desired} state.
- * 5. {@link applyChildren}: create, apply and prune the children (children.ts).
+ * 5. {@link applyChildren}: create, apply and prune the children (children.ts); children in other
+ *    namespaces: {@link reconcileChildrenAcross} (cross-namespace.ts), also when the primary is gone.
  * 6. {@link desiredConditions}, {@link nextStatus}, {@link StatusWriter}: write the status when it changed.
  * 7. {@link recordSynced}: a Normal `Synced` Event when something changed.
  */
@@ -19,12 +20,14 @@ import type { EventRecorder, PolicyRule, ResourceType, Result } from '../contrac
 import { type Key, keyString } from '../contract/key.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
 import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
-import { isNotFound, TerminalError } from '../k8s/errors.ts';
+import { FailedWritesError, isNotFound, TerminalError } from '../k8s/errors.ts';
+import { apiVersionOf } from '../k8s/list.ts';
 import { isControlledBy } from '../k8s/owner.ts';
 import type { Logger } from '../log.ts';
 import {
   type ChildChange,
   childLabels,
+  ERR_RESOURCE_EXISTS,
   invalidLabelValues,
   type OwnedType,
   type Owner,
@@ -32,6 +35,12 @@ import {
   selectorOf,
 } from './children.ts';
 import type { ResourceClient } from './client.ts';
+import {
+  type CrossNamespaceChanges,
+  observeCrossNamespaceChildren,
+  planCrossNamespaceChildren,
+  writeCrossNamespaceChildren,
+} from './cross-namespace.ts';
 import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import { type Reads, readsFor } from './reads.ts';
 
@@ -72,6 +81,11 @@ export interface Desired {
   conditions?: Omit<ConditionInput, 'observedGeneration'>[];
   /** Ask for the key to come back after this many ms. */
   requeueAfterMs?: number;
+  /**
+   * Children in other namespaces only: namespaces whose children are left as they are, neither
+   * written nor pruned (e.g. namespaces being deleted, which take their objects with them).
+   */
+  retainNamespaces?: readonly string[];
 }
 
 /** What a reconcile receives. */
@@ -81,6 +95,12 @@ export interface ReconcileInput<Spec> {
   object: PrimaryObject;
   /** Its spec, parsed by the controller's schema. */
   spec: Spec;
+  /**
+   * Set when the key names the primary's children in one other namespace (a primary pinned to a
+   * namespace, `defineController`'s `namespace`): return the children of that namespace; children
+   * in other namespaces are left as they are.
+   */
+  onlyNamespace?: string;
   /**
    * `true` when the object is being deleted (`deletionTimestamp` set: another party's finalizer holds
    * it) and the controller declares no `finalize`: the kit then writes no children (garbage
@@ -223,7 +243,11 @@ export function validatePrimary<Schema extends z.ZodType>(
     return { invalid: `${keyString(key)}: invalid spec: ${issues}` };
   }
   const badLabels = children.owns.flatMap((type) =>
-    invalidLabelValues(childLabels(children.controller, type, object)),
+    invalidLabelValues(
+      type.inOtherNamespaces
+        ? type.inOtherNamespaces.labels(key)
+        : childLabels(children.controller, type, object),
+    ),
   );
   if (badLabels.length > 0)
     return { invalid: `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}` };
@@ -232,7 +256,8 @@ export function validatePrimary<Schema extends z.ZodType>(
 
 /**
  * Step 3: LISTs `owner`'s children of each owned type by their labels, in `owner`'s namespace, one
- * request per type (in parallel). The listing may include objects `owner` does not control (someone
+ * request per type (in parallel); children in other namespaces are listed after the reconcile
+ * ({@link reconcileChildrenAcross}). The listing may include objects `owner` does not control (someone
  * else's object with the same labels): {@link applyChildren} and {@link reconcileInput}'s `owned` tell them apart.
  */
 export async function listChildren(
@@ -242,14 +267,14 @@ export async function listChildren(
   owner: Owner,
 ): Promise<ChildListing[]> {
   return Promise.all(
-    owns.map(async (type) => ({
-      type,
-      listed: await client.list(
-        type.resource,
-        owner.metadata.namespace,
-        selectorOf(childLabels(controller, type, owner)),
-      ),
-    })),
+    owns
+      .filter((type) => !type.inOtherNamespaces)
+      .map(async (type) => ({
+        type,
+        listed: await client.list(type.resource, owner.metadata.namespace, {
+          labelSelector: selectorOf(childLabels(controller, type, owner)),
+        }),
+      })),
   );
 }
 
@@ -264,6 +289,7 @@ export function reconcileInput<Spec>(args: {
   object: PrimaryObject;
   spec: Spec;
   deleting: boolean;
+  onlyNamespace?: string;
   listings: readonly ChildListing[];
   rbac: readonly PolicyRule[];
   client: ResourceClient;
@@ -277,6 +303,7 @@ export function reconcileInput<Spec>(args: {
     object,
     spec: args.spec,
     deleting: args.deleting,
+    ...(args.onlyNamespace !== undefined ? { onlyNamespace: args.onlyNamespace } : {}),
     owned: (resource) =>
       (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
         isControlledBy(o, object),
@@ -301,8 +328,118 @@ export async function applyChildren(
   listings: readonly ChildListing[],
   desired: Desired,
 ): Promise<ChildChange[]> {
-  if (!desired.children) return [];
-  return reconcileChildren({ client, controller, owner, owned: listings, desired: desired.children });
+  const children = desired.children?.filter((c) => listings.some((l) => isOfType(c, l.type.resource)));
+  if (!children) return [];
+  return reconcileChildren({ client, controller, owner, owned: listings, desired: children });
+}
+
+/** Whether `object` is of `resource` (its apiVersion and kind). */
+export function isOfType(object: KubernetesObject, resource: ResourceType): boolean {
+  return object.apiVersion === apiVersionOf(resource) && object.kind === resource.kind;
+}
+
+/** An Event's `regarding`: apiVersion, kind and metadata, never the object's data or spec. */
+export function regardingOf(object: PrimaryObject | KubernetesObject): KubernetesObject {
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata } as KubernetesObject;
+}
+
+/**
+ * Step 5b: converges `owner`'s children of each type owned `inOtherNamespaces` (cross-namespace.ts):
+ * LIST them by label (in `onlyNamespace`, else every namespace; metadata only when none is desired),
+ * LIST the objects of missing children's names, write what differs, and report. With `desired`
+ * `undefined` (the reconcile returned no `children`) they are left alone; with `object` undefined
+ * (the primary is gone, or the key cannot name one) or being deleted, none is desired and every
+ * owned one is pruned: no garbage collector does it. A conflict (an object of a child's name that
+ * the owner does not own) is an ERROR log line per place and one Warning `ErrResourceExists` Event
+ * on the primary naming the namespaces; the other namespaces still converge, and it is not retried.
+ * @returns the changes, whether any owned child was found to prune (`pruning`), and, when some
+ *   writes failed, the {@link FailedWritesError} the caller throws once it has reported the rest (retried)
+ * @throws API errors of the LISTs (retried)
+ */
+export async function reconcileChildrenAcross(args: {
+  client: ResourceClient;
+  owns: readonly OwnedType[];
+  key: Key;
+  object: PrimaryObject | undefined;
+  desired: Desired | undefined;
+  onlyNamespace?: string;
+  log: Logger;
+  events: EventRecorder;
+}): Promise<{ changes: ChildChange[]; pruning: boolean; failed?: FailedWritesError }> {
+  const { client, key, object, onlyNamespace, log } = args;
+  const changes: ChildChange[] = [];
+  let pruning = false;
+  const failures: CrossNamespaceChanges['failures'] = [];
+  for (const type of args.owns) {
+    const tracking = type.inOtherNamespaces;
+    if (!tracking) continue;
+    if (object && !args.desired?.children) continue;
+    const gone = !object || Boolean(object.metadata.deletionTimestamp);
+    const desired = gone
+      ? []
+      : (args.desired?.children ?? []).filter(
+          (c) =>
+            isOfType(c, type.resource) &&
+            (onlyNamespace === undefined || c.metadata?.namespace === onlyNamespace),
+        );
+    const common = { client, resource: type.resource, owner: key, tracking };
+    const observed = await observeCrossNamespaceChildren({ ...common, desired, namespace: onlyNamespace });
+    const plan = planCrossNamespaceChildren({
+      owner: key,
+      tracking,
+      desired,
+      observed,
+      retainNamespaces: args.desired?.retainNamespaces,
+    });
+    pruning ||= plan.delete.length > 0;
+    const done = await writeCrossNamespaceChildren({ ...common, plan });
+    const kind = type.resource.kind;
+    for (const place of done.conflicts) {
+      const [namespace, name] = place.split('/');
+      log.error(
+        { namespace, name, eventReason: ERR_RESOURCE_EXISTS },
+        `${kind} exists and is not managed by Levelset; not written`,
+      );
+    }
+    if (object && done.conflicts.length > 0) {
+      const namespaces = done.conflicts.map((p) => p.split('/')[0]);
+      const shown = namespaces.slice(0, 10).join(', ');
+      const more = namespaces.length > 10 ? ` and ${namespaces.length - 10} more` : '';
+      const names = [...new Set(done.conflicts.map((p) => p.split('/')[1]))].join(', ');
+      await args.events.record(
+        regardingOf(object),
+        'Warning',
+        ERR_RESOURCE_EXISTS,
+        `${kind} ${names} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
+      );
+    }
+    for (const [verb, places] of [
+      ['created', done.created],
+      ['updated', [...done.updated, ...done.recreated]],
+      ['pruned', done.deleted],
+    ] as const)
+      for (const place of places) changes.push(`${verb} ${kind} ${place}`);
+    const counts = {
+      kind,
+      created: done.created.length,
+      updated: done.updated.length,
+      recreated: done.recreated.length,
+      deleted: done.deleted.length,
+      unchanged: plan.unchanged.length,
+      conflicts: done.conflicts.length,
+      skipped: done.skipped.length,
+      failed: done.failures.length,
+    };
+    if (counts.created + counts.updated + counts.recreated + counts.deleted + counts.failed > 0)
+      log.info(counts, 'children in other namespaces converged');
+    else log.debug(counts, 'children in other namespaces unchanged');
+    failures.push(...done.failures);
+  }
+  const failed =
+    failures.length > 0
+      ? new FailedWritesError(`children of ${keyString(key)} in other namespaces`, failures)
+      : undefined;
+  return { changes, pruning, ...(failed ? { failed } : {}) };
 }
 
 /** `{observedGeneration}` of `object`, or `{}` when it has no generation. */
@@ -365,6 +502,8 @@ export function statusWriter(
 ): StatusWriter {
   const { namespace, name } = object.metadata;
   const write = async (status: Record<string, unknown>, conditions: readonly ConditionInput[]) => {
+    // A type without a status subresource (a Secret) has no status to write: Events report it.
+    if (primary.statusSubresource === false) return false;
     const next = nextStatus(object, status, conditions);
     if (!next) return false;
     try {
@@ -379,7 +518,7 @@ export function statusWriter(
     write,
     async fail(reason, message, cause) {
       await write({}, [{ type: READY, status: 'False', reason, message, ...observedOf(object) }]);
-      throw new TerminalError(reason, message, { cause, object: object as KubernetesObject });
+      throw new TerminalError(reason, message, { cause, object: regardingOf(object) });
     },
   };
 }
@@ -394,8 +533,7 @@ export async function recordSynced(
   message: string | false,
   changed: boolean,
 ): Promise<void> {
-  if (changed && message !== false)
-    await events.record(object as KubernetesObject, 'Normal', 'Synced', message);
+  if (changed && message !== false) await events.record(regardingOf(object), 'Normal', 'Synced', message);
 }
 
 /** The {@link Result} of a reconcile's {@link Desired} state. */

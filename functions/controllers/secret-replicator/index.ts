@@ -3,42 +3,37 @@
  * (the TGIK "Building a Controller" series; semantics modelled on kubernetes-reflector), done
  * safely: copies are labelled as Levelset's, copies of deleted sources are pruned, and a Secret
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
+ *
+ * Written on the kit: the sources are the primaries (pinned to the source namespace), the copies
+ * are children in other namespaces (owned `inOtherNamespaces`, tracked by {@link COPIES}), and the
+ * reconcile returns the copies the source should have. A converged reconcile makes 3 API requests
+ * however many namespaces exist: GET the source, LIST namespaces, LIST copies by label.
  */
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import {
   type Controller,
-  EVENT_RECORDER_RULE,
+  defineController,
   type Key,
+  listPaged,
   namespaces,
   type PolicyRule,
   type ResourceType,
+  type ResyncContext,
   secrets,
-  type Watch,
 } from '../../kit/index.ts';
 import { type SecretReplicatorConfig, secretReplicatorConfigFromEnv } from './config.ts';
-import { COPY_LABEL, sourceKeyOf } from './plan.ts';
-import { listSourceKeys, reconcileSource } from './replicate.ts';
+import {
+  COPIES,
+  COPY_LABEL,
+  desiredCopies,
+  isReplicable,
+  SERVICE_ACCOUNT_TOKEN_TYPE,
+  sourceKeyOf,
+} from './plan.ts';
 
 /** core/v1 Secrets and Namespaces (cluster-scoped), as the kit declares them. */
 export const SECRETS: ResourceType = secrets;
 export const NAMESPACES: ResourceType = namespaces;
-
-/**
- * The RBAC rules of reconcile and listKeys, exactly: Secrets get (source; re-read after 409),
- * list (sources, copies), create/update/delete (copies); Namespaces list; Events create/get/patch
- * (the recorder's {@link EVENT_RECORDER_RULE}: Warning `ErrResourceExists` and Normal `Replicated`
- * on the source, repeats counted).
- */
-export const SECRET_REPLICATOR_RBAC: PolicyRule[] = [
-  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
-  { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
-  EVENT_RECORDER_RULE,
-];
-
-function keyOf(object: KubernetesObject): Key[] {
-  const { namespace, name } = object.metadata ?? {};
-  return namespace && name ? [{ namespace, name }] : [];
-}
 
 /** Options of {@link createSecretReplicator}. */
 export interface SecretReplicatorOptions {
@@ -48,65 +43,111 @@ export interface SecretReplicatorOptions {
 
 /**
  * Builds the controller. Configuration is read lazily (first reconcile, listKeys, or read of the
- * first watch's `namespace`), so importing the registry never fails on a bad environment.
+ * primary watch's `namespace`), so importing the registry never fails on a bad environment.
  * @throws {Error} from its members, `invalid secret-replicator configuration: …` when the environment is invalid.
  */
 export function createSecretReplicator(options: SecretReplicatorOptions = {}): Controller {
   const given = options.config;
   const config = typeof given === 'function' ? given : given ? () => given : secretReplicatorConfigFromEnv;
 
-  /** (1) Sources: Secrets in the source namespace → their own key. */
-  const sources: Watch = {
-    resource: SECRETS,
-    get namespace() {
-      return config().sourceNamespace;
-    },
-    map: (event) =>
-      event.object.metadata?.namespace === config().sourceNamespace ? keyOf(event.object) : [],
-  };
-  /**
-   * (2) A new Namespace needs a copy of every source: ADDED → the key of each copy it needs,
-   * `<namespace>/<source name>` (reconcile.ts converges that namespace alone, so churn of other
-   * namespaces costs it nothing); MODIFIED/DELETED dropped (a deleted namespace takes its copies).
-   */
-  const namespaces: Watch = {
-    resource: NAMESPACES,
-    map: (event, ctx) => {
-      const namespace = event.object.metadata?.name;
-      if (event.type !== 'ADDED' || !namespace) return [];
-      return ctx.primaryKeys().map((source) => ({ namespace, name: source.name }));
-    },
-  };
-  /**
-   * (3) Copies (any namespace, by label): a modified (tampered) copy → its source's key, collapsed
-   * with the echo of the source reconcile's own updates; a created or deleted copy → its own key,
-   * `<namespace>/<name>` (reconcile.ts converges that namespace alone, so a namespace created or
-   * deleted with its copies costs no reconcile of every copy of every source); a copy of a source
-   * outside the source namespace (the source namespace was changed) → always that source's key,
-   * whose reconcile prunes its copies.
-   */
-  const copies: Watch = {
-    resource: SECRETS,
-    labelSelector: COPY_LABEL,
-    map: (event) => {
-      const source = sourceKeyOf(event.object.metadata);
-      const namespace = event.object.metadata?.namespace;
-      if (!source) return [];
-      return event.type !== 'MODIFIED' && source.namespace === config().sourceNamespace && namespace
-        ? [{ namespace, name: source.name }]
-        : [source];
-    },
-  };
-
-  return {
+  return defineController({
     name: 'secret-replicator',
+    // Sources: the Secrets of the source namespace (a Secret has no spec and no status subresource:
+    // the kit writes no status; Events report). A key `<namespace>/<source name>` in another
+    // namespace converges that namespace's copy alone (`onlyNamespace`).
     primary: SECRETS,
-    watches: [sources, namespaces, copies],
-    rbac: SECRET_REPLICATOR_RBAC,
+    namespace: () => config().sourceNamespace,
+    owns: [
+      {
+        resource: SECRETS,
+        inOtherNamespaces: COPIES,
+        watchSelector: COPY_LABEL,
+        /**
+         * A modified (tampered) copy → its source's key, collapsed with the echo of the source
+         * reconcile's own writes; a created or deleted copy → its own key, `<namespace>/<name>`
+         * (that namespace alone, so a namespace created or deleted with its copies costs no
+         * reconcile of every copy of every source); a copy of a source outside the source namespace
+         * (the source namespace was changed) → always that source's key, which prunes its copies.
+         */
+        map: (event) => {
+          const source = sourceKeyOf(event.object.metadata);
+          const namespace = event.object.metadata?.namespace;
+          if (!source) return [];
+          return event.type !== 'MODIFIED' && source.namespace === config().sourceNamespace && namespace
+            ? [{ namespace, name: source.name }]
+            : [source];
+        },
+      },
+    ],
+    watches: [
+      {
+        resource: NAMESPACES,
+        /**
+         * A new Namespace needs a copy of every source: ADDED → the key of each copy it needs,
+         * `<namespace>/<source name>`; MODIFIED/DELETED dropped (a deleted namespace takes its copies).
+         */
+        map: (event, ctx) => {
+          const namespace = event.object.metadata?.name;
+          if (event.type !== 'ADDED' || !namespace) return [];
+          return ctx.primaryKeys().map((source) => ({ namespace, name: source.name }));
+        },
+      },
+    ],
+    synced: (changes) => {
+      const count = (verb: string) => changes.filter((c) => c.startsWith(`${verb} `)).length;
+      return `copies: ${count('created')} created, ${count('updated')} updated, ${count('pruned')} deleted`;
+    },
     listKeys: (ctx) => listSourceKeys(ctx, config()),
-    reconcile: (key, ctx) => reconcileSource(key, ctx, config()),
+    async reconcile({ key, object, onlyNamespace, list }) {
+      const source = object as V1Secret;
+      // Being deleted, or a service-account token: no copies (the kit prunes them, reading their
+      // metadata only), and no namespace to list.
+      if (!isReplicable(source)) return { children: [] };
+      // One namespace (a namespace's own key): a LIST by name (the role lists namespaces; no get).
+      const only = onlyNamespace ? { fieldSelector: `metadata.name=${onlyNamespace}` } : {};
+      const listed = (await list(NAMESPACES, only)) as V1Namespace[];
+      const inScope = listed.filter((n) => !onlyNamespace || n.metadata?.name === onlyNamespace);
+      return desiredCopies(key, source, inScope, config());
+    },
+  });
+}
+
+/**
+ * Every key the resync publishes, deduplicated: each Secret in the source namespace (except
+ * service-account tokens), then each source named by an existing copy (so copies of a source
+ * deleted while the relay was down are still pruned). Both LISTs are paginated (`limit`/`continue`).
+ * @throws API errors from @kubernetes/client-node (e.g. `ApiException` 410 on an expired continue token).
+ */
+export async function* listSourceKeys(
+  ctx: Pick<ResyncContext, 'kubeConfig'>,
+  config: SecretReplicatorConfig,
+): AsyncGenerator<Key> {
+  const seen = new Set<string>();
+  const once = (key: Key) => {
+    const id = `${key.namespace}/${key.name}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
   };
+  const namespace = config.sourceNamespace;
+  for await (const s of listPaged<V1Secret>(ctx.kubeConfig, SECRETS, { namespace })) {
+    const name = s.metadata?.name;
+    if (name && s.type !== SERVICE_ACCOUNT_TOKEN_TYPE && once({ namespace, name })) yield { namespace, name };
+  }
+  for await (const copy of listPaged<KubernetesObject>(ctx.kubeConfig, SECRETS, {
+    labelSelector: COPY_LABEL,
+  })) {
+    const key = sourceKeyOf(copy.metadata);
+    if (key && once(key)) yield key;
+  }
 }
 
 /** The registered controller, configured from `LEVELSET_SOURCE_NAMESPACE` / `LEVELSET_EXCLUDE_NAMESPACES`. */
 export const secretReplicator: Controller = createSecretReplicator();
+
+/**
+ * Its RBAC, derived by the kit: Secrets get/list (sources; copies: create, update, delete, and get
+ * after a 409); Namespaces list; Events as the recorder needs them (Warning `ErrResourceExists` and
+ * Normal `Synced` on the source, repeats counted).
+ */
+export const SECRET_REPLICATOR_RBAC: PolicyRule[] = secretReplicator.rbac;

@@ -1,7 +1,8 @@
 /**
- * The pure half of `secret-replicator`: the labels and annotations that mark a copy, the choice of
- * target namespaces, and the diff of desired copies against observed Secrets. No I/O here, so every
- * rule is unit-tested without an API server.
+ * The pure half of `secret-replicator`: the labels and annotations that mark a copy
+ * ({@link COPIES}, how the kit tracks children in other namespaces), the choice of target
+ * namespaces, and the desired copies. No I/O here, so every rule is unit-tested without an API
+ * server; {@link planReplicas} shows the diff the kit makes of them (functions/kit/cross-namespace.ts).
  *
  * Ownership rule: Levelset owns a Secret only when it carries BOTH {@link COPY_LABEL} with the
  * source's label value AND {@link SOURCE_ANNOTATION} naming the source, under the source's name.
@@ -10,7 +11,17 @@
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
-import { isDNS1123Label, isDNS1123Subdomain, type Key, TerminalError } from '../../kit/index.ts';
+import {
+  type CrossNamespaceTracking,
+  compareChild,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isOwnedAcross,
+  type Key,
+  planChild,
+  planCrossNamespaceChildren,
+  TerminalError,
+} from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
 
 /**
@@ -40,10 +51,6 @@ export const REPLICATE_TO_ANNOTATION = 'levelset.dev/replicate-to';
 export const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
 /** Event / TerminalError reason for an unparseable {@link REPLICATE_TO_ANNOTATION}. */
 export const REASON_INVALID_REPLICATE_TO = 'InvalidReplicateTo';
-/** TerminalError reason for a key that cannot name a Secret. */
-export const REASON_INVALID_KEY = 'InvalidKey';
-
-const OURS = new Set([SOURCE_ANNOTATION, SOURCE_VERSION_ANNOTATION, CONTENT_HASH_ANNOTATION]);
 
 /**
  * The {@link COPY_LABEL} value for a source: its name when it fits a label value (≤ 63 characters;
@@ -57,6 +64,17 @@ export function copyLabelValue(source: Key): string {
   const hash = createHash('sha256').update(`${source.namespace}/${source.name}`).digest('hex').slice(0, 16);
   return `${source.name.slice(0, 46)}-${hash}`;
 }
+
+/**
+ * How the kit tracks the copies of a source, children in other namespaces: listed by
+ * {@link COPY_LABEL}, owned with {@link SOURCE_ANNOTATION} too; a copy whose `type` must change
+ * is deleted and created again (a Secret's `type` is immutable).
+ */
+export const COPIES: CrossNamespaceTracking = {
+  labels: (source) => ({ [COPY_LABEL]: copyLabelValue(source) }),
+  ownerAnnotation: SOURCE_ANNOTATION,
+  immutableFields: ['type'],
+};
 
 /** The label selector that lists the copies of one source (all namespaces). */
 export function copySelectorFor(source: Key): string {
@@ -83,12 +101,7 @@ export function sourceKeyOf(metadata: V1ObjectMeta | undefined): Key | undefined
  * {@link copyLabelValue} and {@link SOURCE_ANNOTATION} equal to `<namespace>/<name>` of the source.
  */
 export function isCopyOf(secret: V1Secret, source: Key): boolean {
-  const md = secret.metadata;
-  return (
-    md?.name === source.name &&
-    md.labels?.[COPY_LABEL] === copyLabelValue(source) &&
-    md.annotations?.[SOURCE_ANNOTATION] === `${source.namespace}/${source.name}`
-  );
+  return secret.metadata?.name === source.name && isOwnedAcross(secret, source, COPIES);
 }
 
 /** True when a Namespace is being deleted (`status.phase: Terminating` or a deletionTimestamp). */
@@ -220,10 +233,29 @@ export function desiredCopy(source: V1Secret, sourceKey: Key, namespace: string)
   };
 }
 
-function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
-  const ea = sortedEntries(a);
-  const eb = sortedEntries(b);
-  return ea.length === eb.length && ea.every(([k, v], i) => eb[i]?.[0] === k && eb[i]?.[1] === v);
+/** What a source asks of the kit: its copies, and the namespaces being deleted (left alone). */
+export interface DesiredCopies {
+  children: V1Secret[];
+  retainNamespaces: string[];
+}
+
+/**
+ * The copies `source` (key `key`) should have, one per {@link selectTargets} namespace, and the
+ * Terminating namespaces, whose copies go with their namespace (never pruned one by one). A
+ * source that is not replicable ({@link isReplicable}) has none.
+ * @throws {TerminalError} reason `InvalidReplicateTo`, as {@link selectTargets}
+ */
+export function desiredCopies(
+  key: Key,
+  source: V1Secret | undefined,
+  namespaces: readonly V1Namespace[],
+  config: SecretReplicatorConfig,
+): DesiredCopies {
+  const targets = isReplicable(source) ? selectTargets(source, namespaces, config) : [];
+  return {
+    children: isReplicable(source) ? targets.map((ns) => desiredCopy(source, key, ns)) : [],
+    retainNamespaces: namespaces.filter(isTerminating).map((ns) => ns.metadata?.name ?? ''),
+  };
 }
 
 /** A change of an owned copy: what is there (`current`) and what to write (`desired`). */
@@ -244,10 +276,7 @@ export interface ReplicaPlan {
   targets: string[];
   /** Copies to create (no Secret of that name observed in the namespace). */
   create: V1Secret[];
-  /**
-   * Owned copies to replace in place: `desired` is the PUT body, carrying `current`'s
-   * resourceVersion (optimistic concurrency).
-   */
+  /** Owned copies to replace in place: `desired` is the PUT body, carrying `current`'s resourceVersion. */
   update: CopyChange[];
   /**
    * Owned copies that cannot be updated in place (`type` differs: immutable field; or the copy is
@@ -281,7 +310,8 @@ export interface PlanInput {
 }
 
 /**
- * The diff of desired copies against observed Secrets (the heart of the reconcile; pure).
+ * The diff the kit makes of {@link desiredCopies} against observed Secrets (functions/kit/cross-namespace.ts,
+ * `planCrossNamespaceChildren`), for one source:
  *
  * - target without a Secret of that name → create;
  * - target with an owned copy → unchanged, update, or recreate (see {@link ReplicaPlan.recreate});
@@ -294,43 +324,17 @@ export interface PlanInput {
  *   source's {@link REPLICATE_TO_ANNOTATION} is invalid.
  */
 export function planReplicas(input: PlanInput): ReplicaPlan {
-  const { key, config } = input;
-  const source = isReplicable(input.source) ? input.source : undefined;
-  const targets = source ? selectTargets(source, input.namespaces ?? [], config) : [];
-  const terminating = new Set(
-    (input.namespaces ?? []).filter(isTerminating).map((ns) => ns.metadata?.name ?? ''),
-  );
-
-  const byNamespace = new Map<string, V1Secret>();
-  for (const s of input.observed) {
-    const ns = s.metadata?.namespace;
-    if (!ns || s.metadata?.name !== key.name || byNamespace.has(ns)) continue;
-    byNamespace.set(ns, s);
-  }
-
-  const plan: ReplicaPlan = {
-    targets,
-    create: [],
-    update: [],
-    recreate: [],
-    delete: [],
-    conflicts: [],
-    unchanged: [],
-  };
-  for (const ns of source ? targets : []) {
-    const current = byNamespace.get(ns);
-    const step = planTarget(key, desiredCopy(source as V1Secret, key, ns), current);
-    if (step.op === 'create') plan.create.push(step.desired);
-    else if (step.op === 'conflict') plan.conflicts.push({ namespace: ns, name: key.name });
-    else if (step.op === 'unchanged') plan.unchanged.push(ns);
-    else plan[step.op].push({ current: step.current, desired: step.desired });
-  }
-  const targetSet = new Set(targets);
-  for (const [ns, current] of [...byNamespace].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    if (targetSet.has(ns) || terminating.has(ns) || !isCopyOf(current, key)) continue;
-    plan.delete.push(current);
-  }
-  return plan;
+  const { key } = input;
+  const desired = desiredCopies(key, input.source, input.namespaces ?? [], input.config);
+  const plan = planCrossNamespaceChildren({
+    owner: key,
+    tracking: COPIES,
+    desired: desired.children,
+    observed: input.observed.filter((s) => s.metadata?.name === key.name),
+    retainNamespaces: desired.retainNamespaces,
+  });
+  const targets = desired.children.map((c) => c.metadata?.namespace ?? '');
+  return { targets, ...plan } as ReplicaPlan;
 }
 
 /** The step one target namespace needs; see {@link planTarget}. */
@@ -342,50 +346,20 @@ export type TargetStep =
 
 /**
  * The step that brings one target namespace to `desired` (from {@link desiredCopy}), given the
- * Secret of that name observed there (`undefined`: none). For `update`, `desired` is the PUT body
- * (our content on `current`'s metadata and resourceVersion); for `recreate`, a fresh body.
+ * Secret of that name observed there (`undefined`: none), as the kit decides it (`planChild`). For
+ * `update`, `desired` is the PUT body (our content on `current`'s metadata and resourceVersion);
+ * for `recreate`, a fresh body.
  */
 export function planTarget(key: Key, desired: V1Secret, current: V1Secret | undefined): TargetStep {
-  if (!current) return { op: 'create', desired };
-  if (!isCopyOf(current, key)) return { op: 'conflict', current };
-  const change = compareCopy(current, desired);
-  if (change === 'unchanged') return { op: 'unchanged', current };
-  if (change === 'update') return { op: 'update', current, desired: withCurrentMetadata(current, desired) };
-  return { op: 'recreate', current, desired };
+  return planChild(key, COPIES, desired, current) as TargetStep;
 }
 
 /**
- * How an owned copy differs from its desired state: `unchanged`, `update` (labels, data or our
- * annotations differ; annotations added by others are tolerated) or `recreate` (type differs, or
- * the copy is immutable and its data differs).
+ * How an owned copy differs from its desired state, as the kit compares children in other
+ * namespaces (`compareChild`): `unchanged`, `update` (labels, data or our annotations differ;
+ * annotations added by others are tolerated) or `recreate` (type differs, or the copy is immutable
+ * and its data differs).
  */
 export function compareCopy(current: V1Secret, desired: V1Secret): 'unchanged' | 'update' | 'recreate' {
-  const typeDiffers = (current.type ?? 'Opaque') !== (desired.type ?? 'Opaque');
-  const dataDiffers = !sameRecord(current.data, desired.data);
-  if (typeDiffers || (current.immutable === true && dataDiffers)) return 'recreate';
-  const labelsDiffer = !sameRecord(current.metadata?.labels, desired.metadata?.labels);
-  const ann = current.metadata?.annotations ?? {};
-  const annotationsDiffer = [...OURS].some((k) => ann[k] !== desired.metadata?.annotations?.[k]);
-  return dataDiffers || labelsDiffer || annotationsDiffer ? 'update' : 'unchanged';
-}
-
-/**
- * The PUT body for an owned copy: `desired`'s type, data, labels and our annotations on top of
- * `current`'s metadata (resourceVersion for optimistic concurrency, uid, annotations of others,
- * finalizers, owner references); managedFields are left to the server.
- */
-function withCurrentMetadata(current: V1Secret, desired: V1Secret): V1Secret {
-  const { managedFields: _managedFields, ...metadata } = current.metadata ?? {};
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: {
-      ...metadata,
-      labels: desired.metadata?.labels,
-      annotations: { ...current.metadata?.annotations, ...desired.metadata?.annotations },
-    },
-    type: desired.type,
-    data: desired.data,
-    ...(current.immutable === undefined ? {} : { immutable: current.immutable }),
-  };
+  return compareChild(current, desired, COPIES);
 }

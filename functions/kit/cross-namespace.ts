@@ -1,0 +1,354 @@
+/**
+ * Children in other namespaces than their owner's (a Secret copied into every namespace, a
+ * ConfigMap per team namespace). Owner references cannot cross namespaces (Kubernetes, "Owners and
+ * dependents": the garbage collector ignores them), so such a child is tracked by **labels** that
+ * list the children of one owner across namespaces and an **annotation** naming the owner
+ * `<namespace>/<name>`; an object is the owner's only when it carries both. Without garbage
+ * collection, the kit prunes them itself, also once the owner is gone.
+ *
+ * The rules (docs/writing-a-controller.md, "Children in other namespaces"):
+ * - a child is written whole: created (POST), updated with a PUT conditional on the observed
+ *   `resourceVersion`, deleted with UID and resourceVersion preconditions; a child whose
+ *   `immutableFields` (or any member, when it is `immutable: true`) must change is deleted and
+ *   created again;
+ * - a child is unchanged when every member the desired child sets besides `metadata` is equal
+ *   (empty and absent alike), its labels are exactly the desired ones, and its annotations include
+ *   the desired ones (annotations of others are kept);
+ * - an object of a desired child's name that the owner does not own (someone else's) is never
+ *   written to or deleted: it is a conflict (`ErrResourceExists`), reported, and the other namespaces
+ *   still converge;
+ * - each namespace's write stands alone: a namespace gone or being deleted is skipped, failures are
+ *   collected and thrown together ({@link FailedWritesError}, retried) after every other write.
+ *
+ * An owned type declares it with `inOtherNamespaces` ({@link CrossNamespaceTracking}); the step
+ * `reconcileChildrenAcross` (steps.ts) runs {@link observeCrossNamespaceChildren},
+ * {@link planCrossNamespaceChildren} and {@link writeCrossNamespaceChildren}, and reports.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { ResourceType } from '../contract/controller.ts';
+import { type Key, keyString } from '../contract/key.ts';
+import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../k8s/errors.ts';
+import { type CrossNamespaceTracking, selectorOf } from './children.ts';
+import type { ResourceClient } from './client.ts';
+import { forEachLimit } from './concurrency.ts';
+
+/** Writes in flight at once for one reconcile's children in other namespaces. */
+export const CROSS_NAMESPACE_WRITE_CONCURRENCY = 8;
+
+/** True when `object` is a child of `owner`: the owner's labels and its annotation, both. */
+export function isOwnedAcross(
+  object: KubernetesObject,
+  owner: Key,
+  tracking: CrossNamespaceTracking,
+): boolean {
+  const md = object.metadata;
+  return (
+    Object.entries(tracking.labels(owner)).every(([k, v]) => md?.labels?.[k] === v) &&
+    md?.annotations?.[tracking.ownerAnnotation] === keyString(owner)
+  );
+}
+
+/** `child` with the owner's labels and annotation added (what the kit writes). */
+export function markedChild(
+  child: KubernetesObject,
+  owner: Key,
+  tracking: CrossNamespaceTracking,
+): KubernetesObject {
+  return {
+    ...child,
+    metadata: {
+      ...child.metadata,
+      labels: { ...child.metadata?.labels, ...tracking.labels(owner) },
+      annotations: { ...child.metadata?.annotations, [tracking.ownerAnnotation]: keyString(owner) },
+    },
+  };
+}
+
+/** `undefined`, `null`, `{}` and `[]` all mean "none" (a Secret without data is stored without `data`). */
+const none = (v: unknown) =>
+  v === undefined ||
+  v === null ||
+  (Array.isArray(v) ? v.length === 0 : typeof v === 'object' && Object.keys(v).length === 0);
+const same = (a: unknown, b: unknown) => (none(a) && none(b)) || isDeepStrictEqual(a, b);
+const members = (o: KubernetesObject) =>
+  Object.keys(o).filter((k) => k !== 'apiVersion' && k !== 'kind' && k !== 'metadata');
+
+/**
+ * How an owned child differs from `desired` (already {@link markedChild}): `unchanged`, `update`
+ * (a member, a label or a desired annotation differs) or `recreate` (an immutable field differs, or
+ * the child is `immutable: true` and a member differs).
+ */
+export function compareChild(
+  live: KubernetesObject,
+  desired: KubernetesObject,
+  tracking: Pick<CrossNamespaceTracking, 'immutableFields'>,
+): 'unchanged' | 'update' | 'recreate' {
+  const at = (o: KubernetesObject, k: string) => (o as unknown as Record<string, unknown>)[k];
+  const differ = members(desired).filter((k) => !same(at(live, k), at(desired, k)));
+  if (differ.some((k) => tracking.immutableFields?.includes(k))) return 'recreate';
+  if (differ.length > 0 && at(live, 'immutable') === true) return 'recreate';
+  const labelsDiffer = !same(live.metadata?.labels, desired.metadata?.labels);
+  const annotations = live.metadata?.annotations ?? {};
+  const annotationsDiffer = Object.entries(desired.metadata?.annotations ?? {}).some(
+    ([k, v]) => annotations[k] !== v,
+  );
+  return differ.length > 0 || labelsDiffer || annotationsDiffer ? 'update' : 'unchanged';
+}
+
+/**
+ * The PUT body bringing `live` to `desired`: `desired`'s members, labels and annotations on
+ * `live`'s metadata (resourceVersion for optimistic concurrency, uid, annotations of others,
+ * finalizers); `managedFields` left to the server; `live`'s other members (`immutable`) kept.
+ */
+export function updateBody(live: KubernetesObject, desired: KubernetesObject): KubernetesObject {
+  const { managedFields: _, ...metadata } = live.metadata ?? {};
+  const set = Object.fromEntries(members(desired).map((k) => [k, (desired as never)[k]]));
+  return {
+    ...live,
+    ...set,
+    apiVersion: desired.apiVersion,
+    kind: desired.kind,
+    metadata: {
+      ...metadata,
+      labels: desired.metadata?.labels,
+      annotations: { ...live.metadata?.annotations, ...desired.metadata?.annotations },
+    },
+  };
+}
+
+/** The step one desired child needs; see {@link planChild}. */
+export type ChildStep =
+  | { op: 'create'; desired: KubernetesObject }
+  | { op: 'conflict'; current: KubernetesObject }
+  | { op: 'unchanged'; current: KubernetesObject }
+  | { op: 'update' | 'recreate'; current: KubernetesObject; desired: KubernetesObject };
+
+/**
+ * The step that brings the place of `desired` (already {@link markedChild}) to it, given the object
+ * observed there (`undefined`: none). For `update`, `desired` is the PUT body ({@link updateBody});
+ * for `recreate`, the fresh body.
+ */
+export function planChild(
+  owner: Key,
+  tracking: CrossNamespaceTracking,
+  desired: KubernetesObject,
+  current: KubernetesObject | undefined,
+): ChildStep {
+  if (!current) return { op: 'create', desired };
+  if (!isOwnedAcross(current, owner, tracking)) return { op: 'conflict', current };
+  const change = compareChild(current, desired, tracking);
+  if (change === 'unchanged') return { op: 'unchanged', current };
+  if (change === 'update') return { op: 'update', current, desired: updateBody(current, desired) };
+  return { op: 'recreate', current, desired };
+}
+
+/** A place (namespace and name) holding an object the owner does not own. */
+export interface CrossNamespaceConflict {
+  namespace: string;
+  name: string;
+}
+
+/** What must be written for one owner's children in other namespaces; every list sorted by namespace. */
+export interface CrossNamespacePlan {
+  create: KubernetesObject[];
+  /** `desired` is the PUT body, carrying `current`'s resourceVersion. */
+  update: { current: KubernetesObject; desired: KubernetesObject }[];
+  /** Delete `current` (UID + resourceVersion preconditions), then create `desired`. */
+  recreate: { current: KubernetesObject; desired: KubernetesObject }[];
+  /** Owned children no longer desired (UID + resourceVersion preconditions). */
+  delete: KubernetesObject[];
+  /** Places of desired children held by objects the owner does not own: reported, never touched. */
+  conflicts: CrossNamespaceConflict[];
+  /** Namespaces whose child is converged. */
+  unchanged: string[];
+}
+
+const placeOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+const byNamespace = (a: KubernetesObject, b: KubernetesObject) => {
+  const [x, y] = [placeOf(a), placeOf(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/**
+ * The diff of desired children against observed objects (pure).
+ * @param input.desired every desired child, each with its namespace (marked here)
+ * @param input.observed the objects listed by the owner's labels, plus any object found at a desired
+ *   child's place; duplicates of a place collapse (the first wins)
+ * @param input.retainNamespaces namespaces whose owned children are neither pruned nor written (e.g.
+ *   namespaces being deleted, which take their objects with them)
+ */
+export function planCrossNamespaceChildren(input: {
+  owner: Key;
+  tracking: CrossNamespaceTracking;
+  desired: readonly KubernetesObject[];
+  observed: readonly KubernetesObject[];
+  retainNamespaces?: readonly string[];
+}): CrossNamespacePlan {
+  const { owner, tracking } = input;
+  const observed = new Map<string, KubernetesObject>();
+  for (const o of input.observed) if (!observed.has(placeOf(o))) observed.set(placeOf(o), o);
+  const plan: CrossNamespacePlan = {
+    create: [],
+    update: [],
+    recreate: [],
+    delete: [],
+    conflicts: [],
+    unchanged: [],
+  };
+  const wanted = new Set<string>();
+  for (const child of [...input.desired].sort(byNamespace)) {
+    const desired = markedChild(child, owner, tracking);
+    const place = placeOf(desired);
+    wanted.add(place);
+    const step = planChild(owner, tracking, desired, observed.get(place));
+    const namespace = desired.metadata?.namespace ?? '';
+    if (step.op === 'create') plan.create.push(step.desired);
+    else if (step.op === 'conflict') plan.conflicts.push({ namespace, name: desired.metadata?.name ?? '' });
+    else if (step.op === 'unchanged') plan.unchanged.push(namespace);
+    else plan[step.op].push({ current: step.current, desired: step.desired });
+  }
+  const retained = new Set(input.retainNamespaces ?? []);
+  for (const o of [...observed.values()].sort(byNamespace)) {
+    if (wanted.has(placeOf(o)) || retained.has(o.metadata?.namespace ?? '')) continue;
+    if (isOwnedAcross(o, owner, tracking)) plan.delete.push(o);
+  }
+  return plan;
+}
+
+/** What {@link writeCrossNamespaceChildren} did, as `namespace/name` places; logged (never an object's data). */
+export interface CrossNamespaceChanges {
+  created: string[];
+  updated: string[];
+  recreated: string[];
+  deleted: string[];
+  conflicts: string[];
+  /** Creates skipped because the namespace is gone or being deleted. */
+  skipped: string[];
+  failures: FailedWrite[];
+}
+
+/** A create refused because the namespace is gone (404) or being deleted (403 from kube-apiserver's NamespaceLifecycle admission). */
+function namespaceUnavailable(err: unknown): boolean {
+  const status = apiStatusOf(err);
+  if (status === 404) return true;
+  return status === 403 && /being terminated/.test(err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * Performs the writes of `plan`, at most {@link CROSS_NAMESPACE_WRITE_CONCURRENCY} at once; every
+ * failure is recorded in the result, none is thrown. A create answered 409 AlreadyExists (someone
+ * created the object since the LIST) re-reads it and decides by ownership, once.
+ */
+export async function writeCrossNamespaceChildren(args: {
+  client: ResourceClient;
+  resource: ResourceType;
+  owner: Key;
+  tracking: CrossNamespaceTracking;
+  plan: CrossNamespacePlan;
+}): Promise<CrossNamespaceChanges> {
+  const { client, resource, owner, tracking, plan } = args;
+  const done: CrossNamespaceChanges = {
+    created: [],
+    updated: [],
+    recreated: [],
+    deleted: [],
+    conflicts: plan.conflicts.map((c) => `${c.namespace}/${c.name}`),
+    skipped: [],
+    failures: [],
+  };
+  const fail = (o: KubernetesObject, op: FailedWrite['op'], error: unknown) =>
+    done.failures.push({ op, target: o.metadata?.namespace ?? '', status: apiStatusOf(error), error });
+
+  const create = async (desired: KubernetesObject, afterDelete: boolean): Promise<void> => {
+    try {
+      await client.create(resource, desired);
+      (afterDelete ? done.recreated : done.created).push(placeOf(desired));
+    } catch (err) {
+      if (namespaceUnavailable(err)) done.skipped.push(placeOf(desired));
+      else if (isConflict(err) && !afterDelete) await afterAlreadyExists(desired);
+      else fail(desired, afterDelete ? 'recreate' : 'create', err);
+    }
+  };
+  const afterAlreadyExists = async (desired: KubernetesObject): Promise<void> => {
+    let current: KubernetesObject;
+    try {
+      current = await client.get(resource, desired.metadata?.namespace, desired.metadata?.name ?? '');
+    } catch (err) {
+      fail(desired, 'create', err);
+      return;
+    }
+    const step = planChild(owner, tracking, desired, current);
+    if (step.op === 'conflict') done.conflicts.push(placeOf(desired));
+    else if (step.op === 'update') await update(step.desired);
+    else if (step.op === 'recreate') await recreate(step.current, step.desired);
+    // 'unchanged': converged by someone else (a concurrent reconcile); 'create' cannot happen.
+  };
+  const update = async (body: KubernetesObject): Promise<void> => {
+    try {
+      await client.replace(resource, body);
+      done.updated.push(placeOf(body));
+    } catch (err) {
+      fail(body, 'update', err);
+    }
+  };
+  const remove = async (current: KubernetesObject): Promise<boolean> => {
+    try {
+      await client.delete(resource, current, { resourceVersion: true }); // false: gone already
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      fail(current, 'delete', err);
+      return false;
+    }
+  };
+  const recreate = async (current: KubernetesObject, desired: KubernetesObject): Promise<void> => {
+    if (await remove(current)) await create(desired, true);
+  };
+
+  await forEachLimit(
+    [
+      ...plan.create.map((d) => () => create(d, false)),
+      ...plan.update.map((c) => () => update(c.desired)),
+      ...plan.recreate.map((c) => () => recreate(c.current, c.desired)),
+      ...plan.delete.map((o) => async () => {
+        if (await remove(o)) done.deleted.push(placeOf(o));
+      }),
+    ],
+    CROSS_NAMESPACE_WRITE_CONCURRENCY,
+    (write) => write(),
+  );
+  return done;
+}
+
+/**
+ * Lists `owner`'s children of `resource` (by its labels, in `namespace` or all namespaces: one
+ * request; metadata only when `desired` is empty, since they can then only be pruned) and, when
+ * some desired child is missing from that listing, the objects of the missing names (one LIST by
+ * `metadata.name` field selector per name, filtered client-side as well), so that an object the
+ * owner does not own is found without a failed create.
+ * @returns the listing, then the objects found by name
+ * @throws API errors as thrown (retried)
+ */
+export async function observeCrossNamespaceChildren(args: {
+  client: ResourceClient;
+  resource: ResourceType;
+  owner: Key;
+  tracking: CrossNamespaceTracking;
+  desired: readonly KubernetesObject[];
+  namespace?: string;
+}): Promise<KubernetesObject[]> {
+  const { client, resource, owner, tracking, desired, namespace } = args;
+  const listed = await client.list(resource, namespace, {
+    labelSelector: selectorOf(tracking.labels(owner)),
+    metadataOnly: desired.length === 0,
+  });
+  const seen = new Set(listed.map(placeOf));
+  const missing = new Set(desired.filter((d) => !seen.has(placeOf(d))).map((d) => d.metadata?.name ?? ''));
+  const others: KubernetesObject[] = [];
+  for (const name of missing) {
+    const found = await client.list(resource, namespace, { fieldSelector: `metadata.name=${name}` });
+    others.push(...found.filter((o) => o.metadata?.name === name));
+  }
+  return [...listed, ...others];
+}
