@@ -7,12 +7,8 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { type LocalApiServer, type LocalApiServerOptions, startLocalApiServer } from '@levelset/apiserver';
 import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
-import {
-  type LocalApiServer,
-  type LocalApiServerOptions,
-  startLocalApiServer,
-} from '../../local/apiserver/index.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestCluster {

@@ -8,8 +8,8 @@
  *   for (const mode of PIPELINE_MODES) describe(`foo end to end (${mode})`, () => { … startPipeline(setup, { mode }) … });
  */
 
+import type { LocalApiServerOptions } from '@levelset/apiserver';
 import { LABELS } from '../../functions/log.ts';
-import type { LocalApiServerOptions } from '../../local/apiserver/index.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
   type AnyLocalStack,
