@@ -22,9 +22,9 @@ import {
   makeInformer,
 } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
+import { startTestCluster, type TestCluster, uniqueSuffix } from './cluster.ts';
 import { expectStatus, openWatch, raw } from './helpers.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 

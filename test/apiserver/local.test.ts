@@ -12,8 +12,8 @@ import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, makeInformer } from '@kubernetes/client-node';
 import { applyFaultConfig, faultConfigFromEnv } from '../../local/apiserver/faults.ts';
 import { startLocalApiServer } from '../../local/apiserver/index.ts';
-import { waitFor } from '../support/wait.ts';
 import { openWatch, raw } from './helpers.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
