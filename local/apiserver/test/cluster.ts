@@ -5,11 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import {
-  type LocalApiServer,
-  type LocalApiServerOptions,
-  startLocalApiServer,
-} from '../../local/apiserver/index.ts';
+import { type LocalApiServer, type LocalApiServerOptions, startLocalApiServer } from '../index.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestCluster {
