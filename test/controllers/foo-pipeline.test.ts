@@ -13,22 +13,19 @@ import {
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
-  Watch,
 } from '@kubernetes/client-node';
 import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { StackMode } from '../../local/stack.ts';
-import { primaryEventPasses } from '../../relay/predicate.ts';
 import {
+  outcomeLines,
   PIPELINE_MODES,
   type Pipeline,
-  reconcilesOwed,
+  type RelayInputs,
   relayCounter as relayCounterOf,
   startPipeline,
+  watchRelayInputs,
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -51,6 +48,7 @@ const suite = (mode: StackMode) => () => {
   let custom: CustomObjectsApi;
   let apps: AppsV1Api;
   let core: CoreV1Api;
+  let inputs: RelayInputs;
 
   const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', p.cluster.kubeconfigPath, ...args]);
   const getFoo = (name: string): Promise<Json> =>
@@ -69,73 +67,9 @@ const suite = (mode: StackMode) => () => {
       { namespace: ns, name, body: { status: { replicas: availableReplicas, availableReplicas } } },
       mergePatch,
     );
-  /** The final log line of every delivery of `foo/<ns>/<name>` to `reconcile` (they carry `outcome`). */
-  const deliveries = (name: string) =>
-    p.logs.filter(({ service, line }) => {
-      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
-      return (
-        service === 'reconcile' &&
-        labels?.controller === 'foo' &&
-        labels.key === `${ns}/${name}` &&
-        typeof line.outcome === 'string'
-      );
-    });
+  /** The outcome line of every finished delivery of `foo/<ns>/<name>` to `reconcile`. */
+  const deliveries = (name: string) => outcomeLines(p, 'foo', `${ns}/${name}`);
   const relayCounter = (metric: string, labels = 'controller="foo"') => relayCounterOf(p, metric, labels);
-
-  /**
-   * What the relay must have seen, from watches of our own (cluster-wide, as the relay's
-   * informers): every Foo and Deployment event, and which Foo events its predicate drops
-   * (status-only writes).
-   */
-  const seen = { foos: 0, deployments: 0, drops: 0 };
-  const stopWatches: (() => void)[] = [];
-  const lastFoo = new Map<string, KubernetesObject>();
-  const watchAll = async (
-    kc: KubeConfig,
-    path: string,
-    onEvent: (type: string, o: KubernetesObject) => void,
-  ) => {
-    const controller = await new Watch(kc).watch(path, {}, onEvent, () => {});
-    stopWatches.push(() => controller.abort());
-  };
-  /**
-   * Waits until the pipeline is quiet: the relay has received every event our watches saw (and
-   * dropped the status-only ones), nothing waits in its collapse window, and every key it published
-   * has been delivered to `reconcile` and finished.
-   */
-  const settled = () =>
-    waitFor(
-      async () => {
-        const foos = await relayCounter(
-          'levelset_relay_events_received_total',
-          `resource="${group}/${version}/${plural}"`,
-        );
-        const deployments = await relayCounter(
-          'levelset_relay_events_received_total',
-          'resource="apps/v1/deployments"',
-        );
-        const dropped = await relayCounter('levelset_relay_events_filtered_total');
-        const enqueued = await relayCounter('levelset_relay_keys_enqueued_total');
-        const published = await relayCounter('levelset_relay_keys_published_total');
-        const owed = await reconcilesOwed(p, 'foo');
-        const finished = p.logs.filter(({ service, line }) => {
-          const labels = line[LABELS] as { controller?: string } | undefined;
-          return service === 'reconcile' && labels?.controller === 'foo' && typeof line.outcome === 'string';
-        }).length;
-        const state = { owed, foos, deployments, dropped, enqueued, published, finished, seen };
-        if (
-          foos >= seen.foos &&
-          deployments >= seen.deployments &&
-          dropped >= seen.drops &&
-          enqueued === published &&
-          finished >= owed
-        ) {
-          return state;
-        }
-        throw new Error(`not settled: ${JSON.stringify(state)}`);
-      },
-      { message: 'the pipeline to settle (every event received, every key published and delivered)' },
-    );
 
   before(async () => {
     p = await startPipeline(
@@ -145,17 +79,12 @@ const suite = (mode: StackMode) => () => {
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
         ns = await cluster.createNamespace('foo-e2e');
         await cluster.applyCrd(CRD, { group, version, plural }, ns);
-        await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, (type, object) => {
-          seen.foos += 1;
-          const uid = object.metadata?.uid ?? '';
-          const oldObject = lastFoo.get(uid);
-          if (type === 'DELETED') lastFoo.delete(uid);
-          else lastFoo.set(uid, object);
-          if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
-        });
-        await watchAll(cluster.kubeConfig, '/apis/apps/v1/deployments', () => {
-          seen.deployments += 1;
-        });
+        inputs = await watchRelayInputs(
+          cluster.kubeConfig,
+          'foo',
+          { path: `/apis/${group}/${version}/${plural}`, relayResource: `${group}/${version}/${plural}` },
+          [{ path: '/apis/apps/v1/deployments', relayResource: 'apps/v1/deployments' }],
+        );
         return {};
       },
       { mode },
@@ -163,7 +92,7 @@ const suite = (mode: StackMode) => () => {
   });
 
   after(async () => {
-    for (const stop of stopWatches) stop();
+    inputs?.stop();
     await p?.stop();
   });
 
@@ -218,10 +147,10 @@ const suite = (mode: StackMode) => () => {
   });
 
   it('does not reconcile again because of its own status write (count reconciles)', async () => {
-    await settled();
+    await inputs.settled(p);
     const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
     const deliveredBefore = deliveries('example-foo').length;
-    const droppedBefore = seen.drops;
+    const droppedBefore = inputs.seen.drops;
     // The Deployment loses a replica: one Deployment event → one key → one reconcile, which
     // writes the Foo's status (2 available, Ready=False) through /status. That write is a Foo
     // event with an unchanged generation, which the relay must drop: no second key, no second
@@ -232,10 +161,10 @@ const suite = (mode: StackMode) => () => {
     });
     // Our own watch may see the status write after the GET above: wait for it (with a deadline),
     // so that settled() compares the relay with every event.
-    await waitFor(() => seen.drops > droppedBefore, {
+    await waitFor(() => inputs.seen.drops > droppedBefore, {
       message: 'the status write was a status-only Foo event (seen by our watch)',
     });
-    await settled();
+    await inputs.settled(p);
     assert.equal(
       await relayCounter('levelset_relay_keys_published_total'),
       publishedBefore + 1,
@@ -257,7 +186,7 @@ const suite = (mode: StackMode) => () => {
         (await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' })).spec?.replicas === 1,
       { message: 'the Deployment back to the default of 1 replica' },
     );
-    await settled();
+    await inputs.settled(p);
     const deliveredBefore = deliveries('example-foo').length;
     // A Deployment event (its status) → a reconcile of a converged Foo: its status changes, not
     // its Deployment.
@@ -265,7 +194,7 @@ const suite = (mode: StackMode) => () => {
     await waitFor(async () => ready(await getFoo('example-foo'))?.status === 'True', {
       message: 'the reconcile after the status change',
     });
-    await settled();
+    await inputs.settled(p);
     assert.ok(deliveries('example-foo').length > deliveredBefore, 'reconciled');
     const deployment = await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' });
     assert.equal(
@@ -300,8 +229,8 @@ const suite = (mode: StackMode) => () => {
     );
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, 'Resource "taken" already exists and is not managed by Foo');
-    await settled();
-    const outcomes = deliveries('wants-taken').map(({ line }) => line.outcome);
+    await inputs.settled(p);
+    const outcomes = deliveries('wants-taken').map((line) => line.outcome);
     assert.deepEqual(outcomes, ['terminal'], 'acknowledged, not retried');
     assert.equal(
       (await apps.readNamespacedDeployment({ namespace: ns, name: 'taken' })).metadata?.resourceVersion,
@@ -320,9 +249,9 @@ const suite = (mode: StackMode) => () => {
       { message: 'a Warning InvalidSpec Event on the Foo' },
     );
     assert.equal(ready(await getFoo('no-name'))?.reason, 'InvalidSpec');
-    await settled();
+    await inputs.settled(p);
     assert.deepEqual(
-      deliveries('no-name').map(({ line }) => line.outcome),
+      deliveries('no-name').map((line) => line.outcome),
       ['terminal'],
     );
   });
@@ -336,7 +265,7 @@ const suite = (mode: StackMode) => () => {
     // invalid one would have been too, had it existed.
     await createFoo('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
     await waitFor(() => deliveries('after-invalid').length > 0, { message: 'the valid Foo reconciled' });
-    await settled();
+    await inputs.settled(p);
     assert.equal(deliveries('invalid').length, 0);
   });
 
