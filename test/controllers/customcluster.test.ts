@@ -99,14 +99,8 @@ describe('customcluster reconcile on an API server', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
-    await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('cc');
-    await waitFor(
-      () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-      {
-        message: 'the Customcluster CRD to be served',
-      },
-    );
+    await cluster.applyCrd(CRD, { group, version, plural }, ns);
   });
 
   after(async () => {

@@ -100,14 +100,8 @@ describe('foo reconcile on an API server', () => {
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
-    await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('foo');
-    await waitFor(
-      () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-      {
-        message: 'the Foo CRD to be served',
-      },
-    );
+    await cluster.applyCrd(CRD, { group, version, plural }, ns);
   });
 
   after(async () => {
