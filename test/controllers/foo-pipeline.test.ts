@@ -8,16 +8,9 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { StackMode } from '../../local/stack.ts';
+import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import {
   outcomeLines,
   PIPELINE_MODES,
@@ -36,32 +29,18 @@ const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.ya
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
-type Json = any;
 
 /** The suite, run once per mode (below). */
 const suite = (mode: StackMode) => () => {
   let p: Pipeline;
   let ns: string;
+  let foos: CustomObjects;
   let custom: CustomObjectsApi;
   let apps: AppsV1Api;
   let core: CoreV1Api;
   let inputs: RelayInputs;
 
   const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', p.cluster.kubeconfigPath, ...args]);
-  const getFoo = (name: string): Promise<Json> =>
-    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
-  const createFoo = (name: string, spec: object) =>
-    custom.createNamespacedCustomObject({
-      group,
-      version,
-      plural,
-      namespace: ns,
-      body: { apiVersion: `${group}/${version}`, kind: 'Foo', metadata: { name }, spec },
-    });
-  const ready = (foo: Json) => findCondition(parseConditions(foo?.status?.conditions), 'Ready');
   const setAvailable = (name: string, availableReplicas: number) =>
     apps.patchNamespacedDeploymentStatus(
       { namespace: ns, name, body: { status: { replicas: availableReplicas, availableReplicas } } },
@@ -78,6 +57,7 @@ const suite = (mode: StackMode) => () => {
         apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
         ns = await cluster.createNamespace('foo-e2e');
+        foos = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Foo' }, ns);
         await cluster.applyCrd(CRD, { group, version, plural }, ns);
         inputs = await watchRelayInputs(
           cluster.kubeConfig,
@@ -107,12 +87,12 @@ const suite = (mode: StackMode) => () => {
     await setAvailable('example-foo', 1);
     const foo = await waitFor(
       async () => {
-        const f = await getFoo('example-foo');
-        return f.status?.availableReplicas === 1 && ready(f)?.status === 'True' ? f : undefined;
+        const f = await foos.get('example-foo');
+        return f.status?.availableReplicas === 1 && readyCondition(f)?.status === 'True' ? f : undefined;
       },
       { message: 'Foo example-foo Ready with 1 available replica' },
     );
-    assert.equal(ready(foo)?.observedGeneration, foo.metadata.generation);
+    assert.equal(readyCondition(foo)?.observedGeneration, foo.metadata.generation);
     await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.some(
@@ -135,11 +115,11 @@ const suite = (mode: StackMode) => () => {
     await setAvailable('example-foo', 3);
     await waitFor(
       async () => {
-        const f = await getFoo('example-foo');
+        const f = await foos.get('example-foo');
         return (
           f.status?.availableReplicas === 3 &&
-          ready(f)?.status === 'True' &&
-          ready(f)?.observedGeneration === f.metadata.generation
+          readyCondition(f)?.status === 'True' &&
+          readyCondition(f)?.observedGeneration === f.metadata.generation
         );
       },
       { message: 'Foo example-foo Ready with 3 available replicas at its generation' },
@@ -156,7 +136,7 @@ const suite = (mode: StackMode) => () => {
     // event with an unchanged generation, which the relay must drop: no second key, no second
     // reconcile.
     await setAvailable('example-foo', 2);
-    await waitFor(async () => (await getFoo('example-foo')).status?.availableReplicas === 2, {
+    await waitFor(async () => (await foos.get('example-foo')).status?.availableReplicas === 2, {
       message: 'the status write of the reconcile',
     });
     // Our own watch may see the status write after the GET above: wait for it (with a deadline),
@@ -171,7 +151,7 @@ const suite = (mode: StackMode) => () => {
       'one key published',
     );
     assert.equal(deliveries('example-foo').length, deliveredBefore + 1, 'one reconcile');
-    assert.equal(ready(await getFoo('example-foo'))?.status, 'False');
+    assert.equal(readyCondition(await foos.get('example-foo'))?.status, 'False');
   });
 
   it('removes the replicas a Foo stops setting from its Deployment, and a converged Foo writes nothing to it', async () => {
@@ -191,7 +171,7 @@ const suite = (mode: StackMode) => () => {
     // A Deployment event (its status) → a reconcile of a converged Foo: its status changes, not
     // its Deployment.
     const written = await setAvailable('example-foo', 1);
-    await waitFor(async () => ready(await getFoo('example-foo'))?.status === 'True', {
+    await waitFor(async () => readyCondition(await foos.get('example-foo'))?.status === 'True', {
       message: 'the reconcile after the status change',
     });
     await inputs.settled(p);
@@ -219,7 +199,7 @@ const suite = (mode: StackMode) => () => {
         },
       },
     });
-    await createFoo('wants-taken', { deploymentName: 'taken', replicas: 2 });
+    await foos.create('wants-taken', { deploymentName: 'taken', replicas: 2 });
     const event = await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.find(
@@ -236,11 +216,11 @@ const suite = (mode: StackMode) => () => {
       (await apps.readNamespacedDeployment({ namespace: ns, name: 'taken' })).metadata?.resourceVersion,
       theirs.metadata?.resourceVersion,
     );
-    assert.equal(ready(await getFoo('wants-taken'))?.reason, 'ErrResourceExists');
+    assert.equal(readyCondition(await foos.get('wants-taken'))?.reason, 'ErrResourceExists');
   });
 
   it('absorbs a missing deploymentName with a Warning Event and a condition', async () => {
-    await createFoo('no-name', { replicas: 1 });
+    await foos.create('no-name', { replicas: 1 });
     await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.some(
@@ -248,7 +228,7 @@ const suite = (mode: StackMode) => () => {
         ),
       { message: 'a Warning InvalidSpec Event on the Foo' },
     );
-    assert.equal(ready(await getFoo('no-name'))?.reason, 'InvalidSpec');
+    assert.equal(readyCondition(await foos.get('no-name'))?.reason, 'InvalidSpec');
     await inputs.settled(p);
     assert.deepEqual(
       deliveries('no-name').map((line) => line.outcome),
@@ -258,12 +238,12 @@ const suite = (mode: StackMode) => () => {
 
   it('rejects an invalid spec with 422 before any reconcile sees it', async () => {
     await assert.rejects(
-      createFoo('invalid', { deploymentName: 'invalid', replicas: 'x' }),
+      foos.create('invalid', { deploymentName: 'invalid', replicas: 'x' }),
       (err: unknown) => err instanceof ApiException && err.code === 422,
     );
     // A valid Foo created after it goes through the same informer: once it is reconciled, the
     // invalid one would have been too, had it existed.
-    await createFoo('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
+    await foos.create('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
     await waitFor(() => deliveries('after-invalid').length > 0, { message: 'the valid Foo reconciled' });
     await inputs.settled(p);
     assert.equal(deliveries('invalid').length, 0);
