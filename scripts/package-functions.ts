@@ -3,8 +3,10 @@
  * `archive_file` zips it (terraform/functions.tf):
  *
  *   terraform/.build/functions/
- *     package.json        the project's, with main = dist/functions/index.js and no scripts
- *     package-lock.json   unchanged, so the buildpack's `npm ci` installs exactly the locked tree
+ *     package.json        the project's, with main = dist/functions/index.js, no scripts and no
+ *                         workspaces (local/apiserver, the test double, is not in the archive)
+ *     package-lock.json   the project's without its workspaces ({@link archiveLockfile}), so the
+ *                         buildpack's `npm ci` installs exactly the locked tree the functions need
  *     dist/functions/…    `npm run build` output (tsc, .ts imports rewritten to .js), plus every
  *                         non-TypeScript file under functions/ (e.g. crd.yaml) at the same path
  *
@@ -85,10 +87,93 @@ export function packageFunctions(options: PackageOptions = {}): string[] {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
   pkg.main = MAIN;
   delete pkg.scripts; // nothing for the buildpack to run (no build, no gcp-build)
+  delete pkg.workspaces; // the workspaces' folders are not in the archive
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
-  cpSync(join(root, 'package-lock.json'), join(out, 'package-lock.json'));
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
+  writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(archiveLockfile(lock), null, 2)}\n`);
 
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
+}
+
+/** One entry of a package-lock.json (lockfileVersion 2 or 3) `packages` map; the fields read here. */
+export interface LockEntry {
+  name?: string;
+  version?: string;
+  link?: boolean;
+  resolved?: string;
+  workspaces?: string[];
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+/** A package-lock.json: `packages` keyed by install location (`""` is the root package). */
+export interface Lockfile {
+  lockfileVersion?: number;
+  packages?: Record<string, LockEntry>;
+  [field: string]: unknown;
+}
+
+/**
+ * Where Node (and npm's tree) finds dependency `name` of the package installed at `from`: the
+ * nearest `node_modules/<name>` walking up from `from` to the root (`""`).
+ * @returns its location in `packages`, or `undefined` when the lockfile has none.
+ */
+export function resolveInLockfile(
+  packages: Record<string, LockEntry>,
+  from: string,
+  name: string,
+): string | undefined {
+  for (let base = from; ; ) {
+    const location = `${base ? `${base}/` : ''}node_modules/${name}`;
+    if (packages[location]) return location;
+    if (base === '') return undefined;
+    const up = base.lastIndexOf('/node_modules/');
+    base = up === -1 ? '' : base.slice(0, up);
+  }
+}
+
+/**
+ * The lockfile the functions' archive installs from: the project's without its workspaces (the
+ * root's `workspaces`, each workspace's entry and its `node_modules/<name>` link) and without the
+ * packages that only they needed (every entry left is reachable from the root's dependencies and
+ * devDependencies, as `npm install` would have written it for a project with no workspaces).
+ * Pure: `lock` is not modified.
+ * @throws {Error} when a dependency the root still declares is missing from the lockfile.
+ */
+export function archiveLockfile(lock: Lockfile): Lockfile {
+  const packages = structuredClone(lock.packages ?? {});
+  const rootEntry = packages[''] ?? {};
+  delete rootEntry.workspaces;
+  for (const [location, entry] of Object.entries(packages))
+    if (location !== '' && (entry.link || !location.includes('node_modules/'))) delete packages[location];
+
+  const kept = new Set<string>(['']);
+  const queue = [''];
+  for (let location = queue.shift(); location !== undefined; location = queue.shift()) {
+    const entry = packages[location] ?? {};
+    const required = { ...entry.dependencies, ...(location === '' ? entry.devDependencies : {}) };
+    const optional = { ...entry.optionalDependencies, ...entry.peerDependencies };
+    for (const [name, isRequired] of [
+      ...Object.keys(optional).map((n) => [n, false] as const),
+      ...Object.keys(required).map((n) => [n, true] as const),
+    ]) {
+      const found = resolveInLockfile(packages, location, name);
+      if (found === undefined) {
+        if (isRequired && location === '')
+          throw new Error(`package-lock.json has no ${name}, which package.json declares: run npm install`);
+        continue;
+      }
+      if (!kept.has(found)) {
+        kept.add(found);
+        queue.push(found);
+      }
+    }
+  }
+  for (const location of Object.keys(packages)) if (!kept.has(location)) delete packages[location];
+  return { ...lock, packages };
 }
 
 if (import.meta.main) {

@@ -13,13 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as ff from '@google-cloud/functions-framework';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { configmaps, customResource, defineController, isControlledBy } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';
@@ -117,14 +111,7 @@ describe('a cluster-scoped primary end to end (in-process)', () => {
     cluster = await startTestCluster();
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
-      .create(crd)
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
-    await waitFor(() => custom.listClusterCustomObject(plural).then(() => true), {
-      message: 'Realms served',
-    });
+    await cluster.createCrd(crd, plural);
     ns = await cluster.createNamespace('realm');
     running = await startInProcess({
       kubeConfig: cluster.kubeConfig,
@@ -218,14 +205,7 @@ describe('a cluster-scoped primary end to end (serverless: relay → Pub/Sub emu
     cluster = await startTestCluster();
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
-      .create(crd)
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
-    await waitFor(() => custom.listClusterCustomObject(plural).then(() => true), {
-      message: 'Realms served',
-    });
+    await cluster.createCrd(crd, plural);
     ns = await cluster.createNamespace('realm-sls');
     ff.http(
       'reconcile-realm',

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import type { FaultInjector, RequestLog } from '@levelset/apiserver';
 import {
   COPY_LABEL,
   copyLabelValue,
@@ -16,7 +17,6 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import type { FaultInjector, RequestLog } from '../../local/apiserver/index.ts';
 import { uniqueSuffix } from '../support/cluster.ts';
 import { type Pipeline, relayCounter, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';

@@ -168,15 +168,8 @@ describe('kit: finalizers', () => {
     cluster = await startTestCluster();
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
-      .create(crd)
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
     ns = await cluster.createNamespace('kit-fin');
-    await waitFor(() => custom.listNamespacedCustomObject({ ...plural, namespace: ns }).then(() => true), {
-      message: 'the Gizmo CRD to be served',
-    });
+    await cluster.createCrd(crd, plural, ns);
     t = reconcilerForTest(gizmoController, cluster.kubeconfigPath);
   });
   after(() => cluster?.stop());

@@ -5,12 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { configmaps, customResource, defineController, secrets } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
 
 const GROUP = 'kit-reads.levelset.dev';
 const readers = customResource({ group: GROUP, version: 'v1', kind: 'Reader' });
@@ -106,16 +105,9 @@ describe('kit: reads in other namespaces and a metadata patch, checked against t
     cluster = await startTestCluster();
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
-      .create(crd)
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
     ns = await cluster.createNamespace('kit-reads');
     other = await cluster.createNamespace('kit-reads-other');
-    await waitFor(() => custom.listNamespacedCustomObject({ ...plural, namespace: ns }).then(() => true), {
-      message: 'the Reader CRD to be served',
-    });
+    await cluster.createCrd(crd, plural, ns);
     for (const [name, labels] of [
       ['source', { team: 'a', kept: 'yes' }],
       ['peer', { team: 'a' }],

@@ -10,7 +10,6 @@ import { after, before, describe, it } from 'node:test';
 import {
   CoreV1Api,
   CustomObjectsApi,
-  KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
   type V1ConfigMap,
@@ -133,15 +132,8 @@ describe('kit: children, status, invalid specs, request counts', () => {
     cluster = await startTestCluster();
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    await KubernetesObjectApi.makeApiClient(cluster.kubeConfig)
-      .create(crd)
-      .catch((err: { code?: number }) => {
-        if (err.code !== 409) throw err;
-      });
     ns = await cluster.createNamespace('kit');
-    await waitFor(() => custom.listNamespacedCustomObject({ ...plural, namespace: ns }).then(() => true), {
-      message: 'the Widget CRD to be served',
-    });
+    await cluster.createCrd(crd, plural, ns);
     t = reconcilerForTest(widgetController, cluster.kubeconfigPath);
   });
   after(() => cluster?.stop());

@@ -16,6 +16,7 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import type { FaultInjector, RequestLog } from '@levelset/apiserver';
 import {
   COPY_LABEL,
   REPLICATE_TO_ANNOTATION,
@@ -23,7 +24,6 @@ import {
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
-import type { FaultInjector, RequestLog } from '../../local/apiserver/index.ts';
 import { repoRoot } from '../../local/service.ts';
 import type { StallReport } from '../../local/watchdog.ts';
 import { uniqueSuffix } from '../support/cluster.ts';

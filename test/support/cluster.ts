@@ -6,13 +6,15 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import {
-  type LocalApiServer,
-  type LocalApiServerOptions,
-  startLocalApiServer,
-} from '../../local/apiserver/index.ts';
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
+import { type LocalApiServer, type LocalApiServerOptions, startLocalApiServer } from '@levelset/apiserver';
+import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestCluster {
@@ -38,6 +40,17 @@ export interface TestCluster {
     path: string,
     resource: { group: string; version: string; plural: string },
     namespace: string,
+  ): Promise<void>;
+  /**
+   * Creates a test's own CRD from its manifest (one that exists already, 409, is kept: test CRDs
+   * are shared by the files and runs of a real cluster) and waits, with a deadline, until its
+   * resource is served: a LIST in `namespace` answers 200, or a cluster-wide LIST without one.
+   * @throws {Error} when the API refuses the CRD or the resource is not served in time.
+   */
+  createCrd(
+    manifest: KubernetesObject,
+    resource: { group: string; version: string; plural: string },
+    namespace?: string,
   ): Promise<void>;
 }
 
@@ -73,6 +86,21 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
       await promisify(execFile)('kubectl', ['--kubeconfig', kubeconfigPath, 'apply', '-f', path]);
       const custom = kubeConfig.makeApiClient(CustomObjectsApi);
       await waitFor(() => custom.listNamespacedCustomObject({ ...resource, namespace }).then(() => true), {
+        message: `${resource.plural}.${resource.group} to be served`,
+      });
+    },
+    async createCrd(manifest, resource, namespace) {
+      await KubernetesObjectApi.makeApiClient(kubeConfig)
+        .create(manifest)
+        .catch((err: { code?: number }) => {
+          if (err.code !== 409) throw err;
+        });
+      const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+      const list = () =>
+        namespace === undefined
+          ? custom.listClusterCustomObject(resource)
+          : custom.listNamespacedCustomObject({ ...resource, namespace });
+      await waitFor(() => list().then(() => true), {
         message: `${resource.plural}.${resource.group} to be served`,
       });
     },

@@ -8,8 +8,9 @@
  *   for (const mode of PIPELINE_MODES) describe(`foo end to end (${mode})`, () => { … startPipeline(setup, { mode }) … });
  */
 
+import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
+import type { LocalApiServerOptions } from '@levelset/apiserver';
 import { LABELS } from '../../functions/log.ts';
-import type { LocalApiServerOptions } from '../../local/apiserver/index.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
   type AnyLocalStack,
@@ -19,8 +20,10 @@ import {
   type StackMode,
   startLocalStack,
 } from '../../local/stack.ts';
+import { primaryEventPasses } from '../../relay/predicate.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
 import { createLeastPrivilegedIdentities, type Identities } from './identities.ts';
+import { waitFor } from './wait.ts';
 
 /**
  * The modes the end-to-end files run in: `LEVELSET_TEST_MODES` (comma-separated, e.g.
@@ -166,12 +169,115 @@ export async function reconcilesOwed(p: Pipeline, controller: string): Promise<n
     : relayCounter(p, 'workqueue_adds_total', `name="${controller}"`);
 }
 
-/** Outcome lines (`outcome` set) written for `controller`'s keys so far, in either mode. */
-export function outcomeLines(p: Pipeline, controller: string): LogLine[] {
+/**
+ * Outcome lines (`outcome` set: one per finished delivery) written for `controller`'s keys so far, in
+ * either mode; only those of `key` (`<namespace>/<name>`) when given.
+ */
+export function outcomeLines(p: Pipeline, controller: string, key?: string): LogLine[] {
   return p.logs
     .filter(({ service, line }) => {
-      const labels = line[LABELS] as { controller?: string } | undefined;
-      return service === 'reconcile' && labels?.controller === controller && typeof line.outcome === 'string';
+      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
+      return (
+        service === 'reconcile' &&
+        labels?.controller === controller &&
+        (key === undefined || labels.key === key) &&
+        typeof line.outcome === 'string'
+      );
     })
     .map(({ line }) => line);
+}
+
+/** A resource the relay watches for a controller, which the test watches too. */
+export interface WatchedResource {
+  /** Cluster-wide watch path, as the relay's informers watch, e.g. `/apis/apps/v1/deployments`. */
+  path: string;
+  /** The watch's query (e.g. `{ labelSelector: 'controller' }`); default none. */
+  query?: Record<string, string>;
+  /** The relay's `resource` label for it in `levelset_relay_events_received_total`, e.g. `apps/v1/deployments`. */
+  relayResource: string;
+}
+
+/** What the relay must have seen, from the test's own watches; see {@link watchRelayInputs}. */
+export interface RelayInputs {
+  /** Events seen so far: per `relayResource`, and the primary's events the relay's predicate drops (status-only writes). */
+  readonly seen: { events: Record<string, number>; drops: number };
+  /**
+   * Waits (deadline) until the pipeline is quiet: the relay has received every event these watches
+   * saw (and dropped the status-only ones), nothing waits in its collapse window, and every key it
+   * handed on has been reconciled to an outcome.
+   * @returns the figures compared
+   * @throws {Error} on the deadline, with the figures
+   */
+  settled(p: Pipeline): Promise<object>;
+  /** Stops the watches. */
+  stop(): void;
+}
+
+/**
+ * Watches, as the relay does for `controller`, its primary resource and `others` (its children),
+ * counting every event and which primary events the relay's predicate (relay/predicate.ts) drops,
+ * so that {@link RelayInputs.settled} can compare the relay's counters with them. Start it in the
+ * pipeline's setup, before the stack runs.
+ */
+export async function watchRelayInputs(
+  kubeConfig: KubeConfig,
+  controller: string,
+  primary: WatchedResource,
+  others: readonly WatchedResource[] = [],
+): Promise<RelayInputs> {
+  const seen = { events: {} as Record<string, number>, drops: 0 };
+  const aborts: (() => void)[] = [];
+  const last = new Map<string, KubernetesObject>();
+  for (const resource of [primary, ...others]) {
+    seen.events[resource.relayResource] = 0;
+    const watch = await new Watch(kubeConfig).watch(
+      resource.path,
+      resource.query ?? {},
+      (type: string, object: KubernetesObject) => {
+        seen.events[resource.relayResource] = (seen.events[resource.relayResource] ?? 0) + 1;
+        if (resource !== primary) return;
+        const uid = object.metadata?.uid ?? '';
+        const oldObject = last.get(uid);
+        if (type === 'DELETED') last.delete(uid);
+        else last.set(uid, object);
+        if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
+      },
+      () => {},
+    );
+    aborts.push(() => watch.abort());
+  }
+  const ofController = `controller="${controller}"`;
+  return {
+    seen,
+    settled: (p) =>
+      waitFor(
+        async () => {
+          const received: Record<string, number> = {};
+          for (const resource of Object.keys(seen.events))
+            received[resource] = await relayCounter(
+              p,
+              'levelset_relay_events_received_total',
+              `resource="${resource}"`,
+            );
+          const dropped = await relayCounter(p, 'levelset_relay_events_filtered_total', ofController);
+          const enqueued = await relayCounter(p, 'levelset_relay_keys_enqueued_total', ofController);
+          const published = await relayCounter(p, 'levelset_relay_keys_published_total', ofController);
+          const owed = await reconcilesOwed(p, controller);
+          const finished = outcomeLines(p, controller).length;
+          const state = { owed, received, dropped, enqueued, published, finished, seen };
+          if (
+            Object.entries(seen.events).every(([resource, n]) => (received[resource] ?? 0) >= n) &&
+            dropped >= seen.drops &&
+            enqueued === published &&
+            finished >= owed
+          )
+            return state;
+          throw new Error(`not settled: ${JSON.stringify(state)}`);
+        },
+        { message: 'the pipeline to settle (every event received, every key published and delivered)' },
+      ),
+    stop: () => {
+      for (const abort of aborts) abort();
+    },
+  };
 }

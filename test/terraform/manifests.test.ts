@@ -240,6 +240,8 @@ describe('checked-in generated files', () => {
   });
 });
 
+const repoRoot = join(import.meta.dirname, '..', '..');
+
 describe('packageFunctions', () => {
   test('stages the compiled functions, the package with the compiled main, and the lockfile', () => {
     const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
@@ -284,6 +286,50 @@ describe('packageFunctions', () => {
         pkg.devDependencies,
         'npm ci needs package.json to match the lockfile',
       );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test("the archive's package.json and lockfile agree: npm would write the same lockfile", () => {
+    // The project's package.json names a workspace (local/apiserver) that the archive does not hold;
+    // the buildpack's `npm ci` installs from the staged lockfile, so it must be the one npm writes
+    // for the staged package.json. `npm install --package-lock-only` rewrites a lockfile that does
+    // not match (a workspace's entries, packages nothing needs) and leaves a matching one as it is.
+    const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json'])
+        writeFileSync(join(root, file), readFileSync(join(repoRoot, file)));
+      mkdirSync(join(root, 'dist', 'functions'), { recursive: true });
+      writeFileSync(join(root, 'dist', 'functions', 'index.js'), 'export {};');
+      mkdirSync(join(root, 'functions'));
+      const out = join(root, 'out');
+      packageFunctions({ root, out, build: false });
+
+      const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
+      assert.equal(staged.workspaces, undefined);
+      const lock = readFileSync(join(out, 'package-lock.json'), 'utf8');
+      assert.doesNotMatch(lock, /local\/apiserver|"link": true/);
+      // npm as `npm test` or `npx` ran it (npm_execpath), else the one on PATH.
+      const execpath = process.env.npm_execpath;
+      const [command, ...prefix] = execpath ? [process.execPath, execpath] : ['npm'];
+      const r = spawnSync(
+        command as string,
+        [
+          ...prefix,
+          'install',
+          '--package-lock-only',
+          '--offline',
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+          '--cache',
+          join(root, 'npm-cache'),
+        ],
+        { cwd: out, encoding: 'utf8' },
+      );
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(readFileSync(join(out, 'package-lock.json'), 'utf8'), lock);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { KubeObject } from '../../local/apiserver/resources.ts';
-import { objectKey, Store } from '../../local/apiserver/store.ts';
+import type { KubeObject } from '../resources.ts';
+import { objectKey, Store } from '../store.ts';
 
 const S = '/configmaps';
 const cm = (namespace: string, name: string, v = '1'): KubeObject => ({

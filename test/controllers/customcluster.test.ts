@@ -8,23 +8,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { ReconcileContext } from '../../functions/contract/controller.ts';
 import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { isControlledBy } from '../../functions/k8s/owner.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
+import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -35,7 +28,6 @@ const EXAMPLE_MESSAGE = 'Trying to create my own custom resource';
 const group = 'sde.dev';
 const version = 'v1alpha1';
 const plural = 'customclusters';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;
@@ -50,6 +42,7 @@ const tally = (requests: string[]) =>
 describe('customcluster reconcile on an API server', () => {
   let cluster: TestCluster;
   let ns: string;
+  let customclusters: CustomObjects;
   let kc: CountingKubeConfig;
   let ctx: ReconcileContext;
   let custom: CustomObjectsApi;
@@ -57,13 +50,6 @@ describe('customcluster reconcile on an API server', () => {
   const log = pino({ level: 'silent' });
 
   const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
-  const getCc = (name: string): Promise<Json> =>
-    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
-  const patchSpec = (name: string, spec: object) =>
-    custom.patchNamespacedCustomObject(
-      { group, version, plural, namespace: ns, name, body: { spec } },
-      mergePatch,
-    );
   const reconcile = async (name: string): Promise<string[]> => {
     kc.requests = [];
     await customclusterController.reconcile({ namespace: ns, name }, ctx);
@@ -90,8 +76,6 @@ describe('customcluster reconcile on an API server', () => {
   const runAll = async (cc: Json) => {
     for (const p of await livePods(cc)) if (p.status?.phase !== 'Running') await setPhase(p, 'Running');
   };
-  const ready = (cc: Json) => findCondition(parseConditions(cc.status?.conditions), 'Ready');
-
   before(async () => {
     cluster = await startTestCluster();
     kc = new CountingKubeConfig();
@@ -99,14 +83,9 @@ describe('customcluster reconcile on an API server', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
-    await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('cc');
-    await waitFor(
-      () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-      {
-        message: 'the Customcluster CRD to be served',
-      },
-    );
+    customclusters = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Customcluster' }, ns);
+    await cluster.applyCrd(CRD, { group, version, plural }, ns);
   });
 
   after(async () => {
@@ -118,7 +97,7 @@ describe('customcluster reconcile on an API server', () => {
     const requests = await reconcile('cpod-f');
     assert.deepEqual(tally(requests), { GET: 2, POST: 5, PATCH: 1 }, requests.join(', '));
 
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     const pods = await livePods(cc);
     assert.equal(pods.length, 5);
     for (const p of pods) {
@@ -129,60 +108,63 @@ describe('customcluster reconcile on an API server', () => {
       assert.deepEqual(c?.command, ['/bin/sh', '-c', 'echo $MESSAGE; sleep 100']);
     }
     assert.equal(cc.status.count, 0, 'none running yet');
-    assert.equal(ready(cc)?.status, 'False');
+    assert.equal(readyCondition(cc)?.status, 'False');
 
     await runAll(cc);
     await reconcile('cpod-f');
-    const running = await getCc('cpod-f');
+    const running = await customclusters.get('cpod-f');
     assert.equal(running.status.count, 5);
     assert.equal(running.status.message, EXAMPLE_MESSAGE);
-    assert.equal(ready(running)?.status, 'True');
-    assert.equal(ready(running)?.observedGeneration, running.metadata.generation);
+    assert.equal(readyCondition(running)?.status, 'True');
+    assert.equal(readyCondition(running)?.observedGeneration, running.metadata.generation);
   });
 
   it('costs one GET and one LIST and writes nothing once converged', async () => {
-    const before = await getCc('cpod-f');
+    const before = await customclusters.get('cpod-f');
     const requests = await reconcile('cpod-f');
     assert.deepEqual(requests, [
       `GET /apis/${group}/${version}/namespaces/${ns}/${plural}/cpod-f`,
       `GET /api/v1/namespaces/${ns}/pods`,
     ]);
-    assert.equal((await getCc('cpod-f')).metadata.resourceVersion, before.metadata.resourceVersion);
+    assert.equal(
+      (await customclusters.get('cpod-f')).metadata.resourceVersion,
+      before.metadata.resourceVersion,
+    );
   });
 
   it('scales up: creates the difference', async () => {
-    await patchSpec('cpod-f', { count: 7 });
+    await customclusters.patchSpec('cpod-f', { count: 7 });
     const requests = await reconcile('cpod-f');
     assert.deepEqual(tally(requests), { GET: 2, POST: 2, PATCH: 1 }, requests.join(', '));
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     assert.equal((await livePods(cc)).length, 7);
     await runAll(cc);
     await reconcile('cpod-f');
-    const scaled = await getCc('cpod-f');
+    const scaled = await customclusters.get('cpod-f');
     assert.equal(scaled.status.count, 7);
-    assert.equal(ready(scaled)?.status, 'True');
-    assert.equal(ready(scaled)?.observedGeneration, scaled.metadata.generation);
+    assert.equal(readyCondition(scaled)?.status, 'True');
+    assert.equal(readyCondition(scaled)?.observedGeneration, scaled.metadata.generation);
   });
 
   it('scales down: deletes the extra pods, and only those', async () => {
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     const before = new Set((await livePods(cc)).map((p) => p.metadata?.uid));
-    await patchSpec('cpod-f', { count: 3 });
+    await customclusters.patchSpec('cpod-f', { count: 3 });
     const requests = await reconcile('cpod-f');
     assert.deepEqual(tally(requests), { GET: 2, DELETE: 4, PATCH: 1 }, requests.join(', '));
     const live = await livePods(cc);
     assert.equal(live.length, 3);
     for (const p of live) assert.ok(before.has(p.metadata?.uid), 'the survivors are pods that were there');
     await reconcile('cpod-f');
-    const scaled = await getCc('cpod-f');
+    const scaled = await customclusters.get('cpod-f');
     assert.equal(scaled.status.count, 3);
-    assert.equal(ready(scaled)?.status, 'True');
+    assert.equal(readyCondition(scaled)?.status, 'True');
   });
 
   it('replaces the pods when the message changes', async () => {
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     const old = new Set((await livePods(cc)).map((p) => p.metadata?.uid));
-    await patchSpec('cpod-f', { message: 'a new message' });
+    await customclusters.patchSpec('cpod-f', { message: 'a new message' });
     const requests = await reconcile('cpod-f');
     assert.deepEqual(tally(requests), { GET: 2, DELETE: 3, POST: 3, PATCH: 1 }, requests.join(', '));
     const live = await livePods(cc);
@@ -191,17 +173,17 @@ describe('customcluster reconcile on an API server', () => {
       assert.equal(messageOf(p), 'a new message');
       assert.ok(!old.has(p.metadata?.uid), 'a new pod');
     }
-    const replacing = await getCc('cpod-f');
+    const replacing = await customclusters.get('cpod-f');
     assert.equal(replacing.status.count, 0, 'the old pods no longer count, the new ones are not running yet');
     await runAll(cc);
     await reconcile('cpod-f');
-    const replaced = await getCc('cpod-f');
+    const replaced = await customclusters.get('cpod-f');
     assert.deepEqual([replaced.status.count, replaced.status.message], [3, 'a new message']);
-    assert.equal(ready(replaced)?.status, 'True');
+    assert.equal(readyCondition(replaced)?.status, 'True');
   });
 
   it('does not count a Failed pod as live: replaces it, leaves it alone', async () => {
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     const [victim] = await livePods(cc);
     assert.ok(victim);
     await setPhase(victim, 'Failed');
@@ -212,7 +194,7 @@ describe('customcluster reconcile on an API server', () => {
     assert.equal(failed?.status?.phase, 'Failed', 'not deleted: finished pods are not ours to clean up');
     await runAll(cc);
     await reconcile('cpod-f');
-    assert.equal((await getCc('cpod-f')).status.count, 3);
+    assert.equal((await customclusters.get('cpod-f')).status.count, 3);
   });
 
   it('never touches a pod it does not control, whatever its labels', async () => {
@@ -224,17 +206,17 @@ describe('customcluster reconcile on an API server', () => {
       },
     });
     await setPhase(foreign, 'Running');
-    await patchSpec('cpod-f', { count: 0 });
+    await customclusters.patchSpec('cpod-f', { count: 0 });
     await reconcile('cpod-f'); // deletes its pods
     await reconcile('cpod-f'); // sees them gone
     const still = await core.readNamespacedPod({ namespace: ns, name: 'not-ours' });
     assert.equal(still.metadata?.uid, foreign.metadata?.uid);
     assert.equal(still.metadata?.deletionTimestamp, undefined);
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     assert.equal((await livePods(cc)).length, 0);
     assert.equal(cc.status.count, 0);
     assert.equal(cc.status.message, '');
-    assert.equal(ready(cc)?.status, 'True', 'zero of zero is converged');
+    assert.equal(readyCondition(cc)?.status, 'True', 'zero of zero is converged');
   });
 
   it('rejects invalid specs with 422 at the API server (the CRD schema), so nothing is reconciled', async () => {
@@ -257,16 +239,16 @@ describe('customcluster reconcile on an API server', () => {
       );
     }
     await assert.rejects(
-      patchSpec('cpod-f', { count: -1 }),
+      customclusters.patchSpec('cpod-f', { count: -1 }),
       (err: unknown) => err instanceof ApiException && err.code === 422,
     );
     assert.equal((await reconcile('invalid')).length, 1, 'the object does not exist: one GET, nothing else');
   });
 
   it('leaves no pod once the Customcluster is deleted (garbage collection through the owner reference)', async () => {
-    await patchSpec('cpod-f', { count: 2 });
+    await customclusters.patchSpec('cpod-f', { count: 2 });
     await reconcile('cpod-f');
-    const cc = await getCc('cpod-f');
+    const cc = await customclusters.get('cpod-f');
     assert.equal((await livePods(cc)).length, 2);
     await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'cpod-f' });
     await waitFor(async () => (await labelled('cpod-f')).every((p) => !isControlledBy(p, cc)), {

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { CoreV1Api, KubeConfig, makeInformer } from '@kubernetes/client-node';
-import { applyFaultConfig, faultConfigFromEnv } from '../../local/apiserver/faults.ts';
-import { startLocalApiServer } from '../../local/apiserver/index.ts';
-import { waitFor } from '../support/wait.ts';
+import { applyFaultConfig, faultConfigFromEnv } from '../faults.ts';
+import { startLocalApiServer } from '../index.ts';
 import { openWatch, raw } from './helpers.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -198,7 +198,7 @@ test('main.ts runs the server from the command line and writes a kubeconfig', as
   const kubeconfig = join(dir, 'kubeconfig');
   const child = spawn(
     process.execPath,
-    ['local/apiserver/main.ts', '--port', '0', '--kubeconfig', kubeconfig],
+    [join(import.meta.dirname, '..', 'main.ts'), '--port', '0', '--kubeconfig', kubeconfig],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   try {

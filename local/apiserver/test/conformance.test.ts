@@ -22,9 +22,9 @@ import {
   makeInformer,
 } from '@kubernetes/client-node';
 import YAML from 'yaml';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
+import { startTestCluster, type TestCluster, uniqueSuffix } from './cluster.ts';
 import { expectStatus, openWatch, raw } from './helpers.ts';
+import { waitFor } from './wait.ts';
 
 const run = promisify(execFile);
 
@@ -2975,12 +2975,11 @@ describe('tables (kubectl get)', () => {
 
   test('kubectl get foos,cc: the Ready printer column shows the Ready condition', async () => {
     // The project's CRDs: used as found on a real cluster, created (and deleted after) where missing.
+    // Read as data files from the repository (the package imports nothing of the product).
     const created: string[] = [];
-    for (const file of [
-      'functions/controllers/foo/crd.yaml',
-      'functions/controllers/customcluster/crd.yaml',
-    ]) {
-      const manifest = YAML.parse(readFileSync(file, 'utf8')) as Obj;
+    for (const file of ['foo/crd.yaml', 'customcluster/crd.yaml']) {
+      const path = join(import.meta.dirname, '..', '..', '..', 'functions', 'controllers', file);
+      const manifest = YAML.parse(readFileSync(path, 'utf8')) as Obj;
       const exists = await raw(
         kc,
         'GET',

@@ -13,25 +13,22 @@ import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
   PatchStrategy,
   setHeaderOptions,
   type V1Pod,
-  Watch,
 } from '@kubernetes/client-node';
 import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
 import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { isControlledBy } from '../../functions/k8s/owner.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { StackMode } from '../../local/stack.ts';
-import { primaryEventPasses } from '../../relay/predicate.ts';
 import {
+  outcomeLines,
   PIPELINE_MODES,
   type Pipeline,
-  reconcilesOwed,
+  type RelayInputs,
   relayCounter as relayCounterOf,
   startPipeline,
+  watchRelayInputs,
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -54,6 +51,7 @@ const suite = (mode: StackMode) => () => {
   let ns: string;
   let custom: CustomObjectsApi;
   let core: CoreV1Api;
+  let inputs: RelayInputs;
 
   const getCc = (name: string): Promise<Json> =>
     custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
@@ -107,71 +105,10 @@ const suite = (mode: StackMode) => () => {
       { message: `status of ${name}: count ${count}, Ready at its generation` },
     );
   };
-  const deliveries = (name?: string) =>
-    p.logs.filter(({ service, line }) => {
-      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
-      return (
-        service === 'reconcile' &&
-        labels?.controller === 'customcluster' &&
-        (name === undefined || labels.key === `${ns}/${name}`) &&
-        typeof line.outcome === 'string'
-      );
-    });
+  /** The outcome line of every finished delivery of `customcluster/<ns>/<name>` to `reconcile`. */
+  const deliveries = (name: string) => outcomeLines(p, 'customcluster', `${ns}/${name}`);
   const relayCounter = (metric: string, labels = 'controller="customcluster"') =>
     relayCounterOf(p, metric, labels);
-
-  /**
-   * What the relay must have seen, from watches of our own (cluster-wide, as the relay's
-   * informers): every Customcluster event, every labelled pod event, and which Customcluster
-   * events its predicate drops (status-only writes).
-   */
-  const seen = { customclusters: 0, pods: 0, drops: 0 };
-  const stopWatches: (() => void)[] = [];
-  const lastCc = new Map<string, KubernetesObject>();
-  const watchAll = async (
-    kc: KubeConfig,
-    path: string,
-    query: Record<string, string>,
-    onEvent: (type: string, o: KubernetesObject) => void,
-  ) => {
-    const controller = await new Watch(kc).watch(path, query, onEvent, () => {});
-    stopWatches.push(() => controller.abort());
-  };
-  /**
-   * Waits until the pipeline is quiet: the relay has received every event our watches saw (and
-   * dropped the status-only ones), nothing waits in its collapse window, and every key it published
-   * has been delivered to `reconcile` and finished.
-   */
-  const settled = () =>
-    waitFor(
-      async () => {
-        const customclusters = await relayCounter(
-          'levelset_relay_events_received_total',
-          `resource="${group}/${version}/${plural}"`,
-        );
-        const pods = await relayCounter(
-          'levelset_relay_events_received_total',
-          'resource="v1/pods?controller"',
-        );
-        const dropped = await relayCounter('levelset_relay_events_filtered_total');
-        const enqueued = await relayCounter('levelset_relay_keys_enqueued_total');
-        const published = await relayCounter('levelset_relay_keys_published_total');
-        const owed = await reconcilesOwed(p, 'customcluster');
-        const finished = deliveries().length;
-        const state = { owed, customclusters, pods, dropped, enqueued, published, finished, seen };
-        if (
-          customclusters >= seen.customclusters &&
-          pods >= seen.pods &&
-          dropped >= seen.drops &&
-          enqueued === published &&
-          finished >= owed
-        ) {
-          return state;
-        }
-        throw new Error(`not settled: ${JSON.stringify(state)}`);
-      },
-      { message: 'the pipeline to settle (every event received, every key published and delivered)' },
-    );
 
   before(async () => {
     p = await startPipeline(
@@ -180,17 +117,18 @@ const suite = (mode: StackMode) => () => {
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
         ns = await cluster.createNamespace('cc-e2e');
         await cluster.applyCrd(CRD, { group, version, plural }, ns);
-        await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, {}, (type, object) => {
-          seen.customclusters += 1;
-          const uid = object.metadata?.uid ?? '';
-          const oldObject = lastCc.get(uid);
-          if (type === 'DELETED') lastCc.delete(uid);
-          else lastCc.set(uid, object);
-          if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
-        });
-        await watchAll(cluster.kubeConfig, '/api/v1/pods', { labelSelector: 'controller' }, () => {
-          seen.pods += 1;
-        });
+        inputs = await watchRelayInputs(
+          cluster.kubeConfig,
+          'customcluster',
+          { path: `/apis/${group}/${version}/${plural}`, relayResource: `${group}/${version}/${plural}` },
+          [
+            {
+              path: '/api/v1/pods',
+              query: { labelSelector: 'controller' },
+              relayResource: 'v1/pods?controller',
+            },
+          ],
+        );
         return {};
       },
       { mode },
@@ -198,7 +136,7 @@ const suite = (mode: StackMode) => () => {
   });
 
   after(async () => {
-    for (const stop of stopWatches) stop();
+    inputs?.stop();
     await p?.stop();
   });
 
@@ -224,10 +162,10 @@ const suite = (mode: StackMode) => () => {
     // and no pod created or deleted. Each status write is a Customcluster event with an unchanged
     // generation, which the relay must drop: exactly one reconcile per pod event.
     for (const phase of ['Pending', 'Running']) {
-      await settled();
+      await inputs.settled(p);
       const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
       const deliveredBefore = deliveries('cpod-f').length;
-      const droppedBefore = seen.drops;
+      const droppedBefore = inputs.seen.drops;
       await core.patchNamespacedPodStatus(
         { namespace: ns, name: pod.metadata?.name ?? '', body: { status: { phase } } },
         mergePatch,
@@ -238,9 +176,9 @@ const suite = (mode: StackMode) => () => {
       });
       // Our own watch may see the status write after the GET above: wait for it, so that
       // settled() compares the relay with every event.
-      await waitFor(() => seen.drops > droppedBefore, { message: 'our watch saw the status write' });
-      await settled();
-      assert.equal(seen.drops, droppedBefore + 1, 'one status-only event');
+      await waitFor(() => inputs.seen.drops > droppedBefore, { message: 'our watch saw the status write' });
+      await inputs.settled(p);
+      assert.equal(inputs.seen.drops, droppedBefore + 1, 'one status-only event');
       assert.equal(
         (await relayCounter('levelset_relay_keys_published_total')) - publishedBefore,
         1,
@@ -292,7 +230,7 @@ const suite = (mode: StackMode) => () => {
       },
     });
     await converged('after-invalid', 1, 'm');
-    await settled();
+    await inputs.settled(p);
     assert.equal(deliveries('invalid').length, 0);
   });
 

@@ -8,23 +8,16 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { ReconcileContext } from '../../functions/contract/controller.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
 import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { isControlledBy } from '../../functions/k8s/owner.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
+import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
@@ -34,16 +27,13 @@ const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.ya
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
-type Json = any;
 
 const methods = (requests: string[]) => requests.map((r) => r.split(' ')[0]);
 
 describe('foo reconcile on an API server', () => {
   let cluster: TestCluster;
   let ns: string;
+  let foos: CustomObjects;
   let kc: CountingKubeConfig;
   let ctx: ReconcileContext;
   let custom: CustomObjectsApi;
@@ -52,16 +42,6 @@ describe('foo reconcile on an API server', () => {
   const log = pino({ level: 'silent' });
 
   const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', cluster.kubeconfigPath, ...args]);
-  const getFoo = (name: string): Promise<Json> =>
-    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
-  const createFoo = (name: string, spec: object) =>
-    custom.createNamespacedCustomObject({
-      group,
-      version,
-      plural,
-      namespace: ns,
-      body: { apiVersion: `${group}/${version}`, kind: 'Foo', metadata: { name }, spec },
-    });
   /** Reconciles `name` and returns the API requests it made. */
   const reconcile = async (name: string): Promise<string[]> => {
     kc.requests = [];
@@ -90,8 +70,6 @@ describe('foo reconcile on an API server', () => {
       },
       mergePatch,
     );
-  const ready = (foo: Json) => findCondition(parseConditions(foo.status?.conditions), 'Ready');
-
   before(async () => {
     cluster = await startTestCluster();
     kc = new CountingKubeConfig();
@@ -100,14 +78,9 @@ describe('foo reconcile on an API server', () => {
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
-    await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('foo');
-    await waitFor(
-      () => custom.listNamespacedCustomObject({ group, version, plural, namespace: ns }).then(() => true),
-      {
-        message: 'the Foo CRD to be served',
-      },
-    );
+    foos = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Foo' }, ns);
+    await cluster.applyCrd(CRD, { group, version, plural }, ns);
   });
 
   after(async () => {
@@ -123,23 +96,23 @@ describe('foo reconcile on an API server', () => {
       `create path requests: ${created.join(', ')}`,
     );
 
-    const foo = await getFoo('example-foo');
+    const foo = await foos.get('example-foo');
     const deployment = await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' });
     assert.ok(isControlledBy(deployment, foo), 'controller reference to the Foo');
     assert.equal(deployment.spec?.replicas, 1);
     assert.deepEqual(deployment.spec?.template.metadata?.labels, { app: 'nginx', controller: 'example-foo' });
     assert.equal(deployment.spec?.template.spec?.containers[0]?.image, 'nginx:latest');
-    assert.equal(ready(foo)?.status, 'False');
+    assert.equal(readyCondition(foo)?.status, 'False');
     assert.equal(foo.status.availableReplicas, 0);
 
     await setAvailable('example-foo', 1);
     const statusOnly = await reconcile('example-foo');
     // The second Synced Event of this Foo counts on the first (client-go's EventCorrelator): a PATCH.
     assert.deepEqual(methods(statusOnly), ['GET', 'GET', 'PATCH', 'PATCH'], statusOnly.join(', '));
-    const synced = await getFoo('example-foo');
+    const synced = await foos.get('example-foo');
     assert.equal(synced.status.availableReplicas, 1);
-    assert.equal(ready(synced)?.status, 'True');
-    assert.equal(ready(synced)?.observedGeneration, synced.metadata.generation);
+    assert.equal(readyCondition(synced)?.status, 'True');
+    assert.equal(readyCondition(synced)?.observedGeneration, synced.metadata.generation);
     assert.equal(synced.status.observedGeneration, synced.metadata.generation);
 
     const events = await core.listNamespacedEvent({ namespace: ns });
@@ -153,13 +126,13 @@ describe('foo reconcile on an API server', () => {
   });
 
   it('costs two requests (GET the Foo, LIST its Deployments by label) and writes nothing once converged', async () => {
-    const before = await getFoo('example-foo');
+    const before = await foos.get('example-foo');
     const requests = await reconcile('example-foo');
     assert.deepEqual(requests, [
       `GET /apis/${group}/${version}/namespaces/${ns}/${plural}/example-foo`,
       `GET /apis/apps/v1/namespaces/${ns}/deployments`,
     ]);
-    const afterwards = await getFoo('example-foo');
+    const afterwards = await foos.get('example-foo');
     assert.equal(
       afterwards.metadata.resourceVersion,
       before.metadata.resourceVersion,
@@ -180,16 +153,16 @@ describe('foo reconcile on an API server', () => {
     );
     const deployment = await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' });
     assert.equal(deployment.spec?.replicas, 3);
-    const scaling = await getFoo('example-foo');
-    assert.equal(ready(scaling)?.status, 'False');
-    assert.equal(ready(scaling)?.observedGeneration, scaling.metadata.generation);
-    assert.equal(ready(scaling)?.message, '1 of 3 replicas available');
+    const scaling = await foos.get('example-foo');
+    assert.equal(readyCondition(scaling)?.status, 'False');
+    assert.equal(readyCondition(scaling)?.observedGeneration, scaling.metadata.generation);
+    assert.equal(readyCondition(scaling)?.message, '1 of 3 replicas available');
 
     await setAvailable('example-foo', 3);
     await reconcile('example-foo');
-    const scaled = await getFoo('example-foo');
+    const scaled = await foos.get('example-foo');
     assert.equal(scaled.status.availableReplicas, 3);
-    assert.equal(ready(scaled)?.status, 'True');
+    assert.equal(readyCondition(scaled)?.status, 'True');
   });
 
   it('never touches a Deployment it does not control: ErrResourceExists, terminal', async () => {
@@ -207,7 +180,7 @@ describe('foo reconcile on an API server', () => {
         },
       },
     });
-    await createFoo('wants-taken', { deploymentName: 'taken', replicas: 2 });
+    await foos.create('wants-taken', { deploymentName: 'taken', replicas: 2 });
     const err = await reconcileTerminal('wants-taken');
     assert.equal(err.reason, 'ErrResourceExists');
     assert.equal(err.message, 'Resource "taken" already exists and is not managed by Foo');
@@ -216,20 +189,20 @@ describe('foo reconcile on an API server', () => {
     const still = await apps.readNamespacedDeployment({ namespace: ns, name: 'taken' });
     assert.equal(still.metadata?.resourceVersion, theirs.metadata?.resourceVersion, 'not modified');
     assert.equal(still.spec?.replicas, 1);
-    const foo = await getFoo('wants-taken');
-    assert.equal(ready(foo)?.reason, 'ErrResourceExists');
-    assert.equal(ready(foo)?.status, 'False');
+    const foo = await foos.get('wants-taken');
+    assert.equal(readyCondition(foo)?.reason, 'ErrResourceExists');
+    assert.equal(readyCondition(foo)?.status, 'False');
     assert.equal(foo.status.availableReplicas, undefined, 'not copied from a Deployment that is not ours');
   });
 
   it('absorbs a missing deploymentName: terminal, a condition, nothing created', async () => {
     const deploymentsBefore = (await apps.listNamespacedDeployment({ namespace: ns })).items.length;
-    await createFoo('no-name', { replicas: 1 });
+    await foos.create('no-name', { replicas: 1 });
     const err = await reconcileTerminal('no-name');
     assert.equal(err.reason, 'InvalidSpec');
     assert.match(err.message, /deployment name must be specified/);
-    const foo = await getFoo('no-name');
-    assert.equal(ready(foo)?.reason, 'InvalidSpec');
+    const foo = await foos.get('no-name');
+    assert.equal(readyCondition(foo)?.reason, 'InvalidSpec');
     assert.equal((await apps.listNamespacedDeployment({ namespace: ns })).items.length, deploymentsBefore);
   });
 
@@ -240,7 +213,7 @@ describe('foo reconcile on an API server', () => {
       { deploymentName: 'Not_A_Name' },
     ]) {
       await assert.rejects(
-        createFoo('invalid', spec),
+        foos.create('invalid', spec),
         (err: unknown) => err instanceof ApiException && err.code === 422,
       );
     }

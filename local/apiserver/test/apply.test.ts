@@ -26,8 +26,8 @@ import {
   schemaOf,
   syncLastApplied,
   toFieldSet,
-} from '../../local/apiserver/apply.ts';
-import { ApiError } from '../../local/apiserver/status.ts';
+} from '../apply.ts';
+import { ApiError } from '../status.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: wire JSON under test
 type Obj = Record<string, any>;

@@ -8,27 +8,17 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  PatchStrategy,
-  setHeaderOptions,
-  Watch,
-} from '@kubernetes/client-node';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
-import { LABELS } from '../../functions/log.ts';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { StackMode } from '../../local/stack.ts';
-import { primaryEventPasses } from '../../relay/predicate.ts';
+import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import {
+  outcomeLines,
   PIPELINE_MODES,
   type Pipeline,
-  reconcilesOwed,
+  type RelayInputs,
   relayCounter as relayCounterOf,
   startPipeline,
+  watchRelayInputs,
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -39,103 +29,26 @@ const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.ya
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-// biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
-type Json = any;
 
 /** The suite, run once per mode (below). */
 const suite = (mode: StackMode) => () => {
   let p: Pipeline;
   let ns: string;
+  let foos: CustomObjects;
   let custom: CustomObjectsApi;
   let apps: AppsV1Api;
   let core: CoreV1Api;
+  let inputs: RelayInputs;
 
   const kubectl = (...args: string[]) => exec('kubectl', ['--kubeconfig', p.cluster.kubeconfigPath, ...args]);
-  const getFoo = (name: string): Promise<Json> =>
-    custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
-  const createFoo = (name: string, spec: object) =>
-    custom.createNamespacedCustomObject({
-      group,
-      version,
-      plural,
-      namespace: ns,
-      body: { apiVersion: `${group}/${version}`, kind: 'Foo', metadata: { name }, spec },
-    });
-  const ready = (foo: Json) => findCondition(parseConditions(foo?.status?.conditions), 'Ready');
   const setAvailable = (name: string, availableReplicas: number) =>
     apps.patchNamespacedDeploymentStatus(
       { namespace: ns, name, body: { status: { replicas: availableReplicas, availableReplicas } } },
       mergePatch,
     );
-  /** The final log line of every delivery of `foo/<ns>/<name>` to `reconcile` (they carry `outcome`). */
-  const deliveries = (name: string) =>
-    p.logs.filter(({ service, line }) => {
-      const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
-      return (
-        service === 'reconcile' &&
-        labels?.controller === 'foo' &&
-        labels.key === `${ns}/${name}` &&
-        typeof line.outcome === 'string'
-      );
-    });
+  /** The outcome line of every finished delivery of `foo/<ns>/<name>` to `reconcile`. */
+  const deliveries = (name: string) => outcomeLines(p, 'foo', `${ns}/${name}`);
   const relayCounter = (metric: string, labels = 'controller="foo"') => relayCounterOf(p, metric, labels);
-
-  /**
-   * What the relay must have seen, from watches of our own (cluster-wide, as the relay's
-   * informers): every Foo and Deployment event, and which Foo events its predicate drops
-   * (status-only writes).
-   */
-  const seen = { foos: 0, deployments: 0, drops: 0 };
-  const stopWatches: (() => void)[] = [];
-  const lastFoo = new Map<string, KubernetesObject>();
-  const watchAll = async (
-    kc: KubeConfig,
-    path: string,
-    onEvent: (type: string, o: KubernetesObject) => void,
-  ) => {
-    const controller = await new Watch(kc).watch(path, {}, onEvent, () => {});
-    stopWatches.push(() => controller.abort());
-  };
-  /**
-   * Waits until the pipeline is quiet: the relay has received every event our watches saw (and
-   * dropped the status-only ones), nothing waits in its collapse window, and every key it published
-   * has been delivered to `reconcile` and finished.
-   */
-  const settled = () =>
-    waitFor(
-      async () => {
-        const foos = await relayCounter(
-          'levelset_relay_events_received_total',
-          `resource="${group}/${version}/${plural}"`,
-        );
-        const deployments = await relayCounter(
-          'levelset_relay_events_received_total',
-          'resource="apps/v1/deployments"',
-        );
-        const dropped = await relayCounter('levelset_relay_events_filtered_total');
-        const enqueued = await relayCounter('levelset_relay_keys_enqueued_total');
-        const published = await relayCounter('levelset_relay_keys_published_total');
-        const owed = await reconcilesOwed(p, 'foo');
-        const finished = p.logs.filter(({ service, line }) => {
-          const labels = line[LABELS] as { controller?: string } | undefined;
-          return service === 'reconcile' && labels?.controller === 'foo' && typeof line.outcome === 'string';
-        }).length;
-        const state = { owed, foos, deployments, dropped, enqueued, published, finished, seen };
-        if (
-          foos >= seen.foos &&
-          deployments >= seen.deployments &&
-          dropped >= seen.drops &&
-          enqueued === published &&
-          finished >= owed
-        ) {
-          return state;
-        }
-        throw new Error(`not settled: ${JSON.stringify(state)}`);
-      },
-      { message: 'the pipeline to settle (every event received, every key published and delivered)' },
-    );
 
   before(async () => {
     p = await startPipeline(
@@ -144,18 +57,14 @@ const suite = (mode: StackMode) => () => {
         apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
         ns = await cluster.createNamespace('foo-e2e');
+        foos = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Foo' }, ns);
         await cluster.applyCrd(CRD, { group, version, plural }, ns);
-        await watchAll(cluster.kubeConfig, `/apis/${group}/${version}/${plural}`, (type, object) => {
-          seen.foos += 1;
-          const uid = object.metadata?.uid ?? '';
-          const oldObject = lastFoo.get(uid);
-          if (type === 'DELETED') lastFoo.delete(uid);
-          else lastFoo.set(uid, object);
-          if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
-        });
-        await watchAll(cluster.kubeConfig, '/apis/apps/v1/deployments', () => {
-          seen.deployments += 1;
-        });
+        inputs = await watchRelayInputs(
+          cluster.kubeConfig,
+          'foo',
+          { path: `/apis/${group}/${version}/${plural}`, relayResource: `${group}/${version}/${plural}` },
+          [{ path: '/apis/apps/v1/deployments', relayResource: 'apps/v1/deployments' }],
+        );
         return {};
       },
       { mode },
@@ -163,7 +72,7 @@ const suite = (mode: StackMode) => () => {
   });
 
   after(async () => {
-    for (const stop of stopWatches) stop();
+    inputs?.stop();
     await p?.stop();
   });
 
@@ -178,12 +87,12 @@ const suite = (mode: StackMode) => () => {
     await setAvailable('example-foo', 1);
     const foo = await waitFor(
       async () => {
-        const f = await getFoo('example-foo');
-        return f.status?.availableReplicas === 1 && ready(f)?.status === 'True' ? f : undefined;
+        const f = await foos.get('example-foo');
+        return f.status?.availableReplicas === 1 && readyCondition(f)?.status === 'True' ? f : undefined;
       },
       { message: 'Foo example-foo Ready with 1 available replica' },
     );
-    assert.equal(ready(foo)?.observedGeneration, foo.metadata.generation);
+    assert.equal(readyCondition(foo)?.observedGeneration, foo.metadata.generation);
     await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.some(
@@ -206,11 +115,11 @@ const suite = (mode: StackMode) => () => {
     await setAvailable('example-foo', 3);
     await waitFor(
       async () => {
-        const f = await getFoo('example-foo');
+        const f = await foos.get('example-foo');
         return (
           f.status?.availableReplicas === 3 &&
-          ready(f)?.status === 'True' &&
-          ready(f)?.observedGeneration === f.metadata.generation
+          readyCondition(f)?.status === 'True' &&
+          readyCondition(f)?.observedGeneration === f.metadata.generation
         );
       },
       { message: 'Foo example-foo Ready with 3 available replicas at its generation' },
@@ -218,31 +127,31 @@ const suite = (mode: StackMode) => () => {
   });
 
   it('does not reconcile again because of its own status write (count reconciles)', async () => {
-    await settled();
+    await inputs.settled(p);
     const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
     const deliveredBefore = deliveries('example-foo').length;
-    const droppedBefore = seen.drops;
+    const droppedBefore = inputs.seen.drops;
     // The Deployment loses a replica: one Deployment event → one key → one reconcile, which
     // writes the Foo's status (2 available, Ready=False) through /status. That write is a Foo
     // event with an unchanged generation, which the relay must drop: no second key, no second
     // reconcile.
     await setAvailable('example-foo', 2);
-    await waitFor(async () => (await getFoo('example-foo')).status?.availableReplicas === 2, {
+    await waitFor(async () => (await foos.get('example-foo')).status?.availableReplicas === 2, {
       message: 'the status write of the reconcile',
     });
     // Our own watch may see the status write after the GET above: wait for it (with a deadline),
     // so that settled() compares the relay with every event.
-    await waitFor(() => seen.drops > droppedBefore, {
+    await waitFor(() => inputs.seen.drops > droppedBefore, {
       message: 'the status write was a status-only Foo event (seen by our watch)',
     });
-    await settled();
+    await inputs.settled(p);
     assert.equal(
       await relayCounter('levelset_relay_keys_published_total'),
       publishedBefore + 1,
       'one key published',
     );
     assert.equal(deliveries('example-foo').length, deliveredBefore + 1, 'one reconcile');
-    assert.equal(ready(await getFoo('example-foo'))?.status, 'False');
+    assert.equal(readyCondition(await foos.get('example-foo'))?.status, 'False');
   });
 
   it('removes the replicas a Foo stops setting from its Deployment, and a converged Foo writes nothing to it', async () => {
@@ -257,15 +166,15 @@ const suite = (mode: StackMode) => () => {
         (await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' })).spec?.replicas === 1,
       { message: 'the Deployment back to the default of 1 replica' },
     );
-    await settled();
+    await inputs.settled(p);
     const deliveredBefore = deliveries('example-foo').length;
     // A Deployment event (its status) → a reconcile of a converged Foo: its status changes, not
     // its Deployment.
     const written = await setAvailable('example-foo', 1);
-    await waitFor(async () => ready(await getFoo('example-foo'))?.status === 'True', {
+    await waitFor(async () => readyCondition(await foos.get('example-foo'))?.status === 'True', {
       message: 'the reconcile after the status change',
     });
-    await settled();
+    await inputs.settled(p);
     assert.ok(deliveries('example-foo').length > deliveredBefore, 'reconciled');
     const deployment = await apps.readNamespacedDeployment({ namespace: ns, name: 'example-foo' });
     assert.equal(
@@ -290,7 +199,7 @@ const suite = (mode: StackMode) => () => {
         },
       },
     });
-    await createFoo('wants-taken', { deploymentName: 'taken', replicas: 2 });
+    await foos.create('wants-taken', { deploymentName: 'taken', replicas: 2 });
     const event = await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.find(
@@ -300,18 +209,18 @@ const suite = (mode: StackMode) => () => {
     );
     assert.equal(event.type, 'Warning');
     assert.equal(event.message, 'Resource "taken" already exists and is not managed by Foo');
-    await settled();
-    const outcomes = deliveries('wants-taken').map(({ line }) => line.outcome);
+    await inputs.settled(p);
+    const outcomes = deliveries('wants-taken').map((line) => line.outcome);
     assert.deepEqual(outcomes, ['terminal'], 'acknowledged, not retried');
     assert.equal(
       (await apps.readNamespacedDeployment({ namespace: ns, name: 'taken' })).metadata?.resourceVersion,
       theirs.metadata?.resourceVersion,
     );
-    assert.equal(ready(await getFoo('wants-taken'))?.reason, 'ErrResourceExists');
+    assert.equal(readyCondition(await foos.get('wants-taken'))?.reason, 'ErrResourceExists');
   });
 
   it('absorbs a missing deploymentName with a Warning Event and a condition', async () => {
-    await createFoo('no-name', { replicas: 1 });
+    await foos.create('no-name', { replicas: 1 });
     await waitFor(
       async () =>
         (await core.listNamespacedEvent({ namespace: ns })).items.some(
@@ -319,24 +228,24 @@ const suite = (mode: StackMode) => () => {
         ),
       { message: 'a Warning InvalidSpec Event on the Foo' },
     );
-    assert.equal(ready(await getFoo('no-name'))?.reason, 'InvalidSpec');
-    await settled();
+    assert.equal(readyCondition(await foos.get('no-name'))?.reason, 'InvalidSpec');
+    await inputs.settled(p);
     assert.deepEqual(
-      deliveries('no-name').map(({ line }) => line.outcome),
+      deliveries('no-name').map((line) => line.outcome),
       ['terminal'],
     );
   });
 
   it('rejects an invalid spec with 422 before any reconcile sees it', async () => {
     await assert.rejects(
-      createFoo('invalid', { deploymentName: 'invalid', replicas: 'x' }),
+      foos.create('invalid', { deploymentName: 'invalid', replicas: 'x' }),
       (err: unknown) => err instanceof ApiException && err.code === 422,
     );
     // A valid Foo created after it goes through the same informer: once it is reconciled, the
     // invalid one would have been too, had it existed.
-    await createFoo('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
+    await foos.create('after-invalid', { deploymentName: 'after-invalid', replicas: 1 });
     await waitFor(() => deliveries('after-invalid').length > 0, { message: 'the valid Foo reconciled' });
-    await settled();
+    await inputs.settled(p);
     assert.equal(deliveries('invalid').length, 0);
   });
 

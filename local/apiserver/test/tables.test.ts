@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { humanDuration, timestampSince } from '../../local/apiserver/duration.ts';
-import { compileJsonPath, toJsonPathPlus } from '../../local/apiserver/jsonpath.ts';
-import { builtinResources, type KubeObject, type ResourceType } from '../../local/apiserver/resources.ts';
-import { formatLabels, labelSelectorString, printerCell, table } from '../../local/apiserver/tables.ts';
+import { humanDuration, timestampSince } from '../duration.ts';
+import { compileJsonPath, toJsonPathPlus } from '../jsonpath.ts';
+import { builtinResources, type KubeObject, type ResourceType } from '../resources.ts';
+import { formatLabels, labelSelectorString, printerCell, table } from '../tables.ts';
 
 const S = 1000;
 const M = 60 * S;

@@ -2,13 +2,7 @@
 // Go's time.Parse acceptance rules and *time.ParseError wording, and the normalised wire format.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  formatMicroTime,
-  formatTime,
-  parseGoTime,
-  RFC3339,
-  RFC3339_MICRO,
-} from '../../local/apiserver/times.ts';
+import { formatMicroTime, formatTime, parseGoTime, RFC3339, RFC3339_MICRO } from '../times.ts';
 
 const asTime = (v: string) => formatTime(parseGoTime(v, RFC3339));
 const asMicro = (v: string) => formatMicroTime(parseGoTime(v, RFC3339_MICRO));
