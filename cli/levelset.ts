@@ -8,6 +8,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { conditionsCommand } from './commands/conditions.ts';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
@@ -34,6 +35,7 @@ const parser = yargs(hideBin(process.argv))
   .command(finalizersCommand)
   .command(controllersCommand)
   .command(statusCommand)
+  .command(conditionsCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')

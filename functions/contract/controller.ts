@@ -142,6 +142,12 @@ export interface Controller {
    */
   owns?: ResourceType[];
   /**
+   * `true` when the reconcile maintains a `Ready` condition (with `observedGeneration`) in the
+   * primary's `status.conditions`, as every controller of the kit's `defineController` does;
+   * `levelset conditions` reads these controllers' objects.
+   */
+  readyCondition?: boolean;
+  /**
    * Spec indexes over the primary: name → a function of the whole primary object returning its
    * values (e.g. the `namespace/name` of every ConfigMap it lists). The relay keeps only the values
    * (relay/spec-index.ts) and answers {@link MapContext.byIndex}. Pure, cheap, never throwing.

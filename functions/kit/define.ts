@@ -217,6 +217,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
     name: def.name,
     primary: def.primary,
     owns: owns.map((o) => o.resource),
+    readyCondition: true,
     watches: [
       { resource: def.primary, map: mapToSelf },
       ...owns.map((o) => ({
