@@ -14,6 +14,7 @@ import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
 import { finalizersCommand } from './commands/finalizers.ts';
 import { newCommand } from './commands/new.ts';
+import { planCommand } from './commands/plan.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
@@ -36,6 +37,7 @@ const parser = yargs(hideBin(process.argv))
   .command(controllersCommand)
   .command(statusCommand)
   .command(conditionsCommand)
+  .command(planCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')

@@ -98,6 +98,12 @@ export interface ReconcileContext {
   log: Logger;
   /** Records Kubernetes Events about an object (`reportingController` = `levelset.dev/<controller>`). */
   events: EventRecorder;
+  /**
+   * `true` in a plan (`levelset plan`): `kubeConfig` sends every Kubernetes write as a server-side
+   * dry-run (functions/k8s/dry-run.ts) and `events` records nothing; a reconcile that writes outside
+   * the cluster must then write nothing there (read, and log what it would do).
+   */
+  dryRun?: boolean;
 }
 
 /** What `listKeys` may use: the same clients as a reconcile, without a key. */

@@ -169,7 +169,7 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       const spec = parsed.success ? parsed.data : undefined;
       try {
         const { log, events, kubeConfig } = ctx;
-        const input = { key, object, spec, ...reads, log, events, kubeConfig };
+        const input = { key, object, spec, ...reads, log, events, kubeConfig, dryRun: ctx.dryRun ?? false };
         return await finalizePrimary({
           controller: def.name,
           primary: def.primary,
