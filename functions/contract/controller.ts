@@ -121,6 +121,12 @@ export interface Result {
    * `levelset reconcile --wait` can tell a key naming nothing from a converged one.
    */
   notFound?: boolean;
+  /**
+   * The reconcile wrote something (a child created, applied or pruned, the status written): the
+   * state was not converged. When the key came from a resync (`reason: "resync"`), that is drift no
+   * watch event announced, counted by the runtime (functions/drift.ts).
+   */
+  changed?: boolean;
 }
 
 /**

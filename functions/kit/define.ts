@@ -205,8 +205,9 @@ export function defineController<Schema extends z.ZodType>(def: ControllerDefini
       const changes = deleting ? [] : await applyChildren(client, def.name, object, listings, desired);
       if (changes.length > 0) ctx.log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
-      await recordSynced(ctx.events, object, synced, wrote || changes.length > 0);
-      return resultOf(desired);
+      const changed = wrote || changes.length > 0;
+      await recordSynced(ctx.events, object, synced, changed);
+      return changed ? { ...resultOf(desired), changed } : resultOf(desired);
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
       throw err;

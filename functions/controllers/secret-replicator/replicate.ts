@@ -159,7 +159,9 @@ async function replicate(
   await report(key, ctx, source, plan, outcome);
   if (outcome.failures.length > 0) throw new FailedWritesError(`copies of ${sourceRef}`, outcome.failures);
   // No source and no copy of it: the key names nothing.
-  return !source && plan.delete.length === 0 ? { notFound: true } : {};
+  if (!source && plan.delete.length === 0) return { notFound: true };
+  const { created, updated, recreated, deleted } = outcome;
+  return created.length + updated.length + recreated.length + deleted.length > 0 ? { changed: true } : {};
 }
 
 /** Performs the writes of `plan`; every failure is recorded in the outcome, none is thrown. */
