@@ -13,6 +13,7 @@ import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
 import { finalizersCommand } from './commands/finalizers.ts';
+import { logsCommand } from './commands/logs.ts';
 import { newCommand } from './commands/new.ts';
 import { planCommand } from './commands/plan.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
@@ -38,6 +39,7 @@ const parser = yargs(hideBin(process.argv))
   .command(statusCommand)
   .command(conditionsCommand)
   .command(planCommand)
+  .command(logsCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')
