@@ -5,7 +5,7 @@ import { cpus, freemem, loadavg, totalmem } from 'node:os';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `resync`, `cold-start`, `topic`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -140,6 +140,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'API cost: requests per no-op reconcile',
     read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
   },
+  cost: {
+    title: 'What it costs: Cloud Run per million reconciles vs an always-on pod',
+    read: "A Foo's reconcile as the `reconcile` function runs it (`reconcileKey`, the API server in another process): CPU time from `process.cpuUsage()` and wall time per reconcile, converged (baseline: changing, the Deployment applied and the status written). Priced by bench/cost.ts (one price table, dated) on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8): busy = an instance serving 8 keys at once, billed the larger of CPU time / vCPU and wall time / 8; isolated = each reconcile billed alone, rounded up to 100 ms. Beside it the in-process mode (`relay/in-process-main.ts`) idle with its informers synced, its CPU and RSS read from /proc and priced as a GKE Autopilot Pod (730 h a month, raised to Autopilot's minimum Pod); break-even = the pod's $/hour over the cost of one reconcile. docs/operations.md \"What it costs\" shows how to recompute them.",
+  },
   resync: {
     title: 'Resync: enumerate and publish every key',
     read: "The resync function's resyncAll in a child process: paginated LIST of N ConfigMaps, one key message each to the Pub/Sub emulator; time and peak RSS (must stay below Cloud Run's default 512 MiB). The child runs with the V8 heap limit Terraform gives the function (`--max-old-space-size`, half the instance's memory): without a limit V8 on a large machine collects lazily and the RSS measures the machine, not the function. Baseline: the smaller size (memory must not grow with the key count).",
@@ -193,7 +197,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, memory/resync, cold-start, topic',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, topic',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

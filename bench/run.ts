@@ -13,7 +13,7 @@
  * figure is asserted (timing belongs in benchmarks, not tests).
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -36,6 +36,7 @@ import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
+import { reconcileKey } from '../functions/reconcile.ts';
 import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
@@ -53,6 +54,15 @@ import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
 import { startRelay } from '../relay/relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
 
+import {
+  autopilotPodPerHour,
+  billedSeconds,
+  breakEvenPerHour,
+  cloudRunPerMillion,
+  PRICES,
+  type ReconcileCost,
+  TERRAFORM_DEFAULTS,
+} from './cost.ts';
 import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series } from './report.ts';
 
 const exec = promisify(execFile);
@@ -70,6 +80,7 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['collapse', collapse],
   ['relay', relayThroughput],
   ['api-cost', apiCost],
+  ['cost', reconcileCost],
   ['memory/resync', memoryAndResync],
   ['cold-start', coldStart],
   ['topic', topicCosts],
@@ -826,6 +837,168 @@ async function apiCost(): Promise<void> {
       unit: 'requests',
     });
   }
+}
+
+/**
+ * Cost per million reconciles (bench/cost.ts): a Foo's reconcile run as the `reconcile` function runs
+ * it (`reconcileKey`, in this process, the API server in another), its CPU time from
+ * `process.cpuUsage()` and its wall time, converged and changing; priced at Cloud Run's
+ * request-based prices on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8), beside an always-on
+ * in-process controller pod (`relay/in-process-main.ts`, its idle CPU and RSS read from /proc)
+ * priced as a GKE Autopilot Pod, and the break-even rate.
+ */
+async function reconcileCost(): Promise<void> {
+  log('cost per million reconciles');
+  const foo = registry.find((c) => c.name === 'foo') as Controller;
+  const ns = 'bench-cost-model';
+  await createNs(ns);
+  const { group, version, plural, kind } = foo.primary;
+  await custom.createNamespacedCustomObject({
+    group,
+    version,
+    plural,
+    namespace: ns,
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind,
+      metadata: { name: 'cost' },
+      spec: { deploymentName: 'cost-model', replicas: 1 },
+    },
+  });
+  const byName = new Map([[foo.name, foo]]);
+  const run = () =>
+    reconcileKey(
+      byName,
+      foo.name,
+      { namespace: ns, name: 'cost' },
+      { kubeConfig: () => kc, log: quiet, retriedBy: 'bench' },
+    );
+  await run();
+  await run(); // converged
+  const n = tiny ? 20 : 300;
+  const measure = async (before?: (i: number) => Promise<void>): Promise<ReconcileCost> => {
+    let cpu = 0;
+    let wall = 0;
+    for (let i = 0; i < n; i++) {
+      await before?.(i);
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await run();
+      wall += performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      cpu += (c.user + c.system) / 1e6;
+    }
+    return { cpuSeconds: cpu / n, wallSeconds: wall / 1000 / n };
+  };
+  const converged = await measure();
+  const changing = await measure((i) =>
+    custom
+      .patchNamespacedCustomObject(
+        { group, version, plural, namespace: ns, name: 'cost', body: { spec: { replicas: (i % 2) + 2 } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )
+      .then(() => undefined),
+  );
+  const rssMib = process.memoryUsage().rss / 2 ** 20;
+
+  // The always-on alternative: the in-process mode, idle once its informers are synced.
+  const port = await freePort();
+  const pod = spawn(process.execPath, [join(repoRoot, 'relay', 'in-process-main.ts')], {
+    env: { ...process.env, KUBECONFIG: local.kubeconfigPath, RELAY_PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  let podCores = 0;
+  let podRssMib = 0;
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) break;
+      if (Date.now() > deadline) throw new Error('the in-process mode did not get ready in 60 s');
+      await sleep(250);
+    }
+    // /proc/<pid>/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
+    const ticks = () => {
+      const fields = readFileSync(`/proc/${pod.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return Number(fields[11]) + Number(fields[12]);
+    };
+    const idleMs = tiny ? 3000 : 20_000;
+    const t0 = ticks();
+    await sleep(idleMs);
+    podCores = (ticks() - t0) / 100 / (idleMs / 1000);
+    const vmRss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pod.pid}/status`, 'utf8'));
+    podRssMib = Number(vmRss?.[1] ?? 0) / 1024;
+  } finally {
+    const exited = new Promise((r) => pod.once('exit', r));
+    pod.kill('SIGTERM');
+    await exited;
+  }
+
+  const s = TERRAFORM_DEFAULTS;
+  const perMillion = (r: ReconcileCost) => {
+    const b = billedSeconds(r, s);
+    return { isolated: cloudRunPerMillion(b.isolated, s), busy: cloudRunPerMillion(b.busy, s) };
+  };
+  const conv = perMillion(converged);
+  const chg = perMillion(changing);
+  const podPerHour = autopilotPodPerHour(podCores, podRssMib / 1024);
+  const money = (x: number) => Math.round(x * 100) / 100;
+  const ms = (x: number) => Math.round(x * 1e5) / 100;
+  figures.push(
+    {
+      section: 'cost',
+      name: 'reconcile CPU time (process.cpuUsage), converged Foo',
+      value: ms(converged.cpuSeconds),
+      unit: 'ms',
+      baseline: { name: 'changing Foo (Deployment applied, status written)', value: ms(changing.cpuSeconds) },
+    },
+    {
+      section: 'cost',
+      name: 'reconcile wall time, converged Foo',
+      value: ms(converged.wallSeconds),
+      unit: 'ms',
+      baseline: { name: 'changing Foo', value: ms(changing.wallSeconds) },
+    },
+    {
+      section: 'cost',
+      name: `Cloud Run $ per million reconciles, converged, busy instance (${s.vcpu} vCPU, ${s.memoryGib * 1024} MiB, concurrency ${s.concurrency})`,
+      value: money(conv.busy),
+      unit: '$',
+      baseline: { name: 'isolated (each billed alone, rounded up to 100 ms)', value: money(conv.isolated) },
+    },
+    {
+      section: 'cost',
+      name: 'Cloud Run $ per million reconciles, changing, busy instance',
+      value: money(chg.busy),
+      unit: '$',
+      baseline: { name: 'isolated', value: money(chg.isolated) },
+    },
+    {
+      section: 'cost',
+      name: `always-on in-process pod on GKE Autopilot (idle ${Math.round(podCores * 1000)} mCPU, RSS ${Math.round(podRssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
+      value: Math.round(podPerHour * 730 * 100) / 100,
+      unit: '$/month',
+    },
+    {
+      section: 'cost',
+      name: 'break-even rate: below it serverless costs less (converged reconciles, isolated)',
+      value: Math.round(breakEvenPerHour(conv.isolated, podPerHour)),
+      unit: 'reconciles/hour',
+      baseline: { name: 'busy instance', value: Math.round(breakEvenPerHour(conv.busy, podPerHour)) },
+    },
+    {
+      section: 'cost',
+      name: 'this process after the reconciles (RSS; Cloud Run bills the configured 512 MiB, not this)',
+      value: Math.round(rssMib),
+      unit: 'MiB',
+    },
+  );
+  notes.push(
+    `cost: prices of ${PRICES.asOf} (${PRICES.source}); bench/cost.ts, docs/operations.md "What it costs".`,
+  );
 }
 
 /** Informer RSS (metadata-only vs full object) at two sizes, then resync of every key. */

@@ -8,11 +8,14 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { conditionsCommand } from './commands/conditions.ts';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
 import { finalizersCommand } from './commands/finalizers.ts';
+import { logsCommand } from './commands/logs.ts';
 import { newCommand } from './commands/new.ts';
+import { planCommand } from './commands/plan.ts';
 import { reconcileCommand } from './commands/reconcile.ts';
 import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
@@ -34,6 +37,9 @@ const parser = yargs(hideBin(process.argv))
   .command(finalizersCommand)
   .command(controllersCommand)
   .command(statusCommand)
+  .command(conditionsCommand)
+  .command(planCommand)
+  .command(logsCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')

@@ -127,6 +127,26 @@ export function targetKubeConfig(target: Target): KubeConfig {
 }
 
 /**
+ * The cluster of a command that needs no Pub/Sub (`conditions`, `plan`, `finalizers release`): the
+ * running local stack's, else `KUBECONFIG`'s (default `~/.kube/config`).
+ * @throws {CliError} when no kubeconfig can be loaded
+ */
+export function clusterKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  let path: string | undefined;
+  try {
+    const stack = readStackState(stateDirectory(env));
+    if (stack && stackProcessAlive(stack)) path = stack.kubeconfigPath;
+  } catch {
+    // no usable local stack state: KUBECONFIG
+  }
+  try {
+    return loadKubeConfig(path ?? env.KUBECONFIG ?? undefined, { ...env, K_SERVICE: undefined });
+  } catch (err) {
+    throw new CliError(`no Kubernetes cluster: ${firstLine(err)} (set KUBECONFIG)`);
+  }
+}
+
+/**
  * Throws a {@link CliError} naming the API server when `err` is a connection failure (refused,
  * unknown host, timeout), so that "cluster unreachable" is one line; other errors are rethrown.
  */

@@ -12,11 +12,12 @@ import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
 import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
+import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, MalformedMessageError } from './message.ts';
+import { decodePushEnvelope, type EnqueueReason, MalformedMessageError } from './message.ts';
 import type { Requeuer } from './requeue.ts';
 
 export interface ReconcileHandlerDeps {
@@ -85,7 +86,8 @@ export interface KeyOutcome {
  * Runs one key, the same way in both modes (the `reconcile` function and the in-process workers):
  * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
  * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
- * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}). Never throws: every failure is an outcome (`malformed` for an unknown
+ * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}); a key the
+ * resync enqueued (`reason`) whose reconcile changed something is drift (functions/drift.ts). Never throws: every failure is an outcome (`malformed` for an unknown
  * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
  * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  */
@@ -93,7 +95,7 @@ export async function reconcileKey(
   controllers: ReadonlyMap<string, Controller>,
   controllerName: string,
   key: Key,
-  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string },
+  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string; reason?: EnqueueReason },
 ): Promise<KeyOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -128,6 +130,7 @@ export async function reconcileKey(
       { outcome, durationMs: elapsed(), requeueAfterMs, notFound },
       notFound ? 'not found: nothing to do' : 'reconciled',
     );
+    recordDrift(controller.name, options.reason, result, log);
     return requeueAfterMs !== undefined ? { outcome, requeueAfterMs } : { outcome };
   } catch (err) {
     if (err instanceof TerminalError) {
@@ -214,6 +217,7 @@ export function createReconcileHandler(
         kubeConfig: deps.kubeConfig,
         log,
         retriedBy: 'Pub/Sub',
+        reason: message.reason,
       }),
     );
     if (requeueAfterMs !== undefined && deps.requeuer) {

@@ -1,13 +1,23 @@
 # Log-based metrics from the JSON lines the functions and the relay write (functions/log.ts):
 # `logging.googleapis.com/labels` becomes the entry's labels (controller, key); the reconcile's final
 # line carries `outcome` (success | requeue | transient | terminal | malformed | error) and
-# `durationMs`. Alerts: keys in the dead-letter subscription, relay publish failures.
+# `durationMs`; a key a resync found drifted adds one WARNING line with `drift: true`
+# (functions/drift.ts). Alerts: keys in the dead-letter subscription, relay publish failures, drift
+# the resync corrected (watch events the relay missed).
 
 locals {
   reconcile_log_filter = join(" AND ", [
     "resource.type=\"cloud_run_revision\"",
     "resource.labels.service_name=\"${local.reconcile_function_name}\"",
     "jsonPayload.outcome:*",
+  ])
+
+  # One line per key whose resync-triggered reconcile changed something (functions/drift.ts): the
+  # cloud's count of `levelset_drift_corrected_total` (Cloud Run instances are not scraped).
+  drift_log_filter = join(" AND ", [
+    "resource.type=\"cloud_run_revision\"",
+    "resource.labels.service_name=\"${local.reconcile_function_name}\"",
+    "jsonPayload.drift=true",
   ])
 
   relay_publish_error_filter = join(" AND ", [
@@ -109,6 +119,32 @@ resource "google_logging_metric" "relay_publish_errors" {
   depends_on = [google_project_service.apis]
 }
 
+resource "google_logging_metric" "drift_corrected" {
+  project     = var.project_id
+  name        = "${var.name}/drift_corrected"
+  description = "Levelset: keys a resync found drifted (its reconcile changed something no watch event had announced), by controller."
+  filter      = local.drift_log_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "Levelset drift corrected"
+
+    labels {
+      key         = "controller"
+      value_type  = "STRING"
+      description = "The controller (key message's controller)."
+    }
+  }
+
+  label_extractors = {
+    controller = "EXTRACT(labels.controller)"
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
 resource "google_monitoring_alert_policy" "dead_letters" {
   project               = var.project_id
   display_name          = "Levelset: keys in the dead-letter subscription"
@@ -187,5 +223,47 @@ resource "google_monitoring_alert_policy" "relay_publish_errors" {
   documentation {
     mime_type = "text/markdown"
     content   = "The relay logged \"publish failed\": keys are not reaching Pub/Sub (check Workload Identity Federation and roles/pubsub.publisher on ${var.topic_name}). Watch events are lost until it recovers; the next resync re-publishes every key."
+  }
+}
+
+resource "google_monitoring_alert_policy" "drift_corrected" {
+  project               = var.project_id
+  display_name          = "Levelset: the resync corrected drift (missed watch events)"
+  combiner              = "OR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Keys found drifted by the resync in 1 h > 0"
+
+    condition_threshold {
+      filter = join(" AND ", [
+        "resource.type = \"cloud_run_revision\"",
+        "metric.type = \"logging.googleapis.com/user/${google_logging_metric.drift_corrected.name}\"",
+      ])
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "3600s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.controller"]
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "A resync (schedule `${var.resync_schedule}`) found keys that were not converged although no watch event had announced a change: the relay missed watch events (a watch that silently stopped, a relay outage), or something changed the objects outside the API's events. The resync corrected them. Find them in Logs Explorer with `jsonPayload.drift=true` (labels.controller, labels.key); check `npx levelset status --relay-url …` (informer restarts) and the relay's logs (docs/operations.md \"Missed events\")."
   }
 }

@@ -10,34 +10,16 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { keyString } from '../../functions/contract/key.ts';
 import { isNotFound } from '../../functions/k8s/errors.ts';
 import { finalizerName, hasFinalizer, removeFinalizer, resourceClient } from '../../functions/kit/index.ts';
-import { loadKubeConfig } from '../../functions/kube.ts';
 import { createLogger, LABELS } from '../../functions/log.ts';
-import { readStackState, stackProcessAlive, stateDirectory } from '../../local/state.ts';
-import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say } from '../output.ts';
-import { clusterError } from '../target.ts';
+import { clusterError, clusterKubeConfig } from '../target.ts';
 import { parseKey, requireController } from './reconcile.ts';
 
 export interface ReleaseArgs {
   controller: string;
   key: string;
   yes: boolean;
-}
-
-/** The cluster: the running local stack's, else `KUBECONFIG`. @throws {CliError} without one */
-function kubeConfigOf(env: NodeJS.ProcessEnv) {
-  let path: string | undefined;
-  try {
-    const stack = readStackState(stateDirectory(env));
-    if (stack && stackProcessAlive(stack)) path = stack.kubeconfigPath;
-  } catch {
-    // no usable local stack state: KUBECONFIG
-  }
-  try {
-    return loadKubeConfig(path ?? env.KUBECONFIG ?? undefined, { ...env, K_SERVICE: undefined });
-  } catch (err) {
-    throw new CliError(`no Kubernetes cluster: ${firstLine(err)} (set KUBECONFIG)`);
-  }
 }
 
 /** Asks on the terminal; `true` for y/yes. @throws {CliError} (exit 2) when stdin is not a terminal */
@@ -55,7 +37,7 @@ export async function runRelease(args: ReleaseArgs, env: NodeJS.ProcessEnv = pro
   const controller = requireController(args.controller);
   const key = parseKey(controller, args.key);
   const finalizer = finalizerName(controller.name);
-  const kubeConfig = kubeConfigOf(env);
+  const kubeConfig = clusterKubeConfig(env);
   const what = `${controller.primary.kind} ${keyString(key)}`;
   let object: KubernetesObject;
   try {

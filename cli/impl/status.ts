@@ -8,9 +8,13 @@
  * (`pubsub.googleapis.com/subscription/num_undelivered_messages` and `oldest_unacked_message_age`;
  * the Pub/Sub API has no such call and the emulator no metrics, so locally they come from the
  * stack's delivery watchdog, local/watchdog.ts, with the last delivery); dead letters by pulling the
- * dead-letter subscription without acknowledging (emulator and Google Cloud alike).
+ * dead-letter subscription without acknowledging (emulator and Google Cloud alike); drift the
+ * resync corrected (functions/drift.ts) from the drift lines: counted in the stack's reconcile log
+ * locally, from Terraform's log-based metric `levelset/drift_corrected` on Google Cloud.
  */
+import { readFileSync } from 'node:fs';
 import { GoogleAuth } from 'google-auth-library';
+import { LABELS } from '../../functions/log.ts';
 import type { DeliveryStatus } from '../../local/watchdog.ts';
 import { firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
@@ -59,6 +63,80 @@ async function relayStatus(url: string): Promise<RelayStatus> {
     status.error = `not answering: ${firstLine(err)}`;
   }
   return status;
+}
+
+/** Drift the resync corrected (functions/drift.ts), by controller. */
+export interface Drift {
+  byController: Record<string, number>;
+  /** Over what: `since the stack started`, `in the last 24 h`. */
+  window: string;
+  note?: string;
+}
+
+/**
+ * Counts the drift lines (`drift: true`, functions/drift.ts) by controller in a reconcile log of
+ * JSON lines: what Terraform's log-based metric `drift_corrected` counts in Cloud Logging.
+ */
+export function countDriftLines(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (!line.includes('"drift":true')) continue;
+    try {
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      if (parsed.drift !== true) continue;
+      const controller = (parsed[LABELS] as { controller?: string } | undefined)?.controller ?? '?';
+      out[controller] = (out[controller] ?? 0) + 1;
+    } catch {
+      // a line cut by a write in progress
+    }
+  }
+  return out;
+}
+
+async function drift(target: Target): Promise<Drift> {
+  if (target.kind === 'local') {
+    const file = target.stack?.logs.reconcile;
+    if (!file) return { byController: {}, window: 'since the stack started', note: 'no reconcile log' };
+    try {
+      return { byController: countDriftLines(readFileSync(file, 'utf8')), window: 'since the stack started' };
+    } catch (err) {
+      return { byController: {}, window: 'since the stack started', note: firstLine(err) };
+    }
+  }
+  const window = 'in the last 24 h';
+  try {
+    // terraform/monitoring.tf: the log-based metric `<name>/drift_corrected` (name default `levelset`).
+    const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/monitoring.read'] });
+    const end = new Date();
+    const params = new URLSearchParams({
+      filter: 'metric.type="logging.googleapis.com/user/levelset/drift_corrected"',
+      'interval.startTime': new Date(end.getTime() - 86_400_000).toISOString(),
+      'interval.endTime': end.toISOString(),
+      'aggregation.alignmentPeriod': '86400s',
+      'aggregation.perSeriesAligner': 'ALIGN_SUM',
+      'aggregation.crossSeriesReducer': 'REDUCE_SUM',
+      'aggregation.groupByFields': 'metric.label.controller',
+    });
+    const res = await auth.request<{
+      timeSeries?: {
+        metric?: { labels?: { controller?: string } };
+        points?: { value: { int64Value?: string } }[];
+      }[];
+    }>({ url: `https://monitoring.googleapis.com/v3/projects/${target.projectId}/timeSeries?${params}` });
+    const byController: Record<string, number> = {};
+    for (const series of res.data.timeSeries ?? []) {
+      const controller = series.metric?.labels?.controller ?? '?';
+      byController[controller] =
+        (byController[controller] ?? 0) + Number(series.points?.[0]?.value.int64Value ?? 0);
+    }
+    return { byController, window };
+  } catch (err) {
+    return {
+      byController: {},
+      window,
+      note: `Cloud Monitoring: ${firstLine(err)} (needs roles/monitoring.viewer)`,
+    };
+  }
 }
 
 /** The latest value of a Pub/Sub subscription metric from Cloud Monitoring (last 10 min). */
@@ -163,15 +241,22 @@ const COUNT_LIMIT = 1000;
 export async function runStatus(argv: StatusArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const relayUrl = argv['relay-url'] ?? target.stack?.relayUrl;
-  const [relay, keys, deadLetters] = await Promise.all([
+  const [relay, keys, deadLetters, drifted] = await Promise.all([
     relayUrl ? relayStatus(relayUrl) : Promise.resolve(undefined),
     backlog(target),
     deadLetterCount(target, COUNT_LIMIT),
+    drift(target),
   ]);
   const healthy = (relay ? relay.ready : target.kind === 'cloud') && deadLetters === 0;
   if (!healthy) process.exitCode = 1;
   if (argv.output === 'json') {
-    say(JSON.stringify({ target: target.describe, relay, backlog: keys, deadLetters, healthy }, null, 2));
+    say(
+      JSON.stringify(
+        { target: target.describe, relay, backlog: keys, deadLetters, drift: drifted, healthy },
+        null,
+        2,
+      ),
+    );
     return;
   }
   say(`target        ${target.describe}`);
@@ -212,6 +297,15 @@ export async function runStatus(argv: StatusArgs): Promise<void> {
     if (keys.recoveries)
       say(`  watchdog    recovered from ${keys.recoveries} stalls (levelset dev's output)`);
   }
+  const driftTotal = Object.values(drifted.byController).reduce((a, b) => a + b, 0);
+  const driftDetail = Object.entries(drifted.byController)
+    .map(([c, n]) => `${c} ${n}`)
+    .join(', ');
+  say(
+    drifted.note
+      ? `drift         ${drifted.note}`
+      : `drift         ${driftTotal} keys corrected by the resync ${drifted.window}${driftTotal ? ` (${driftDetail}): watch events were missed (jsonPayload.drift=true in the logs)` : ''}`,
+  );
   say(
     `dead letters  ${deadLetters}${deadLetters === COUNT_LIMIT ? '+' : ''} in ${target.deadLetterSubscription}${deadLetters ? ' (levelset dead-letters list)' : ''}`,
   );

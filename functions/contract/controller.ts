@@ -103,6 +103,12 @@ export interface ReconcileContext {
   log: Logger;
   /** Records Kubernetes Events about an object (`reportingController` = `levelset.dev/<controller>`). */
   events: EventRecorder;
+  /**
+   * `true` in a plan (`levelset plan`): `kubeConfig` sends every Kubernetes write as a server-side
+   * dry-run (functions/k8s/dry-run.ts) and `events` records nothing; a reconcile that writes outside
+   * the cluster must then write nothing there (read, and log what it would do).
+   */
+  dryRun?: boolean;
 }
 
 /** What `listKeys` may use: the same clients as a reconcile, without a key. */
@@ -120,6 +126,12 @@ export interface Result {
    * `levelset reconcile --wait` can tell a key naming nothing from a converged one.
    */
   notFound?: boolean;
+  /**
+   * The reconcile wrote something (a child created, applied or pruned, the status written): the
+   * state was not converged. When the key came from a resync (`reason: "resync"`), that is drift no
+   * watch event announced, counted by the runtime (functions/drift.ts).
+   */
+  changed?: boolean;
 }
 
 /**
@@ -146,6 +158,13 @@ export interface Controller {
    * through a controller reference); set by the kit's `defineController`, shown by the command line.
    */
   owns?: ResourceType[];
+  /**
+   * `true` when the reconcile maintains a `Ready` condition (with `observedGeneration`) in the
+   * primary's `status.conditions`, as every controller of the kit's `defineController` does whose
+   * primary has a status subresource;
+   * `levelset conditions` reads these controllers' objects.
+   */
+  readyCondition?: boolean;
   /**
    * Spec indexes over the primary: name → a function of the whole primary object returning its
    * values (e.g. the `namespace/name` of every ConfigMap it lists). The relay keeps only the values

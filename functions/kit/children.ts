@@ -193,7 +193,8 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
         const created = await client.create(resource, body);
         // What the create set is what this body sets: the rest of its Update entry is server defaults.
         const upgrade = upgradeManagedFieldsPatch(created, FIELD_MANAGER, body);
-        if (upgrade) await client.patch(resource, namespace, name, upgrade, 'json');
+        // A dry-run created nothing to patch.
+        if (upgrade && !client.dryRun) await client.patch(resource, namespace, name, upgrade, 'json');
         changes.push(`created ${label}`);
         continue;
       } catch (err) {

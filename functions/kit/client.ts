@@ -18,6 +18,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+import { dryRunWriteOf, isDryRun } from '../k8s/dry-run.ts';
 import { apiStatusOf } from '../k8s/errors.ts';
 import { apiVersionOf } from '../k8s/list.ts';
 
@@ -54,7 +55,12 @@ export interface RequestOptions {
 /** One API request; resolves with the decoded JSON body. @throws {ApiException} for a status ≥ 400 */
 export type Requester = (method: HttpMethod, path: string, options?: RequestOptions) => Promise<unknown>;
 
-/** A {@link Requester} over `kubeConfig`'s current cluster and user. @throws {Error} without a current cluster */
+/**
+ * A {@link Requester} over `kubeConfig`'s current cluster and user. With a dry-run KubeConfig
+ * (functions/k8s/dry-run.ts) every write is a server-side dry-run, and its logged write gets the
+ * object before (one GET of it first; a create has none) and the API server's answer.
+ * @throws {Error} without a current cluster
+ */
 export function requester(kubeConfig: KubeConfig): Requester {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('No active cluster!');
@@ -62,7 +68,23 @@ export function requester(kubeConfig: KubeConfig): Requester {
     baseServer: new ServerConfiguration(cluster.server, {}),
     authMethods: { default: kubeConfig },
   });
-  return async (method, path, options = {}) => {
+  const dryRun = isDryRun(kubeConfig);
+  const send: Requester = async (method, path, options = {}) => {
+    if (!dryRun || method === HttpMethod.GET || method === HttpMethod.POST)
+      return request(method, path, options);
+    // The object as it is (a subresource's path answers its whole object, as kube-apiserver's does).
+    const before = (await request(HttpMethod.GET, path.replace(/\/status$/, '')).catch((err) => {
+      if (apiStatusOf(err) === 404) return undefined;
+      throw err;
+    })) as KubernetesObject | undefined;
+    return request(method, path, options, before);
+  };
+  const request = async (
+    method: HttpMethod,
+    path: string,
+    options: RequestOptions = {},
+    before?: KubernetesObject,
+  ): Promise<unknown> => {
     const ctx = config.baseServer.makeRequestContext(path, method);
     ctx.setHeaderParam('Accept', options.accept ?? 'application/json');
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) ctx.setQueryParam(k, v);
@@ -81,8 +103,15 @@ export function requester(kubeConfig: KubeConfig): Requester {
         response.headers,
       );
     }
-    return text ? JSON.parse(text) : undefined;
+    const answer = text ? JSON.parse(text) : undefined;
+    const write = dryRunWriteOf(ctx);
+    if (write) {
+      if (before) write.before = before;
+      if (method !== HttpMethod.DELETE) write.after = answer as KubernetesObject;
+    }
+    return answer;
   };
+  return send;
 }
 
 /** What a LIST selects, and how much of each object it returns. */
@@ -109,6 +138,12 @@ export interface DeletePreconditions {
 
 /** The calls the kit makes, over any declared resource type. */
 export interface ResourceClient {
+  /**
+   * `true` when every write is a server-side dry-run (`levelset plan`: a dry-run KubeConfig,
+   * functions/k8s/dry-run.ts): nothing is persisted, so a write that needs an earlier one's result
+   * (the managedFields patch after a create) is not sent.
+   */
+  readonly dryRun: boolean;
   /**
    * LIST in `namespace` (all namespaces when omitted), one request (no paging). Items get the type's
    * `apiVersion` and `kind` (a LIST's items carry none).
@@ -168,6 +203,7 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
   const request = requester(kubeConfig);
   const md = (o: KubernetesObject) => ({ namespace: o.metadata?.namespace, name: o.metadata?.name ?? '' });
   return {
+    dryRun: isDryRun(kubeConfig),
     async list(resource, namespace, query = {}) {
       const list = (await request(HttpMethod.GET, resourcePath(resource, namespace), {
         query: { labelSelector: query.labelSelector, fieldSelector: query.fieldSelector },

@@ -243,7 +243,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const spec = parsed.success ? parsed.data : undefined;
       try {
         const { kubeConfig } = ctx;
-        const input = { key, object, spec, ...reads, log, events, kubeConfig };
+        const input = { key, object, spec, ...reads, log, events, kubeConfig, dryRun: ctx.dryRun ?? false };
         return await finalizePrimary({
           controller: def.name,
           primary: def.primary,
@@ -281,10 +281,11 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       changes.push(...elsewhere.changes);
       if (changes.length > 0) log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
+      const changed = wrote || changes.length > 0;
       const message = typeof synced === 'function' ? synced(changes) : synced;
-      await recordSynced(events, object, message, wrote || changes.length > 0);
+      await recordSynced(events, object, message, changed);
       if (elsewhere.failed) throw elsewhere.failed;
-      return resultOf(desired);
+      return changed ? { ...resultOf(desired), changed } : resultOf(desired);
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
       throw err;
@@ -303,6 +304,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     name: def.name,
     primary: def.primary,
     owns: owns.map((o) => o.resource),
+    readyCondition: def.primary.statusSubresource !== false,
     watches: [
       primaryWatch,
       ...owns.map((o) => ({

@@ -122,13 +122,18 @@ export interface ReconcileInput<Spec> {
   log: Logger;
   events: EventRecorder;
   kubeConfig: KubeConfig;
+  /**
+   * `true` in a plan (`levelset plan`): every Kubernetes write through `kubeConfig` is a server-side
+   * dry-run; write nothing outside the cluster (read, and log what you would do).
+   */
+  dryRun: boolean;
 }
 
 /** What `finalize` receives: the object being deleted, still carrying the controller's finalizer. */
 export interface FinalizeInput<Spec>
   extends Pick<
     ReconcileInput<Spec>,
-    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig'
+    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig' | 'dryRun'
   > {
   /** The primary, as just read (`deletionTimestamp` set). */
   object: PrimaryObject;
@@ -199,8 +204,14 @@ export async function finalizePrimary<Spec>(args: {
   const finalizer = finalizerName(controller);
   const object = input.object as KubernetesObject;
   if (!hasFinalizer(object, finalizer)) return {};
-  const result = await args.finalize(input);
-  if (result) return { requeueAfterMs: result.requeueAfterMs };
+  if (input.dryRun) {
+    // A plan: `finalize` acts outside the cluster, where nothing is dry-run; its end, the removal
+    // of the finalizer, is sent as a dry-run.
+    input.log.info({ finalizer }, 'dry-run: finalize not called');
+  } else {
+    const result = await args.finalize(input);
+    if (result) return { requeueAfterMs: result.requeueAfterMs };
+  }
   await removeFinalizer(input.kubeConfig, primary, object, finalizer);
   input.log.info({ finalizer }, 'finalized; finalizer removed');
   return {};
@@ -296,6 +307,7 @@ export function reconcileInput<Spec>(args: {
   log: Logger;
   events: EventRecorder;
   kubeConfig: KubeConfig;
+  dryRun?: boolean;
 }): ReconcileInput<Spec> {
   const { controller, key, object, listings, rbac, client } = args;
   return {
@@ -312,6 +324,7 @@ export function reconcileInput<Spec>(args: {
     log: args.log,
     events: args.events,
     kubeConfig: args.kubeConfig,
+    dryRun: args.dryRun ?? false,
   };
 }
 

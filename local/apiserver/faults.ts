@@ -5,6 +5,7 @@
  * add latency, pause and resume the server.
  */
 import { matchesRequest, type RequestInfo, type RequestMatch } from './requestinfo.ts';
+import type { WatchEventMatch } from './watch.ts';
 
 /** How a matched request fails: an HTTP status (e.g. 409, 429 with Retry-After, 500, 503), or a reset connection. */
 export type Failure = { status: number; retryAfterSeconds?: number } | { reset: true };
@@ -24,6 +25,7 @@ interface LatencyRule {
 export interface FaultTargets {
   dropWatches(mode: 'close' | 'reset'): number;
   silenceWatches(): number;
+  dropNextWatchEvents(match: WatchEventMatch, count: number): () => void;
   compact(): number;
 }
 
@@ -50,6 +52,15 @@ export class FaultInjector {
    */
   silenceWatches(): number {
     return this.targets.silenceWatches();
+  }
+
+  /**
+   * Loses the next `count` watch events of the objects `match` names on every open watch, which
+   * stays open and healthy (later events and BOOKMARKs flow): the event a watch silently missed.
+   * The change is stored. @returns a function removing the rule
+   */
+  dropNextWatchEvents(match: WatchEventMatch, count = 1): () => void {
+    return this.targets.dropNextWatchEvents(match, count);
   }
 
   /** Drops every open watch every `intervalMs` ms; `0` stops. @returns a function that stops it */

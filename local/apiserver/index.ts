@@ -31,6 +31,7 @@ export { FaultInjector } from './faults.ts';
 export type { RequestMatch } from './requestinfo.ts';
 export type { RequestFilter, RequestLogEntry } from './requests.ts';
 export { RequestLog } from './requests.ts';
+export type { WatchEventMatch } from './watch.ts';
 
 export interface LocalApiServerOptions {
   /** Interface to listen on; default `127.0.0.1`. */
@@ -129,6 +130,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   const faults = new FaultInjector({
     dropWatches: (mode) => watches.dropAll(mode),
     silenceWatches: () => watches.silenceAll(),
+    dropNextWatchEvents: (match, count) => watches.dropNextEvents(match, count),
     compact: () => store.compact(),
   });
   const requests = new RequestLog();

@@ -43,6 +43,14 @@ interface ActiveWatch {
   onEvent(e: StoreEvent): void;
 }
 
+/** Which objects' watch events {@link WatchHub.dropNextEvents} drops. */
+export interface WatchEventMatch {
+  /** The resource's storage, `<group>/<plural>` (`/<plural>` for core: `apps/deployments`, `/secrets`). */
+  storage: string;
+  namespace?: string;
+  name?: string;
+}
+
 /** The open watches of one server. */
 export class WatchHub {
   private readonly watches = new Set<ActiveWatch>();
@@ -59,12 +67,45 @@ export class WatchHub {
       defaultTimeoutMs: options.defaultTimeoutMs ?? 1_800_000,
     };
     this.unsubscribe = store.subscribe((e) => {
+      if (this.takeDrop(e)) return;
       for (const w of this.watches) w.onEvent(e);
       // A deleted CRD takes its custom resources' watches with it.
       if (e.type === 'DELETED' && e.storage === 'apiextensions.k8s.io/customresourcedefinitions') {
         for (const w of this.watches) if (w.type.custom?.crdName === e.object.metadata.name) w.close();
       }
     });
+  }
+
+  private dropRules: { match: WatchEventMatch; remaining: number }[] = [];
+
+  /**
+   * Drops the next `count` changes of the objects `match` names from every open watch: no event is
+   * sent for them, while each watch stays open and healthy (its later events and BOOKMARKs are sent
+   * as usual) — an event lost between storage and the client, which only a re-list or a resync can
+   * find. The change itself is stored; a LIST or GET shows it.
+   * @returns a function removing the rule
+   */
+  dropNextEvents(match: WatchEventMatch, count: number): () => void {
+    const rule = { match, remaining: count };
+    this.dropRules.push(rule);
+    return () => {
+      this.dropRules = this.dropRules.filter((r) => r !== rule);
+    };
+  }
+
+  private takeDrop(e: StoreEvent): boolean {
+    const { namespace, name } = e.object.metadata;
+    const rule = this.dropRules.find(
+      (r) =>
+        r.remaining > 0 &&
+        e.storage === r.match.storage &&
+        (r.match.namespace === undefined || r.match.namespace === (namespace ?? '')) &&
+        (r.match.name === undefined || r.match.name === name),
+    );
+    if (!rule) return false;
+    rule.remaining--;
+    if (rule.remaining <= 0) this.dropRules = this.dropRules.filter((r) => r !== rule);
+    return true;
   }
 
   /** Number of open watches. */

@@ -119,6 +119,9 @@ describe('levelset (the real binary against the local stack)', () => {
       ['dead-letters', 'replay'],
       ['controllers'],
       ['status'],
+      ['conditions'],
+      ['plan'],
+      ['logs'],
       ['new', 'controller'],
     ];
     const runs = await Promise.all(commands.map((c) => cli([...c, '--help'])));
@@ -306,6 +309,7 @@ describe('levelset (the real binary against the local stack)', () => {
     // The emulator has no metrics: the local stack's delivery watchdog counts the backlog.
     assert.match(run.stdout, /backlog\s+\d+ undelivered keys/);
     assert.match(run.stdout, /delivered\s+last /);
+    assert.match(run.stdout, /drift\s+\d+ keys corrected by the resync since the stack started/);
     assert.match(run.stdout, /dead letters\s+0 in /);
   });
 

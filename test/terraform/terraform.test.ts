@@ -415,6 +415,20 @@ describe('terraform/', () => {
     const relay = resource(m, 'google_monitoring_alert_policy', 'relay_publish_errors');
     assert.ok(strings(relay).join(' ').includes('google_logging_metric.relay_publish_errors.name'));
   });
+
+  test('drift the resync corrected is a log-based metric of the drift lines by controller, and an alert', () => {
+    // functions/drift.ts writes `drift: true` on one line per drifted key, labelled with the controller.
+    const filter = String(m.locals.get('drift_log_filter'));
+    assert.ok(filter.includes('jsonPayload.drift=true'), filter);
+    assert.ok(filter.includes('local.reconcile_function_name'), filter);
+    const metric = resource(m, 'google_logging_metric', 'drift_corrected');
+    assert.equal(metric.filter, ref('local.drift_log_filter'));
+    assert.equal(metric.label_extractors.controller, 'EXTRACT(labels.controller)');
+    assert.ok(String(metric.name).endsWith('/drift_corrected'));
+    const alert = resource(m, 'google_monitoring_alert_policy', 'drift_corrected');
+    assert.ok(strings(alert).join(' ').includes('google_logging_metric.drift_corrected.name'));
+    assert.ok(strings(alert).join(' ').includes('jsonPayload.drift=true'));
+  });
 });
 
 describe('terraform/examples/', () => {

@@ -8,7 +8,7 @@ import { CliError } from '../../cli/errors.ts';
 import { ownedKinds } from '../../cli/impl/controllers.ts';
 import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
 import { parseKey, requireController } from '../../cli/impl/reconcile.ts';
-import { metricSamples } from '../../cli/impl/status.ts';
+import { countDriftLines, metricSamples } from '../../cli/impl/status.ts';
 import { controllerByName } from '../../functions/controllers/index.ts';
 
 const foo = controllerByName('foo');
@@ -104,4 +104,22 @@ test('metricSamples: sums a Prometheus metric by its first label', () => {
     [...metricSamples(text, 'levelset_relay_informer_restarts_total').values()].reduce((a, b) => a + b),
     5,
   );
+});
+
+test('countDriftLines: the drift lines of a reconcile log by controller, as the log-based metric counts them', () => {
+  const line = (controller: string, extra: object) =>
+    JSON.stringify({
+      severity: 'INFO',
+      'logging.googleapis.com/labels': { controller, key: 'ns/a' },
+      ...extra,
+    });
+  const text = [
+    line('foo', { message: 'reconciled', outcome: 'success' }),
+    line('foo', { severity: 'WARNING', drift: true, message: 'drift corrected' }),
+    line('foo', { severity: 'WARNING', drift: true, message: 'drift corrected' }),
+    line('icecream', { severity: 'WARNING', drift: true, message: 'drift corrected' }),
+    line('icecream', { message: 'mentions "drift":false', drift: false }),
+    '{"drift":true, cut off',
+  ].join('\n');
+  assert.deepEqual(countDriftLines(text), { foo: 2, icecream: 1 });
 });

@@ -10,8 +10,10 @@ import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Controller } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
+import { DRIFT_CORRECTED_METRIC, driftCorrected } from '../../functions/drift.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
 import { createLogger, keyLogger } from '../../functions/log.ts';
+import type { EnqueueReason } from '../../functions/message.ts';
 import { reconcileKey } from '../../functions/reconcile.ts';
 
 /** A logger whose raw lines (text, as written) are collected. */
@@ -37,7 +39,7 @@ function fake(namespaced: boolean, reconcile: Controller['reconcile']): Controll
   };
 }
 
-const run = (controller: Controller, key: Key) => {
+const run = (controller: Controller, key: Key, reason?: EnqueueReason) => {
   const { log, lines } = capture();
   const calls: Key[] = [];
   const wrapped = {
@@ -61,6 +63,7 @@ const run = (controller: Controller, key: Key) => {
     },
     log,
     retriedBy: 'Pub/Sub',
+    ...(reason ? { reason } : {}),
   }).then((result) => ({ result, lines, calls }));
 };
 
@@ -97,5 +100,34 @@ describe('reconcileKey', () => {
     assert.equal(parsed.reason, 'watch');
     assert.equal(parsed.eventReason, 'InvalidSpec');
     assert.equal(parsed.outcome, 'terminal');
+  });
+
+  it('a resync key whose reconcile changed something is drift: one WARNING line with drift: true, counted once', async () => {
+    const count = async () =>
+      (await driftCorrected.get()).values.find((v) => v.labels.controller === 'fake')?.value ?? 0;
+    const key = { namespace: 'ns', name: 'foo' };
+    const before = await count();
+    const changed = fake(true, async () => ({ changed: true }));
+    const drift = await run(changed, key, 'resync');
+    assert.deepEqual(drift.result, { outcome: 'success' });
+    const lines = drift.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      lines.filter((l) => l.drift === true).map((l) => l.severity),
+      ['WARNING'],
+    );
+    assert.equal(await count(), before + 1, DRIFT_CORRECTED_METRIC);
+    // A watch key's change was announced; a converged resync key changed nothing: neither is drift.
+    for (const { result, lines: other } of [
+      await run(changed, key, 'watch'),
+      await run(
+        fake(true, async () => ({})),
+        key,
+        'resync',
+      ),
+    ]) {
+      assert.deepEqual(result, { outcome: 'success' });
+      assert.ok(!other.some((l) => l.includes('"drift"')));
+    }
+    assert.equal(await count(), before + 1);
   });
 });

@@ -86,10 +86,22 @@ async function read<M>(what: string, resource: { getMetadata(): Promise<unknown>
   }
 }
 
-/** Deletes a topic or subscription if it exists and `owner` created it; gone already is success. */
-async function deleteIfOurs(resource: Topic | Subscription, owner: PrimaryObject): Promise<void> {
+/**
+ * Deletes a topic or subscription if it exists and `owner` created it; gone already is success.
+ * `dryRun` (a plan): reads, logs what it would delete, deletes nothing.
+ */
+async function deleteIfOurs(
+  resource: Topic | Subscription,
+  owner: PrimaryObject,
+  log: Logger,
+  dryRun = false,
+): Promise<void> {
   const live = await read<{ labels?: Record<string, string> | null }>(resource.name, resource);
   if (!live || !isOurs(live.labels, owner)) return; // gone, or not ours: never delete it
+  if (dryRun) {
+    log.info({ resource: resource.name }, 'dry-run: would delete');
+    return;
+  }
   try {
     await resource.delete();
   } catch (err) {
@@ -97,8 +109,16 @@ async function deleteIfOurs(resource: Topic | Subscription, owner: PrimaryObject
   }
 }
 
-/** Creates the topic, or updates its labels and retention when they differ; refuses one not ours. */
-async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger): Promise<Topic> {
+/**
+ * Creates the topic, or updates its labels and retention when they differ; refuses one not ours.
+ * `dryRun` (a plan): reads, logs what it would write, writes nothing.
+ */
+async function ensureTopic(
+  object: PrimaryObject,
+  spec: TopicSpec,
+  log: Logger,
+  dryRun: boolean,
+): Promise<Topic> {
   const topic = pubsub().topic(
     spec.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name),
   );
@@ -111,13 +131,17 @@ async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger):
     messageRetentionDuration?: { seconds?: unknown } | null;
   }>(topic.name, topic);
   if (!live) {
+    if (dryRun) {
+      log.info({ topic: topic.name }, 'dry-run: would create topic');
+      return topic;
+    }
     try {
       await pubsub().createTopic({ name: topic.name, labels, ...retention });
       log.info({ topic: topic.name }, 'created topic');
       return topic;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${topic.name}`);
-      return ensureTopic(object, spec, log); // created meanwhile: read it again (and refuse it unless ours)
+      return ensureTopic(object, spec, log, dryRun); // created meanwhile: read it again (and refuse it unless ours)
     }
   }
   if (!isOurs(live.labels, object))
@@ -128,17 +152,23 @@ async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger):
   const sameRetention =
     !retention.messageRetentionDuration ||
     Number(live.messageRetentionDuration?.seconds) === retention.messageRetentionDuration.seconds;
-  if (!sameLabels || !sameRetention)
+  if ((!sameLabels || !sameRetention) && dryRun)
+    log.info({ topic: topic.name }, 'dry-run: would update topic');
+  else if (!sameLabels || !sameRetention)
     await call(`update ${topic.name}`, () => topic.setMetadata({ labels, ...retention }));
   return topic;
 }
 
-/** Creates a subscription of `topic`, or updates its ack deadline and dead letter when they differ. */
+/**
+ * Creates a subscription of `topic`, or updates its ack deadline and dead letter when they differ.
+ * `dryRun` (a plan): reads, logs what it would write, writes nothing.
+ */
 async function ensureSubscription(
   object: PrimaryObject,
   topic: Topic,
   spec: SubscriptionSpec,
   log: Logger,
+  dryRun: boolean,
 ): Promise<string> {
   const subscription = pubsub().subscription(spec.id);
   const settings = {
@@ -153,13 +183,17 @@ async function ensureSubscription(
   type Live = { labels?: Record<string, string> | null; topic?: string | null } & Partial<typeof settings>;
   const live = await read<Live>(subscription.name, subscription);
   if (!live) {
+    if (dryRun) {
+      log.info({ subscription: subscription.name }, 'dry-run: would create subscription');
+      return subscription.name;
+    }
     try {
       await topic.createSubscription(spec.id, { labels: ownedBy(object), ...settings });
       log.info({ subscription: subscription.name }, 'created subscription');
       return subscription.name;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${subscription.name}`);
-      return ensureSubscription(object, topic, spec, log);
+      return ensureSubscription(object, topic, spec, log, dryRun);
     }
   }
   if (!isOurs(live.labels, object))
@@ -167,8 +201,12 @@ async function ensureSubscription(
   if (live.topic !== topic.name) {
     // Ours, of another topic (`_deleted-topic_` once its topic was deleted): a subscription's topic
     // cannot change, so it is replaced.
-    await deleteIfOurs(subscription, object);
-    return ensureSubscription(object, topic, spec, log);
+    await deleteIfOurs(subscription, object, log, dryRun);
+    if (dryRun) {
+      log.info({ subscription: subscription.name }, 'dry-run: would create subscription');
+      return subscription.name;
+    }
+    return ensureSubscription(object, topic, spec, log, dryRun);
   }
   const liveDeadLetter = live.deadLetterPolicy?.deadLetterTopic
     ? {
@@ -180,7 +218,8 @@ async function ensureSubscription(
     live.ackDeadlineSeconds !== settings.ackDeadlineSeconds ||
     JSON.stringify(liveDeadLetter) !== JSON.stringify(settings.deadLetterPolicy)
   )
-    await call(`update ${subscription.name}`, () => subscription.setMetadata(settings));
+    if (dryRun) log.info({ subscription: subscription.name }, 'dry-run: would update subscription');
+    else await call(`update ${subscription.name}`, () => subscription.setMetadata(settings));
   return subscription.name;
 }
 
@@ -190,31 +229,32 @@ export const topicController = defineController({
   primary: topicResource,
   spec: topicSpecSchema,
   synced: false,
-  async reconcile({ object, spec, log }) {
+  async reconcile({ object, spec, log, dryRun }) {
     const status = (object.status ?? {}) as TopicStatus;
-    const topic = await ensureTopic(object, spec, log);
+    const topic = await ensureTopic(object, spec, log, dryRun);
     const subscriptions: string[] = [];
     for (const s of spec.subscriptions ?? [])
-      subscriptions.push(await ensureSubscription(object, topic, s, log));
+      subscriptions.push(await ensureSubscription(object, topic, s, log, dryRun));
     // What this Topic created before and no longer wants (a renamed topic, a removed subscription).
     for (const name of status.subscriptions ?? [])
-      if (!subscriptions.includes(name)) await deleteIfOurs(pubsub().subscription(name), object);
-    if (status.topic && status.topic !== topic.name) await deleteIfOurs(pubsub().topic(status.topic), object);
+      if (!subscriptions.includes(name)) await deleteIfOurs(pubsub().subscription(name), object, log, dryRun);
+    if (status.topic && status.topic !== topic.name)
+      await deleteIfOurs(pubsub().topic(status.topic), object, log, dryRun);
     return {
       status: { topic: topic.name, subscriptions },
       ready: { status: true, reason: 'TopicReady', message: `${topic.name} exists` },
     };
   },
-  async finalize({ object, spec }) {
+  async finalize({ object, spec, log }) {
     const status = (object.status ?? {}) as TopicStatus;
     const subscriptions = new Set([
       ...(status.subscriptions ?? []),
       ...(spec?.subscriptions ?? []).map((s) => pubsub().subscription(s.id).name),
     ]);
-    for (const name of subscriptions) await deleteIfOurs(pubsub().subscription(name), object);
+    for (const name of subscriptions) await deleteIfOurs(pubsub().subscription(name), object, log);
     const topicId = spec?.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name);
     for (const name of new Set([status.topic, pubsub().topic(topicId).name]))
-      if (name) await deleteIfOurs(pubsub().topic(name), object);
+      if (name) await deleteIfOurs(pubsub().topic(name), object, log);
     return undefined; // done: the kit removes the finalizer
   },
 });

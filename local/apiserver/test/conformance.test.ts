@@ -656,6 +656,59 @@ describe('writes', () => {
     assert.equal((await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/c`)).status, 200);
   });
 
+  // kube-apiserver: staging/src/k8s.io/apiserver/pkg/endpoints/handlers (patch.go, update.go) run
+  // admission, the patch and validation under dryRun=All, and registry DryRunnableStorage answers the
+  // object it would store without writing it (the resourceVersion stays the stored one).
+  test('dryRun=All on PATCH (merge, apply, status subresource) and PUT answers the result, persists nothing', async () => {
+    const ns = await cluster.createNamespace('dryrun-patch');
+    const cm = await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name: 'c' }, data: { a: '1' } },
+      fieldManager: 'conformance',
+    });
+    const path = `/api/v1/namespaces/${ns}/configmaps/c`;
+    const merge = await raw(kc, 'PATCH', `${path}?dryRun=All`, { data: { a: '2' } }, MERGE);
+    assert.equal(merge.status, 200);
+    assert.equal(merge.json.data.a, '2');
+    assert.equal(merge.json.metadata.resourceVersion, cm.metadata?.resourceVersion);
+    const apply = await raw(
+      kc,
+      'PATCH',
+      `${path}?dryRun=All&fieldManager=conformance&force=true`,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { b: '3' } },
+      { 'Content-Type': 'application/apply-patch+yaml' },
+    );
+    assert.equal(apply.status, 200);
+    // `a` stays: the create's Update entry owns it, not this manager's Apply entry.
+    assert.deepEqual(apply.json.data, { a: '1', b: '3' });
+    const put = await raw(kc, 'PUT', `${path}?dryRun=All`, { ...cm, data: { c: '4' } });
+    assert.equal(put.status, 200);
+    assert.deepEqual(put.json.data, { c: '4' });
+    const invalid = await raw(
+      kc,
+      'PATCH',
+      `${path}?dryRun=All`,
+      { metadata: { labels: { 'a b': 'x' } } },
+      MERGE,
+    );
+    assert.equal(invalid.status, 422, 'a dry-run is validated like a write');
+    const live = await raw(kc, 'GET', path);
+    assert.deepEqual(live.json.data, { a: '1' });
+    assert.equal(live.json.metadata.resourceVersion, cm.metadata?.resourceVersion);
+    const widgets = `/apis/${GROUP}/v1/namespaces/${ns}/widgets`;
+    assert.equal((await raw(kc, 'POST', widgets, widget('w'))).status, 201);
+    const status = await raw(
+      kc,
+      'PATCH',
+      `${widgets}/w/status?dryRun=All`,
+      { status: { ready: true } },
+      MERGE,
+    );
+    assert.equal(status.status, 200);
+    assert.equal(status.json.status.ready, true);
+    assert.equal((await raw(kc, 'GET', `${widgets}/w`)).json.status?.ready, undefined);
+  });
+
   // kube-apiserver: rest.BeforeDelete checks preconditions (409 naming the Kind); genericregistry
   // Store.finalizeDelete answers Status Success with details {name, group, kind: <resource>, uid}
   // for a type whose ReturnDeletedObject is false (Secret; Pods answer the object).

@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { CoreV1Api, KubeConfig, makeInformer } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubeConfig,
+  makeInformer,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { applyFaultConfig, faultConfigFromEnv } from '../faults.ts';
 import { startLocalApiServer } from '../index.ts';
 import { openWatch, raw } from './helpers.ts';
@@ -141,6 +147,52 @@ test('an informer keeps its cache through periodic watch drops', async () => {
     );
     server.faults.dropWatchesEvery(0);
     await informer.stop();
+  } finally {
+    await server.stop();
+  }
+});
+
+test('dropNextWatchEvents loses the next event of one object on every open watch, which stays healthy', async () => {
+  const server = await startLocalApiServer();
+  try {
+    const kc = server.kubeConfig();
+    const core = kc.makeApiClient(CoreV1Api);
+    const list = await core.listNamespacedConfigMap({ namespace: 'default' });
+    const w = await openWatch(
+      kc,
+      `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${list.metadata?.resourceVersion}`,
+    );
+    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'a' } } });
+    server.faults.dropNextWatchEvents({ storage: '/configmaps', namespace: 'default', name: 'a' }, 1);
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'a', body: { data: { lost: 'yes' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'b' } } });
+    await core.patchNamespacedConfigMap(
+      { namespace: 'default', name: 'a', body: { data: { seen: 'yes' } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitFor(() => w.events.length >= 3, { message: 'three events' });
+    assert.deepEqual(
+      w.events.map((e) => [
+        e.type,
+        e.object.metadata.name,
+        Object.keys(e.object.data ?? {})
+          .sort()
+          .join(),
+      ]),
+      [
+        ['ADDED', 'a', ''],
+        ['ADDED', 'b', ''],
+        ['MODIFIED', 'a', 'lost,seen'],
+      ],
+    );
+    assert.deepEqual((await core.readNamespacedConfigMap({ namespace: 'default', name: 'a' })).data, {
+      lost: 'yes',
+      seen: 'yes',
+    });
+    w.close();
   } finally {
     await server.stop();
   }
