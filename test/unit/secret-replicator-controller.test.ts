@@ -112,19 +112,21 @@ describe('controller module', () => {
     assert.deepEqual(w.map(event('DELETED', meta(undefined, 'team-new')), mapCtx), []);
   });
 
-  test("watch 3: a copy (any namespace, by label) maps to its source when modified, to its own key when created or deleted, from metadata only; a former source's copy to that source", () => {
+  test("watch 3: a copy (any namespace, by label) maps to its source when modified, to its own key when deleted, to nothing when created (the echo of a create), from metadata only; a former source's copy to that source", () => {
     const w = watchOf((x) => x.labelSelector !== undefined);
     assert.deepEqual(w.resource, SECRETS);
     assert.equal(w.labelSelector, COPY_LABEL);
     assert.equal(w.namespace, undefined);
     const copy = meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'shared/db' });
     assert.deepEqual(w.map(event('MODIFIED', copy), mapCtx), [{ namespace: 'shared', name: 'db' }]);
-    // Created or deleted (by hand, or with its namespace): that namespace's work only.
-    for (const type of ['ADDED', 'DELETED'] as const)
-      assert.deepEqual(w.map(event(type, copy), mapCtx), [{ namespace: 'team-a', name: 'db' }]);
+    // Deleted (by hand, or with its namespace): that namespace's work only.
+    assert.deepEqual(w.map(event('DELETED', copy), mapCtx), [{ namespace: 'team-a', name: 'db' }]);
+    // Created: the reconcile's own create (or the relay's initial LIST), never a key per copy.
+    assert.deepEqual(w.map(event('ADDED', copy), mapCtx), []);
     // A copy of a source in another namespace than the source namespace (the configuration changed).
     const stray = meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'old-shared/db' });
-    assert.deepEqual(w.map(event('DELETED', stray), mapCtx), [{ namespace: 'old-shared', name: 'db' }]);
+    for (const type of ['ADDED', 'DELETED'] as const)
+      assert.deepEqual(w.map(event(type, stray), mapCtx), [{ namespace: 'old-shared', name: 'db' }]);
     assert.deepEqual(w.map(event('MODIFIED', meta('team-a', 'db')), mapCtx), [], 'annotation removed');
     assert.deepEqual(
       w.map(event('MODIFIED', meta('team-a', 'db', { [SOURCE_ANNOTATION]: 'garbage' })), mapCtx),

@@ -64,18 +64,21 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
         watchSelector: COPY_LABEL,
         /**
          * A modified (tampered) copy → its source's key, collapsed with the echo of the source
-         * reconcile's own writes; a created or deleted copy → its own key, `<namespace>/<name>`
-         * (that namespace alone, so a namespace created or deleted with its copies costs no
-         * reconcile of every copy of every source); a copy of a source outside the source namespace
-         * (the source namespace was changed) → always that source's key, which prunes its copies.
+         * reconcile's own writes; a deleted copy → its own key, `<namespace>/<name>` (that namespace
+         * alone, so a namespace deleted with its copies costs no reconcile of every copy of every
+         * source); a created copy → nothing: it is the echo of the reconcile's own create, or of
+         * the relay's initial LIST, whose sources' own keys converge every copy (one key per copy
+         * there is 10 000 messages for 10 000 copies, each a reconcile); a copy of a source outside
+         * the source namespace (the source namespace was changed) → always that source's key,
+         * which prunes its copies.
          */
         map: (event) => {
           const source = sourceKeyOf(event.object.metadata);
           const namespace = event.object.metadata?.namespace;
           if (!source) return [];
-          return event.type !== 'MODIFIED' && source.namespace === config().sourceNamespace && namespace
-            ? [{ namespace, name: source.name }]
-            : [source];
+          if (source.namespace !== config().sourceNamespace) return [source];
+          if (event.type === 'ADDED') return [];
+          return event.type === 'DELETED' && namespace ? [{ namespace, name: source.name }] : [source];
         },
       },
     ],
