@@ -18,6 +18,7 @@ import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
 import { runCommand } from './commands/run.ts';
 import { statusCommand } from './commands/status.ts';
+import { traceCommand } from './commands/trace.ts';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors.ts';
 
 process.env.METADATA_SERVER_DETECTION ??= 'none';
@@ -34,6 +35,7 @@ const parser = yargs(hideBin(process.argv))
   .command(finalizersCommand)
   .command(controllersCommand)
   .command(statusCommand)
+  .command(traceCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')
