@@ -20,6 +20,7 @@ import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeli
 import { waitFor } from '../support/wait.ts';
 
 const CRD = join(repoRoot, 'functions/controllers/foo/crd.yaml');
+const CUSTOMCLUSTER_CRD = join(repoRoot, 'functions/controllers/customcluster/crd.yaml');
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
@@ -58,6 +59,11 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
       async (cluster) => {
         ns = await cluster.createNamespace('trace');
         await cluster.applyCrd(CRD, { group, version, plural }, ns);
+        await cluster.applyCrd(
+          CUSTOMCLUSTER_CRD,
+          { group: 'sde.dev', version: 'v1alpha1', plural: 'customclusters' },
+          ns,
+        );
         return {};
       },
       { mode: 'serverless', stateDir },
@@ -206,6 +212,50 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
     } finally {
       stopFailing?.();
     }
+  });
+
+  it('a requeue continues the trace: the requeued delivery is a child of the requeue span of the delivery that asked', async () => {
+    // 101 pods: the customcluster controller creates at most 100 per reconcile and asks to come
+    // back in 1 s for the rest (functions/controllers/customcluster).
+    await custom.createNamespacedCustomObject({
+      group: 'sde.dev',
+      version: 'v1alpha1',
+      plural: 'customclusters',
+      namespace: ns,
+      body: {
+        apiVersion: 'sde.dev/v1alpha1',
+        kind: 'Customcluster',
+        metadata: { name: 'requeued' },
+        spec: { message: 'traced', count: 101 },
+      },
+    });
+    const found = await waitFor(
+      () => {
+        for (const t of keyTraces(readSpans(join(stateDir, 'traces')), `${ns}/requeued`, 'customcluster')) {
+          const byId = new Map(t.spans.map((s) => [s.spanId, s]));
+          const requeued = t.spans.find(
+            (s) =>
+              s.name === SPAN.reconcile &&
+              s.attributes[ATTR.reason] === 'requeue' &&
+              s.attributes[ATTR.outcome],
+          );
+          const requeue = requeued?.parentSpanId ? byId.get(requeued.parentSpanId) : undefined;
+          const asked = requeue?.parentSpanId ? byId.get(requeue.parentSpanId) : undefined;
+          if (requeued && requeue && asked) return { t, requeued, requeue, asked };
+        }
+        return undefined;
+      },
+      { timeoutMs: 60_000, message: `a requeued delivery of customcluster ${ns}/requeued in its trace` },
+    );
+    assert.equal(found.requeue.name, SPAN.requeue);
+    assert.equal(found.requeue.attributes[ATTR.requeueAfterMs], 1000);
+    assert.equal(found.asked.name, SPAN.reconcile);
+    assert.equal(found.asked.attributes[ATTR.outcome], 'requeue');
+    assert.ok(found.requeued.startMs >= found.asked.startMs + 1000 - 5, 'delivered after the delay');
+    assert.ok(
+      found.t.spans.some((s) => s.name === SPAN.enqueue && s.parentSpanId === undefined),
+      'the same trace starts at the relay',
+    );
   });
 
   it('levelset trace prints the waterfall of the key (exit 0), --json for tools, exit 1 for a key without a trace', async () => {
