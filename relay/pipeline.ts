@@ -133,6 +133,9 @@ function causeAttributes(c: EnqueueCause): Attributes {
   return { [ATTR.cause]: 'retry' };
 }
 
+/** Collapsed events recorded as span events per `enqueue` span at most; the rest are counted (`levelset.collapsed`). */
+export const COLLAPSED_EVENTS = 16;
+
 /** A key in the collapser, with the `enqueue` span that follows it until its publish settles. */
 interface Queued extends ControllerKey {
   span: Span;
@@ -159,7 +162,7 @@ export class KeyPipeline {
   readonly #options: PipelineOptions;
   readonly #collapser: Collapser<Queued>;
   /** Ordering key → the span of the key waiting for its trailing publish (collapsed events are its span events). */
-  readonly #waiting = new Map<string, Span>();
+  readonly #waiting = new Map<string, { span: Span; collapsed: number }>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
@@ -275,28 +278,33 @@ export class KeyPipeline {
   /**
    * Queues one key (collapsing repeats inside the window). A key that is not waiting starts an
    * `enqueue` span (a new trace) with its cause's attributes; a repeat that collapses into the
-   * waiting publish becomes a `collapsed` event of that span.
+   * waiting publish becomes a `collapsed` event of that span (the first {@link COLLAPSED_EVENTS};
+   * `levelset.collapsed` counts them all).
    */
   enqueue(controller: string, key: Key, cause?: EnqueueCause): void {
     const id = orderingKeyOf({ controller, ...key });
-    const attributes = cause ? causeAttributes(cause) : {};
-    const waiting = this.#waiting.get(id);
-    let span: Span | undefined;
-    if (waiting) waiting.addEvent('collapsed', attributes);
-    else {
-      span = tracer().startSpan(SPAN.enqueue, {
-        root: true,
-        kind: SpanKind.PRODUCER,
-        attributes: { [ATTR.controller]: controller, [ATTR.key]: keyString(key), ...attributes },
-      });
+    let waiting = this.#waiting.get(id);
+    if (waiting) {
+      // Attributes are built only for a recording span: with tracing off this path costs nothing.
+      if (++waiting.collapsed <= COLLAPSED_EVENTS && waiting.span.isRecording())
+        waiting.span.addEvent('collapsed', cause ? causeAttributes(cause) : {});
+    } else {
+      const span = tracer().startSpan(SPAN.enqueue, { root: true, kind: SpanKind.PRODUCER });
+      if (span.isRecording())
+        span.setAttributes({
+          [ATTR.controller]: controller,
+          [ATTR.key]: keyString(key),
+          ...(cause ? causeAttributes(cause) : {}),
+        });
       // Until its publish (#publish takes it out; at once on a leading edge).
-      this.#waiting.set(id, span);
+      waiting = { span, collapsed: 0 };
+      this.#waiting.set(id, waiting);
     }
     const queued: Queued = {
       controller,
       namespace: key.namespace,
       name: key.name,
-      span: span ?? (waiting as Span),
+      span: waiting.span,
     };
     if (this.#collapser.add(id, queued)) this.#options.metrics?.keysEnqueued.inc({ controller });
     else this.#options.metrics?.keysCollapsed.inc({ controller });
@@ -305,7 +313,11 @@ export class KeyPipeline {
   #publish(queued: Queued, firstAddedAt: number): void {
     const { span, ...key } = queued;
     const id = orderingKeyOf(key);
-    if (this.#waiting.get(id) === span) this.#waiting.delete(id);
+    const waiting = this.#waiting.get(id);
+    if (waiting?.span === span) {
+      this.#waiting.delete(id);
+      if (waiting.collapsed > 0) span.setAttribute(ATTR.collapsed, waiting.collapsed);
+    }
     const message: KeyMessage = {
       v: 1,
       controller: key.controller,
@@ -360,7 +372,7 @@ export class KeyPipeline {
 
   /** Drops pending keys (collapse window and retry buffer) without publishing them. */
   discard(): void {
-    for (const span of this.#waiting.values()) span.end();
+    for (const { span } of this.#waiting.values()) span.end();
     this.#waiting.clear();
     this.#collapser.clear();
     this.#retry.clear();

@@ -192,7 +192,7 @@ export function describeSpan(s: TracedSpan): string {
     if (a[ATTR.cause] === 'watch')
       parts.push(`event seen: ${a[ATTR.eventType]} ${a[ATTR.resource]} rv ${a[ATTR.resourceVersion]}`);
     else parts.push(`enqueued (${a[ATTR.cause]})`);
-    const collapsed = s.events.filter((e) => e.name === 'collapsed').length;
+    const collapsed = Number(a[ATTR.collapsed] ?? 0);
     if (collapsed) parts.push(`${collapsed} more collapsed`);
     if (a[ATTR.messageId] !== undefined) parts.push(`published as message ${a[ATTR.messageId]}`);
   } else if (s.name.endsWith(' create') && a['messaging.system'] === 'gcp_pubsub') {

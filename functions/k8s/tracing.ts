@@ -49,6 +49,8 @@ export const ATTR = {
   /** `ADDED`, `MODIFIED`, `DELETED`. */
   eventType: 'levelset.event.type',
   resourceVersion: 'levelset.resource_version',
+  /** Events collapsed into an `enqueue` span's publish. */
+  collapsed: 'levelset.collapsed',
   /** The delivery's outcome (`success`, `requeue`, `terminal`, `malformed`, `transient`, `error`). */
   outcome: 'levelset.outcome',
   /** The key message's `reason` (`watch`, `resync`, `manual`, `requeue`). */

@@ -190,6 +190,7 @@ describe('the relay’s enqueue span', () => {
       },
     );
     assert.equal(second?.attributes[ATTR.resourceVersion], '2');
+    assert.equal(second?.attributes[ATTR.collapsed], 2);
     assert.deepEqual(
       second?.events.map((e) => [e.name, e.attributes?.[ATTR.resourceVersion]]),
       [
