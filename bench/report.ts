@@ -5,7 +5,7 @@ import { cpus, freemem, loadavg, totalmem } from 'node:os';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -156,6 +156,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'Topic controller: no-op cost and delete → gone',
     read: "Requests of a converged Topic's reconcile, to Kubernetes (counted by the KubeConfig; baseline: a Foo's) and to Pub/Sub (counted on the wire by an HTTP/2 proxy in front of the emulator; baseline: a Topic without subscription). Then, through the serverless pipeline, the time from a Topic's DELETE to the bench's watch seeing it gone (finalize deletes its subscription and topic, then the finalizer is removed), beside a Foo's (no finalizer) in the same stack.",
   },
+  tracing: {
+    title: 'Tracing: on vs off',
+    read: "In one process, a converged Foo's delivery (reconcileKey under its `reconcile` span: one GET, one LIST against the local API server) and the relay's key pipeline ingesting Foo events (an `enqueue` span per published key), first with tracing off (the OpenTelemetry API's no-ops, what `LEVELSET_TRACING=off` runs: the baseline), then on with every span recorded and exported to an OTLP/JSON file (ratio 1: the worst case). Ratio = on / off. The off figure's own baseline is the same reconcile without its `reconcile` span: what the no-op spans cost.",
+  },
 };
 
 /** The Markdown report: machine, then one table per section, the chart, and how to reproduce. */
@@ -197,7 +201,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, topic',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, topic, tracing',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -27,16 +27,19 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Controller } from '../functions/contract/controller.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
 import { createEventRecorder } from '../functions/k8s/events.ts';
+import { ATTR } from '../functions/k8s/tracing.ts';
 import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
-import { reconcileKey } from '../functions/reconcile.ts';
+import { inDeliverySpan, reconcileKey } from '../functions/reconcile.ts';
+import { startTracing } from '../functions/tracing.ts';
 import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
@@ -84,6 +87,8 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['memory/resync', memoryAndResync],
   ['cold-start', coldStart],
   ['topic', topicCosts],
+  // Last: it registers the OpenTelemetry SDK for the rest of this process.
+  ['tracing', tracingCost],
 ];
 const SECTION_NAMES = SECTIONS_IN_ORDER.map(([name]) => name);
 const unknown = args.only?.filter((n) => !SECTION_NAMES.includes(n)) ?? [];
@@ -117,6 +122,7 @@ const sizes = tiny
       coldStarts: 1,
       pipelineEvents: 5000,
       publishKeys: 200,
+      tracedReconciles: 50,
       topics: 3,
       namespaces: [2, 4, 8],
     }
@@ -137,6 +143,7 @@ const sizes = tiny
       coldStarts: 3,
       pipelineEvents: 200_000,
       publishKeys: 5_000,
+      tracedReconciles: 1000,
       topics: 20,
       namespaces: [10, 100, 1000],
     };
@@ -1350,4 +1357,109 @@ async function waitForServed(list: () => Promise<unknown>): Promise<void> {
     await sleep(100);
   }
   throw new Error('the CRD was not served in time');
+}
+
+/**
+ * What tracing costs: a converged Foo's delivery (`reconcile` span, its GET and LIST; the function's
+ * code path without HTTP) and the relay's event ingestion (an `enqueue` span per published key),
+ * each with `LEVELSET_TRACING=off` (the API's no-ops: the baseline; itself beside the reconcile
+ * without its `reconcile` span) and then on (the SDK, every span
+ * recorded and exported to an OTLP/JSON file: ratio 1, the worst case), in one process, off first.
+ */
+async function tracingCost(): Promise<void> {
+  log('tracing cost');
+  await createNs('bench-tracing').catch((err: unknown) => {
+    if ((err as { code?: number }).code !== 409) throw err;
+  });
+  await custom.createNamespacedCustomObject({
+    group: 'samplecontroller.k8s.io',
+    version: 'v1alpha1',
+    plural: 'foos',
+    namespace: 'bench-tracing',
+    body: {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+      kind: 'Foo',
+      metadata: { name: 'traced' },
+      spec: { deploymentName: 'traced', replicas: 1 },
+    },
+  });
+  const byName = new Map(registry.map((c) => [c.name, c]));
+  const key = { namespace: 'bench-tracing', name: 'traced' };
+  const deliver = () =>
+    inDeliverySpan(ROOT_CONTEXT, { [ATTR.controller]: 'foo', [ATTR.key]: 'bench-tracing/traced' }, () =>
+      reconcileKey(byName, 'foo', key, { kubeConfig: () => kc, log: quiet, retriedBy: 'bench' }),
+    );
+  const bare = () =>
+    reconcileKey(byName, 'foo', key, { kubeConfig: () => kc, log: quiet, retriedBy: 'bench' });
+  /** The median ms of one delivery (robust to the load of a shared machine, unlike a mean). */
+  const msPerReconcile = async (run = deliver) => {
+    const each: number[] = [];
+    for (let i = 0; i < sizes.tracedReconciles; i++) {
+      const t0 = performance.now();
+      await run();
+      each.push(performance.now() - t0);
+    }
+    return quantiles(each).p50;
+  };
+  const foo = byName.get('foo') as Controller;
+  const routes = planInformers([foo]).flatMap((p) => p.routes.filter((r) => r.primary));
+  const eventsPerS = async () => {
+    const pipeline = new KeyPipeline({
+      collapseMs: 250,
+      publish: async () => 'm',
+      primaryKeys: () => [],
+      logger: quiet,
+    });
+    const n = sizes.pipelineEvents / 10;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++)
+      pipeline.handle(routes, {
+        type: 'ADDED',
+        object: {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+          kind: 'Foo',
+          metadata: { namespace: 'ns', name: `f${i % 1000}`, resourceVersion: String(i), generation: 1 },
+        },
+      });
+    await pipeline.flush();
+    pipeline.discard();
+    return n / ((performance.now() - t0) / 1000);
+  };
+  await deliver(); // converge, warm up
+  await msPerReconcile();
+  const withoutSpan = await msPerReconcile(bare);
+  const off = { reconcile: await msPerReconcile(), events: await eventsPerS() };
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-traces-'));
+  const tracing = await startTracing('bench', {
+    exporter: 'file',
+    file: join(dir, 'bench.jsonl'),
+    sampleRatio: 1,
+  });
+  await deliver();
+  const on = { reconcile: await msPerReconcile(), events: await eventsPerS() };
+  await tracing.shutdown();
+  rmSync(dir, { recursive: true, force: true });
+  figures.push(
+    {
+      section: 'tracing',
+      name: `converged foo delivery, tracing off (the API's no-op spans), median of ${sizes.tracedReconciles}`,
+      value: off.reconcile,
+      unit: 'ms',
+      baseline: { name: 'the same reconcile without its reconcile span', value: withoutSpan },
+    },
+    {
+      section: 'tracing',
+      name: `converged foo delivery, tracing on (every span exported to a file), median of ${sizes.tracedReconciles}`,
+      value: on.reconcile,
+      unit: 'ms',
+      baseline: { name: 'tracing off', value: off.reconcile },
+    },
+    {
+      section: 'tracing',
+      name: `relay events/s ingested (${sizes.pipelineEvents / 10} Foo events), tracing on`,
+      value: on.events,
+      unit: 'events/s',
+      baseline: { name: 'tracing off', value: off.events },
+    },
+  );
 }

@@ -21,6 +21,7 @@ import { relayCommand } from './commands/relay.ts';
 import { resyncCommand } from './commands/resync.ts';
 import { runCommand } from './commands/run.ts';
 import { statusCommand } from './commands/status.ts';
+import { traceCommand } from './commands/trace.ts';
 import { CliError, EXIT_FAILURE, EXIT_USAGE } from './errors.ts';
 
 process.env.METADATA_SERVER_DETECTION ??= 'none';
@@ -40,6 +41,7 @@ const parser = yargs(hideBin(process.argv))
   .command(conditionsCommand)
   .command(planCommand)
   .command(logsCommand)
+  .command(traceCommand)
   .command(newCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')

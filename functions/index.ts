@@ -3,7 +3,7 @@
  * `reconcile` (Pub/Sub push) and `resync` (Cloud Scheduler). Configuration comes from the
  * environment (see README "Configuration"); clients are created once per instance, at first use.
  * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
- * shared token `LEVELSET_FUNCTIONS_TOKEN`).
+ * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (functions/tracing.ts).
  *
  *   npx functions-framework --target=reconcile --port=8081
  *   npx functions-framework --target=resync --port=8082
@@ -19,7 +19,10 @@ import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
 import { createResyncHandler } from './resync.ts';
+import { startTracing } from './tracing.ts';
 
+// First: the Pub/Sub client enables its own spans only when tracing runs (functions/publish.ts).
+await startTracing('functions');
 const logger = createLogger('functions');
 
 let kubeConfig: KubeConfig | undefined;

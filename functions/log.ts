@@ -4,9 +4,11 @@
  * (`@google-cloud/pino-logging-gcp-config`).
  *
  * Never pass a Secret's `data`/`stringData` to a logger: log names, namespaces and versions only.
- * As a second line of defence, paths that could carry Secret data are redacted.
+ * As a second line of defence, paths that could carry Secret data are redacted. A line written inside
+ * a span carries its trace ({@link traceFields}).
  */
 import { createGcpLoggingPinoConfig } from '@google-cloud/pino-logging-gcp-config';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
@@ -20,6 +22,19 @@ const redact = {
 };
 
 /**
+ * The active span's trace context in OpenTelemetry's log fields (`trace_id`, `span_id`,
+ * `trace_flags`), which Google Cloud's pino config turns into `logging.googleapis.com/trace`
+ * (`projects/<GOOGLE_CLOUD_PROJECT>/traces/<trace id>`), `logging.googleapis.com/spanId` and
+ * `logging.googleapis.com/trace_sampled`: Cloud Logging then shows a key's log lines under its
+ * trace. `{}` outside a span, and always when tracing is off (no span is ever active).
+ */
+export function traceFields(): { trace_id?: string; span_id?: string; trace_flags?: string } {
+  const sc = trace.getActiveSpan()?.spanContext();
+  if (!sc || !isSpanContextValid(sc)) return {};
+  return { trace_id: sc.traceId, span_id: sc.spanId, trace_flags: `0${sc.traceFlags.toString(16)}` };
+}
+
+/**
  * The root logger of a process. Level from `LOG_LEVEL` (default `info`).
  * @param component `relay`, `functions`, `local`… — becomes `serviceContext.service` (`levelset-<component>`).
  */
@@ -31,7 +46,7 @@ export function createLogger(component: string, destination?: pino.DestinationSt
       traceGoogleCloudProjectId: process.env.GOOGLE_CLOUD_PROJECT ?? 'local',
       inihibitDiagnosticMessage: true,
     },
-    { level: process.env.LOG_LEVEL ?? 'info', redact },
+    { level: process.env.LOG_LEVEL ?? 'info', redact, mixin: traceFields },
   );
   return destination ? pino(config, destination) : pino(config);
 }

@@ -4,6 +4,7 @@
  * A message names *which* key to reconcile, never what changed: the reconcile reads the whole
  * current state (edge-triggered, level-driven).
  */
+import { type Context, context, propagation, ROOT_CONTEXT, type TextMapGetter } from '@opentelemetry/api';
 import { z } from 'zod';
 import { orderingKeyOf } from './contract/key.ts';
 import { controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
@@ -64,6 +65,41 @@ export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
 }
 
 /**
+ * The message attribute that carries a key's W3C trace context (`traceparent`) across Pub/Sub: the
+ * name the Pub/Sub client's own OpenTelemetry support writes and Google's subscribers read
+ * (`@google-cloud/pubsub` `telemetry-tracing.ts`). `googclient_tracestate` carries `tracestate`.
+ */
+export const TRACE_CONTEXT_ATTRIBUTE = 'googclient_traceparent';
+const PREFIX = 'googclient_';
+
+const attributeGetter: TextMapGetter<Record<string, string>> = {
+  get: (carrier, key) => carrier[`${PREFIX}${key}`],
+  keys: (carrier) =>
+    Object.keys(carrier)
+      .filter((k) => k.startsWith(PREFIX))
+      .map((k) => k.slice(PREFIX.length)),
+};
+
+/**
+ * The trace context a key message's attributes carry ({@link TRACE_CONTEXT_ATTRIBUTE}), as the
+ * globally registered propagator reads it; `ROOT_CONTEXT` when there is none or tracing is off.
+ */
+export function traceContextOf(attributes: Record<string, string> | undefined): Context {
+  return attributes ? propagation.extract(ROOT_CONTEXT, attributes, attributeGetter) : ROOT_CONTEXT;
+}
+
+/** `attributes` plus the active trace context as {@link TRACE_CONTEXT_ATTRIBUTE} (unchanged when tracing is off). */
+export function withTraceContext<T extends Record<string, string>>(attributes: T): T {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier, {
+    set: (c, key, value) => {
+      c[`${PREFIX}${key}`] = value;
+    },
+  });
+  return { ...attributes, ...carrier };
+}
+
+/**
  * Attributes Pub/Sub adds to a dead-lettered message (Pub/Sub docs: "Dead-letter topics"); the
  * local push proxy (local/push-proxy.ts) adds the same.
  */
@@ -107,12 +143,23 @@ function issuesOf(err: z.ZodError): string[] {
   return err.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
 }
 
+/** A decoded delivery: the key message and what the push envelope says about it. */
+export interface Delivery {
+  message: KeyMessage;
+  /** `""` when absent. */
+  messageId: string;
+  /** The message's attributes (`{}` when absent). */
+  attributes: Record<string, string>;
+  /** Pub/Sub's delivery attempt (from 1), when the subscription has a dead-letter policy (locally: the push proxy). */
+  deliveryAttempt?: number;
+}
+
 /**
  * Decodes a Pub/Sub push envelope into its key message.
- * @returns the key message and the envelope's `messageId` (`""` when absent).
+ * @returns the key message, the envelope's `messageId`, attributes and delivery attempt.
  * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON or the key message is invalid.
  */
-export function decodePushEnvelope(body: unknown): { message: KeyMessage; messageId: string } {
+export function decodePushEnvelope(body: unknown): Delivery {
   const envelope = pushEnvelopeSchema.safeParse(body);
   if (!envelope.success)
     throw new MalformedMessageError('not a Pub/Sub push envelope', issuesOf(envelope.error));
@@ -126,5 +173,11 @@ export function decodePushEnvelope(body: unknown): { message: KeyMessage; messag
   }
   const parsed = keyMessageSchema.safeParse(json);
   if (!parsed.success) throw new MalformedMessageError('not a v1 key message', issuesOf(parsed.error));
-  return { message: parsed.data, messageId };
+  const delivery: Delivery = {
+    message: parsed.data,
+    messageId,
+    attributes: envelope.data.message.attributes ?? {},
+  };
+  if (envelope.data.deliveryAttempt !== undefined) delivery.deliveryAttempt = envelope.data.deliveryAttempt;
+  return delivery;
 }

@@ -4,6 +4,7 @@
 import { PubSub, type Topic } from '@google-cloud/pubsub';
 import type { Logger } from './log.ts';
 import { encodeKeyMessage, type KeyMessage } from './message.ts';
+import { tracingEnabled } from './tracing.ts';
 
 export interface KeyPublisherOptions {
   /** Google Cloud project of the topic. */
@@ -28,6 +29,13 @@ export interface KeyPublisherOptions {
    * unbounded queue of pending messages.
    */
   timeoutMs?: number;
+  /**
+   * The Pub/Sub client's own OpenTelemetry spans (`enableOpenTelemetryTracing`): a `<topic> create`
+   * span under the active span, whose W3C context it writes into the message attribute
+   * `googclient_traceparent`, and a `<topic> send` span per publish request. Default: whether this
+   * process traces ({@link tracingEnabled}; start tracing before creating the publisher).
+   */
+  tracing?: boolean;
 }
 
 /** Publishes key messages with their ordering key (`controller/namespace/name`). */
@@ -65,6 +73,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
   const emulatorHost = options.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
   const pubsub = new PubSub({
     projectId: options.projectId,
+    enableOpenTelemetryTracing: options.tracing ?? tracingEnabled(),
     ...(emulatorHost ? emulatorClientOptions(emulatorHost) : {}),
   });
   const topic = pubsub.topic(options.topic, {

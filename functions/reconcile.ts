@@ -10,15 +10,18 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
+import { type Attributes, type Context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
 import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
+import { ATTR, inSpan, SPAN, tracer } from './k8s/tracing.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, type EnqueueReason, MalformedMessageError } from './message.ts';
+import { decodePushEnvelope, type EnqueueReason, MalformedMessageError, traceContextOf } from './message.ts';
 import type { Requeuer } from './requeue.ts';
+import { flushTraces } from './tracing.ts';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */
@@ -155,6 +158,41 @@ export async function reconcileKey(
   }
 }
 
+/** Outcomes a retry may fix, or that need an operator: the `reconcile` span's status is `ERROR`. */
+const FAILED: ReadonlySet<Outcome> = new Set(['terminal', 'malformed', 'transient', 'error']);
+
+/**
+ * Runs one delivery of a key under a `reconcile` span (kind `CONSUMER`) continuing `parent` (the
+ * trace context the key message carried; `ROOT_CONTEXT` starts a new trace), so that every log line,
+ * Kubernetes API call and child write of the reconcile is in the key's trace. The span gets the
+ * outcome (`levelset.outcome`), status `ERROR` unless `success`/`requeue`, and ends after `run`
+ * settles (a requeue scheduled inside `run` is its child).
+ */
+export async function inDeliverySpan<T extends KeyOutcome>(
+  parent: Context,
+  attributes: Attributes,
+  run: () => Promise<T>,
+): Promise<T> {
+  return tracer().startActiveSpan(
+    SPAN.reconcile,
+    { kind: SpanKind.CONSUMER, attributes },
+    parent,
+    async (span) => {
+      try {
+        const result = await run();
+        span.setAttribute(ATTR.outcome, result.outcome);
+        if (result.requeueAfterMs !== undefined)
+          span.setAttribute(ATTR.requeueAfterMs, result.requeueAfterMs);
+        if (FAILED.has(result.outcome))
+          span.setStatus({ code: SpanStatusCode.ERROR, message: result.outcome });
+        return result;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
 /**
  * Builds the HTTP handler for Pub/Sub push deliveries (`{message:{data,attributes,messageId,
  * publishTime},subscription}`, `data` = base64 JSON key message). A request that breaks the HTTP
@@ -202,7 +240,7 @@ export function createReconcileHandler(
       res.status(204).end();
       return;
     }
-    const { message, messageId } = decoded;
+    const { message, messageId, deliveryAttempt } = decoded;
     const key = { namespace: message.namespace, name: message.name };
     const log = keyLogger(deps.logger, message.controller, keyString(key)).child({
       messageId,
@@ -212,19 +250,38 @@ export function createReconcileHandler(
     // Deliveries of one key are serialised within an instance, as a workqueue's processing set
     // does: Pub/Sub's ordering keys serialise them across instances, but the emulator's push does
     // not, and two reconciles of one key at once can write a stale read last.
-    const { outcome, requeueAfterMs } = await serialisedPerKey(orderingKeyOf(message), () =>
-      reconcileKey(byName, message.controller, key, {
-        kubeConfig: deps.kubeConfig,
-        log,
-        retriedBy: 'Pub/Sub',
-        reason: message.reason,
-      }),
-    );
-    if (requeueAfterMs !== undefined && deps.requeuer) {
-      await deps.requeuer.requeue({ controller: message.controller, ...key }, requeueAfterMs).catch((err) => {
-        log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
-      });
-    }
+    const attributes: Attributes = {
+      [ATTR.controller]: message.controller,
+      [ATTR.key]: keyString(key),
+      [ATTR.reason]: message.reason,
+      [ATTR.enqueuedAt]: message.enqueuedAt,
+      [ATTR.messageId]: messageId,
+      ...(deliveryAttempt !== undefined ? { [ATTR.deliveryAttempt]: deliveryAttempt } : {}),
+    };
+    const { outcome } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
+      const result = await serialisedPerKey(orderingKeyOf(message), () =>
+        reconcileKey(byName, message.controller, key, {
+          kubeConfig: deps.kubeConfig,
+          log,
+          retriedBy: 'Pub/Sub',
+          reason: message.reason,
+        }),
+      );
+      const { requeueAfterMs } = result;
+      if (requeueAfterMs !== undefined && deps.requeuer) {
+        const requeuer = deps.requeuer;
+        await inSpan(
+          SPAN.requeue,
+          { [ATTR.requeueAfterMs]: requeueAfterMs, 'levelset.requeuer': requeuer.kind },
+          () => requeuer.requeue({ controller: message.controller, ...key }, requeueAfterMs),
+        ).catch((err) => {
+          log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
+        });
+      }
+      return result;
+    });
+    // Cloud Run throttles an instance's CPU once it answered: the delivery's spans leave first.
+    await flushTraces();
     res.status(outcome === 'transient' || outcome === 'error' ? 500 : 204).end();
   };
 }

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type ControllerKey, orderingKeyOf } from './contract/key.ts';
 import type { Logger } from './log.ts';
-import { encodeKeyMessage, type KeyMessage, type PushEnvelope } from './message.ts';
+import { encodeKeyMessage, type KeyMessage, type PushEnvelope, withTraceContext } from './message.ts';
 
 /** Schedules a key to be delivered to `reconcile` again. */
 export interface Requeuer {
@@ -70,7 +70,11 @@ export function readRequeueConfig(env: NodeJS.ProcessEnv = process.env): Requeue
   return parsed.data;
 }
 
-/** The push envelope body a requeue delivers: the shape `reconcile` decodes from Pub/Sub. */
+/**
+ * The push envelope body a requeue delivers: the shape `reconcile` decodes from Pub/Sub, with the
+ * active trace context (the `requeue` span) in its attributes, so the requeued delivery continues
+ * the key's trace.
+ */
 export function requeueEnvelope(key: ControllerKey, now = new Date()): { message: KeyMessage; body: string } {
   const message: KeyMessage = {
     v: 1,
@@ -83,7 +87,11 @@ export function requeueEnvelope(key: ControllerKey, now = new Date()): { message
   // Encoded as the relay publishes it (validated; the same data and attributes).
   const { data, attributes } = encodeKeyMessage(message);
   const body: PushEnvelope = {
-    message: { data: data.toString('base64'), attributes, messageId: `requeue-${now.getTime()}` },
+    message: {
+      data: data.toString('base64'),
+      attributes: withTraceContext(attributes),
+      messageId: `requeue-${now.getTime()}`,
+    },
     subscription: 'requeue',
   };
   return { message, body: JSON.stringify(body) };

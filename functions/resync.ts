@@ -5,14 +5,17 @@
  */
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Controller, ResyncContext } from './contract/controller.ts';
-import type { Key } from './contract/key.ts';
+import { type Key, keyString } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isNotFound } from './k8s/errors.ts';
 import { listPaged } from './k8s/list.ts';
+import { ATTR, SPAN, tracer } from './k8s/tracing.ts';
 import type { Logger } from './log.ts';
 import type { KeyPublisher } from './publish.ts';
 import { errorText } from './reconcile.ts';
+import { flushTraces } from './tracing.ts';
 
 /** Publishes a resync keeps outstanding at most, per controller (bounds its memory; Cloud Run's default is 512 MiB). */
 export const RESYNC_MAX_IN_FLIGHT = 1000;
@@ -44,7 +47,10 @@ export interface ResyncOptions {
 
 /**
  * Enumerates and publishes every controller's keys (`reason: "resync"`). A failing controller does
- * not stop the others; its error is in the report.
+ * not stop the others; its error is in the report. Traced as one `resync` span per controller (its
+ * LISTs under it) and, per key, an `enqueue` span starting the key's own trace (`levelset.cause`
+ * `resync`, linked to the `resync` span), under which the key is published: each key's reconcile is
+ * a trace of its own, sampled on its own, as a watch event's.
  */
 export async function resyncAll(
   controllers: readonly Controller[],
@@ -56,55 +62,81 @@ export async function resyncAll(
   const started = performance.now();
   const report: ResyncReport = { controllers: {}, published: 0, durationMs: 0 };
   await Promise.all(
-    controllers.map(async (controller) => {
-      const ctx: ResyncContext = { kubeConfig, log: logger.child({ controller: controller.name }) };
-      const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
-      const entry: ResyncReport['controllers'][string] = { published: 0 };
-      report.controllers[controller.name] = entry;
-      const enqueuedAt = new Date().toISOString();
-      // Streamed: a page of keys is published while the next is read, with at most
-      // RESYNC_MAX_IN_FLIGHT publishes outstanding, so memory stays bounded however many keys.
-      const inFlight = new Set<Promise<void>>();
-      let enumerated = 0;
-      let failure: { err: unknown } | undefined;
-      try {
-        let done = 0;
-        const counted = () => options.onKey?.(controller.name, ++done);
-        for await (const key of keys) {
-          enumerated++;
-          if (options.dryRun) {
-            entry.published++;
-            counted();
-            continue;
-          }
-          const p = publisher
-            .publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt })
-            .then(
-              () => {
-                entry.published++;
-                counted();
-              },
-              (err: unknown) => {
-                failure ??= { err };
-              },
-            )
-            .finally(() => inFlight.delete(p));
-          inFlight.add(p);
-          if (inFlight.size >= RESYNC_MAX_IN_FLIGHT) await Promise.race(inFlight);
-          if (failure) throw failure.err;
-        }
-        await Promise.all(inFlight);
-        if (failure) throw failure.err;
-      } catch (err) {
-        await Promise.allSettled(inFlight);
-        if (isNotFound(err) && enumerated === 0) {
-          // The resource type is not served (a CRD not installed yet): nothing to resync, not a failure.
-          entry.skipped = 'resource not served';
-          ctx.log.warn({ err: errorText(err) }, `${controller.name}: resource not served; nothing to resync`);
-        } else entry.error = errorText(err);
-      }
-    }),
+    controllers.map((controller) =>
+      tracer().startActiveSpan(
+        SPAN.resync,
+        { root: true, attributes: { [ATTR.controller]: controller.name } },
+        (run) => resyncController(controller, run).finally(() => run.end()),
+      ),
+    ),
   );
+  async function resyncController(controller: Controller, run: Span): Promise<void> {
+    const ctx: ResyncContext = { kubeConfig, log: logger.child({ controller: controller.name }) };
+    const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
+    const entry: ResyncReport['controllers'][string] = { published: 0 };
+    report.controllers[controller.name] = entry;
+    const enqueuedAt = new Date().toISOString();
+    // Streamed: a page of keys is published while the next is read, with at most
+    // RESYNC_MAX_IN_FLIGHT publishes outstanding, so memory stays bounded however many keys.
+    const inFlight = new Set<Promise<void>>();
+    let enumerated = 0;
+    let failure: { err: unknown } | undefined;
+    try {
+      let done = 0;
+      const counted = () => options.onKey?.(controller.name, ++done);
+      for await (const key of keys) {
+        enumerated++;
+        if (options.dryRun) {
+          entry.published++;
+          counted();
+          continue;
+        }
+        const keySpan = tracer().startSpan(SPAN.enqueue, {
+          root: true,
+          kind: SpanKind.PRODUCER,
+          links: [{ context: run.spanContext() }],
+          attributes: {
+            [ATTR.controller]: controller.name,
+            [ATTR.key]: keyString(key),
+            [ATTR.cause]: 'resync',
+          },
+        });
+        const p = context
+          .with(trace.setSpan(ROOT_CONTEXT, keySpan), () =>
+            publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }),
+          )
+          .then(
+            () => {
+              entry.published++;
+              counted();
+            },
+            (err: unknown) => {
+              keySpan.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err) });
+              failure ??= { err };
+            },
+          )
+          .finally(() => {
+            keySpan.end();
+            inFlight.delete(p);
+          });
+        inFlight.add(p);
+        if (inFlight.size >= RESYNC_MAX_IN_FLIGHT) await Promise.race(inFlight);
+        if (failure) throw failure.err;
+      }
+      await Promise.all(inFlight);
+      if (failure) throw failure.err;
+    } catch (err) {
+      await Promise.allSettled(inFlight);
+      if (isNotFound(err) && enumerated === 0) {
+        // The resource type is not served (a CRD not installed yet): nothing to resync, not a failure.
+        entry.skipped = 'resource not served';
+        ctx.log.warn({ err: errorText(err) }, `${controller.name}: resource not served; nothing to resync`);
+      } else {
+        entry.error = errorText(err);
+        run.setStatus({ code: SpanStatusCode.ERROR, message: entry.error });
+      }
+    }
+  }
   report.published = Object.values(report.controllers).reduce((n, c) => n + c.published, 0);
   report.durationMs = Math.round(performance.now() - started);
   return report;
@@ -140,6 +172,7 @@ export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res
       if (failed.length)
         deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);
       else deps.logger.info({ report }, `resync published ${report.published} keys`);
+      await flushTraces();
       res.status(failed.length ? 500 : 200).json(report);
     } catch (err) {
       deps.logger.error({ err: errorText(err) }, 'resync failed');

@@ -7,6 +7,7 @@
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
  * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
  */
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../functions/publish.ts';
@@ -21,7 +22,7 @@ import {
 } from './pubsub-emulator.ts';
 import { type PushProxy, startPushProxy } from './push-proxy.ts';
 import { type LogLine, repoRoot, type Service, startService } from './service.ts';
-import { createLogFile, removeStackState, writeStackState } from './state.ts';
+import { createLogFile, removeStackState, traceFilePath, writeStackState } from './state.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
 /** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
@@ -74,6 +75,11 @@ export interface LocalStackOptions {
    * stack (local/state.ts); omitted: nothing is written.
    */
   stateDir?: string;
+  /**
+   * Every process traces into `<stateDir>/traces/<service>.jsonl` (functions/tracing.ts `file`, every
+   * trace exported), what `levelset trace` reads; default: true when `stateDir` is set.
+   */
+  tracing?: boolean;
 }
 
 /** The stack in `in-process` mode: `relay()` is the in-process process (its log lines with an `outcome` are tagged `reconcile`). */
@@ -235,6 +241,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       LEVELSET_TOPIC: topic,
       ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
     };
+    const tracing = options.stateDir !== undefined && (options.tracing ?? true);
+    const traceFiles = new Map<string, string>();
+    /** The tracing environment of one service: its own file, every trace exported. */
+    const traceEnv = (service: string): Record<string, string> => {
+      if (!tracing || !options.stateDir) return {};
+      const file = traceFilePath(options.stateDir, service);
+      if (!traceFiles.has(service)) {
+        rmSync(file, { force: true }); // a previous stack's spans
+        traceFiles.set(service, file);
+      }
+      return { LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: file, LEVELSET_TRACE_SAMPLE_RATIO: '1' };
+    };
     const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
     started.push({
       stop: async () => {
@@ -271,7 +289,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
           `--source=${repoRoot}`,
         ],
         port,
-        env: functionsEnv,
+        env: { ...functionsEnv, ...traceEnv(target) },
         onLog: functionLogs[target],
       });
       functions.set(target, service);
@@ -341,6 +359,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
         relayUrl: relay?.url,
         logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
+        ...(tracing ? { traces: Object.fromEntries(traceFiles) } : {}),
       });
     };
     const startRelay = async (extraEnv: Record<string, string> = {}) => {
@@ -352,6 +371,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         port,
         env: {
           ...env,
+          ...traceEnv('relay'),
           ...extraEnv,
           KUBECONFIG: options.relayKubeconfigPath ?? options.kubeconfigPath,
           RELAY_PORT: String(port),

@@ -3,6 +3,8 @@
  * `<stateDir>/logs/<service>.jsonl`: how `levelset` commands find a running `levelset dev`
  * (emulator, topics, function and relay URLs, kubeconfig) and follow its processes' log lines.
  *
+ * With tracing, `<stateDir>/traces/<service>.jsonl` holds each process's spans (`levelset trace`).
+ *
  * The state directory is `LEVELSET_STATE_DIR`, default `<repository>/.levelset`.
  */
 import {
@@ -46,6 +48,11 @@ export const stackStateSchema = z.object({
   relayUrl: z.string().optional(),
   /** Service name → its log file (one JSON log line per line). */
   logs: z.record(z.string(), z.string()),
+  /**
+   * Service name → its trace file (OTLP/JSON lines, functions/tracing.ts), what `levelset trace`
+   * reads; absent when the stack does not trace.
+   */
+  traces: z.record(z.string(), z.string()).optional(),
 });
 export type StackState = z.infer<typeof stackStateSchema>;
 
@@ -57,6 +64,11 @@ export function stackStatePath(dir: string): string {
 /** Path of a service's log file in `dir`. */
 export function logFilePath(dir: string, service: string): string {
   return join(dir, 'logs', `${service}.jsonl`);
+}
+
+/** Path of a service's trace file in `dir` (OTLP/JSON lines, written by the service itself). */
+export function traceFilePath(dir: string, service: string): string {
+  return join(dir, 'traces', `${service}.jsonl`);
 }
 
 /** Writes the state file (creating `dir`); atomically, so a reader never sees half a file. */

@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
+import { startTracing, type Tracing } from '../functions/tracing.ts';
 import { DEFAULT_PORT } from './config.ts';
 import {
   DEFAULT_IN_PROCESS_COLLAPSE_MS,
@@ -49,6 +50,14 @@ async function main(): Promise<void> {
   }
   const env = parsed.data;
   const logger = createLogger('relay');
+  let tracing: Tracing;
+  try {
+    tracing = await startTracing('in-process');
+  } catch (err) {
+    logger.fatal(err instanceof Error ? err.message : String(err));
+    process.exitCode = 1;
+    return;
+  }
   let running: InProcess;
   try {
     running = await startInProcess({
@@ -64,7 +73,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  stopOnSignals(logger, () => running.stop());
+  stopOnSignals(logger, async () => {
+    await running.stop();
+    await tracing.shutdown();
+  });
 }
 
 await main();

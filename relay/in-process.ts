@@ -14,11 +14,13 @@
  * `workqueue_*` metrics with `name` = controller).
  */
 
+import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
 import type { Controller } from '../functions/contract/controller.ts';
 import { type ControllerKey, keyString, parseKeyString } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
+import { ATTR } from '../functions/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
-import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
+import { inDeliverySpan, type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
 import { resyncAll } from '../functions/resync.ts';
 import { createRelayMetrics } from './metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from './relay.ts';
@@ -79,6 +81,13 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     ]),
   );
   const kubeConfig = () => options.kubeConfig;
+  /**
+   * Queue key (`controller|namespace/name`) → the trace context of its latest enqueue: a worker's
+   * `reconcile` span continues it, as the function continues the one a message carries. Marked
+   * remote, so the reconcile is a part of the trace of its own for the export decision
+   * (functions/tracing.ts), as it is in the serverless mode.
+   */
+  const enqueuedBy = new Map<string, SpanContext>();
 
   const runWorker = async (controller: string, queue: WorkQueue): Promise<void> => {
     for (;;) {
@@ -87,11 +96,21 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       let result: KeyOutcome = { outcome: 'error' };
       try {
         const log = keyLogger(reconcileLogger, controller, key).child({ reason: 'workqueue' });
-        result = await reconcileKey(byName, controller, parseKeyString(key), {
-          kubeConfig,
-          log,
-          retriedBy: 'the workqueue',
-        });
+        const enqueued = enqueuedBy.get(`${controller}|${key}`);
+        enqueuedBy.delete(`${controller}|${key}`);
+        const parent = enqueued
+          ? trace.setSpanContext(ROOT_CONTEXT, { ...enqueued, isRemote: true })
+          : ROOT_CONTEXT;
+        result = await inDeliverySpan(
+          parent,
+          { [ATTR.controller]: controller, [ATTR.key]: key, [ATTR.reason]: 'workqueue' },
+          () =>
+            reconcileKey(byName, controller, parseKeyString(key), {
+              kubeConfig,
+              log,
+              retriedBy: 'the workqueue',
+            }),
+        );
       } finally {
         switch (result.outcome) {
           case 'transient':
@@ -115,6 +134,9 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     publish: async (m: ControllerKey) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
+      const enqueue = trace.getSpan(context.active())?.spanContext();
+      if (enqueue && trace.isSpanContextValid(enqueue))
+        enqueuedBy.set(`${m.controller}|${keyString(m)}`, enqueue);
       queue.add(keyString(m));
       return '';
     },

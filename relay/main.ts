@@ -10,6 +10,7 @@
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
+import { startTracing, type Tracing } from '../functions/tracing.ts';
 import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
 import { stopOnSignals } from './shutdown.ts';
@@ -32,6 +33,13 @@ async function main(): Promise<void> {
     config = loadRelayConfig();
   } catch (err) {
     failStart(err instanceof Error ? err.message : String(err), err);
+    return;
+  }
+  let tracing: Tracing;
+  try {
+    tracing = await startTracing('relay');
+  } catch (err) {
+    failStart(err instanceof Error ? err.message : String(err), new ConfigError(String(err)));
     return;
   }
   const logger = createLogger('relay');
@@ -71,6 +79,7 @@ async function main(): Promise<void> {
   stopOnSignals(logger, async () => {
     await relay.stop();
     await publisher.close();
+    await tracing.shutdown();
   });
 }
 

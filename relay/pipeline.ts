@@ -3,6 +3,15 @@
  * client-go's SharedInformerFactory), the primary predicate, `Watch.map`, collapse, publish.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import {
+  type Attributes,
+  context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 import type {
   Controller,
   MapContext,
@@ -11,6 +20,7 @@ import type {
   WatchEvent,
 } from '../functions/contract/controller.ts';
 import { type ControllerKey, type Key, keyString, orderingKeyOf } from '../functions/contract/key.ts';
+import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
@@ -96,6 +106,41 @@ export interface PipelineOptions {
   retryBackoff?: BackoffOptions;
 }
 
+/**
+ * Why a key is enqueued, for its `enqueue` span: a watch event (with the resource it came from), a
+ * changed spec-index value of a primary, or a publish retry.
+ */
+export type EnqueueCause =
+  | { cause: 'watch'; event: WatchEvent; resource: ResourceType }
+  | { cause: 'index'; object: KubernetesObject; resource?: ResourceType }
+  | { cause: 'retry' };
+
+/** The attributes of an enqueue's cause: for a watch event its resource, type and resourceVersion. */
+function causeAttributes(c: EnqueueCause): Attributes {
+  if (c.cause === 'watch')
+    return {
+      [ATTR.cause]: 'watch',
+      [ATTR.resource]: resourceName(c.resource),
+      [ATTR.eventType]: c.event.type,
+      [ATTR.resourceVersion]: c.event.object.metadata?.resourceVersion ?? '',
+    };
+  if (c.cause === 'index')
+    return {
+      [ATTR.cause]: 'index',
+      ...(c.resource ? { [ATTR.resource]: resourceName(c.resource) } : {}),
+      [ATTR.resourceVersion]: c.object.metadata?.resourceVersion ?? '',
+    };
+  return { [ATTR.cause]: 'retry' };
+}
+
+/** Collapsed events recorded as span events per `enqueue` span at most; the rest are counted (`levelset.collapsed`). */
+export const COLLAPSED_EVENTS = 16;
+
+/** A key in the collapser, with the `enqueue` span that follows it until its publish settles. */
+interface Queued extends ControllerKey {
+  span: Span;
+}
+
 /** Validates a key returned by a `Watch.map`: a non-empty name, a string namespace. */
 function isKey(k: unknown): k is Key {
   const key = k as Partial<Key> | null;
@@ -115,7 +160,9 @@ function isKey(k: unknown): k is Key {
  */
 export class KeyPipeline {
   readonly #options: PipelineOptions;
-  readonly #collapser: Collapser<ControllerKey>;
+  readonly #collapser: Collapser<Queued>;
+  /** Ordering key → the span of the key waiting for its trailing publish (collapsed events are its span events). */
+  readonly #waiting = new Map<string, { span: Span; collapsed: number }>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
@@ -141,11 +188,11 @@ export class KeyPipeline {
         logger.info({ keys: keys.length }, 'retrying keys whose publish failed');
         for (const key of keys) {
           metrics?.keysRetried.inc({ controller: key.controller });
-          this.enqueue(key.controller, key);
+          this.enqueue(key.controller, key, { cause: 'retry' });
         }
       },
     });
-    this.#collapser = new Collapser<ControllerKey>({
+    this.#collapser = new Collapser<Queued>({
       windowMs: options.collapseMs,
       mode: options.collapseMode,
       timers: this.#timers,
@@ -223,19 +270,54 @@ export class KeyPipeline {
   /** Routes one informer event to every watch it serves. */
   handle(routes: readonly Route[], event: WatchEvent): void {
     for (const route of routes) {
-      for (const key of this.keysFor(route, event)) this.enqueue(route.controller.name, key);
+      for (const key of this.keysFor(route, event))
+        this.enqueue(route.controller.name, key, { cause: 'watch', event, resource: route.watch.resource });
     }
   }
 
-  /** Queues one key (collapsing repeats inside the window). */
-  enqueue(controller: string, key: Key): void {
-    const queued: ControllerKey = { controller, namespace: key.namespace, name: key.name };
-    if (this.#collapser.add(orderingKeyOf(queued), queued))
-      this.#options.metrics?.keysEnqueued.inc({ controller });
+  /**
+   * Queues one key (collapsing repeats inside the window). A key that is not waiting starts an
+   * `enqueue` span (a new trace) with its cause's attributes; a repeat that collapses into the
+   * waiting publish becomes a `collapsed` event of that span (the first {@link COLLAPSED_EVENTS};
+   * `levelset.collapsed` counts them all).
+   */
+  enqueue(controller: string, key: Key, cause?: EnqueueCause): void {
+    const id = orderingKeyOf({ controller, ...key });
+    let waiting = this.#waiting.get(id);
+    if (waiting) {
+      // Attributes are built only for a recording span: with tracing off this path costs nothing.
+      if (++waiting.collapsed <= COLLAPSED_EVENTS && waiting.span.isRecording())
+        waiting.span.addEvent('collapsed', cause ? causeAttributes(cause) : {});
+    } else {
+      const span = tracer().startSpan(SPAN.enqueue, { root: true, kind: SpanKind.PRODUCER });
+      if (span.isRecording())
+        span.setAttributes({
+          [ATTR.controller]: controller,
+          [ATTR.key]: keyString(key),
+          ...(cause ? causeAttributes(cause) : {}),
+        });
+      // Until its publish (#publish takes it out; at once on a leading edge).
+      waiting = { span, collapsed: 0 };
+      this.#waiting.set(id, waiting);
+    }
+    const queued: Queued = {
+      controller,
+      namespace: key.namespace,
+      name: key.name,
+      span: waiting.span,
+    };
+    if (this.#collapser.add(id, queued)) this.#options.metrics?.keysEnqueued.inc({ controller });
     else this.#options.metrics?.keysCollapsed.inc({ controller });
   }
 
-  #publish(key: ControllerKey, firstAddedAt: number): void {
+  #publish(queued: Queued, firstAddedAt: number): void {
+    const { span, ...key } = queued;
+    const id = orderingKeyOf(key);
+    const waiting = this.#waiting.get(id);
+    if (waiting?.span === span) {
+      this.#waiting.delete(id);
+      if (waiting.collapsed > 0) span.setAttribute(ATTR.collapsed, waiting.collapsed);
+    }
     const message: KeyMessage = {
       v: 1,
       controller: key.controller,
@@ -248,7 +330,12 @@ export class KeyPipeline {
     const labels = { controller: key.controller };
     const p = (async () => {
       try {
-        const messageId = await this.#options.publish(message);
+        // The publish runs under the key's span: the Pub/Sub client's publish span is its child and
+        // carries the trace in the message (functions/publish.ts).
+        const messageId = await context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
+          this.#options.publish(message),
+        );
+        span.setAttribute(ATTR.messageId, messageId);
         metrics?.keysPublished.inc(labels);
         metrics?.enqueueToPublish.observe(labels, (this.#timers.now() - firstAddedAt) / 1000);
         logger.debug({ controller: key.controller, key: keyString(key), messageId }, 'published');
@@ -259,7 +346,13 @@ export class KeyPipeline {
         // retry buffer and is published again after a backoff; the periodic resync covers a key
         // the full buffer dropped.
         logger.error({ err, controller: key.controller, key: keyString(key) }, 'publish failed');
-        this.#retry.add(orderingKeyOf(key), key);
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: 'publish failed: the key waits in the retry buffer',
+        });
+        this.#retry.add(id, key);
+      } finally {
+        span.end();
       }
     })();
     this.#inFlight.add(p);
@@ -279,6 +372,8 @@ export class KeyPipeline {
 
   /** Drops pending keys (collapse window and retry buffer) without publishing them. */
   discard(): void {
+    for (const { span } of this.#waiting.values()) span.end();
+    this.#waiting.clear();
     this.#collapser.clear();
     this.#retry.clear();
   }

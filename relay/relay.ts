@@ -171,10 +171,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
             onObject: (object: KubernetesObject) => {
               for (const controller of indexed)
                 if (indexes.update(controller, object))
-                  pipeline.enqueue(controller, {
-                    namespace: object.metadata?.namespace ?? '',
-                    name: object.metadata?.name ?? '',
-                  });
+                  pipeline.enqueue(
+                    controller,
+                    { namespace: object.metadata?.namespace ?? '', name: object.metadata?.name ?? '' },
+                    { cause: 'index', object, resource: plan.resource },
+                  );
             },
           }
         : {}),

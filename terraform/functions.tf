@@ -8,7 +8,7 @@
 locals {
   functions_source_dir = coalesce(var.functions_source_dir, "${path.module}/.build/functions")
 
-  function_env = merge(local.controller_env, local.requeue_env, local.topic_controller_env, {
+  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.topic_controller_env, {
     # The Cloud Run path of functions/kube.ts: this endpoint and the runtime service account's
     # Google access token (functions/gke-auth.ts). No CA data: the DNS endpoint's certificate is public.
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint

@@ -138,7 +138,7 @@ resource "kubernetes_deployment_v1" "relay" {
           }
 
           dynamic "env" {
-            for_each = merge(local.controller_env, { RELAY_PORT = tostring(local.relay_port) })
+            for_each = merge(local.controller_env, local.tracing_env, { RELAY_PORT = tostring(local.relay_port) })
             content {
               name  = env.key
               value = env.value

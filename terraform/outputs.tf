@@ -68,12 +68,13 @@ output "controllers" {
 }
 
 output "console_links" {
-  description = "Google Cloud console pages of the deployment: functions, logs, Pub/Sub, dead letters, scheduler, alerts, metrics, relay."
+  description = "Google Cloud console pages of the deployment: functions, logs, traces, Pub/Sub, dead letters, scheduler, alerts, metrics, relay."
   value = {
     reconcile_function       = "${local.console}/run/detail/${var.region}/${local.reconcile_function_name}/metrics?${local.project}"
     resync_function          = "${local.console}/run/detail/${var.region}/${local.resync_function_name}/metrics?${local.project}"
     reconcile_logs           = "${local.console}/logs/query;query=${replace(urlencode(local.logs_reconcile_query), "+", "%20")}?${local.project}"
     relay_logs               = "${local.console}/logs/query;query=${replace(urlencode(local.logs_relay_query), "+", "%20")}?${local.project}"
+    traces                   = "${local.console}/traces/list?${local.project}&filter=${replace(urlencode(local.trace_filter), "+", "%20")}"
     keys_topic               = "${local.console}/cloudpubsub/topic/detail/${google_pubsub_topic.keys.name}?${local.project}"
     reconcile_subscription   = "${local.console}/cloudpubsub/subscription/detail/${google_pubsub_subscription.reconcile.name}?${local.project}"
     dead_letter_subscription = "${local.console}/cloudpubsub/subscription/detail/${google_pubsub_subscription.dead_letter.name}?${local.project}"

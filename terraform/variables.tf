@@ -77,7 +77,7 @@ variable "labels" {
 }
 
 variable "enable_apis" {
-  description = "Enable the Google Cloud APIs Levelset uses (Cloud Run, Cloud Functions, Cloud Build, Artifact Registry, Pub/Sub, Cloud Scheduler, Logging, Monitoring, GKE, IAM). They are never disabled on destroy."
+  description = "Enable the Google Cloud APIs Levelset uses (Cloud Run, Cloud Functions, Cloud Build, Artifact Registry, Pub/Sub, Cloud Scheduler, Cloud Tasks, Cloud Trace, Logging, Monitoring, GKE, IAM). They are never disabled on destroy."
   type        = bool
   default     = true
 }
@@ -395,4 +395,21 @@ variable "topic_controller_project" {
   description = "Project the Topic controller creates topics in (TOPIC_CONTROLLER_PROJECT); empty: project_id."
   type        = string
   default     = ""
+}
+
+variable "enable_tracing" {
+  description = "Export traces of the relay and the functions to Cloud Trace (LEVELSET_TRACING=cloud-trace) and grant them roles/cloudtrace.agent; false: no tracing at all."
+  type        = bool
+  default     = true
+}
+
+variable "trace_sample_ratio" {
+  description = "Share (0 to 1) of the traces of keys reconciled with outcome success that are exported (LEVELSET_TRACE_SAMPLE_RATIO); traces of every other outcome are always exported."
+  type        = number
+  default     = 0.1
+
+  validation {
+    condition     = var.trace_sample_ratio >= 0 && var.trace_sample_ratio <= 1
+    error_message = "trace_sample_ratio must be between 0 and 1."
+  }
 }

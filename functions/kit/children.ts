@@ -18,6 +18,7 @@ import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { isConflict, TerminalError } from '../k8s/errors.ts';
 import { apiVersionOf } from '../k8s/list.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
+import { ATTR, type ChildOperation, inSpan } from '../k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
 import { ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
 import type { MapFunction } from './map.ts';
@@ -133,6 +134,11 @@ export function messageResourceExists(name: string, ownerKind: string): string {
   return `Resource ${JSON.stringify(name)} already exists and is not managed by ${ownerKind}`;
 }
 
+/** Runs one child write under a `child create|apply|prune` span (its API calls are the span's children). */
+function childSpan<T>(operation: ChildOperation, child: string, fn: () => Promise<T>): Promise<T> {
+  return inSpan(`child ${operation}`, { [ATTR.child]: child }, fn);
+}
+
 /** What {@link reconcileChildren} did, for logs and the `Synced` Event: `created Deployment x`, … */
 export type ChildChange = `${'created' | 'updated' | 'pruned'} ${string}`;
 
@@ -190,11 +196,13 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
     let live = entry.listed.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace);
     if (!live) {
       try {
-        const created = await client.create(resource, body);
-        // What the create set is what this body sets: the rest of its Update entry is server defaults.
-        const upgrade = upgradeManagedFieldsPatch(created, FIELD_MANAGER, body);
-        // A dry-run created nothing to patch.
-        if (upgrade && !client.dryRun) await client.patch(resource, namespace, name, upgrade, 'json');
+        await childSpan('create', label, async () => {
+          const created = await client.create(resource, body);
+          // What the create set is what this body sets: the rest of its Update entry is server defaults.
+          const upgrade = upgradeManagedFieldsPatch(created, FIELD_MANAGER, body);
+          // A dry-run created nothing to patch.
+          if (upgrade && !client.dryRun) await client.patch(resource, namespace, name, upgrade, 'json');
+        });
         changes.push(`created ${label}`);
         continue;
       } catch (err) {
@@ -207,11 +215,14 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       throw new TerminalError(ERR_RESOURCE_EXISTS, messageResourceExists(name, owner.kind));
     const { ownerReferences: _, ...metadata } = body.metadata ?? {};
     if (isSubset({ ...body, metadata }, live) && ownsExactly(live, FIELD_MANAGER, body)) continue;
-    const upgrade = upgradeManagedFieldsPatch(live, FIELD_MANAGER);
-    if (upgrade) live = await client.patch(resource, namespace, name, upgrade, 'json');
-    await client.apply(resource, {
-      ...body,
-      metadata: { ...body.metadata, resourceVersion: live.metadata?.resourceVersion },
+    const listed = live;
+    await childSpan('apply', label, async () => {
+      const upgrade = upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
+      const current = upgrade ? await client.patch(resource, namespace, name, upgrade, 'json') : listed;
+      await client.apply(resource, {
+        ...body,
+        metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion },
+      });
     });
     changes.push(`updated ${label}`);
   }
@@ -221,8 +232,9 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       if (!isControlledBy(child, owner) || wanted.has(id)) continue;
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
-      if (await client.delete(type.resource, child))
-        changes.push(`pruned ${type.resource.kind} ${child.metadata?.name}`);
+      const pruned = `${type.resource.kind} ${child.metadata?.name}`;
+      if (await childSpan('prune', pruned, () => client.delete(type.resource, child)))
+        changes.push(`pruned ${pruned}`);
     }
   }
   return changes;

@@ -374,6 +374,42 @@ describe('terraform/', () => {
     );
   });
 
+  test('Cloud Trace: the API is enabled, each identity that writes spans gets roles/cloudtrace.agent only, the console links the trace list', () => {
+    assert.ok((m.locals.get('apis') as string[]).includes('cloudtrace.googleapis.com'));
+    const wif =
+      /^principal:\/\/iam\.googleapis\.com\/projects\/.+\/workloadIdentityPools\/.+\.svc\.id\.goog\/subject\/ns\/\$\{var\.relay_namespace\}\/sa\/\$\{local\.relay_service_account\}$/;
+    const grants = [...resourcesOf(m, 'google_project_iam_member')].filter(([, g]) =>
+      strings(g.role).some((r) => r.includes('cloudtrace')),
+    );
+    assert.deepEqual(grants.map(([name]) => name).sort(), ['functions_trace_agent', 'relay_trace_agent']);
+    for (const [, g] of grants) {
+      assert.equal(g.role, 'roles/cloudtrace.agent', 'the trace writer role, nothing broader');
+      assert.equal(g.count, ref('var.enable_tracing ? 1 : 0'));
+    }
+    assert.equal(
+      resource(m, 'google_project_iam_member', 'functions_trace_agent').member,
+      ref('google_service_account.functions.member'),
+    );
+    assert.match(String(resource(m, 'google_project_iam_member', 'relay_trace_agent').member), wif);
+    // Both processes get the exporter and the ratio; the ratio is bounded.
+    const env = m.locals.get('tracing_env') as Record<string, string>;
+    assert.equal(env.LEVELSET_TRACING, ref('var.enable_tracing ? "cloud-trace" : "off"'));
+    assert.equal(env.LEVELSET_TRACE_SAMPLE_RATIO, ref('tostring(var.trace_sample_ratio)'));
+    assert.ok(m.variables.get('trace_sample_ratio')?.validation);
+    assert.match(String(m.locals.get('function_env')), /local\.tracing_env/);
+    const container = block(
+      block(block(block(resource(m, 'kubernetes_deployment_v1', 'relay'), 'spec'), 'template'), 'spec'),
+      'container',
+    );
+    assert.match(JSON.stringify(container.dynamic), /local\.tracing_env/);
+    const links = JSON.stringify(m.outputs.get('console_links'));
+    assert.match(
+      links,
+      /traces\/list\?\$\{local\.project\}&filter=\$\{replace\(urlencode\(local\.trace_filter\)/,
+    );
+    assert.equal(m.locals.get('trace_filter'), 'HasLabel:levelset.controller');
+  });
+
   test('the relay Deployment is probed, bounded and runs non-root on a read-only root filesystem', () => {
     const dep = resource(m, 'kubernetes_deployment_v1', 'relay');
     const pod = block(block(block(dep, 'spec'), 'template'), 'spec');

@@ -1,0 +1,255 @@
+// Tracing's pieces without a pipeline: the environment, the export decision by outcome and ratio,
+// the relay's enqueue span with collapsed events, the trace context a requeue carries, the trace
+// fields of a log line. One SDK is registered for this file's process (the in-memory exporter).
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { context, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import {
+  InMemorySpanExporter,
+  NodeTracerProvider,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-node';
+import type { ResourceType } from '../../functions/contract/controller.ts';
+import { ATTR, SPAN, tracer } from '../../functions/k8s/tracing.ts';
+import { createLogger } from '../../functions/log.ts';
+import { decodePushEnvelope, TRACE_CONTEXT_ATTRIBUTE, traceContextOf } from '../../functions/message.ts';
+import { inDeliverySpan } from '../../functions/reconcile.ts';
+import { requeueEnvelope } from '../../functions/requeue.ts';
+import { OutcomeSpanProcessor, readTracingConfig } from '../../functions/tracing.ts';
+import { KeyPipeline } from '../../relay/pipeline.ts';
+import { ManualTimers } from '../support/manual-timers.ts';
+
+const exported = new InMemorySpanExporter();
+let ratio: 0 | 1 = 0;
+/** The processor under test in front of the in-memory exporter, at ratio 0 or 1 (`ratio`, set per test). */
+const atRatio = {
+  0: new OutcomeSpanProcessor(new SimpleSpanProcessor(exported), 0),
+  1: new OutcomeSpanProcessor(new SimpleSpanProcessor(exported), 1),
+};
+const provider = new NodeTracerProvider({
+  spanProcessors: [
+    {
+      onStart: (s, c) => atRatio[ratio].onStart(s, c),
+      onEnd: (s) => atRatio[ratio].onEnd(s),
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    },
+  ],
+});
+provider.register();
+after(() => provider.shutdown());
+
+const names = (spans: ReadableSpan[]) => spans.map((s) => s.name).sort();
+
+describe('tracing configuration (LEVELSET_TRACING…)', () => {
+  it('is off by default, and names the variable that is missing or out of range', () => {
+    assert.deepEqual(readTracingConfig({}), { exporter: 'off' });
+    assert.deepEqual(readTracingConfig({ LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: '/tmp/t.jsonl' }), {
+      exporter: 'file',
+      file: '/tmp/t.jsonl',
+      sampleRatio: 0.1,
+    });
+    assert.deepEqual(
+      readTracingConfig({
+        LEVELSET_TRACING: 'cloud-trace',
+        GOOGLE_CLOUD_PROJECT: 'p',
+        LEVELSET_TRACE_SAMPLE_RATIO: '0.5',
+      }),
+      { exporter: 'cloud-trace', projectId: 'p', sampleRatio: 0.5 },
+    );
+    assert.throws(() => readTracingConfig({ LEVELSET_TRACING: 'file' }), /LEVELSET_TRACE_FILE: required/);
+    assert.throws(
+      () => readTracingConfig({ LEVELSET_TRACING: 'cloud-trace' }),
+      /GOOGLE_CLOUD_PROJECT: required/,
+    );
+    assert.throws(
+      () => readTracingConfig({ LEVELSET_TRACE_SAMPLE_RATIO: '2' }),
+      /LEVELSET_TRACE_SAMPLE_RATIO/,
+    );
+    assert.throws(() => readTracingConfig({ LEVELSET_TRACING: 'jaeger' }), /LEVELSET_TRACING/);
+  });
+});
+
+describe('export by outcome (OutcomeSpanProcessor)', () => {
+  it('exports a delivery that did not succeed with every span under it, even at ratio 0', async () => {
+    ratio = 0;
+    exported.reset();
+    await inDeliverySpan(ROOT_CONTEXT, { [ATTR.key]: 'ns/a' }, async () => {
+      tracer().startSpan('GET').end();
+      return { outcome: 'transient' as const };
+    });
+    assert.deepEqual(names(exported.getFinishedSpans()), ['GET', 'reconcile']);
+    const reconcile = exported.getFinishedSpans().find((s) => s.name === SPAN.reconcile);
+    assert.equal(reconcile?.attributes[ATTR.outcome], 'transient');
+    assert.equal(reconcile?.status.code, 2);
+  });
+
+  it('drops a successful delivery outside the ratio, and a span that ends after its part was decided follows it', async () => {
+    ratio = 0;
+    exported.reset();
+    let late: ReturnType<ReturnType<typeof tracer>['startSpan']> | undefined;
+    await inDeliverySpan(ROOT_CONTEXT, {}, async () => {
+      late = tracer().startSpan('late');
+      return { outcome: 'success' as const };
+    });
+    late?.end();
+    assert.deepEqual(exported.getFinishedSpans(), []);
+    ratio = 1;
+    await inDeliverySpan(ROOT_CONTEXT, {}, async () => {
+      late = tracer().startSpan('late');
+      return { outcome: 'success' as const };
+    });
+    late?.end();
+    assert.deepEqual(names(exported.getFinishedSpans()), ['late', 'reconcile']);
+  });
+
+  it('decides a delivery continuing a remote parent on its own outcome (a part of its own)', async () => {
+    ratio = 0;
+    exported.reset();
+    const remote = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: 1,
+      isRemote: true,
+    });
+    await inDeliverySpan(remote, {}, async () => ({ outcome: 'error' as const }));
+    const [span] = exported.getFinishedSpans();
+    assert.equal(span?.spanContext().traceId, '0af7651916cd43dd8448eb211c80319c');
+    assert.equal(span?.parentSpanContext?.spanId, 'b7ad6b7169203331');
+  });
+});
+
+describe('the relay’s enqueue span', () => {
+  const widgets: ResourceType = {
+    group: 'x.dev',
+    version: 'v1',
+    plural: 'widgets',
+    kind: 'Widget',
+    namespaced: true,
+  };
+  const event = (type: 'ADDED' | 'MODIFIED', rv: string) => ({
+    type,
+    object: {
+      apiVersion: 'x.dev/v1',
+      kind: 'Widget',
+      metadata: { name: 'w', namespace: 'ns', resourceVersion: rv },
+    },
+  });
+
+  it('starts a trace per published key; events collapsed into a waiting publish become its span events; the publish runs under it', async () => {
+    ratio = 1;
+    exported.reset();
+    const timers = new ManualTimers();
+    const publishedUnder: (string | undefined)[] = [];
+    const pipeline = new KeyPipeline({
+      collapseMs: 100,
+      timers,
+      primaryKeys: () => [],
+      logger: createLogger('test', new Writable({ write: (_c, _e, cb) => cb() })),
+      publish: async () => {
+        publishedUnder.push(trace.getSpan(context.active())?.spanContext().spanId);
+        return 'm1';
+      },
+    });
+    const route = {
+      controller: {
+        name: 'widget',
+        primary: widgets,
+        rbac: [],
+        watches: [],
+        reconcile: async () => undefined,
+      },
+      watch: { resource: widgets, map: () => [{ namespace: 'ns', name: 'w' }] },
+      primary: false,
+    };
+    pipeline.handle([route], event('ADDED', '1')); // leading edge: published at once
+    pipeline.handle([route], event('MODIFIED', '2')); // waits for the window's end
+    pipeline.handle([route], event('MODIFIED', '3')); // collapses into it
+    pipeline.handle([route], event('MODIFIED', '4')); // and so does this
+    timers.advance(100);
+    await pipeline.flush();
+    const spans = exported.getFinishedSpans().filter((s) => s.name === SPAN.enqueue);
+    assert.equal(spans.length, 2, 'two publishes, two traces');
+    const [first, second] = spans.sort(
+      (a, b) => Number(a.attributes[ATTR.resourceVersion]) - Number(b.attributes[ATTR.resourceVersion]),
+    );
+    assert.notEqual(first?.spanContext().traceId, second?.spanContext().traceId);
+    assert.equal(first?.kind, SpanKind.PRODUCER);
+    assert.deepEqual(
+      { ...first?.attributes },
+      {
+        [ATTR.controller]: 'widget',
+        [ATTR.key]: 'ns/w',
+        [ATTR.cause]: 'watch',
+        [ATTR.resource]: 'x.dev/v1/widgets',
+        [ATTR.eventType]: 'ADDED',
+        [ATTR.resourceVersion]: '1',
+        [ATTR.messageId]: 'm1',
+      },
+    );
+    assert.equal(second?.attributes[ATTR.resourceVersion], '2');
+    assert.equal(second?.attributes[ATTR.collapsed], 2);
+    assert.deepEqual(
+      second?.events.map((e) => [e.name, e.attributes?.[ATTR.resourceVersion]]),
+      [
+        ['collapsed', '3'],
+        ['collapsed', '4'],
+      ],
+    );
+    assert.deepEqual(publishedUnder, [first?.spanContext().spanId, second?.spanContext().spanId]);
+  });
+});
+
+describe('trace context across a key message', () => {
+  it('a requeue carries the active span in googclient_traceparent, and the delivery reads it back', () => {
+    const span = tracer().startSpan(SPAN.requeue);
+    const { body } = context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
+      requeueEnvelope({ controller: 'foo', namespace: 'ns', name: 'a' }),
+    );
+    span.end();
+    const delivery = decodePushEnvelope(JSON.parse(body));
+    const sc = span.spanContext();
+    assert.equal(delivery.attributes[TRACE_CONTEXT_ATTRIBUTE], `00-${sc.traceId}-${sc.spanId}-01`);
+    const parent = trace.getSpanContext(traceContextOf(delivery.attributes));
+    assert.equal(parent?.spanId, sc.spanId);
+    assert.equal(parent?.isRemote, true);
+    // Outside a span: no attribute, and no parent.
+    const plain = decodePushEnvelope(
+      JSON.parse(requeueEnvelope({ controller: 'foo', namespace: 'ns', name: 'a' }).body),
+    );
+    assert.equal(plain.attributes[TRACE_CONTEXT_ATTRIBUTE], undefined);
+    assert.equal(trace.getSpanContext(traceContextOf(plain.attributes)), undefined);
+  });
+});
+
+describe('log correlation', () => {
+  it('a line written inside a span carries Cloud Logging’s trace fields; one outside carries none', () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger(
+      'test',
+      new Writable({
+        write: (chunk, _e, cb) => {
+          lines.push(JSON.parse(String(chunk)));
+          cb();
+        },
+      }),
+    );
+    const span = tracer().startSpan(SPAN.reconcile);
+    context.with(trace.setSpan(ROOT_CONTEXT, span), () => log.info('inside'));
+    span.end();
+    log.info('outside');
+    const [inside, outside] = lines.filter((l) => l.message === 'inside' || l.message === 'outside');
+    const sc = span.spanContext();
+    assert.equal(
+      inside?.['logging.googleapis.com/trace'],
+      `projects/${process.env.GOOGLE_CLOUD_PROJECT ?? 'local'}/traces/${sc.traceId}`,
+    );
+    assert.equal(inside?.['logging.googleapis.com/spanId'], sc.spanId);
+    assert.equal(inside?.['logging.googleapis.com/trace_sampled'], true);
+    assert.equal(inside?.trace_id, undefined, 'OpenTelemetry’s own fields are renamed');
+    assert.equal(outside?.['logging.googleapis.com/trace'], undefined);
+    assert.equal(outside?.['logging.googleapis.com/spanId'], undefined);
+  });
+});
