@@ -11,19 +11,22 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
-import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, orderingKeyOf } from './contract/key.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, MalformedMessageError } from './message.ts';
+import { decodePushEnvelope, keyOfMessage, MalformedMessageError } from './message.ts';
 import type { Requeuer } from './requeue.ts';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */
   controllers: readonly Controller[];
-  /** Resolved at the first delivery, then reused across deliveries of the instance. */
-  kubeConfig: () => KubeConfig;
+  /**
+   * The KubeConfig of a cluster id (functions/clusters.ts: created at the cluster's first delivery,
+   * then reused), or `undefined` for a cluster this deployment does not know: the key is malformed.
+   */
+  kubeConfig: (cluster: string) => KubeConfig | undefined;
   logger: Logger;
   /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
   requestRules?: RequestRules;
@@ -86,14 +89,21 @@ export interface KeyOutcome {
  * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
  * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
  * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}). Never throws: every failure is an outcome (`malformed` for an unknown
- * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
- * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
+ * controller or cluster; `terminal`, `transient`, `error` as described by {@link Outcome}).
+ * @param options.cluster the key's cluster id; default {@link DEFAULT_CLUSTER}.
+ * @param options.kubeConfig the KubeConfig of a cluster id, `undefined` when the cluster is unknown.
+ * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  */
 export async function reconcileKey(
   controllers: ReadonlyMap<string, Controller>,
   controllerName: string,
   key: Key,
-  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string },
+  options: {
+    cluster?: string;
+    kubeConfig: (cluster: string) => KubeConfig | undefined;
+    log: Logger;
+    retriedBy: string;
+  },
 ): Promise<KeyOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -117,10 +127,16 @@ export async function reconcileKey(
     );
     return { outcome: 'malformed' };
   }
-  const kubeConfig = options.kubeConfig();
+  const cluster = options.cluster ?? DEFAULT_CLUSTER;
+  const kubeConfig = options.kubeConfig(cluster);
+  if (!kubeConfig) {
+    // A cluster this deployment has no connection to (LEVELSET_CLUSTERS): no retry can reach it.
+    log.error({ outcome: 'malformed' satisfies Outcome }, `unknown cluster "${cluster}": message dropped`);
+    return { outcome: 'malformed' };
+  }
   const events = createEventRecorder(kubeConfig, controller.name, log);
   try {
-    const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
+    const result = await reconcileRetryingConflicts(controller, key, { cluster, kubeConfig, log, events });
     const requeueAfterMs = result?.requeueAfterMs;
     const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
     const notFound = result?.notFound ? true : undefined;
@@ -200,8 +216,9 @@ export function createReconcileHandler(
       return;
     }
     const { message, messageId } = decoded;
+    const controllerKey = keyOfMessage(message);
     const key = { namespace: message.namespace, name: message.name };
-    const log = keyLogger(deps.logger, message.controller, keyString(key)).child({
+    const log = keyLogger(deps.logger, controllerKey).child({
       messageId,
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
@@ -209,15 +226,16 @@ export function createReconcileHandler(
     // Deliveries of one key are serialised within an instance, as a workqueue's processing set
     // does: Pub/Sub's ordering keys serialise them across instances, but the emulator's push does
     // not, and two reconciles of one key at once can write a stale read last.
-    const { outcome, requeueAfterMs } = await serialisedPerKey(orderingKeyOf(message), () =>
+    const { outcome, requeueAfterMs } = await serialisedPerKey(orderingKeyOf(controllerKey), () =>
       reconcileKey(byName, message.controller, key, {
+        cluster: controllerKey.cluster,
         kubeConfig: deps.kubeConfig,
         log,
         retriedBy: 'Pub/Sub',
       }),
     );
     if (requeueAfterMs !== undefined && deps.requeuer) {
-      await deps.requeuer.requeue({ controller: message.controller, ...key }, requeueAfterMs).catch((err) => {
+      await deps.requeuer.requeue(controllerKey, requeueAfterMs).catch((err) => {
         log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
       });
     }

@@ -15,7 +15,7 @@
  */
 
 import type { Controller } from '../functions/contract/controller.ts';
-import { type ControllerKey, keyString, parseKeyString } from '../functions/contract/key.ts';
+import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
@@ -86,7 +86,11 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       if (shutdown) return;
       let result: KeyOutcome = { outcome: 'error' };
       try {
-        const log = keyLogger(reconcileLogger, controller, key).child({ reason: 'workqueue' });
+        const log = keyLogger(reconcileLogger, {
+          cluster: DEFAULT_CLUSTER,
+          controller,
+          ...parseKeyString(key),
+        }).child({ reason: 'workqueue' });
         result = await reconcileKey(byName, controller, parseKeyString(key), {
           kubeConfig,
           log,
@@ -112,7 +116,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
 
   /** Where the relay and the resync send keys: straight into the controller's workqueue. */
   const toQueues = {
-    publish: async (m: ControllerKey) => {
+    publish: async (m: { controller: string; namespace: string; name: string }) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
       queue.add(keyString(m));

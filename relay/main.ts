@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     failStart(err instanceof Error ? err.message : String(err), err);
     return;
   }
-  const logger = createLogger('relay');
+  const logger = createLogger('relay').child({ cluster: config.cluster });
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   try {
     kubeConfig = loadKubeConfig();
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   try {
     relay = await startRelay({
       kubeConfig,
+      cluster: config.cluster,
       publisher,
       collapseMs: config.collapseMs,
       port: config.port,

@@ -10,9 +10,15 @@ import type {
   Watch,
   WatchEvent,
 } from '../functions/contract/controller.ts';
-import { type ControllerKey, type Key, keyString, orderingKeyOf } from '../functions/contract/key.ts';
+import {
+  type ControllerKey,
+  DEFAULT_CLUSTER,
+  type Key,
+  keyString,
+  orderingKeyOf,
+} from '../functions/contract/key.ts';
 import type { Logger } from '../functions/log.ts';
-import type { KeyMessage } from '../functions/message.ts';
+import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
@@ -71,6 +77,8 @@ export function planInformers(controllers: readonly Controller[]): InformerPlan[
 }
 
 export interface PipelineOptions {
+  /** The id of the cluster the relay watches, named in every key it publishes; default `default`. */
+  cluster?: string;
   /** Collapse window in ms. */
   collapseMs: number;
   /** Default `leading-trailing` (see `relay/collapse.ts`). */
@@ -229,21 +237,19 @@ export class KeyPipeline {
 
   /** Queues one key (collapsing repeats inside the window). */
   enqueue(controller: string, key: Key): void {
-    const queued: ControllerKey = { controller, namespace: key.namespace, name: key.name };
+    const queued: ControllerKey = {
+      cluster: this.#options.cluster ?? DEFAULT_CLUSTER,
+      controller,
+      namespace: key.namespace,
+      name: key.name,
+    };
     if (this.#collapser.add(orderingKeyOf(queued), queued))
       this.#options.metrics?.keysEnqueued.inc({ controller });
     else this.#options.metrics?.keysCollapsed.inc({ controller });
   }
 
   #publish(key: ControllerKey, firstAddedAt: number): void {
-    const message: KeyMessage = {
-      v: 1,
-      controller: key.controller,
-      namespace: key.namespace,
-      name: key.name,
-      reason: 'watch',
-      enqueuedAt: new Date(firstAddedAt).toISOString(),
-    };
+    const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;
     const labels = { controller: key.controller };
     const p = (async () => {

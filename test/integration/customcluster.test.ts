@@ -98,7 +98,7 @@ describe('customcluster reconcile on an API server', () => {
     kc.loadFromFile(cluster.kubeconfigPath);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
+    ctx = { cluster: 'default', kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
     await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('cc');
     await waitFor(

@@ -99,7 +99,7 @@ describe('foo reconcile on an API server', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
+    ctx = { cluster: 'default', kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
     await kubectl('apply', '-f', CRD);
     ns = await cluster.createNamespace('foo');
     await waitFor(
