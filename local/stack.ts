@@ -421,8 +421,20 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       await Promise.all(stopping.map((r) => r?.stop()));
       writeState();
     };
-    if (options.relay ?? true) for (const c of clusters) await startRelay({}, c.id);
-    else writeState();
+    // A relay that started is stopped again when another part fails to start.
+    started.push({
+      stop: async () => {
+        const running = [...relays.values()];
+        relays.clear();
+        await Promise.all(running.map((r) => r.stop()));
+      },
+    });
+    // The relays start side by side: one cluster's slow start does not hold the others back.
+    if (options.relay ?? true) {
+      const starts = await Promise.allSettled(clusters.map((c) => startRelay({}, c.id)));
+      const failed = starts.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+    } else writeState();
 
     const runResync = async (): Promise<ResyncReport> => {
       const res = await fetch(service('resync').url, { method: 'POST' });
