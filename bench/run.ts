@@ -768,6 +768,7 @@ async function apiCost(): Promise<void> {
   const run = async (name: string, key: { namespace: string; name: string }) => {
     const controller = byName.get(name) as Controller;
     const ctx = {
+      cluster: 'default',
       kubeConfig: counting as KubeConfig,
       log: quiet,
       events: createEventRecorder(counting, name, quiet),
@@ -1223,6 +1224,7 @@ async function topicCosts(): Promise<void> {
     counting.loadFromFile(local.kubeconfigPath);
     const noOp = async (controller: Controller, name: string) => {
       const ctx = {
+        cluster: 'default',
         kubeConfig: counting as KubeConfig,
         log: quiet,
         events: createEventRecorder(counting, controller.name, quiet),

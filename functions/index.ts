@@ -1,7 +1,8 @@
 /**
  * The functions' entry point, for functions-framework and Cloud Run functions (runtime `nodejs24`):
  * `reconcile` (Pub/Sub push) and `resync` (Cloud Scheduler). Configuration comes from the
- * environment (see README "Configuration"); clients are created once per instance, at first use.
+ * environment (see README "Configuration"; the clusters served: functions/clusters.ts); clients are
+ * created once per instance, at first use.
  * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (functions/tracing.ts).
  *
@@ -9,11 +10,10 @@
  *   npx functions-framework --target=resync --port=8082
  */
 import * as ff from '@google-cloud/functions-framework';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { createClusterRegistry } from './clusters.ts';
 import { readFunctionsConfig } from './config.ts';
 import { controllers } from './controllers/index.ts';
 import { readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
-import { loadKubeConfig } from './kube.ts';
 import { createLogger } from './log.ts';
 import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
@@ -25,11 +25,9 @@ import { startTracing } from './tracing.ts';
 await startTracing('functions');
 const logger = createLogger('functions');
 
-let kubeConfig: KubeConfig | undefined;
-function sharedKubeConfig(): KubeConfig {
-  kubeConfig ??= loadKubeConfig();
-  return kubeConfig;
-}
+// Every cluster this deployment serves (LEVELSET_CLUSTERS; default: the one cluster of KUBECONFIG or
+// KUBERNETES_ENDPOINT); validated now, each cluster's KubeConfig made at its first key.
+const clusters = createClusterRegistry();
 
 let publisher: KeyPublisher | undefined;
 function sharedPublisher(): KeyPublisher {
@@ -44,14 +42,19 @@ const requestRules = readRequestRules();
 const handlers = {
   reconcile: createReconcileHandler({
     controllers,
-    kubeConfig: sharedKubeConfig,
+    kubeConfig: (cluster) => clusters.kubeConfig(cluster),
     logger,
     requestRules,
     requeuer: createRequeuer(readRequeueConfig(), logger),
   }),
   resync: createResyncHandler({
     controllers,
-    kubeConfig: sharedKubeConfig,
+    clusters: () => clusters.ids,
+    kubeConfig: (cluster) => {
+      const kc = clusters.kubeConfig(cluster);
+      if (!kc) throw new Error(`unknown cluster "${cluster}"`);
+      return kc;
+    },
     publisher: sharedPublisher,
     logger,
     requestRules,

@@ -10,6 +10,7 @@
 import { createGcpLoggingPinoConfig } from '@google-cloud/pino-logging-gcp-config';
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { type Logger, pino } from 'pino';
+import { type ControllerKey, keyString } from './contract/key.ts';
 
 export type { Logger } from 'pino';
 
@@ -52,9 +53,12 @@ export function createLogger(component: string, destination?: pino.DestinationSt
 }
 
 /**
- * A child logger whose lines carry the controller and key as Cloud Logging labels, so that
- * `labels.controller="secret-replicator" AND labels.key="team-a/db-creds"` finds one key's story.
+ * A child logger whose lines carry the cluster, controller and key (`namespace/name`) as Cloud
+ * Logging labels, so that `labels.cluster="gke-eu" AND labels.controller="secret-replicator" AND
+ * labels.key="team-a/db-creds"` finds one key's story.
  */
-export function keyLogger(parent: Logger, controller: string, key: string): Logger {
-  return parent.child({ [LABELS]: { controller, key } });
+export function keyLogger(parent: Logger, key: ControllerKey): Logger {
+  return parent.child({
+    [LABELS]: { cluster: key.cluster, controller: key.controller, key: keyString(key) },
+  });
 }

@@ -6,8 +6,8 @@
  */
 import { type Context, context, propagation, ROOT_CONTEXT, type TextMapGetter } from '@opentelemetry/api';
 import { z } from 'zod';
-import { orderingKeyOf } from './contract/key.ts';
-import { controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
+import { type ControllerKey, DEFAULT_CLUSTER, orderingKeyOf } from './contract/key.ts';
+import { clusterId, controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
 
 /**
  * An object name: a DNS-1123 subdomain, as apimachinery's `NameIsDNSSubdomain` accepts it. Every
@@ -27,22 +27,54 @@ export const namespaceName = z.union([z.literal(''), dns1123Label]);
 export const enqueueReason = z.enum(['watch', 'resync', 'manual', 'requeue']);
 export type EnqueueReason = z.infer<typeof enqueueReason>;
 
-/**
- * Version 1 of the key message. Strict: unknown fields and unknown versions are malformed.
- * `namespace` is `""` for cluster-scoped keys, else a DNS-1123 label; `name` a DNS-1123 subdomain. `enqueuedAt` is an RFC 3339 timestamp (UTC).
- */
-export const keyMessageSchema = z.strictObject({
-  v: z.literal(1),
+const keyFields = {
   controller: controllerName,
   namespace: namespaceName,
   name: objectName,
   reason: enqueueReason,
   enqueuedAt: z.iso.datetime(),
-});
+};
+
+/**
+ * Version 1 of the key message: a key of the default cluster ({@link DEFAULT_CLUSTER}). Strict:
+ * unknown fields are malformed. `namespace` is `""` for cluster-scoped keys, else a DNS-1123 label;
+ * `name` a DNS-1123 subdomain. `enqueuedAt` is an RFC 3339 timestamp (UTC).
+ */
+export const keyMessageV1Schema = z.strictObject({ v: z.literal(1), ...keyFields });
+
+/** Version 2: version 1 plus `cluster`, the id (a DNS-1123 label) of the cluster the key is in. */
+export const keyMessageV2Schema = z.strictObject({ v: z.literal(2), cluster: clusterId, ...keyFields });
+
+/**
+ * The key message, either version. Unknown versions are malformed. Publishers write v1 for a key of
+ * the default cluster and v2 for any other ({@link keyMessageOf}), so a single-cluster deployment's
+ * messages are those of before clusters existed, and functions of either age read them during a
+ * rollout.
+ */
+export const keyMessageSchema = z.discriminatedUnion('v', [keyMessageV1Schema, keyMessageV2Schema]);
 export type KeyMessage = z.infer<typeof keyMessageSchema>;
 
-/** Pub/Sub attributes of a key message: they repeat `controller` and `reason` for filters and logs. */
-export type KeyMessageAttributes = { controller: string; reason: EnqueueReason };
+/** The cluster a key message names: its `cluster` (v2), else {@link DEFAULT_CLUSTER} (v1). */
+export function clusterOf(m: KeyMessage): string {
+  return m.v === 2 ? m.cluster : DEFAULT_CLUSTER;
+}
+
+/** The key a message names, its cluster included. */
+export function keyOfMessage(m: KeyMessage): ControllerKey {
+  return { cluster: clusterOf(m), controller: m.controller, namespace: m.namespace, name: m.name };
+}
+
+/** The key message of `key`: v1 for the default cluster, v2 naming any other. Not validated here ({@link encodeKeyMessage} does). */
+export function keyMessageOf(key: ControllerKey, reason: EnqueueReason, enqueuedAt: string): KeyMessage {
+  const fields = { controller: key.controller, namespace: key.namespace, name: key.name, reason, enqueuedAt };
+  return key.cluster === DEFAULT_CLUSTER ? { v: 1, ...fields } : { v: 2, cluster: key.cluster, ...fields };
+}
+
+/**
+ * Pub/Sub attributes of a key message: they repeat `cluster`, `controller` and `reason` for
+ * filters and logs.
+ */
+export type KeyMessageAttributes = { cluster: string; controller: string; reason: EnqueueReason };
 
 /** What a publisher hands to Pub/Sub for one key message. */
 export interface EncodedKeyMessage {
@@ -59,8 +91,8 @@ export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
   const valid = keyMessageSchema.parse(m);
   return {
     data: Buffer.from(JSON.stringify(valid), 'utf8'),
-    attributes: { controller: valid.controller, reason: valid.reason },
-    orderingKey: orderingKeyOf(valid),
+    attributes: { cluster: clusterOf(valid), controller: valid.controller, reason: valid.reason },
+    orderingKey: orderingKeyOf(keyOfMessage(valid)),
   };
 }
 
@@ -172,7 +204,7 @@ export function decodePushEnvelope(body: unknown): Delivery {
     throw new MalformedMessageError('message data is not base64-encoded JSON');
   }
   const parsed = keyMessageSchema.safeParse(json);
-  if (!parsed.success) throw new MalformedMessageError('not a v1 key message', issuesOf(parsed.error));
+  if (!parsed.success) throw new MalformedMessageError('not a v1 or v2 key message', issuesOf(parsed.error));
   const delivery: Delivery = {
     message: parsed.data,
     messageId,

@@ -12,22 +12,31 @@ import type { Request, Response } from '@google-cloud/functions-framework';
 import { ApiException, type KubeConfig } from '@kubernetes/client-node';
 import { type Attributes, type Context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
-import { type Key, keyString, orderingKeyOf } from './contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
 import { ATTR, inSpan, SPAN, tracer } from './k8s/tracing.ts';
 import { keyLogger, type Logger } from './log.ts';
-import { decodePushEnvelope, type EnqueueReason, MalformedMessageError, traceContextOf } from './message.ts';
+import {
+  decodePushEnvelope,
+  type EnqueueReason,
+  keyOfMessage,
+  MalformedMessageError,
+  traceContextOf,
+} from './message.ts';
 import type { Requeuer } from './requeue.ts';
 import { flushTraces } from './tracing.ts';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */
   controllers: readonly Controller[];
-  /** Resolved at the first delivery, then reused across deliveries of the instance. */
-  kubeConfig: () => KubeConfig;
+  /**
+   * The KubeConfig of a cluster id (functions/clusters.ts: created at the cluster's first delivery,
+   * then reused), or `undefined` for a cluster this deployment does not know: the key is malformed.
+   */
+  kubeConfig: (cluster: string) => KubeConfig | undefined;
   logger: Logger;
   /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
   requestRules?: RequestRules;
@@ -91,14 +100,23 @@ export interface KeyOutcome {
  * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
  * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}); a key the
  * resync enqueued (`reason`) whose reconcile changed something is drift (functions/drift.ts). Never throws: every failure is an outcome (`malformed` for an unknown
- * controller; `terminal`, `transient`, `error` as described by {@link Outcome}).
- * @param retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
+ * controller or cluster; `terminal`, `transient`, `error` as described by {@link Outcome}).
+ * @param options.cluster the key's cluster id; default {@link DEFAULT_CLUSTER}.
+ * @param options.kubeConfig the KubeConfig of a cluster id, `undefined` when the cluster is unknown.
+ * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
+ * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
  */
 export async function reconcileKey(
   controllers: ReadonlyMap<string, Controller>,
   controllerName: string,
   key: Key,
-  options: { kubeConfig: () => KubeConfig; log: Logger; retriedBy: string; reason?: EnqueueReason },
+  options: {
+    cluster?: string;
+    kubeConfig: (cluster: string) => KubeConfig | undefined;
+    log: Logger;
+    retriedBy: string;
+    reason?: EnqueueReason;
+  },
 ): Promise<KeyOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -122,10 +140,16 @@ export async function reconcileKey(
     );
     return { outcome: 'malformed' };
   }
-  const kubeConfig = options.kubeConfig();
+  const cluster = options.cluster ?? DEFAULT_CLUSTER;
+  const kubeConfig = options.kubeConfig(cluster);
+  if (!kubeConfig) {
+    // A cluster this deployment has no connection to (LEVELSET_CLUSTERS): no retry can reach it.
+    log.error({ outcome: 'malformed' satisfies Outcome }, `unknown cluster "${cluster}": message dropped`);
+    return { outcome: 'malformed' };
+  }
   const events = createEventRecorder(kubeConfig, controller.name, log);
   try {
-    const result = await reconcileRetryingConflicts(controller, key, { kubeConfig, log, events });
+    const result = await reconcileRetryingConflicts(controller, key, { cluster, kubeConfig, log, events });
     const requeueAfterMs = result?.requeueAfterMs;
     const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
     const notFound = result?.notFound ? true : undefined;
@@ -241,8 +265,9 @@ export function createReconcileHandler(
       return;
     }
     const { message, messageId, deliveryAttempt } = decoded;
+    const controllerKey = keyOfMessage(message);
     const key = { namespace: message.namespace, name: message.name };
-    const log = keyLogger(deps.logger, message.controller, keyString(key)).child({
+    const log = keyLogger(deps.logger, controllerKey).child({
       messageId,
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
@@ -252,6 +277,7 @@ export function createReconcileHandler(
     // not, and two reconciles of one key at once can write a stale read last.
     const attributes: Attributes = {
       [ATTR.controller]: message.controller,
+      [ATTR.cluster]: controllerKey.cluster,
       [ATTR.key]: keyString(key),
       [ATTR.reason]: message.reason,
       [ATTR.enqueuedAt]: message.enqueuedAt,
@@ -259,8 +285,9 @@ export function createReconcileHandler(
       ...(deliveryAttempt !== undefined ? { [ATTR.deliveryAttempt]: deliveryAttempt } : {}),
     };
     const { outcome } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
-      const result = await serialisedPerKey(orderingKeyOf(message), () =>
+      const result = await serialisedPerKey(orderingKeyOf(controllerKey), () =>
         reconcileKey(byName, message.controller, key, {
+          cluster: controllerKey.cluster,
           kubeConfig: deps.kubeConfig,
           log,
           retriedBy: 'Pub/Sub',
@@ -273,7 +300,7 @@ export function createReconcileHandler(
         await inSpan(
           SPAN.requeue,
           { [ATTR.requeueAfterMs]: requeueAfterMs, 'levelset.requeuer': requeuer.kind },
-          () => requeuer.requeue({ controller: message.controller, ...key }, requeueAfterMs),
+          () => requeuer.requeue(controllerKey, requeueAfterMs),
         ).catch((err) => {
           log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
         });

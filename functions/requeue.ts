@@ -16,14 +16,20 @@
  *   uses Cloud Tasks.
  * - `none` (default): nothing; the next resync brings the key back.
  *
- * The requeued message is a v1 key message with `reason: "requeue"` and `enqueuedAt` = when the
+ * The requeued message is the key's message (v1, or v2 naming a cluster other than the default) with `reason: "requeue"` and `enqueuedAt` = when the
  * requeue was asked for; its push envelope's `subscription` is `requeue` (no Pub/Sub involved).
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { type ControllerKey, orderingKeyOf } from './contract/key.ts';
 import type { Logger } from './log.ts';
-import { encodeKeyMessage, type KeyMessage, type PushEnvelope, withTraceContext } from './message.ts';
+import {
+  encodeKeyMessage,
+  type KeyMessage,
+  keyMessageOf,
+  type PushEnvelope,
+  withTraceContext,
+} from './message.ts';
 
 /** Schedules a key to be delivered to `reconcile` again. */
 export interface Requeuer {
@@ -76,14 +82,7 @@ export function readRequeueConfig(env: NodeJS.ProcessEnv = process.env): Requeue
  * the key's trace.
  */
 export function requeueEnvelope(key: ControllerKey, now = new Date()): { message: KeyMessage; body: string } {
-  const message: KeyMessage = {
-    v: 1,
-    controller: key.controller,
-    namespace: key.namespace,
-    name: key.name,
-    reason: 'requeue',
-    enqueuedAt: now.toISOString(),
-  };
+  const message = keyMessageOf(key, 'requeue', now.toISOString());
   // Encoded as the relay publishes it (validated; the same data and attributes).
   const { data, attributes } = encodeKeyMessage(message);
   const body: PushEnvelope = {
@@ -149,7 +148,7 @@ export interface CloudTask {
 
 /**
  * The Cloud Tasks task of one requeue: due at `now + delayMs`, named
- * `<queue>/tasks/<sha256(controller/namespace/name)[:32]>-<due second>` so that requeues of one key
+ * `<queue>/tasks/<sha256(cluster/controller/namespace/name)[:32]>-<due second>` so that requeues of one key
  * due in the same second collapse (Cloud Tasks refuses a second task of the same name: ALREADY_EXISTS).
  */
 export function cloudTask(

@@ -6,13 +6,16 @@
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { z } from 'zod';
 import type { Controller, ResyncContext } from './contract/controller.ts';
-import { type Key, keyString } from './contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, keyString } from './contract/key.ts';
+import { clusterId } from './contract/names.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isNotFound } from './k8s/errors.ts';
 import { listPaged } from './k8s/list.ts';
 import { ATTR, SPAN, tracer } from './k8s/tracing.ts';
 import type { Logger } from './log.ts';
+import { keyMessageOf } from './message.ts';
 import type { KeyPublisher } from './publish.ts';
 import { errorText } from './reconcile.ts';
 import { flushTraces } from './tracing.ts';
@@ -32,6 +35,8 @@ export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContex
  * skipped (its resource is not served: a CRD not installed).
  */
 export interface ResyncReport {
+  /** The cluster enumerated; for a fleet's report ({@link resyncClusters}) the clusters, comma-separated. */
+  cluster: string;
   controllers: Record<string, { published: number; error?: string; skipped?: string }>;
   published: number;
   durationMs: number;
@@ -39,6 +44,8 @@ export interface ResyncReport {
 
 /** Options of {@link resyncAll} for tools (`levelset resync`). */
 export interface ResyncOptions {
+  /** The cluster `kubeConfig` reaches, named in every key published; default {@link DEFAULT_CLUSTER}. */
+  cluster?: string;
   /** Enumerate only: count the keys, publish nothing (`published` then counts the keys found). */
   dryRun?: boolean;
   /** Called after each key is published (or found, with `dryRun`) with the controller's count so far. */
@@ -60,18 +67,23 @@ export async function resyncAll(
   options: ResyncOptions = {},
 ): Promise<ResyncReport> {
   const started = performance.now();
-  const report: ResyncReport = { controllers: {}, published: 0, durationMs: 0 };
+  const cluster = options.cluster ?? DEFAULT_CLUSTER;
+  const report: ResyncReport = { cluster, controllers: {}, published: 0, durationMs: 0 };
   await Promise.all(
     controllers.map((controller) =>
       tracer().startActiveSpan(
         SPAN.resync,
-        { root: true, attributes: { [ATTR.controller]: controller.name } },
+        { root: true, attributes: { [ATTR.controller]: controller.name, [ATTR.cluster]: cluster } },
         (run) => resyncController(controller, run).finally(() => run.end()),
       ),
     ),
   );
   async function resyncController(controller: Controller, run: Span): Promise<void> {
-    const ctx: ResyncContext = { kubeConfig, log: logger.child({ controller: controller.name }) };
+    const ctx: ResyncContext = {
+      cluster,
+      kubeConfig,
+      log: logger.child({ cluster, controller: controller.name }),
+    };
     const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
     const entry: ResyncReport['controllers'][string] = { published: 0 };
     report.controllers[controller.name] = entry;
@@ -97,13 +109,16 @@ export async function resyncAll(
           links: [{ context: run.spanContext() }],
           attributes: {
             [ATTR.controller]: controller.name,
+            [ATTR.cluster]: cluster,
             [ATTR.key]: keyString(key),
             [ATTR.cause]: 'resync',
           },
         });
         const p = context
           .with(trace.setSpan(ROOT_CONTEXT, keySpan), () =>
-            publisher.publish({ v: 1, controller: controller.name, ...key, reason: 'resync', enqueuedAt }),
+            publisher.publish(
+              keyMessageOf({ cluster, controller: controller.name, ...key }, 'resync', enqueuedAt),
+            ),
           )
           .then(
             () => {
@@ -142,9 +157,72 @@ export async function resyncAll(
   return report;
 }
 
+/** A fleet's resync: each cluster's report, and their sums per controller. */
+export interface FleetResyncReport extends ResyncReport {
+  clusters: Record<string, ResyncReport>;
+}
+
+/**
+ * Resyncs every cluster in `clusters` one after the other (bounded memory: one cluster's
+ * enumeration at a time), each against its own KubeConfig. A cluster that fails does not stop the
+ * others. The sums: `controllers[name].published` over every cluster, `error` each failing
+ * cluster's (`cluster: error`), `skipped` when skipped in every cluster.
+ */
+export async function resyncClusters(
+  controllers: readonly Controller[],
+  clusters: readonly string[],
+  kubeConfig: (cluster: string) => KubeConfig,
+  publisher: Pick<KeyPublisher, 'publish'>,
+  logger: Logger,
+): Promise<FleetResyncReport> {
+  const started = performance.now();
+  const fleet: FleetResyncReport = {
+    cluster: clusters.join(','),
+    clusters: {},
+    controllers: {},
+    published: 0,
+    durationMs: 0,
+  };
+  for (const cluster of clusters) {
+    let report: ResyncReport;
+    try {
+      report = await resyncAll(controllers, kubeConfig(cluster), publisher, logger, { cluster });
+    } catch (err) {
+      // The cluster's KubeConfig could not be made: every controller of it failed.
+      const error = errorText(err);
+      report = { cluster, controllers: {}, published: 0, durationMs: 0 };
+      for (const c of controllers) report.controllers[c.name] = { published: 0, error };
+    }
+    fleet.clusters[cluster] = report;
+    for (const [name, entry] of Object.entries(report.controllers)) {
+      const sum = fleet.controllers[name] ?? { published: 0 };
+      fleet.controllers[name] = sum;
+      sum.published += entry.published;
+      if (entry.error) sum.error = [sum.error, `${cluster}: ${entry.error}`].filter(Boolean).join('; ');
+    }
+  }
+  for (const [name, sum] of Object.entries(fleet.controllers)) {
+    const skipped = Object.values(fleet.clusters).map((r) => r.controllers[name]?.skipped);
+    if (skipped.every((s) => s !== undefined)) sum.skipped = skipped[0];
+  }
+  fleet.published = Object.values(fleet.controllers).reduce((n, c) => n + c.published, 0);
+  fleet.durationMs = Math.round(performance.now() - started);
+  return fleet;
+}
+
+/**
+ * The body of a resync request: empty (every cluster of the registry: the local timer, a
+ * single-cluster deployment's scheduler job) or `{"cluster": "<id>"}` (one Cloud Scheduler job per
+ * cluster, terraform/main.tf).
+ */
+export const resyncRequestSchema = z.strictObject({ cluster: clusterId.optional() });
+
 export interface ResyncHandlerDeps {
   controllers: readonly Controller[];
-  kubeConfig: () => KubeConfig;
+  /** The ids of every cluster of the registry (functions/clusters.ts); default `[default]`. */
+  clusters?: () => readonly string[];
+  /** The KubeConfig of a cluster of {@link clusters}. */
+  kubeConfig: (cluster: string) => KubeConfig;
   publisher: () => KeyPublisher;
   logger: Logger;
   /** What a request must satisfy ({@link rejectRequest}; an empty body is accepted); default: no token. */
@@ -152,10 +230,11 @@ export interface ResyncHandlerDeps {
 }
 
 /**
- * Builds the HTTP handler: answers `200` with a {@link ResyncReport} as JSON, or `500` with the
- * report when any controller failed (Cloud Scheduler's retry config then applies); a request that
- * breaks the HTTP rules ({@link rejectRequest}) gets their status (401, 405, 413, 415, 400) and
- * `{error}`, and nothing is published.
+ * Builds the HTTP handler: answers `200` with a {@link FleetResyncReport} as JSON, or `500` with the
+ * report when any controller failed in any cluster (Cloud Scheduler's retry config then applies); a
+ * request that breaks the HTTP rules ({@link rejectRequest}) gets their status (401, 405, 413, 415,
+ * 400) and `{error}`, and nothing is published. The body ({@link resyncRequestSchema}) names one
+ * cluster, or none for every cluster; an invalid body or an unknown cluster answers `400`.
  */
 export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res: Response) => Promise<void> {
   const rules: RequestRules = { ...deps.requestRules, allowEmptyBody: true };
@@ -166,8 +245,31 @@ export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res
       res.status(rejection.status).json({ error: rejection.reason });
       return;
     }
+    const known = deps.clusters?.() ?? [DEFAULT_CLUSTER];
+    const body = resyncRequestSchema.safeParse(
+      req.body === undefined || req.body === '' || (Buffer.isBuffer(req.body) && req.body.length === 0)
+        ? {}
+        : req.body,
+    );
+    const named = body.success ? body.data.cluster : undefined;
+    const refusal = !body.success
+      ? `invalid resync request: ${body.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`
+      : named !== undefined && !known.includes(named)
+        ? `unknown cluster "${named}": one of ${known.join(', ')}`
+        : undefined;
+    if (refusal) {
+      deps.logger.error({ err: refusal }, 'resync request refused');
+      res.status(400).json({ error: refusal });
+      return;
+    }
     try {
-      const report = await resyncAll(deps.controllers, deps.kubeConfig(), deps.publisher(), deps.logger);
+      const report = await resyncClusters(
+        deps.controllers,
+        named !== undefined ? [named] : known,
+        deps.kubeConfig,
+        deps.publisher(),
+        deps.logger,
+      );
       const failed = Object.entries(report.controllers).filter(([, c]) => c.error);
       if (failed.length)
         deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);

@@ -3,6 +3,7 @@
  * Cloud Logging JSON lines.
  */
 import { pino } from 'pino';
+import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { LABELS } from '../functions/log.ts';
 import type { LogLine } from './service.ts';
 
@@ -71,10 +72,12 @@ export function createPrettyLog(options: PrettyLogOptions = {}): PrettyLog {
   return {
     lines(service, line) {
       if (line.raw !== undefined) return [];
-      const labels = (line[LABELS] ?? {}) as { controller?: string; key?: string };
+      const labels = (line[LABELS] ?? {}) as { cluster?: string; controller?: string; key?: string };
       const severity = line.severity ?? 'INFO';
       const level = typeof line.level === 'number' ? line.level : (SEVERITY_LEVEL[severity] ?? 30);
-      const who = labels.controller ? `${labels.controller} ${labels.key ?? ''}`.trim() : '';
+      // A key of a named cluster (levelset dev --clusters N) says which: `cluster-2/foo demo/x`.
+      const cluster = labels.cluster && labels.cluster !== DEFAULT_CLUSTER ? `${labels.cluster}/` : '';
+      const who = labels.controller ? `${cluster}${labels.controller} ${labels.key ?? ''}`.trim() : '';
       const outcome = typeof line.outcome === 'string' ? line.outcome : undefined;
       const error = typeof line.err === 'string' ? ` — ${line.err}` : '';
       const id = `${service} ${who}`;

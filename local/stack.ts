@@ -10,6 +10,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
+import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
 import {
@@ -29,11 +30,23 @@ import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from '
 export type StackMode = 'serverless' | 'in-process';
 export const STACK_MODES: readonly StackMode[] = ['serverless', 'in-process'];
 
+/** One cluster of a multi-cluster local stack: its id (a DNS-1123 label) and its kubeconfig. */
+export interface LocalCluster {
+  id: string;
+  kubeconfigPath: string;
+}
+
 export interface LocalStackOptions {
   /** Default `serverless`. */
   mode?: StackMode;
-  /** The cluster every process talks to. */
+  /** The cluster every process talks to (with {@link clusters}: the first cluster's, for the tools). */
   kubeconfigPath: string;
+  /**
+   * Serverless mode only: several clusters, one relay each (`RELAY_CLUSTER` = its id), all
+   * publishing to the one topic; the functions serve all of them (`LEVELSET_CLUSTERS`,
+   * functions/clusters.ts). Omitted: the one `default` cluster of `kubeconfigPath`.
+   */
+  clusters?: LocalCluster[];
   /** The relay's identity, when not `kubeconfigPath`'s (e.g. a least-privileged ServiceAccount). */
   relayKubeconfigPath?: string;
   /** The functions' identity, when not `kubeconfigPath`'s. */
@@ -112,14 +125,19 @@ export interface LocalStack {
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
   readonly resync: Service;
-  /** The running relay, if any. */
-  relay(): Service | undefined;
-  /** Starts the relay unless it runs; `env` is added to the stack's environment for this process. */
-  startRelay(env?: Record<string, string>): Promise<Service>;
-  /** Stops the relay (it flushes pending keys on SIGTERM). */
-  stopRelay(): Promise<void>;
-  /** Fault injection: kills the relay with SIGKILL (keys in its collapse window are lost with it). */
-  killRelay(): Promise<void>;
+  /** The ids of the clusters the stack serves (`[default]` without {@link LocalStackOptions.clusters}). */
+  clusters: readonly string[];
+  /** The running relay of `cluster` (default: the first cluster), if any. */
+  relay(cluster?: string): Service | undefined;
+  /**
+   * Starts the relay of `cluster` (default: the first) unless it runs; `env` is added to the stack's
+   * environment for this process.
+   */
+  startRelay(env?: Record<string, string>, cluster?: string): Promise<Service>;
+  /** Stops the relay of `cluster` (default: every relay; it flushes pending keys on SIGTERM). */
+  stopRelay(cluster?: string): Promise<void>;
+  /** Fault injection: kills the relay of `cluster` (default: the first) with SIGKILL (keys in its collapse window are lost with it). */
+  killRelay(cluster?: string): Promise<void>;
   /**
    * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
    * new one on the same port (the push endpoint stays valid). `signal: 'SIGTERM'` stops it gracefully
@@ -233,6 +251,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
     const emulatorRef = { stop: () => emulator.stop() };
     started.push(emulatorRef);
     const topic = options.topic ?? 'levelset-keys';
+    const clusters: LocalCluster[] = options.clusters?.length
+      ? options.clusters
+      : [{ id: DEFAULT_CLUSTER, kubeconfigPath: options.kubeconfigPath }];
+    const multiCluster = options.clusters !== undefined && options.clusters.length > 0;
     const env: Record<string, string> = {
       ...options.env,
       KUBECONFIG: options.kubeconfigPath,
@@ -274,6 +296,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       LEVELSET_REQUEUE_URL: `http://127.0.0.1:${reconcilePort}/`,
       ...env,
       KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
+      ...(multiCluster
+        ? {
+            LEVELSET_CLUSTERS: JSON.stringify(
+              clusters.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath })),
+            ),
+          }
+        : {}),
     };
     const functions = new Map<string, Service>();
     const functionLogs = { reconcile: log('reconcile'), resync: log('resync') };
@@ -343,8 +372,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
     started.push(watchdog);
     pushProxy.serveStatus(() => watchdog.status());
 
-    let relay: Service | undefined;
-    const relayLog = log('relay');
+    const relays = new Map<string, Service>();
+    const first = clusters[0]?.id ?? DEFAULT_CLUSTER;
+    const relayName = (cluster: string) => (multiCluster ? `relay-${cluster}` : 'relay');
+    const relayLogs = new Map(clusters.map((c) => [c.id, log(relayName(c.id))]));
     const writeState = () => {
       if (!options.stateDir) return;
       writeStackState(options.stateDir, {
@@ -357,39 +388,73 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
         resyncUrl: functions.get('resync')?.url ?? resync.url,
         deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
-        relayUrl: relay?.url,
+        relayUrl: relays.get(first)?.url,
+        ...(multiCluster
+          ? {
+              clusters: Object.fromEntries(
+                clusters.map((c) => [
+                  c.id,
+                  { kubeconfigPath: c.kubeconfigPath, relayUrl: relays.get(c.id)?.url },
+                ]),
+              ),
+            }
+          : {}),
         logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
         ...(tracing ? { traces: Object.fromEntries(traceFiles) } : {}),
       });
     };
-    const startRelay = async (extraEnv: Record<string, string> = {}) => {
-      if (relay) return relay;
+    const clusterOf = (id: string | undefined): LocalCluster => {
+      const found = clusters.find((c) => c.id === (id ?? first));
+      if (!found) throw new Error(`unknown cluster "${id}": one of ${clusters.map((c) => c.id).join(', ')}`);
+      return found;
+    };
+    const startRelay = async (extraEnv: Record<string, string> = {}, id?: string) => {
+      const cluster = clusterOf(id);
+      const running = relays.get(cluster.id);
+      if (running) return running;
       const port = await freePort();
-      relay = await startService({
-        name: 'relay',
+      const relay = await startService({
+        name: relayName(cluster.id),
         args: [join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
         port,
         env: {
           ...env,
           ...traceEnv('relay'),
           ...extraEnv,
-          KUBECONFIG: options.relayKubeconfigPath ?? options.kubeconfigPath,
+          KUBECONFIG: multiCluster
+            ? cluster.kubeconfigPath
+            : (options.relayKubeconfigPath ?? options.kubeconfigPath),
+          ...(multiCluster ? { RELAY_CLUSTER: cluster.id } : {}),
           RELAY_PORT: String(port),
         },
         readyPath: '/readyz',
-        onLog: relayLog,
+        onLog: relayLogs.get(cluster.id),
       });
+      relays.set(cluster.id, relay);
       writeState();
       return relay;
     };
-    const stopRelay = async () => {
-      const r = relay;
-      relay = undefined;
-      await r?.stop();
+    const stopRelay = async (id?: string) => {
+      const ids = id === undefined ? [...relays.keys()] : [clusterOf(id).id];
+      const stopping = ids.map((i) => relays.get(i));
+      for (const i of ids) relays.delete(i);
+      await Promise.all(stopping.map((r) => r?.stop()));
       writeState();
     };
-    if (options.relay ?? true) await startRelay();
-    else writeState();
+    // A relay that started is stopped again when another part fails to start.
+    started.push({
+      stop: async () => {
+        const running = [...relays.values()];
+        relays.clear();
+        await Promise.all(running.map((r) => r.stop()));
+      },
+    });
+    // The relays start side by side: one cluster's slow start does not hold the others back.
+    if (options.relay ?? true) {
+      const starts = await Promise.allSettled(clusters.map((c) => startRelay({}, c.id)));
+      const failed = starts.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+    } else writeState();
 
     const runResync = async (): Promise<ResyncReport> => {
       const res = await fetch(service('resync').url, { method: 'POST' });
@@ -440,12 +505,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       get resync() {
         return service('resync');
       },
-      relay: () => relay,
+      clusters: clusters.map((c) => c.id),
+      relay: (id) => relays.get(clusterOf(id).id),
       startRelay,
       stopRelay,
-      async killRelay() {
-        const r = relay;
-        relay = undefined;
+      async killRelay(id) {
+        const cluster = clusterOf(id).id;
+        const r = relays.get(cluster);
+        relays.delete(cluster);
         await r?.kill();
       },
       async restartFunction(name, restartOptions = {}) {

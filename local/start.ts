@@ -43,6 +43,16 @@ export interface DevOptions {
   stateDir: string;
   /** `KUBECONFIG`. */
   kubeconfig?: string;
+  /**
+   * Clusters to serve, default 1. More than one: that many embedded API servers (`cluster-1`,
+   * `cluster-2`, …), a relay in each, one set of functions for all (functions/clusters.ts).
+   */
+  clusters?: number;
+}
+
+/** The id of the `n`th (1-based) cluster of `levelset dev --clusters N`. */
+export function devClusterId(n: number): string {
+  return `cluster-${n}`;
 }
 
 /**
@@ -79,16 +89,21 @@ export async function runDev(options: DevOptions): Promise<void> {
   }
 
   let apiserver: LocalApiServer | undefined;
+  /** The embedded API servers of clusters 2..N (`--clusters N`). */
+  const moreApiservers: LocalApiServer[] = [];
   let stack: LocalStack | undefined;
   let simulatedNode: { stop(): Promise<void> } | undefined;
+  const moreNodes: { stop(): Promise<void> }[] = [];
   let stopping = false;
   async function shutdown(code: number) {
     if (stopping) return;
     stopping = true;
     say('\nstopping: relay (flushes pending keys), functions, Pub/Sub emulator, API server…');
     await simulatedNode?.stop().catch(() => {});
+    for (const node of moreNodes) await node.stop().catch(() => {});
     await stack?.stop().catch((err: Error) => say(`  ${err.message}`));
     await apiserver?.stop().catch((err: Error) => say(`  ${err.message}`));
+    for (const a of moreApiservers) await a.stop().catch((err: Error) => say(`  ${err.message}`));
     say('stopped.');
     process.exit(code);
   }
@@ -119,7 +134,13 @@ export async function runDev(options: DevOptions): Promise<void> {
         `  stale state      removed ${stackStatePath(options.stateDir)}: its stack (pid ${previous.pid}) was killed without stopping`,
       );
     }
-    const external = options.cluster === 'embedded' ? undefined : await reachableCluster();
+    const clusterCount = options.clusters ?? 1;
+    if (!(Number.isInteger(clusterCount) && clusterCount >= 1 && clusterCount <= 9))
+      throw new Error(`--clusters must be a whole number from 1 to 9, not ${clusterCount}`);
+    if (clusterCount > 1 && options.cluster === 'kubeconfig')
+      throw new Error('--clusters 2 or more runs embedded API servers: use --cluster auto or embedded');
+    const external =
+      options.cluster === 'embedded' || clusterCount > 1 ? undefined : await reachableCluster();
     if (!external && options.cluster === 'kubeconfig') {
       throw new Error(
         `no cluster answered in ${env.KUBECONFIG ?? join(homedir(), '.kube', 'config')}: check KUBECONFIG, or use --cluster embedded`,
@@ -134,10 +155,29 @@ export async function runDev(options: DevOptions): Promise<void> {
       apiserver = await startLocalApiServer({ kubeconfigPath: join(options.stateDir, 'kubeconfig') });
       kubeconfigPath = apiserver.kubeconfigPath;
       say(
-        `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
+        clusterCount > 1
+          ? `  cluster          ${devClusterId(1)}: embedded local API server at ${apiserver.url}`
+          : `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
       );
+      for (let n = 2; n <= clusterCount; n++) {
+        const more = await startLocalApiServer({
+          kubeconfigPath: join(options.stateDir, `kubeconfig-${devClusterId(n)}`),
+        });
+        moreApiservers.push(more);
+        say(`  cluster          ${devClusterId(n)}: embedded local API server at ${more.url}`);
+      }
     }
-    say(`  kubeconfig       ${kubeconfigPath}    try: kubectl --kubeconfig ${kubeconfigPath} get secrets -A`);
+    const clusters =
+      clusterCount > 1
+        ? [kubeconfigPath, ...moreApiservers.map((a) => a.kubeconfigPath)].map((path, i) => ({
+            id: devClusterId(i + 1),
+            kubeconfigPath: path,
+          }))
+        : undefined;
+    for (const c of clusters ?? [{ id: '', kubeconfigPath }])
+      say(
+        `  kubeconfig       ${c.id ? `${c.id}: ` : ''}${c.kubeconfigPath}    try: kubectl --kubeconfig ${c.kubeconfigPath} get secrets -A`,
+      );
     const controllerEnv: Record<string, string> = {
       LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE,
       LOG_LEVEL: logLevel,
@@ -152,9 +192,16 @@ export async function runDev(options: DevOptions): Promise<void> {
         '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
       );
       if (options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
+      for (const more of moreApiservers) {
+        const kc = new PooledKubeConfig();
+        kc.loadFromFile(more.kubeconfigPath);
+        moreNodes.push(await startSimulatedNode(kc, createLogger('local')));
+        if (options.demo) await seedDemo(kc, env.LEVELSET_SOURCE_NAMESPACE, 'before');
+      }
     }
     stack = await startLocalStack({
       kubeconfigPath,
+      clusters,
       env: controllerEnv,
       collapseMs: env.RELAY_COLLAPSE_MS,
       resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS,
@@ -187,7 +234,10 @@ export async function runDev(options: DevOptions): Promise<void> {
     say(
       `  resync           ${stack.resync.url} (${env.LEVELSET_RESYNC_INTERVAL_MS ? `every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s` : 'no timer: levelset resync'})`,
     );
-    say(`  relay            ${stack.relay()?.url ?? '-'} (/healthz, /readyz, /metrics)`);
+    for (const id of clusters ? stack.clusters : [undefined])
+      say(
+        `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
+      );
     say(
       `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
     );

@@ -44,8 +44,15 @@ export const stackStateSchema = z.object({
   resyncUrl: z.string(),
   /** `GET` answers the delivery watchdog's figures (local/watchdog.ts `DeliveryStatus`) as JSON. */
   deliveriesUrl: z.string().optional(),
-  /** `undefined` while the relay is stopped. */
+  /** `undefined` while the relay is stopped. With several clusters: the first cluster's relay. */
   relayUrl: z.string().optional(),
+  /**
+   * With several clusters (`levelset dev --clusters 2`): each cluster id's kubeconfig and relay
+   * (`relayUrl` `undefined` while it is stopped). Absent for the single `default` cluster.
+   */
+  clusters: z
+    .record(z.string(), z.object({ kubeconfigPath: z.string(), relayUrl: z.string().optional() }))
+    .optional(),
   /** Service name → its log file (one JSON log line per line). */
   logs: z.record(z.string(), z.string()),
   /**

@@ -2,6 +2,8 @@
  * The relay process's configuration, from the environment, validated with zod.
  */
 import { z } from 'zod';
+import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
+import { clusterId } from '../functions/contract/names.ts';
 import { DEFAULT_WATCH_SILENCE_TIMEOUT_MS } from './informer.ts';
 import { DEFAULT_RETRY_BUFFER_KEYS } from './retry-buffer.ts';
 
@@ -30,6 +32,7 @@ const optional = <T extends z.ZodType>(schema: T) =>
 const envSchema = z
   .object({
     KUBECONFIG: optional(z.string()),
+    RELAY_CLUSTER: optional(clusterId),
     GOOGLE_CLOUD_PROJECT: optional(
       z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a Google Cloud project id'),
     ),
@@ -58,6 +61,8 @@ const envSchema = z
 export interface RelayConfig {
   /** `KUBECONFIG` as given (read by `loadKubeConfig`); `undefined`: `~/.kube/config`, then in-cluster. */
   kubeconfig: string | undefined;
+  /** The id of the cluster the relay runs in, named in every key message (a DNS-1123 label). Default `default`. */
+  cluster: string;
   projectId: string;
   /** `host:port` of the Pub/Sub emulator, when used. */
   emulatorHost: string | undefined;
@@ -82,7 +87,8 @@ export class ConfigError extends Error {
 }
 
 /**
- * Reads the relay's configuration from `env`: `KUBECONFIG`, `GOOGLE_CLOUD_PROJECT` (default
+ * Reads the relay's configuration from `env`: `KUBECONFIG`, `RELAY_CLUSTER` (the cluster's id, a
+ * DNS-1123 label; default `default`), `GOOGLE_CLOUD_PROJECT` (default
  * `local-project` when `PUBSUB_EMULATOR_HOST` is set), `LEVELSET_TOPIC` (default `levelset-keys`),
  * `RELAY_COLLAPSE_MS` (ms, default 250), `RELAY_PORT` (default 8080),
  * `RELAY_WATCH_SILENCE_TIMEOUT_MS` (ms, 1 000–3 600 000, default 90 000: kube-apiserver bookmarks
@@ -99,6 +105,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
   const e = parsed.data;
   return {
     kubeconfig: e.KUBECONFIG,
+    cluster: e.RELAY_CLUSTER ?? DEFAULT_CLUSTER,
     projectId: e.GOOGLE_CLOUD_PROJECT ?? 'local-project',
     emulatorHost: e.PUBSUB_EMULATOR_HOST,
     topic: e.LEVELSET_TOPIC ?? DEFAULT_TOPIC,

@@ -16,7 +16,7 @@
 
 import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
 import type { Controller } from '../functions/contract/controller.ts';
-import { type ControllerKey, keyString, parseKeyString } from '../functions/contract/key.ts';
+import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../functions/contract/key.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { ATTR } from '../functions/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
@@ -95,7 +95,11 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       if (shutdown) return;
       let result: KeyOutcome = { outcome: 'error' };
       try {
-        const log = keyLogger(reconcileLogger, controller, key).child({ reason: 'workqueue' });
+        const log = keyLogger(reconcileLogger, {
+          cluster: DEFAULT_CLUSTER,
+          controller,
+          ...parseKeyString(key),
+        }).child({ reason: 'workqueue' });
         const enqueued = enqueuedBy.get(`${controller}|${key}`);
         enqueuedBy.delete(`${controller}|${key}`);
         const parent = enqueued
@@ -131,7 +135,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
 
   /** Where the relay and the resync send keys: straight into the controller's workqueue. */
   const toQueues = {
-    publish: async (m: ControllerKey) => {
+    publish: async (m: { controller: string; namespace: string; name: string }) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
       const enqueue = trace.getSpan(context.active())?.spanContext();

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
     failStart(err instanceof Error ? err.message : String(err), new ConfigError(String(err)));
     return;
   }
-  const logger = createLogger('relay');
+  const logger = createLogger('relay').child({ cluster: config.cluster });
   let kubeConfig: ReturnType<typeof loadKubeConfig>;
   try {
     kubeConfig = loadKubeConfig();
@@ -62,6 +62,7 @@ async function main(): Promise<void> {
   try {
     relay = await startRelay({
       kubeConfig,
+      cluster: config.cluster,
       publisher,
       collapseMs: config.collapseMs,
       port: config.port,

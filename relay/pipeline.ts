@@ -19,10 +19,16 @@ import type {
   Watch,
   WatchEvent,
 } from '../functions/contract/controller.ts';
-import { type ControllerKey, type Key, keyString, orderingKeyOf } from '../functions/contract/key.ts';
+import {
+  type ControllerKey,
+  DEFAULT_CLUSTER,
+  type Key,
+  keyString,
+  orderingKeyOf,
+} from '../functions/contract/key.ts';
 import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
-import type { KeyMessage } from '../functions/message.ts';
+import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
@@ -81,6 +87,8 @@ export function planInformers(controllers: readonly Controller[]): InformerPlan[
 }
 
 export interface PipelineOptions {
+  /** The id of the cluster the relay watches, named in every key it publishes; default `default`. */
+  cluster?: string;
   /** Collapse window in ms. */
   collapseMs: number;
   /** Default `leading-trailing` (see `relay/collapse.ts`). */
@@ -282,7 +290,8 @@ export class KeyPipeline {
    * `levelset.collapsed` counts them all).
    */
   enqueue(controller: string, key: Key, cause?: EnqueueCause): void {
-    const id = orderingKeyOf({ controller, ...key });
+    const cluster = this.#options.cluster ?? DEFAULT_CLUSTER;
+    const id = orderingKeyOf({ cluster, controller, ...key });
     let waiting = this.#waiting.get(id);
     if (waiting) {
       // Attributes are built only for a recording span: with tracing off this path costs nothing.
@@ -301,6 +310,7 @@ export class KeyPipeline {
       this.#waiting.set(id, waiting);
     }
     const queued: Queued = {
+      cluster,
       controller,
       namespace: key.namespace,
       name: key.name,
@@ -318,14 +328,7 @@ export class KeyPipeline {
       this.#waiting.delete(id);
       if (waiting.collapsed > 0) span.setAttribute(ATTR.collapsed, waiting.collapsed);
     }
-    const message: KeyMessage = {
-      v: 1,
-      controller: key.controller,
-      namespace: key.namespace,
-      name: key.name,
-      reason: 'watch',
-      enqueuedAt: new Date(firstAddedAt).toISOString(),
-    };
+    const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;
     const labels = { controller: key.controller };
     const p = (async () => {

@@ -24,6 +24,8 @@ export { DEFAULT_COLLAPSE_MS, DEFAULT_PORT } from './config.ts';
 export interface RelayOptions {
   /** Cluster to list+watch; the identity needs `list` and `watch` on every watched resource. */
   kubeConfig: KubeConfig;
+  /** The id of that cluster, named in every key message (`RELAY_CLUSTER`); default `default`. */
+  cluster?: string;
   /** Where key messages go (the shared publisher of `functions/publish.ts`). Not closed by the relay. */
   publisher: Pick<KeyPublisher, 'publish' | 'flush'>;
   /** Controllers to serve; default: the registry (`functions/controllers/index.ts`). */
@@ -121,6 +123,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const indexes = new SpecIndexes(controllers, logger);
 
   const pipeline = new KeyPipeline({
+    cluster: options.cluster,
     collapseMs,
     collapseMode: options.collapseMode,
     publish: (m) => options.publisher.publish(m),

@@ -3,13 +3,13 @@
  */
 import type { CommandModule } from 'yargs';
 import type { ListArgs, ReplayArgs } from '../impl/dead-letters.ts';
-import { targetOptions } from './options.ts';
+import { clusterOption, targetOptions } from './options.ts';
 
 const listCommand: CommandModule<object, ListArgs> = {
   command: 'list',
   describe: 'show the dead-lettered keys (pulls without acknowledging: they stay)',
   builder: (y) =>
-    targetOptions(y)
+    clusterOption(targetOptions(y), "only this cluster's keys (the others stay)")
       .option('limit', { type: 'number', default: 100, describe: 'show at most this many' })
       .option('output', { alias: 'o', choices: ['table', 'json'], default: 'table' }),
   handler: async (argv) => (await import('../impl/dead-letters.ts')).runDeadLettersList(argv),
@@ -19,7 +19,7 @@ const replayCommand: CommandModule<object, ReplayArgs> = {
   command: 'replay',
   describe: 'republish each dead-lettered key to the keys topic, acknowledging it only once published',
   builder: (y) =>
-    targetOptions(y)
+    clusterOption(targetOptions(y), "only this cluster's keys (the others stay)")
       .option('limit', { type: 'number', default: 1000, describe: 'replay at most this many' })
       .option('dry-run', {
         type: 'boolean',

@@ -10,6 +10,7 @@ import { CliError, EXIT_USAGE } from '../errors.ts';
 
 interface DevArgs {
   cluster: string;
+  clusters: number;
   demo: boolean;
   'source-namespace': string;
   'resync-interval-ms': number;
@@ -36,6 +37,12 @@ export const devCommand: CommandModule<object, DevArgs> = {
         choices: ['auto', 'embedded', 'kubeconfig'],
         default: 'auto',
         describe: 'auto: the cluster in KUBECONFIG when it answers, else the embedded local API server',
+      })
+      .option('clusters', {
+        type: 'number',
+        default: 1,
+        describe:
+          'clusters to serve: 2 or more starts that many embedded API servers (cluster-1, cluster-2, …), a relay in each, one set of functions for all',
       })
       .option('demo', {
         type: 'boolean',
@@ -70,6 +77,8 @@ export const devCommand: CommandModule<object, DevArgs> = {
           "the processes' pino level; the pretty view shows a key's own lines from it up, under its outcome line (LOG_LEVEL)",
       })
       .check((argv) => {
+        if (!Number.isInteger(argv.clusters) || argv.clusters < 1 || argv.clusters > 9)
+          throw new Error('--clusters must be a whole number from 1 to 9');
         for (const name of ['resync-interval-ms', 'collapse-ms'] as const) {
           const v = argv[name];
           if (v !== undefined && (!Number.isInteger(v) || v < 0))
@@ -86,6 +95,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
     })) as { runDev(options: object): Promise<void> };
     await runDev({
       cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
+      clusters: argv.clusters,
       demo: argv.demo,
       sourceNamespace: argv['source-namespace'],
       resyncIntervalMs: argv['resync-interval-ms'],

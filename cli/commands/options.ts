@@ -2,6 +2,23 @@
  * Options shared by the commands that act on a Levelset deployment (cli/target.ts).
  */
 import type { Argv } from 'yargs';
+import { isDNS1123Label } from '../../functions/contract/names.ts';
+
+/**
+ * `--cluster <id>`: the cluster a command's keys are in (a DNS-1123 label; the key message's
+ * `cluster`, functions/message.ts). Omitted: see each command.
+ */
+export function clusterOption<T>(y: Argv<T>, describe: string) {
+  return y.option('cluster', {
+    type: 'string',
+    describe,
+    coerce: (id: string | undefined) => {
+      if (id !== undefined && !isDNS1123Label(id))
+        throw new Error(`--cluster "${id}": a cluster id is a DNS-1123 label (e.g. gke-eu)`);
+      return id;
+    },
+  });
+}
 
 /** `--project` and `--topic`. */
 export function targetOptions<T>(y: Argv<T>) {

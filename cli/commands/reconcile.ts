@@ -5,13 +5,16 @@
  */
 import type { CommandModule } from 'yargs';
 import type { ReconcileArgs } from '../impl/reconcile.ts';
-import { targetOptions } from './options.ts';
+import { clusterOption, targetOptions } from './options.ts';
 
 export const reconcileCommand: CommandModule<object, ReconcileArgs> = {
   command: 'reconcile <controller> <key>',
   describe: 'publish one key now (reason: manual); --wait follows it to its outcome (local stack)',
   builder: (y) =>
-    targetOptions(y)
+    clusterOption(
+      targetOptions(y),
+      'the cluster the key is in (default: default, the single cluster of a one-cluster deployment)',
+    )
       .positional('controller', {
         type: 'string',
         demandOption: true,
@@ -32,6 +35,10 @@ export const reconcileCommand: CommandModule<object, ReconcileArgs> = {
         default: 120,
         describe: '--wait gives up after this many seconds',
       })
+      .example(
+        '$0 reconcile foo demo/example-foo --cluster cluster-2',
+        "the Foo of levelset dev --clusters 2's cluster-2",
+      )
       .example(
         '$0 reconcile foo demo/example-foo --wait',
         "reconcile the demo's Foo now and print the outcome",

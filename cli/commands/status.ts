@@ -3,14 +3,17 @@
  */
 import type { CommandModule } from 'yargs';
 import type { StatusArgs } from '../impl/status.ts';
-import { targetOptions } from './options.ts';
+import { clusterOption, targetOptions } from './options.ts';
 
 export const statusCommand: CommandModule<object, StatusArgs> = {
   command: 'status',
   describe:
     'relay health, subscription backlog and oldest unacked age, dead-letter count (exit 1 if unhealthy)',
   builder: (y) =>
-    targetOptions(y)
+    clusterOption(
+      targetOptions(y),
+      "whose relay to check in a multi-cluster local stack (default: the first cluster's)",
+    )
       .option('relay-url', {
         type: 'string',
         describe:

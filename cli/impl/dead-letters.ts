@@ -1,11 +1,16 @@
 import { keyString } from '../../functions/contract/key.ts';
-import { DEAD_LETTER_ATTRIBUTES, type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
+import {
+  clusterOf,
+  DEAD_LETTER_ATTRIBUTES,
+  type KeyMessage,
+  keyMessageSchema,
+} from '../../functions/message.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { createSubscriber, type PulledMessage } from '../pubsub.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
 
-/** A dead letter as the commands show it; `message` is `undefined` when it is not a v1 key message. */
+/** A dead letter as the commands show it; `message` is `undefined` when it is not a key message (v1 or v2). */
 export interface DeadLetter {
   pulled: PulledMessage;
   message: KeyMessage | undefined;
@@ -36,6 +41,16 @@ export function decodeDeadLetter(pulled: PulledMessage): DeadLetter {
   };
 }
 
+/** ` in cluster <id>` for a key of a named cluster, `''` for the default cluster's. */
+function inCluster(m: KeyMessage): string {
+  return m.v === 2 ? ` in cluster ${m.cluster}` : '';
+}
+
+/** Whether a dead letter is of `cluster` (every letter when `cluster` is undefined; a non-key message never is). */
+function ofCluster(d: DeadLetter, cluster: string | undefined): boolean {
+  return cluster === undefined || (d.message !== undefined && clusterOf(d.message) === cluster);
+}
+
 async function pullDeadLetters(target: Target, limit: number) {
   const subscriber = createSubscriber(target);
   const pulled = await subscriber.pull(target.deadLetterSubscription, limit).catch(async (err: unknown) => {
@@ -47,6 +62,7 @@ async function pullDeadLetters(target: Target, limit: number) {
 
 function rows(letters: DeadLetter[]): string[][] {
   return letters.map((d) => [
+    d.message ? clusterOf(d.message) : '?',
     d.message?.controller ?? '(not a key message)',
     d.message ? keyString(d.message) : d.pulled.data.toString('utf8').slice(0, 40),
     d.deliveryAttempts === undefined ? '?' : String(d.deliveryAttempts),
@@ -55,29 +71,32 @@ function rows(letters: DeadLetter[]): string[][] {
   ]);
 }
 
-const HEAD = ['controller', 'key', 'attempts', 'first failure (first published)', 'dead-lettered'];
+const HEAD = ['cluster', 'controller', 'key', 'attempts', 'first failure (first published)', 'dead-lettered'];
 
 export interface ListArgs {
   limit: number;
   output: string;
   project?: string;
   topic?: string;
+  cluster?: string;
 }
 export interface ReplayArgs {
   limit: number;
   'dry-run': boolean;
   project?: string;
   topic?: string;
+  cluster?: string;
 }
 
 /** Runs `levelset dead-letters list`: pulls, shows, releases the leases (nothing is acknowledged). */
 export async function runDeadLettersList(argv: ListArgs): Promise<void> {
   const target = await resolveTarget(argv);
-  const { subscriber, letters } = await pullDeadLetters(target, argv.limit);
+  const { subscriber, letters: pulled } = await pullDeadLetters(target, argv.limit);
+  const letters = pulled.filter((d) => ofCluster(d, argv.cluster));
   try {
     await subscriber.release(
       target.deadLetterSubscription,
-      letters.map((d) => d.pulled.ackId),
+      pulled.map((d) => d.pulled.ackId),
     );
   } finally {
     await subscriber.close().catch(() => {});
@@ -86,6 +105,7 @@ export async function runDeadLettersList(argv: ListArgs): Promise<void> {
     say(
       JSON.stringify(
         letters.map((d) => ({
+          cluster: d.message ? clusterOf(d.message) : undefined,
           controller: d.message?.controller,
           key: d.message ? keyString(d.message) : undefined,
           deliveryAttempts: d.deliveryAttempts,
@@ -113,9 +133,11 @@ export async function runDeadLettersList(argv: ListArgs): Promise<void> {
 /** Runs `levelset dead-letters replay`. @throws {CliError} when some keys could not be republished (they stay). */
 export async function runDeadLettersReplay(argv: ReplayArgs): Promise<void> {
   const target = await resolveTarget(argv);
-  const { subscriber, letters } = await pullDeadLetters(target, argv.limit);
+  const { subscriber, letters: pulled } = await pullDeadLetters(target, argv.limit);
+  const letters = pulled.filter((d) => ofCluster(d, argv.cluster));
   const publisher = argv['dry-run'] ? undefined : targetPublisher(target);
-  const keep: string[] = [];
+  // Letters of other clusters (--cluster) stay, untouched.
+  const keep: string[] = pulled.filter((d) => !ofCluster(d, argv.cluster)).map((d) => d.pulled.ackId);
   let replayed = 0;
   let failed = 0;
   try {
@@ -123,12 +145,12 @@ export async function runDeadLettersReplay(argv: ReplayArgs): Promise<void> {
       const m = d.message;
       if (!m) {
         keep.push(d.pulled.ackId);
-        say(`kept ${d.pulled.messageId}: not a v1 key message`);
+        say(`kept ${d.pulled.messageId}: not a key message`);
         continue;
       }
       if (!publisher) {
         keep.push(d.pulled.ackId);
-        say(`would replay ${m.controller} ${keyString(m)}`);
+        say(`would replay ${m.controller} ${keyString(m)}${inCluster(m)}`);
         continue;
       }
       try {
@@ -139,7 +161,7 @@ export async function runDeadLettersReplay(argv: ReplayArgs): Promise<void> {
         });
         await subscriber.ack(target.deadLetterSubscription, [d.pulled.ackId]);
         replayed++;
-        say(`replayed ${m.controller} ${keyString(m)} (message ${id})`);
+        say(`replayed ${m.controller} ${keyString(m)} (message ${id})${inCluster(m)}`);
       } catch (err) {
         failed++;
         keep.push(d.pulled.ackId);

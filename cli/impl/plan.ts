@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { EventType, Result } from '../../functions/contract/controller.ts';
-import { type Key, keyString } from '../../functions/contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, keyString } from '../../functions/contract/key.ts';
 import { type DryRunWrite, dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
 import { keyLogger } from '../../functions/log.ts';
@@ -150,15 +150,16 @@ export async function planReconcile(
       done();
     },
   });
-  const log = keyLogger(
-    pino({ level: env.LOG_LEVEL ?? 'info', messageKey: 'message' }, sink),
-    controller.name,
-    keyString(key),
-  );
+  const log = keyLogger(pino({ level: env.LOG_LEVEL ?? 'info', messageKey: 'message' }, sink), {
+    cluster: DEFAULT_CLUSTER,
+    controller: controller.name,
+    ...key,
+  });
   const events: Plan['events'] = [];
   const plan: Plan = { controller: controller.name, key: keyString(key), changes: [], events, log: lines };
   try {
     const result = await controller.reconcile(key, {
+      cluster: DEFAULT_CLUSTER,
       kubeConfig,
       log,
       dryRun: true,

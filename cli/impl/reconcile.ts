@@ -5,9 +5,10 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Controller, Outcome } from '../../functions/contract/controller.ts';
-import { type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../functions/contract/names.ts';
 import { controllerByName, controllers } from '../../functions/controllers/index.ts';
+import { keyMessageOf } from '../../functions/message.ts';
 import { CliError, EXIT_NOT_FOUND, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
@@ -114,6 +115,8 @@ export interface ReconcileArgs {
   key: string;
   wait: boolean;
   timeout: number;
+  /** The key's cluster id; default `default`. */
+  cluster?: string;
   project?: string;
   topic?: string;
 }
@@ -125,16 +128,18 @@ export interface ReconcileArgs {
 export async function runReconcile(argv: ReconcileArgs): Promise<void> {
   const controller = requireController(argv.controller);
   const key = parseKey(controller, argv.key);
+  const cluster = argv.cluster ?? DEFAULT_CLUSTER;
   const target = await resolveTarget(argv);
   if (argv.wait && !target.stack?.logs.reconcile)
     throw new CliError(
-      `--wait follows the local stack's reconcile log only; on Google Cloud read the outcome in Logs Explorer: labels.controller="${controller.name}" labels.key="${keyString(key)}" jsonPayload.outcome:* (docs/operations.md)`,
+      `--wait follows the local stack's reconcile log only; on Google Cloud read the outcome in Logs Explorer: labels.cluster="${cluster}" labels.controller="${controller.name}" labels.key="${keyString(key)}" jsonPayload.outcome:* (docs/operations.md)`,
       EXIT_USAGE,
     );
   const logPath = target.stack?.logs.reconcile;
   const offset = logPath ? logSize(logPath) : 0;
-  const messageId = await publishManual(target, controller, key);
-  say(`published ${controller.name} ${keyString(key)} to ${target.describe} (message ${messageId})`);
+  const messageId = await publishManual(target, cluster, controller, key);
+  const where = cluster === DEFAULT_CLUSTER ? '' : ` of cluster ${cluster}`;
+  say(`published ${controller.name} ${keyString(key)}${where} to ${target.describe} (message ${messageId})`);
   if (!argv.wait || !logPath) return;
   const started = Date.now();
   let last: OutcomeLine | undefined;
@@ -165,16 +170,17 @@ export async function runReconcile(argv: ReconcileArgs): Promise<void> {
 }
 
 /** Publishes `key` with reason `manual`; @returns the message id. @throws {CliError} when Pub/Sub refuses. */
-async function publishManual(target: Target, controller: Controller, key: Key): Promise<string> {
+async function publishManual(
+  target: Target,
+  cluster: string,
+  controller: Controller,
+  key: Key,
+): Promise<string> {
   const publisher = targetPublisher(target);
   try {
-    return await publisher.publish({
-      v: 1,
-      controller: controller.name,
-      ...key,
-      reason: 'manual',
-      enqueuedAt: new Date().toISOString(),
-    });
+    return await publisher.publish(
+      keyMessageOf({ cluster, controller: controller.name, ...key }, 'manual', new Date().toISOString()),
+    );
   } catch (err) {
     throw new CliError(`could not publish to ${target.topic}: ${firstLine(err)}`);
   } finally {

@@ -3,17 +3,22 @@
  * (`reason: "resync"`), as the `resync` function does for Cloud Scheduler, with progress on a
  * terminal (cli-progress) and plain lines in a pipe, then a summary per controller.
  */
+
+import type { KubeConfig } from '@kubernetes/client-node';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
+import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type ResyncReport, resyncAll } from '../../functions/resync.ts';
-import { CliError } from '../errors.ts';
+import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say, table } from '../output.ts';
-import { clusterError, resolveTarget, targetKubeConfig, targetPublisher } from '../target.ts';
+import { clusterError, resolveTarget, type Target, targetKubeConfig, targetPublisher } from '../target.ts';
 import { requireController } from './reconcile.ts';
 
 export interface ResyncArgs {
   controller?: string;
+  /** Only this cluster; default every cluster of the local stack, else `default`. */
+  cluster?: string;
   'dry-run': boolean;
   project?: string;
   topic?: string;
@@ -49,24 +54,55 @@ function progress(names: string[], dryRun: boolean) {
   };
 }
 
+/**
+ * The clusters to resync and each one's kubeconfig: a multi-cluster local stack's (every one, or
+ * `--cluster`'s), else the target's kubeconfig as `--cluster` (default `default`).
+ * @throws {CliError} (exit 2) for a cluster the local stack does not serve.
+ */
+function clustersOf(target: Target, cluster: string | undefined): { id: string; kubeConfig: KubeConfig }[] {
+  const served = target.stack?.clusters;
+  if (!served) return [{ id: cluster ?? DEFAULT_CLUSTER, kubeConfig: targetKubeConfig(target) }];
+  if (cluster !== undefined && !served[cluster])
+    throw new CliError(
+      `unknown cluster "${cluster}": the local stack serves ${Object.keys(served).join(', ')}`,
+      EXIT_USAGE,
+    );
+  return Object.entries(served)
+    .filter(([id]) => cluster === undefined || id === cluster)
+    .map(([id, c]) => ({
+      id,
+      kubeConfig: targetKubeConfig({ ...target, kubeconfigPath: c.kubeconfigPath }),
+    }));
+}
+
 /** Runs `levelset resync`. @throws {CliError} when the cluster is unreachable or a controller failed. */
 export async function runResync(argv: ResyncArgs): Promise<void> {
   const selected = argv.controller ? [requireController(argv.controller)] : [...controllers];
   const target = await resolveTarget(argv);
-  const kubeConfig = targetKubeConfig(target);
+  const clusters = clustersOf(target, argv.cluster);
   const publisher = targetPublisher(target);
   const logger = createLogger('cli');
   logger.level = 'silent';
+  const label = (cluster: string, name: string) => (clusters.length > 1 ? `${cluster}/${name}` : name);
   const bars = progress(
-    selected.map((c) => c.name),
+    clusters.flatMap((c) => selected.map((s) => label(c.id, s.name))),
     argv['dry-run'],
   );
-  let report: ResyncReport;
+  const report: ResyncReport = { cluster: '', controllers: {}, published: 0, durationMs: 0 };
+  const kubeConfig = clusters[0]?.kubeConfig as KubeConfig;
   try {
-    report = await resyncAll(selected, kubeConfig, publisher, logger, {
-      dryRun: argv['dry-run'],
-      onKey: (name, n) => bars.update(name, n),
-    });
+    for (const c of clusters) {
+      const one = await resyncAll(selected, c.kubeConfig, publisher, logger, {
+        cluster: c.id,
+        dryRun: argv['dry-run'],
+        onKey: (name, n) => bars.update(label(c.id, name), n),
+      });
+      for (const [name, entry] of Object.entries(one.controllers))
+        report.controllers[label(c.id, name)] = entry;
+      report.published += one.published;
+      report.durationMs += one.durationMs;
+    }
+    report.cluster = clusters.map((c) => c.id).join(',');
   } finally {
     bars.stop();
     await publisher.close().catch(() => {});

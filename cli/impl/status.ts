@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { GoogleAuth } from 'google-auth-library';
 import { LABELS } from '../../functions/log.ts';
 import type { DeliveryStatus } from '../../local/watchdog.ts';
-import { firstLine } from '../errors.ts';
+import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { createSubscriber } from '../pubsub.ts';
 import { resolveTarget, resourceId, type Target } from '../target.ts';
@@ -230,6 +230,8 @@ async function deadLetterCount(target: Target, limit: number): Promise<number> {
 
 export interface StatusArgs {
   'relay-url'?: string;
+  /** Whose relay to check in a multi-cluster local stack; default the first cluster's. */
+  cluster?: string;
   output: string;
   project?: string;
   topic?: string;
@@ -240,7 +242,15 @@ const COUNT_LIMIT = 1000;
 /** Runs `levelset status`; sets exit code 1 when the relay is not ready or keys are dead-lettered. */
 export async function runStatus(argv: StatusArgs): Promise<void> {
   const target = await resolveTarget(argv);
-  const relayUrl = argv['relay-url'] ?? target.stack?.relayUrl;
+  const clusters = target.stack?.clusters;
+  if (argv.cluster !== undefined && clusters && !clusters[argv.cluster])
+    throw new CliError(
+      `unknown cluster "${argv.cluster}": the local stack serves ${Object.keys(clusters).join(', ')}`,
+      EXIT_USAGE,
+    );
+  const relayUrl =
+    argv['relay-url'] ??
+    (argv.cluster !== undefined && clusters ? clusters[argv.cluster]?.relayUrl : target.stack?.relayUrl);
   const [relay, keys, deadLetters, drifted] = await Promise.all([
     relayUrl ? relayStatus(relayUrl) : Promise.resolve(undefined),
     backlog(target),
@@ -260,6 +270,10 @@ export async function runStatus(argv: StatusArgs): Promise<void> {
     return;
   }
   say(`target        ${target.describe}`);
+  if (clusters)
+    say(
+      `clusters      ${Object.keys(clusters).join(', ')}; relay of ${argv.cluster ?? Object.keys(clusters)[0]} (--cluster for another's)`,
+    );
   if (!relay)
     say(
       target.kind === 'local'

@@ -96,8 +96,13 @@ export interface EventRecorder {
   record(object: KubernetesObject, type: EventType, reason: string, message: string): Promise<void>;
 }
 
-/** The Kubernetes clients a reconcile uses; all share one KubeConfig. */
+/** The Kubernetes clients a reconcile uses; all share one KubeConfig, that of the key's cluster. */
 export interface ReconcileContext {
+  /**
+   * The id of the cluster this reconcile runs for (a DNS-1123 label; `default` in a single-cluster
+   * deployment): `kubeConfig` reaches that cluster and no other. Controllers that do not care ignore it.
+   */
+  cluster: string;
   kubeConfig: KubeConfig;
   /** Logger labelled with controller and key (Cloud Logging labels). Never log Secret data. */
   log: Logger;

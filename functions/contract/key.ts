@@ -1,8 +1,14 @@
 /**
- * The key: which object to reconcile, the one shape it has from the relay's map to the reconcile
- * (docs/architecture.md "Contracts"), and its two string forms: client-go's `namespace/name` and
- * the Pub/Sub ordering key `controller/namespace/name`.
+ * The key: which object to reconcile, in which cluster, the one shape it has from the relay's map to
+ * the reconcile (docs/architecture.md "Contracts"), and its string forms: client-go's
+ * `namespace/name` and the Pub/Sub ordering key `cluster/controller/namespace/name`.
  */
+
+/**
+ * The cluster a key without a cluster means: every single-cluster deployment's, and every v1 key
+ * message's (functions/message.ts). A cluster id is a DNS-1123 label (`clusterId`, names.ts).
+ */
+export const DEFAULT_CLUSTER = 'default';
 
 /** A key, as client-go's `MetaNamespaceKeyFunc` splits it: `namespace` is `""` for cluster-scoped objects. */
 export interface Key {
@@ -10,8 +16,13 @@ export interface Key {
   name: string;
 }
 
-/** A key of one controller: what the relay collapses and publishes, a requeue schedules and a workqueue holds. */
+/**
+ * A key of one controller in one cluster: what the relay collapses and publishes, a requeue
+ * schedules, a workqueue holds and the reconcile runs.
+ */
 export interface ControllerKey extends Key {
+  /** The cluster's id (a DNS-1123 label), {@link DEFAULT_CLUSTER} for a single-cluster deployment. */
+  cluster: string;
   /** The controller's registered name (kebab-case), as in the key message. */
   controller: string;
 }
@@ -34,9 +45,11 @@ export function parseKeyString(s: string): Key {
 }
 
 /**
- * The Pub/Sub ordering key of a controller's key: `controller/namespace/name`, so that deliveries of
- * one key are serialised while different keys run in parallel.
+ * The Pub/Sub ordering key of a controller's key: `cluster/controller/namespace/name`, so that
+ * deliveries of one key of one cluster are serialised while different keys (and the same key in
+ * two clusters) run in parallel. Also the identity of a key in the relay's collapser and retry
+ * buffer and in the reconcile's per-key serialisation.
  */
 export function orderingKeyOf(k: ControllerKey): string {
-  return `${k.controller}/${k.namespace}/${k.name}`;
+  return `${k.cluster}/${k.controller}/${k.namespace}/${k.name}`;
 }

@@ -53,3 +53,10 @@ export const dns1123Subdomain = z
 export const controllerName = z
   .string()
   .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'must be kebab-case (e.g. "secret-replicator")');
+
+/**
+ * A cluster's id, as the key message, the cluster registry, the relay's configuration and
+ * `--cluster` accept it: a DNS-1123 label (≤ 63 characters; a GKE cluster's name is one, ≤ 40), e.g.
+ * `gke-eu`. `default` names the cluster of a single-cluster deployment (`DEFAULT_CLUSTER`, key.ts).
+ */
+export const clusterId = dns1123Label;

@@ -40,6 +40,8 @@ export type ChildOperation = 'create' | 'apply' | 'prune';
 /** Attribute names of Levelset's spans (`levelset.*`), beside OpenTelemetry's semantic conventions. */
 export const ATTR = {
   controller: 'levelset.controller',
+  /** The key's cluster id (`default` for the cluster the functions run against). */
+  cluster: 'levelset.cluster',
   /** `namespace/name` (client-go's key). */
   key: 'levelset.key',
   /** Why the key was enqueued: `watch`, `index`, `retry` (relay), `resync`, `requeue`, `manual`. */

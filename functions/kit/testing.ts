@@ -11,7 +11,7 @@
 import type { RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import type { Controller, ReconcileContext, Result } from '../contract/controller.ts';
-import type { Key } from '../contract/key.ts';
+import { DEFAULT_CLUSTER, type Key } from '../contract/key.ts';
 import { TerminalError } from '../k8s/errors.ts';
 import { createEventRecorder } from '../k8s/events.ts';
 import type { Logger } from '../log.ts';
@@ -68,6 +68,7 @@ export function reconcilerForTest(
   kubeConfig.loadFromFile(kubeconfigPath);
   const log = options.log ?? pino({ level: 'silent' });
   const ctx: ReconcileContext = {
+    cluster: DEFAULT_CLUSTER,
     kubeConfig,
     log,
     events: createEventRecorder(kubeConfig, controller.name, log),

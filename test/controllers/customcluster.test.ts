@@ -82,7 +82,7 @@ describe('customcluster reconcile on an API server', () => {
     kc.loadFromFile(cluster.kubeconfigPath);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
+    ctx = { cluster: 'default', kubeConfig: kc, log, events: createEventRecorder(kc, 'customcluster', log) };
     ns = await cluster.createNamespace('cc');
     customclusters = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Customcluster' }, ns);
     await cluster.applyCrd(CRD, { group, version, plural }, ns);

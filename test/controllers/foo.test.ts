@@ -77,7 +77,7 @@ describe('foo reconcile on an API server', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
-    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
+    ctx = { cluster: 'default', kubeConfig: kc, log, events: createEventRecorder(kc, 'foo', log) };
     ns = await cluster.createNamespace('foo');
     foos = customObjects(cluster.kubeConfig, { group, version, plural, kind: 'Foo' }, ns);
     await cluster.applyCrd(CRD, { group, version, plural }, ns);

@@ -83,7 +83,12 @@ describe('secret-replicator against an API server', () => {
         logLines.push(JSON.parse(line));
       },
     });
-    ctx = { kubeConfig: kc, log, events: createEventRecorder(kc, 'secret-replicator', log) };
+    ctx = {
+      cluster: 'default',
+      kubeConfig: kc,
+      log,
+      events: createEventRecorder(kc, 'secret-replicator', log),
+    };
   });
 
   after(async () => {

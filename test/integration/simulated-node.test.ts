@@ -79,6 +79,7 @@ describe('simulated node (embedded cluster)', {
     await customclusterController.reconcile(
       { namespace, name: 'cpod-f' },
       {
+        cluster: 'default',
         kubeConfig: cluster.kubeConfig,
         log,
         events: createEventRecorder(cluster.kubeConfig, customclusterController.name, log),

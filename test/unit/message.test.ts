@@ -2,9 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyString, orderingKeyOf, parseKeyString } from '../../functions/contract/key.ts';
 import {
+  clusterOf,
   decodePushEnvelope,
   encodeKeyMessage,
   type KeyMessage,
+  keyMessageOf,
+  keyOfMessage,
   MalformedMessageError,
 } from '../../functions/message.ts';
 
@@ -28,15 +31,48 @@ const envelopeOf = (data: unknown) => ({
 });
 
 describe('key message', () => {
-  it('encodes with ordering key controller/namespace/name and repeats controller and reason as attributes', () => {
+  it('encodes with ordering key cluster/controller/namespace/name and repeats cluster, controller and reason as attributes', () => {
     const encoded = encodeKeyMessage(valid);
-    assert.equal(encoded.orderingKey, 'secret-replicator/team-a/db-creds');
-    assert.deepEqual(encoded.attributes, { controller: 'secret-replicator', reason: 'watch' });
+    assert.equal(encoded.orderingKey, 'default/secret-replicator/team-a/db-creds');
+    assert.deepEqual(encoded.attributes, {
+      cluster: 'default',
+      controller: 'secret-replicator',
+      reason: 'watch',
+    });
     assert.deepEqual(JSON.parse(encoded.data.toString()), valid);
+    const v2 = encodeKeyMessage({ ...valid, v: 2, cluster: 'gke-eu' });
+    assert.equal(v2.orderingKey, 'gke-eu/secret-replicator/team-a/db-creds');
+    assert.equal(v2.attributes.cluster, 'gke-eu');
+  });
+
+  it('a v1 message (no cluster) means the default cluster; v2 names its cluster', () => {
+    assert.equal(clusterOf(valid), 'default');
+    const { message } = decodePushEnvelope(envelopeOf({ ...valid, v: 2, cluster: 'gke-eu' }));
+    assert.deepEqual(keyOfMessage(message), {
+      cluster: 'gke-eu',
+      controller: 'secret-replicator',
+      namespace: 'team-a',
+      name: 'db-creds',
+    });
+  });
+
+  it('writes v1 for a key of the default cluster (as before clusters), v2 for any other', () => {
+    const key = { controller: 'secret-replicator', namespace: 'team-a', name: 'db-creds' };
+    assert.deepEqual(keyMessageOf({ cluster: 'default', ...key }, 'watch', valid.enqueuedAt), valid);
+    assert.deepEqual(keyMessageOf({ cluster: 'b', ...key }, 'watch', valid.enqueuedAt), {
+      ...valid,
+      v: 2,
+      cluster: 'b',
+    });
+    for (const cluster of ['default', 'gke-eu', 'b'])
+      assert.deepEqual(keyOfMessage(keyMessageOf({ cluster, ...key }, 'resync', valid.enqueuedAt)), {
+        cluster,
+        ...key,
+      });
   });
 
   it('keeps an empty namespace for cluster-scoped keys', () => {
-    assert.equal(orderingKeyOf({ controller: 'c', namespace: '', name: 'n' }), 'c//n');
+    assert.equal(orderingKeyOf({ cluster: 'a', controller: 'c', namespace: '', name: 'n' }), 'a/c//n');
     assert.equal(keyString({ namespace: '', name: 'n' }), 'n');
     assert.equal(keyString({ namespace: 'ns', name: 'n' }), 'ns/n');
   });
@@ -64,7 +100,12 @@ describe('key message', () => {
   const malformed: [string, unknown][] = [
     ['no envelope', { hello: 'world' }],
     ['not base64 JSON', { message: { data: '!!!not json' } }],
-    ['unknown version', envelopeOf({ ...valid, v: 2 })],
+    ['unknown version', envelopeOf({ ...valid, v: 3 })],
+    ['v2 without a cluster', envelopeOf({ ...valid, v: 2 })],
+    ['v1 with a cluster', envelopeOf({ ...valid, cluster: 'a' })],
+    ['cluster not a DNS-1123 label', envelopeOf({ ...valid, v: 2, cluster: 'Gke_EU' })],
+    ['cluster of 64 characters', envelopeOf({ ...valid, v: 2, cluster: 'c'.repeat(64) })],
+    ['empty cluster', envelopeOf({ ...valid, v: 2, cluster: '' })],
     ['unknown field', envelopeOf({ ...valid, extra: true })],
     ['unknown reason', envelopeOf({ ...valid, reason: 'because' })],
     ['missing name', envelopeOf({ ...valid, name: undefined })],

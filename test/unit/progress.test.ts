@@ -43,7 +43,12 @@ async function deliveryLines(level: pino.Level, notFound = false): Promise<LogLi
     contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
     currentContext: 'c',
   });
-  const log = keyLogger(root, 'widget', 'demo/w1').child({ messageId: '7', reason: 'watch' });
+  const log = keyLogger(root, {
+    cluster: 'default',
+    controller: 'widget',
+    namespace: 'demo',
+    name: 'w1',
+  }).child({ messageId: '7', reason: 'watch' });
   const { outcome } = await reconcileKey(
     new Map([['widget', controller]]),
     'widget',

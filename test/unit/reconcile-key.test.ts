@@ -25,7 +25,12 @@ function capture() {
       done();
     },
   });
-  const log = keyLogger(createLogger('test', stream), 'fake', 'k').child({ reason: 'watch' });
+  const log = keyLogger(createLogger('test', stream), {
+    cluster: 'default',
+    controller: 'fake',
+    namespace: '',
+    name: 'k',
+  }).child({ reason: 'watch' });
   return { log, lines };
 }
 
@@ -39,7 +44,12 @@ function fake(namespaced: boolean, reconcile: Controller['reconcile']): Controll
   };
 }
 
-const run = (controller: Controller, key: Key, reason?: EnqueueReason) => {
+const run = (
+  controller: Controller,
+  key: Key,
+  reason?: EnqueueReason,
+  clusters?: { cluster: string; known: string[] },
+) => {
   const { log, lines } = capture();
   const calls: Key[] = [];
   const wrapped = {
@@ -50,7 +60,9 @@ const run = (controller: Controller, key: Key, reason?: EnqueueReason) => {
     },
   };
   return reconcileKey(new Map([['fake', wrapped]]), 'fake', key, {
-    kubeConfig: () => {
+    cluster: clusters?.cluster,
+    kubeConfig: (cluster) => {
+      if (clusters && !clusters.known.includes(cluster)) return undefined;
       // Never contacted: the fake controllers make no request and record no Event.
       const kc = new KubeConfig();
       kc.loadFromOptions({
@@ -129,5 +141,26 @@ describe('reconcileKey', () => {
       assert.ok(!other.some((l) => l.includes('"drift"')));
     }
     assert.equal(await count(), before + 1);
+  });
+
+  it('runs the reconcile with its cluster in the context; a key of an unknown cluster is malformed, never reconciled', async () => {
+    const seen: string[] = [];
+    const controller = fake(true, async (_key, ctx) => {
+      seen.push(ctx.cluster);
+      return undefined;
+    });
+    const known = { cluster: 'cluster-2', known: ['cluster-1', 'cluster-2'] };
+    assert.deepEqual((await run(controller, { namespace: 'ns', name: 'a' }, undefined, known)).result, {
+      outcome: 'success',
+    });
+    assert.deepEqual((await run(controller, { namespace: 'ns', name: 'a' })).result, { outcome: 'success' });
+    assert.deepEqual(seen, ['cluster-2', 'default']);
+    const { result, lines, calls } = await run(controller, { namespace: 'ns', name: 'a' }, undefined, {
+      cluster: 'elsewhere',
+      known: known.known,
+    });
+    assert.deepEqual(result, { outcome: 'malformed' });
+    assert.deepEqual(calls, []);
+    assert.match(lines.at(-1) ?? '', /unknown cluster \\"elsewhere\\": message dropped/);
   });
 });

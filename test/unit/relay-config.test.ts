@@ -14,6 +14,7 @@ describe('loadRelayConfig', () => {
   it('applies the defaults, with local-project when the emulator is used', () => {
     assert.deepEqual(loadRelayConfig({ PUBSUB_EMULATOR_HOST: '127.0.0.1:8085' }), {
       kubeconfig: undefined,
+      cluster: 'default',
       projectId: 'local-project',
       emulatorHost: '127.0.0.1:8085',
       topic: 'levelset-keys',
@@ -30,6 +31,7 @@ describe('loadRelayConfig', () => {
     assert.deepEqual(
       loadRelayConfig({
         KUBECONFIG: '/k/config',
+        RELAY_CLUSTER: 'gke-eu',
         GOOGLE_CLOUD_PROJECT: 'my-project-1',
         LEVELSET_TOPIC: 'keys-2',
         RELAY_COLLAPSE_MS: '0',
@@ -41,6 +43,7 @@ describe('loadRelayConfig', () => {
       }),
       {
         kubeconfig: '/k/config',
+        cluster: 'gke-eu',
         projectId: 'my-project-1',
         emulatorHost: undefined,
         topic: 'keys-2',
@@ -51,6 +54,13 @@ describe('loadRelayConfig', () => {
         publishTimeoutMs: 2000,
         logLevel: 'debug',
       },
+    );
+  });
+
+  it('refuses a cluster id that is not a DNS-1123 label', () => {
+    assert.throws(
+      () => loadRelayConfig({ PUBSUB_EMULATOR_HOST: 'h:1', RELAY_CLUSTER: 'GKE_eu' }),
+      (err: Error) => err instanceof ConfigError && /RELAY_CLUSTER/.test(err.message),
     );
   });
 

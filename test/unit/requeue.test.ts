@@ -15,7 +15,7 @@ const config = readRequeueConfig({
   LEVELSET_REQUEUE_QUEUE: 'projects/p/locations/europe-west1/queues/levelset-requeue',
   LEVELSET_REQUEUE_INVOKER: 'levelset-push@p.iam.gserviceaccount.com',
 }) as Extract<ReturnType<typeof readRequeueConfig>, { LEVELSET_REQUEUE: 'cloud-tasks' }>;
-const key = { controller: 'customcluster', namespace: 'team-a', name: 'big' };
+const key = { cluster: 'default', controller: 'customcluster', namespace: 'team-a', name: 'big' };
 
 describe('requeue', () => {
   it('defaults to none, and names every missing variable of a mechanism', () => {
@@ -32,7 +32,17 @@ describe('requeue', () => {
     const now = new Date('2026-11-23T10:00:00.000Z');
     const { body } = requeueEnvelope(key, now);
     const { message } = decodePushEnvelope(JSON.parse(body));
-    assert.deepEqual(message, { v: 1, ...key, reason: 'requeue', enqueuedAt: now.toISOString() });
+    const { cluster: _default, ...fields } = key;
+    assert.deepEqual(message, { v: 1, ...fields, reason: 'requeue', enqueuedAt: now.toISOString() });
+    // A key of another cluster comes back as a v2 message naming it.
+    const other = decodePushEnvelope(JSON.parse(requeueEnvelope({ ...key, cluster: 'eu' }, now).body));
+    assert.deepEqual(other.message, {
+      v: 2,
+      cluster: 'eu',
+      ...fields,
+      reason: 'requeue',
+      enqueuedAt: now.toISOString(),
+    });
   });
 
   it('builds a Cloud Tasks HTTP task due at now + delay, with the OIDC token of the push identity', () => {

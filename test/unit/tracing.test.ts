@@ -206,7 +206,7 @@ describe('trace context across a key message', () => {
   it('a requeue carries the active span in googclient_traceparent, and the delivery reads it back', () => {
     const span = tracer().startSpan(SPAN.requeue);
     const { body } = context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
-      requeueEnvelope({ controller: 'foo', namespace: 'ns', name: 'a' }),
+      requeueEnvelope({ cluster: 'default', controller: 'foo', namespace: 'ns', name: 'a' }),
     );
     span.end();
     const delivery = decodePushEnvelope(JSON.parse(body));
@@ -217,7 +217,7 @@ describe('trace context across a key message', () => {
     assert.equal(parent?.isRemote, true);
     // Outside a span: no attribute, and no parent.
     const plain = decodePushEnvelope(
-      JSON.parse(requeueEnvelope({ controller: 'foo', namespace: 'ns', name: 'a' }).body),
+      JSON.parse(requeueEnvelope({ cluster: 'default', controller: 'foo', namespace: 'ns', name: 'a' }).body),
     );
     assert.equal(plain.attributes[TRACE_CONTEXT_ATTRIBUTE], undefined);
     assert.equal(trace.getSpanContext(traceContextOf(plain.attributes)), undefined);
