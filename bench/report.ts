@@ -146,7 +146,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   'cold-start': {
     title: 'Cold start of the reconcile function',
-    read: 'From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). No baseline: absolute only.',
+    read: "From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). Measured: the deployment package (`npm run package:functions`: the esbuild bundle, node_modules beside it, Terraform's NODE_OPTIONS with `--enable-source-maps`), and the TypeScript sources as `npm start` runs them. Baseline: an empty functions-framework function started the same way, interleaved with both.",
   },
   topic: {
     title: 'Topic controller: no-op cost and delete → gone',

@@ -5,20 +5,26 @@
  * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`).
  *
+ * Cold start: an instance serves one target, so what only `resync` needs (the resync, the Pub/Sub
+ * publisher and its gRPC stack) is imported at its first request, not when `reconcile` starts
+ * (`npm run bench`, cold start). Deployed as one esbuild bundle (scripts/package-functions.ts), in
+ * which these dynamic imports are chunks of their own.
+ *
  *   npx functions-framework --target=reconcile --port=8081
  *   npx functions-framework --target=resync --port=8082
  */
+
+import type { Request, Response } from '@google-cloud/functions-framework';
 import * as ff from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { readFunctionsConfig } from './config.ts';
 import { controllers } from './controllers/index.ts';
 import { readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { loadKubeConfig } from './kube.ts';
 import { createLogger } from './log.ts';
-import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
-import { createResyncHandler } from './resync.ts';
+
+type Handler = (req: Request, res: Response) => Promise<void>;
 
 const logger = createLogger('functions');
 
@@ -28,17 +34,33 @@ function sharedKubeConfig(): KubeConfig {
   return kubeConfig;
 }
 
-let publisher: KeyPublisher | undefined;
-function sharedPublisher(): KeyPublisher {
-  if (!publisher) {
-    const config = readFunctionsConfig();
-    publisher = createKeyPublisher({ ...config, emulatorHost: config.emulatorHost, logger });
-  }
-  return publisher;
+const requestRules = readRequestRules();
+
+/** The resync handler, with its publisher, built at the first resync request. */
+let resyncHandler: Promise<Handler> | undefined;
+async function loadResyncHandler(): Promise<Handler> {
+  const [{ readFunctionsConfig }, { createKeyPublisher }, { createResyncHandler }] = await Promise.all([
+    import('./config.ts'),
+    import('./publish.ts'),
+    import('./resync.ts'),
+  ]);
+  let publisher: ReturnType<typeof createKeyPublisher> | undefined;
+  return createResyncHandler({
+    controllers,
+    kubeConfig: sharedKubeConfig,
+    publisher: () => {
+      if (!publisher) {
+        const config = readFunctionsConfig();
+        publisher = createKeyPublisher({ ...config, emulatorHost: config.emulatorHost, logger });
+      }
+      return publisher;
+    },
+    logger,
+    requestRules,
+  });
 }
 
-const requestRules = readRequestRules();
-const handlers = {
+const handlers: Record<'reconcile' | 'resync', Handler> = {
   reconcile: createReconcileHandler({
     controllers,
     kubeConfig: sharedKubeConfig,
@@ -46,19 +68,14 @@ const handlers = {
     requestRules,
     requeuer: createRequeuer(readRequeueConfig(), logger),
   }),
-  resync: createResyncHandler({
-    controllers,
-    kubeConfig: sharedKubeConfig,
-    publisher: sharedPublisher,
-    logger,
-    requestRules,
-  }),
+  resync: async (req, res) => {
+    resyncHandler ??= loadResyncHandler();
+    await (await resyncHandler)(req, res);
+  },
 };
 ff.http('reconcile', handlers.reconcile);
 ff.http('resync', handlers.resync);
 
 // A body the framework cannot parse reaches the served function's handler, not Express's 400 page.
-const served = handlers[servedTarget() as keyof typeof handlers] as
-  | (typeof handlers)['reconcile']
-  | undefined;
+const served = handlers[servedTarget() as keyof typeof handlers] as Handler | undefined;
 if (served) routeFrameworkErrors(served);

@@ -214,6 +214,7 @@ describe('terraform/', () => {
   test("the functions' V8 heap limit is stated: half of the instance's memory", () => {
     const env = strings(m.locals.get('function_env')).join('\n');
     assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{local\.function_heap_mib\}/s);
+    assert.match(env, /NODE_OPTIONS.*--enable-source-maps/s, "the bundle's source maps are read");
     assert.match(String(m.locals.get('function_heap_mib')), /floor\(local\.function_memory_mib \/ 2\)/);
     assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
   });

@@ -8,7 +8,7 @@
  * the kit (`throwGoogleCloudError`). A converged Topic costs 1 Kubernetes request (GET) and 1 Pub/Sub
  * request per topic and subscription (a read each).
  */
-import { PubSub, type Subscription, type Topic } from '@google-cloud/pubsub';
+import type { PubSub, Subscription, Topic } from '@google-cloud/pubsub';
 import {
   defineController,
   isGrpcAlreadyExists,
@@ -53,14 +53,18 @@ export function topicProject(env: NodeJS.ProcessEnv = process.env): string {
   return project;
 }
 
-let client: PubSub | undefined;
-/** One Pub/Sub client per process (it holds the gRPC channel), in {@link topicProject}. */
-function pubsub(): PubSub {
+let client: Promise<PubSub> | undefined;
+/**
+ * One Pub/Sub client per process (it holds the gRPC channel), in {@link topicProject}. The client
+ * library (and its gRPC stack) is loaded at the first reconcile of a Topic, so an instance that
+ * reconciles other kinds never loads it (the functions' cold start).
+ */
+function loadPubSub(): Promise<PubSub> {
   const emulator = emulatorOf(process.env);
-  client ??= new PubSub({
-    projectId: topicProject(),
-    ...(emulator ? { apiEndpoint: emulator, emulatorMode: true } : {}),
-  });
+  const projectId = topicProject();
+  client ??= import('@google-cloud/pubsub').then(
+    (m) => new m.PubSub({ projectId, ...(emulator ? { apiEndpoint: emulator, emulatorMode: true } : {}) }),
+  );
   return client;
 }
 
@@ -100,10 +104,13 @@ async function deleteIfOurs(resource: Topic | Subscription, owner: PrimaryObject
 }
 
 /** Creates the topic, or updates its labels and retention when they differ; refuses one not ours. */
-async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger): Promise<Topic> {
-  const topic = pubsub().topic(
-    spec.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name),
-  );
+async function ensureTopic(
+  pubsub: PubSub,
+  object: PrimaryObject,
+  spec: TopicSpec,
+  log: Logger,
+): Promise<Topic> {
+  const topic = pubsub.topic(spec.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name));
   const labels = { ...spec.labels, ...ownedBy(object) };
   const retention = spec.messageRetentionDuration
     ? { messageRetentionDuration: { seconds: Number.parseInt(spec.messageRetentionDuration, 10) } }
@@ -114,12 +121,12 @@ async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger):
   }>(topic.name, topic);
   if (!live) {
     try {
-      await pubsub().createTopic({ name: topic.name, labels, ...retention });
+      await pubsub.createTopic({ name: topic.name, labels, ...retention });
       log.info({ topic: topic.name }, 'created topic');
       return topic;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${topic.name}`);
-      return ensureTopic(object, spec, log); // created meanwhile: read it again (and refuse it unless ours)
+      return ensureTopic(pubsub, object, spec, log); // created meanwhile: read it again (and refuse it unless ours)
     }
   }
   if (!isOurs(live.labels, object))
@@ -137,17 +144,18 @@ async function ensureTopic(object: PrimaryObject, spec: TopicSpec, log: Logger):
 
 /** Creates a subscription of `topic`, or updates its ack deadline and dead letter when they differ. */
 async function ensureSubscription(
+  pubsub: PubSub,
   object: PrimaryObject,
   topic: Topic,
   spec: SubscriptionSpec,
   log: Logger,
 ): Promise<string> {
-  const subscription = pubsub().subscription(spec.id);
+  const subscription = pubsub.subscription(spec.id);
   const settings = {
     ackDeadlineSeconds: spec.ackDeadlineSeconds ?? 10,
     deadLetterPolicy: spec.deadLetter
       ? {
-          deadLetterTopic: pubsub().topic(spec.deadLetter.topicId).name,
+          deadLetterTopic: pubsub.topic(spec.deadLetter.topicId).name,
           maxDeliveryAttempts: spec.deadLetter.maxDeliveryAttempts ?? 5,
         }
       : null,
@@ -161,7 +169,7 @@ async function ensureSubscription(
       return subscription.name;
     } catch (err) {
       if (!isGrpcAlreadyExists(err)) throwGoogleCloudError(err, `create ${subscription.name}`);
-      return ensureSubscription(object, topic, spec, log);
+      return ensureSubscription(pubsub, object, topic, spec, log);
     }
   }
   if (!isOurs(live.labels, object))
@@ -170,7 +178,7 @@ async function ensureSubscription(
     // Ours, of another topic (`_deleted-topic_` once its topic was deleted): a subscription's topic
     // cannot change, so it is replaced.
     await deleteIfOurs(subscription, object);
-    return ensureSubscription(object, topic, spec, log);
+    return ensureSubscription(pubsub, object, topic, spec, log);
   }
   const liveDeadLetter = live.deadLetterPolicy?.deadLetterTopic
     ? {
@@ -193,30 +201,32 @@ export const topicController = defineController({
   spec: topicSpecSchema,
   synced: false,
   async reconcile({ object, spec, log }) {
+    const pubsub = await loadPubSub();
     const status = (object.status ?? {}) as TopicStatus;
-    const topic = await ensureTopic(object, spec, log);
+    const topic = await ensureTopic(pubsub, object, spec, log);
     const subscriptions: string[] = [];
     for (const s of spec.subscriptions ?? [])
-      subscriptions.push(await ensureSubscription(object, topic, s, log));
+      subscriptions.push(await ensureSubscription(pubsub, object, topic, s, log));
     // What this Topic created before and no longer wants (a renamed topic, a removed subscription).
     for (const name of status.subscriptions ?? [])
-      if (!subscriptions.includes(name)) await deleteIfOurs(pubsub().subscription(name), object);
-    if (status.topic && status.topic !== topic.name) await deleteIfOurs(pubsub().topic(status.topic), object);
+      if (!subscriptions.includes(name)) await deleteIfOurs(pubsub.subscription(name), object);
+    if (status.topic && status.topic !== topic.name) await deleteIfOurs(pubsub.topic(status.topic), object);
     return {
       status: { topic: topic.name, subscriptions },
       ready: { status: true, reason: 'TopicReady', message: `${topic.name} exists` },
     };
   },
   async finalize({ object, spec }) {
+    const pubsub = await loadPubSub();
     const status = (object.status ?? {}) as TopicStatus;
     const subscriptions = new Set([
       ...(status.subscriptions ?? []),
-      ...(spec?.subscriptions ?? []).map((s) => pubsub().subscription(s.id).name),
+      ...(spec?.subscriptions ?? []).map((s) => pubsub.subscription(s.id).name),
     ]);
-    for (const name of subscriptions) await deleteIfOurs(pubsub().subscription(name), object);
+    for (const name of subscriptions) await deleteIfOurs(pubsub.subscription(name), object);
     const topicId = spec?.topicId ?? defaultTopicId(object.metadata.namespace, object.metadata.name);
-    for (const name of new Set([status.topic, pubsub().topic(topicId).name]))
-      if (name) await deleteIfOurs(pubsub().topic(name), object);
+    for (const name of new Set([status.topic, pubsub.topic(topicId).name]))
+      if (name) await deleteIfOurs(pubsub.topic(name), object);
     return undefined; // done: the kit removes the finalizer
   },
 });
