@@ -50,8 +50,14 @@ async function loadResyncHandler(): Promise<Handler> {
     kubeConfig: sharedKubeConfig,
     publisher: () => {
       if (!publisher) {
+        // The resync's own topic: live keys never queue behind its backlog (config.ts, resyncTopicOf).
         const config = readFunctionsConfig();
-        publisher = createKeyPublisher({ ...config, emulatorHost: config.emulatorHost, logger });
+        publisher = createKeyPublisher({
+          projectId: config.projectId,
+          topic: config.resyncTopic,
+          emulatorHost: config.emulatorHost,
+          logger,
+        });
       }
       return publisher;
     },

@@ -110,12 +110,15 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     }
   };
 
-  /** Where the relay and the resync send keys: straight into the controller's workqueue. */
+  /**
+   * Where the relay and the resync send keys: straight into the controller's workqueue, the
+   * resync's at low priority, so live keys pass its backlog (relay/workqueue.ts, Priority).
+   */
   const toQueues = {
-    publish: async (m: ControllerKey) => {
+    publish: async (m: ControllerKey & { reason?: string }) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
-      queue.add(keyString(m));
+      queue.add(keyString(m), m.reason === 'resync' ? 'low' : 'normal');
       return '';
     },
     flush: async () => {},

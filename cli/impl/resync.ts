@@ -4,6 +4,7 @@
  * terminal (cli-progress) and plain lines in a pipe, then a summary per controller.
  */
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
+import { resyncTopicOf } from '../../functions/config.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type ResyncReport, resyncAll } from '../../functions/resync.ts';
@@ -54,7 +55,8 @@ export async function runResync(argv: ResyncArgs): Promise<void> {
   const selected = argv.controller ? [requireController(argv.controller)] : [...controllers];
   const target = await resolveTarget(argv);
   const kubeConfig = targetKubeConfig(target);
-  const publisher = targetPublisher(target);
+  // The resync's own topic, as the resync function publishes (functions/config.ts, resyncTopicOf).
+  const publisher = targetPublisher({ ...target, topic: resyncTopicOf(target.topic) });
   const logger = createLogger('cli');
   logger.level = 'silent';
   const bars = progress(
