@@ -150,7 +150,11 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   'cold-start': {
     title: 'Cold start of the reconcile function',
-    read: 'From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). No baseline: absolute only.',
+    read: "From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). Measured: the deployment package (`npm run package:functions`: the esbuild bundle, node_modules beside it, Terraform's NODE_OPTIONS with `--enable-source-maps`), and the TypeScript sources as `npm start` runs them. Baseline: an empty functions-framework function started the same way, interleaved with both.",
+  },
+  'resync-priority': {
+    title: 'Live changes during a resync',
+    read: "Foo spec.replicas changed → the bench's watch sees the Deployment updated, through the serverless pipeline, while a resync's backlog is pending: on the resync's own topic and subscription (pushed at the local stack's resync push rate), and, as before this change, on the live keys topic. Baseline: the same changes with no resync running. The backlog's keys name Foos that do not exist (one GET each); its size is in the figure's name.",
   },
   topic: {
     title: 'Topic controller: no-op cost and delete → gone',
@@ -201,7 +205,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, topic, tracing',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -6,20 +6,26 @@
  * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (functions/tracing.ts).
  *
+ * Cold start: an instance serves one target, so what only `resync` needs (the resync, the Pub/Sub
+ * publisher and its gRPC stack) is imported at its first request, not when `reconcile` starts
+ * (`npm run bench`, cold start). Deployed as one esbuild bundle (scripts/package-functions.ts), in
+ * which these dynamic imports are chunks of their own.
+ *
  *   npx functions-framework --target=reconcile --port=8081
  *   npx functions-framework --target=resync --port=8082
  */
+
+import type { Request, Response } from '@google-cloud/functions-framework';
 import * as ff from '@google-cloud/functions-framework';
 import { createClusterRegistry } from './clusters.ts';
-import { readFunctionsConfig } from './config.ts';
 import { controllers } from './controllers/index.ts';
 import { readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { createLogger } from './log.ts';
-import { createKeyPublisher, type KeyPublisher } from './publish.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
-import { createResyncHandler } from './resync.ts';
 import { startTracing } from './tracing.ts';
+
+type Handler = (req: Request, res: Response) => Promise<void>;
 
 // First: the Pub/Sub client enables its own spans only when tracing runs (functions/publish.ts).
 await startTracing('functions');
@@ -29,25 +35,18 @@ const logger = createLogger('functions');
 // KUBERNETES_ENDPOINT); validated now, each cluster's KubeConfig made at its first key.
 const clusters = createClusterRegistry();
 
-let publisher: KeyPublisher | undefined;
-function sharedPublisher(): KeyPublisher {
-  if (!publisher) {
-    const config = readFunctionsConfig();
-    publisher = createKeyPublisher({ ...config, emulatorHost: config.emulatorHost, logger });
-  }
-  return publisher;
-}
-
 const requestRules = readRequestRules();
-const handlers = {
-  reconcile: createReconcileHandler({
-    controllers,
-    kubeConfig: (cluster) => clusters.kubeConfig(cluster),
-    logger,
-    requestRules,
-    requeuer: createRequeuer(readRequeueConfig(), logger),
-  }),
-  resync: createResyncHandler({
+
+/** The resync handler, with its publisher, built at the first resync request. */
+let resyncHandler: Promise<Handler> | undefined;
+async function loadResyncHandler(): Promise<Handler> {
+  const [{ readFunctionsConfig }, { createKeyPublisher }, { createResyncHandler }] = await Promise.all([
+    import('./config.ts'),
+    import('./publish.ts'),
+    import('./resync.ts'),
+  ]);
+  let publisher: ReturnType<typeof createKeyPublisher> | undefined;
+  return createResyncHandler({
     controllers,
     clusters: () => clusters.ids,
     kubeConfig: (cluster) => {
@@ -55,16 +54,40 @@ const handlers = {
       if (!kc) throw new Error(`unknown cluster "${cluster}"`);
       return kc;
     },
-    publisher: sharedPublisher,
+    publisher: () => {
+      if (!publisher) {
+        // The resync's own topic: live keys never queue behind its backlog (config.ts, resyncTopicOf).
+        const config = readFunctionsConfig();
+        publisher = createKeyPublisher({
+          projectId: config.projectId,
+          topic: config.resyncTopic,
+          emulatorHost: config.emulatorHost,
+          logger,
+        });
+      }
+      return publisher;
+    },
     logger,
     requestRules,
+  });
+}
+
+const handlers: Record<'reconcile' | 'resync', Handler> = {
+  reconcile: createReconcileHandler({
+    controllers,
+    kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+    logger,
+    requestRules,
+    requeuer: createRequeuer(readRequeueConfig(), logger),
   }),
+  resync: async (req, res) => {
+    resyncHandler ??= loadResyncHandler();
+    await (await resyncHandler)(req, res);
+  },
 };
 ff.http('reconcile', handlers.reconcile);
 ff.http('resync', handlers.resync);
 
 // A body the framework cannot parse reaches the served function's handler, not Express's 400 page.
-const served = handlers[servedTarget() as keyof typeof handlers] as
-  | (typeof handlers)['reconcile']
-  | undefined;
+const served = handlers[servedTarget() as keyof typeof handlers] as Handler | undefined;
 if (served) routeFrameworkErrors(served);

@@ -26,6 +26,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { PubSub } from '@google-cloud/pubsub';
+import pLimit from 'p-limit';
 import { DEAD_LETTER_ATTRIBUTES } from '../functions/message.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 
@@ -49,6 +50,12 @@ export interface PushProxyOptions {
   maxDeliveryAttempts?: number;
   /** ms one forwarded push may take (the subscription's ack deadline); default 60 000. */
   timeoutMs?: number;
+  /**
+   * Pushes forwarded to the function at once; the rest wait here, in arrival order. Default: no
+   * limit. The resync subscription's proxy has one (its own push rate), so that a resync's backlog
+   * takes a bounded share of the function and live keys, on their own subscription, pass it.
+   */
+  maxConcurrentPushes?: number;
 }
 
 /** Delivery figures of the local push path. Times are epoch ms; `undefined` when it never happened. */
@@ -111,6 +118,7 @@ interface PushMessage {
  */
 export async function startPushProxy(options: PushProxyOptions): Promise<PushProxy> {
   const maxAttempts = options.maxDeliveryAttempts ?? 5;
+  const forwardSlot = pLimit(options.maxConcurrentPushes ?? Number.POSITIVE_INFINITY);
   const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const deadLetters = pubsub.topic(options.deadLetterTopic, { batching: { maxMessages: 1 } });
   /** Failed attempts so far, by message id. */
@@ -162,14 +170,16 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
           : body;
       let status: number;
       try {
-        const answer = await fetch(new URL(req.url ?? '/', options.target), {
-          method: req.method,
-          headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
-          body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
-          signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+        status = await forwardSlot(async () => {
+          const answer = await fetch(new URL(req.url ?? '/', options.target), {
+            method: req.method,
+            headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+            body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
+            signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+          });
+          await answer.arrayBuffer().catch(() => undefined);
+          return answer.status;
         });
-        await answer.arrayBuffer().catch(() => undefined);
-        status = answer.status;
       } catch (err) {
         if (connectionRefused(err)) {
           stats.refused++;

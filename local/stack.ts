@@ -10,6 +10,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
+import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
@@ -61,6 +62,12 @@ export interface LocalStackOptions {
   collapseMs?: number;
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
+  /**
+   * Resync keys pushed to `reconcile` at once (the resync subscription's push rate, enforced by its
+   * push proxy); default {@link RESYNC_PUSH_CONCURRENCY}. Live keys have their own subscription
+   * and no such limit.
+   */
+  resyncPushConcurrency?: number;
   /**
    * Failed deliveries before a key message is dead-lettered (5–100); default 5. Counted by the local
    * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
@@ -120,6 +127,10 @@ export interface LocalStack {
   topology: KeysTopology;
   /** The push endpoint of the keys subscription, in front of `reconcile`: attempts, dead letters, delivery figures. */
   pushProxy: PushProxy;
+  /** The resync's topic and subscription (`<topic>-resync`), pushing to the same `reconcile`. */
+  resyncTopology: KeysTopology;
+  /** The resync subscription's push endpoint, which forwards at most `resyncPushConcurrency` at once. */
+  resyncPushProxy: PushProxy;
   /** Backlog, last delivery, recoveries from stalls. */
   watchdog: DeliveryWatchdog;
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
@@ -165,6 +176,9 @@ export interface LocalStack {
  * function that would not fit on Cloud Run does not pass locally either.
  */
 export const FUNCTION_HEAP_MIB = 256;
+
+/** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
+export const RESYNC_PUSH_CONCURRENCY = 4;
 
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
@@ -346,6 +360,28 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         pushEndpoint: pushProxy.url,
       });
     const topology = await ensureTopology();
+    // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
+    // function through a proxy of its own that bounds its push rate.
+    const resyncTopic = resyncTopicOf(topic);
+    const resyncNames = keysTopologyNames(emulator.projectId, resyncTopic);
+    const resyncPushProxy = await startPushProxy({
+      target: reconcile.url,
+      emulatorHost: emulator.host,
+      projectId: emulator.projectId,
+      deadLetterTopic: resyncNames.deadLetterTopic,
+      subscription: resyncNames.subscription,
+      maxDeliveryAttempts: options.maxDeliveryAttempts,
+      maxConcurrentPushes: options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY,
+    });
+    started.push(resyncPushProxy);
+    const ensureResyncTopology = () =>
+      ensureKeysTopology({
+        projectId: emulator.projectId,
+        emulatorHost: emulator.host,
+        topic: resyncTopic,
+        pushEndpoint: resyncPushProxy.url,
+      });
+    const resyncTopology = await ensureResyncTopology();
     const watchdog = await startDeliveryWatchdog({
       emulatorHost: emulator.host,
       projectId: emulator.projectId,
@@ -498,6 +534,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       },
       topology,
       pushProxy,
+      resyncTopology,
+      resyncPushProxy,
       watchdog,
       get reconcile() {
         return service('reconcile');
@@ -527,6 +565,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       async startEmulator() {
         emulator = await startPubSubEmulator({ port: Number(emulator.host.split(':')[1]) });
         await ensureTopology();
+        await ensureResyncTopology();
       },
       runResync,
       env,

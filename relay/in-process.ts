@@ -133,15 +133,18 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     }
   };
 
-  /** Where the relay and the resync send keys: straight into the controller's workqueue. */
+  /**
+   * Where the relay and the resync send keys: straight into the controller's workqueue, the
+   * resync's at low priority, so live keys pass its backlog (relay/workqueue.ts, Priority).
+   */
   const toQueues = {
-    publish: async (m: { controller: string; namespace: string; name: string }) => {
+    publish: async (m: { controller: string; namespace: string; name: string; reason?: string }) => {
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
       const enqueue = trace.getSpan(context.active())?.spanContext();
       if (enqueue && trace.isSpanContextValid(enqueue))
         enqueuedBy.set(`${m.controller}|${keyString(m)}`, enqueue);
-      queue.add(keyString(m));
+      queue.add(keyString(m), m.reason === 'resync' ? 'low' : 'normal');
       return '';
     },
     flush: async () => {},

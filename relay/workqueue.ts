@@ -13,6 +13,11 @@
  *   {@link WorkQueue.forget}, {@link WorkQueue.numRequeues}, with
  *   {@link defaultControllerRateLimiter} = max(per-item exponential 5 ms → 1000 s, token bucket
  *   10 qps / burst 100), as client-go's `DefaultControllerRateLimiter`.
+ * - Priority (controller-runtime's priority queue, `AddWithOpts{Priority}`): a key added with
+ *   `priority: 'low'` (the resync's) is handed out after every key of normal priority (live events),
+ *   except that one handout in {@link LOW_PRIORITY_EVERY} goes to the oldest low-priority key while
+ *   both wait, so a resync's backlog never starves either. A low key added again at normal priority
+ *   is promoted.
  * - Metrics under client-go's names (`workqueue_depth`, `workqueue_adds_total`, …, label `name`).
  *
  * Keys are strings (items are compared by value, as client-go compares comparable items).
@@ -204,6 +209,15 @@ export interface WorkQueueOptions {
   timers?: Timers;
 }
 
+/** `normal`: live events; `low`: the resync's keys (see the module comment). */
+export type Priority = 'normal' | 'low';
+
+/**
+ * While keys of both priorities wait, one handout in this many goes to a low-priority key: live keys
+ * pass a resync's backlog, and the backlog still drains at ≥ 1/LOW_PRIORITY_EVERY of the workers.
+ */
+export const LOW_PRIORITY_EVERY = 10;
+
 /** What {@link WorkQueue.get} resolves to: a key, or `shutdown: true` once the queue is shut down and empty. */
 export type GetResult = { key: string; shutdown: false } | { key: undefined; shutdown: true };
 
@@ -213,9 +227,17 @@ export class WorkQueue {
   readonly #rateLimiter: RateLimiter;
   readonly #metrics: WorkQueueMetrics | undefined;
   readonly #timers: Timers;
-  /** FIFO of keys ready to hand out (each also in #dirty). */
+  /** FIFO of keys of normal priority ready to hand out (each also in #dirty). */
   #queue: string[] = [];
   #head = 0;
+  /** FIFO of low-priority keys; an entry counts only while its key is in #lowQueued (promotion leaves it stale). */
+  #low: string[] = [];
+  #lowHead = 0;
+  readonly #lowQueued = new Set<string>();
+  /** Dirty keys added with low priority only (a key re-queued by {@link done} keeps its priority). */
+  readonly #dirtyLow = new Set<string>();
+  /** Normal-priority handouts since the last low-priority one. */
+  #sinceLow = 0;
   readonly #dirty = new Set<string>();
   /** Keys handed to a worker and not done yet, with the time they were handed out (ms). */
   readonly #processing = new Map<string, number>();
@@ -236,9 +258,9 @@ export class WorkQueue {
     this.#metrics?.depth.set({ name: this.name }, 0);
   }
 
-  /** Keys ready and not yet handed out (`Len()`). */
+  /** Keys ready and not yet handed out (`Len()`), of both priorities. */
   get length(): number {
-    return this.#queue.length - this.#head;
+    return this.#queue.length - this.#head + this.#lowQueued.size;
   }
 
   /** Keys a worker holds. */
@@ -255,10 +277,17 @@ export class WorkQueue {
    * Marks `key` as needing processing (`Add`). No-op when it already waits, or after shutdown; a key
    * being processed is queued again only when its worker calls {@link done}.
    */
-  add(key: string): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
+  add(key: string, priority: Priority = 'normal'): void {
+    if (this.#shuttingDown) return;
+    if (this.#dirty.has(key)) {
+      // Promotion: a live event for a key the resync queued moves it ahead.
+      if (priority === 'normal' && this.#dirtyLow.delete(key) && this.#lowQueued.delete(key))
+        this.#queue.push(key);
+      return;
+    }
     this.#metrics?.adds.inc({ name: this.name });
     this.#dirty.add(key);
+    if (priority === 'low') this.#dirtyLow.add(key);
     if (this.#processing.has(key)) return;
     this.#push(key);
   }
@@ -270,8 +299,34 @@ export class WorkQueue {
       this.#handOut(key, getter);
       return;
     }
-    this.#queue.push(key);
+    if (this.#dirtyLow.has(key)) {
+      this.#low.push(key);
+      this.#lowQueued.add(key);
+    } else this.#queue.push(key);
     this.#metrics?.depth.inc({ name: this.name });
+  }
+
+  /** The next key to hand out, by priority (see the module comment), removed from its FIFO. */
+  #next(): string {
+    const normal = this.#queue.length - this.#head;
+    if (this.#lowQueued.size > 0 && (normal === 0 || this.#sinceLow >= LOW_PRIORITY_EVERY - 1)) {
+      this.#sinceLow = 0;
+      for (;;) {
+        const key = this.#low[this.#lowHead++] as string;
+        if (this.#lowHead > 1024 && this.#lowHead * 2 > this.#low.length) {
+          this.#low = this.#low.slice(this.#lowHead);
+          this.#lowHead = 0;
+        }
+        if (this.#lowQueued.delete(key)) return key; // else promoted since: a stale entry
+      }
+    }
+    this.#sinceLow++;
+    const key = this.#queue[this.#head++] as string;
+    if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return key;
   }
 
   #handOut(key: string, to: (r: GetResult) => void): void {
@@ -282,6 +337,7 @@ export class WorkQueue {
       this.#metrics?.queueDuration.observe({ name: this.name }, (now - addedAt) / 1000);
     this.#processing.set(key, now);
     this.#dirty.delete(key);
+    this.#dirtyLow.delete(key);
     to({ key, shutdown: false });
   }
 
@@ -292,11 +348,7 @@ export class WorkQueue {
   get(): Promise<GetResult> {
     return new Promise((resolve) => {
       if (this.length > 0) {
-        const key = this.#queue[this.#head++] as string;
-        if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
-          this.#queue = this.#queue.slice(this.#head);
-          this.#head = 0;
-        }
+        const key = this.#next();
         this.#metrics?.depth.dec({ name: this.name });
         this.#handOut(key, resolve);
       } else if (this.#shuttingDown) resolve({ key: undefined, shutdown: true });

@@ -1,26 +1,37 @@
 /**
- * Stages the functions' source for Cloud Run functions (runtime nodejs24), where Terraform's
- * `archive_file` zips it (terraform/functions.tf):
+ * Bundles the functions for Cloud Run functions (runtime nodejs24) with esbuild and stages the
+ * deployment package, which Terraform's `archive_file` zips as it is (terraform/functions.tf):
  *
  *   terraform/.build/functions/
- *     package.json        the project's, with main = dist/functions/index.js, no scripts and no
- *                         workspaces (local/apiserver, the test double, is not in the archive)
+ *     package.json        the project's, with main = dist/index.mjs, no scripts and no workspaces
+ *                         (local/apiserver, the test double, is not in the archive)
  *     package-lock.json   the project's without its workspaces ({@link archiveLockfile}), so the
  *                         buildpack's `npm ci` installs exactly the locked tree the functions need
- *     dist/functions/…    `npm run build` output (tsc, .ts imports rewritten to .js), plus every
- *                         non-TypeScript file under functions/ (e.g. crd.yaml) at the same path
+ *     dist/index.mjs      functions/index.ts and everything it imports, in one ES module …
+ *     dist/chunk-*.mjs    … but what is imported dynamically (resync's publisher, a controller's
+ *                         client library) in chunks loaded at first use
+ *     dist/*.mjs.map      source maps of Levelset's own code (mappings only, no sources), read by
+ *                         Node with `--enable-source-maps` (Terraform sets it in NODE_OPTIONS), so
+ *                         stack traces in Cloud Logging and Error Reporting name functions/…/*.ts
+ *                         lines; a frame in a bundled library shows its bundle position
  *
- * Why compiled JavaScript and not the .ts sources: Node refuses type stripping for files under
- * node_modules and the buildpack's layout is not ours to rely on; plain JS starts faster too.
- * `dependencies`/`devDependencies` stay as they are because `npm ci` fails when package.json and
- * the lockfile disagree; the buildpack installs production dependencies only.
+ * Why a bundle: a cold start spent most of its time resolving, reading and compiling thousands of
+ * module files (@kubernetes/client-node alone is ~2,000); one minified file loads in a fraction of
+ * that (`npm run bench`, cold start, against an empty functions-framework function).
  *
- *   npx node scripts/package-functions.ts [--out terraform/.build/functions] [--skip-build]
+ * Left outside the bundle ({@link EXTERNAL}), loaded from node_modules as installed by the
+ * buildpack's `npm ci`: functions-framework (its CLI serves the function and must find its own
+ * registry and Express, functions/http.ts), and the gRPC client libraries, which read their
+ * `.proto`/JSON descriptors from their package directories at run time. The functions import these
+ * only where needed (resync, the Topic controller, Cloud Tasks requeues), never at start.
+ *
+ *   npx node scripts/package-functions.ts [--out terraform/.build/functions]
  */
-import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
+import { build, type Plugin } from 'esbuild';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..');
 
@@ -28,15 +39,120 @@ const REPO_ROOT = resolve(import.meta.dirname, '..');
 export const DEFAULT_OUT = join(REPO_ROOT, 'terraform', '.build', 'functions');
 
 /** The package entry point inside the archive; functions-framework loads it (package.json `main`). */
-export const MAIN = 'dist/functions/index.js';
+export const MAIN = 'dist/index.mjs';
+
+/** The functions' source entry point, relative to the repository root. */
+export const ENTRY = 'functions/index.ts';
+
+/** Packages the bundle imports from node_modules instead of containing them (see the file's docstring). */
+export const EXTERNAL = [
+  '@google-cloud/functions-framework',
+  '@google-cloud/pubsub',
+  '@google-cloud/tasks',
+] as const;
+
+/**
+ * CommonJS code inside an ES module bundle still reads `require`, `__filename` and `__dirname`
+ * (e.g. google-gax computes its protos directory at load); esbuild leaves them to the host.
+ */
+const COMMONJS_GLOBALS = [
+  "import { createRequire as __levelsetCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __levelsetFileURLToPath } from 'node:url';",
+  'const require = __levelsetCreateRequire(import.meta.url);',
+  'const __filename = __levelsetFileURLToPath(import.meta.url);',
+  "const __dirname = __levelsetFileURLToPath(new URL('.', import.meta.url));",
+].join(' ');
+
+/**
+ * `@google-cloud/pino-logging-gcp-config` requires `@google-cloud/logging` at load for two exports
+ * it calls only when the service context or the project is not given (functions/log.ts gives both):
+ * `Logging` and `detectServiceContext`. That package's index pulls in google-gax, gRPC and every
+ * Logging API client (≈ 2 MB of the bundle, most of its load time). Here the logging config gets a
+ * stand-in whose two exports load the real package (from node_modules) at their first call, so
+ * nothing changes in behaviour and nothing is loaded at start.
+ */
+const lazyGoogleCloudLogging: Plugin = {
+  name: 'levelset-lazy-google-cloud-logging',
+  setup(b) {
+    b.onResolve({ filter: /^@google-cloud\/logging$/ }, (args) =>
+      args.namespace === 'levelset-lazy'
+        ? { path: args.path, external: true }
+        : { path: args.path, namespace: 'levelset-lazy' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'levelset-lazy' }, () => ({
+      loader: 'js',
+      contents: [
+        'let real;',
+        "const load = () => (real ??= require('@google-cloud/logging'));",
+        'exports.Logging = function Logging(...args) { return new (load().Logging)(...args); };',
+        'exports.detectServiceContext = (...args) => load().detectServiceContext(...args);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
+ * unmapped (a one-field segment, so it never borrows the mapping of the code before it), and runs
+ * of unmapped positions collapse into one. Node parses every map of a module as it loads it with
+ * `--enable-source-maps`; the libraries' mappings made most of that parse (≈ 20× the size of ours)
+ * and of the function's cold start (`npm run bench`, cold start), for frames nobody reads as
+ * TypeScript anyway.
+ * @param map a source map (v3) as esbuild writes it
+ * @returns the map with only the sources outside node_modules
+ */
+export function ownMappingsOnly(map: {
+  sources: string[];
+  mappings: string;
+  [k: string]: unknown;
+}): typeof map {
+  const keep = map.sources.map((s) => !s.split(/[\\/]/).includes('node_modules'));
+  const index = new Map<number, number>();
+  const sources: string[] = [];
+  map.sources.forEach((s, i) => {
+    if (!keep[i]) return;
+    index.set(i, sources.length);
+    sources.push(s);
+  });
+  const names: string[] = [];
+  const nameIndex = new Map<number, number>();
+  const nameOf = (i: number) => {
+    let j = nameIndex.get(i);
+    if (j === undefined) {
+      j = names.length;
+      nameIndex.set(i, j);
+      names.push((map.names as string[] | undefined)?.[i] ?? '');
+    }
+    return j;
+  };
+  const lines = decode(map.mappings).map((line) => {
+    const out: SourceMapSegment[] = [];
+    let unmapped = false;
+    for (const seg of line) {
+      const own = seg.length > 1 ? index.get(seg[1] as number) : undefined;
+      if (own === undefined) {
+        if (!unmapped) out.push([seg[0]]);
+        unmapped = true;
+        continue;
+      }
+      unmapped = false;
+      const [column, , line, sourceColumn] = seg as [number, number, number, number];
+      out.push(
+        seg.length === 5
+          ? [column, own, line, sourceColumn, nameOf(seg[4])]
+          : [column, own, line, sourceColumn],
+      );
+    }
+    return out;
+  });
+  return { ...map, sources, names, mappings: encode(lines) };
+}
 
 export interface PackageOptions {
-  /** Repository root holding package.json, package-lock.json, functions/ and dist/. */
+  /** Repository root holding package.json, package-lock.json and functions/. */
   root?: string;
   /** Staging directory, emptied first. */
   out?: string;
-  /** Run `tsc -p tsconfig.build.json` first (default true). */
-  build?: boolean;
 }
 
 function* walk(dir: string): Generator<string> {
@@ -48,40 +164,40 @@ function* walk(dir: string): Generator<string> {
 }
 
 /**
- * Builds (optionally) and stages the functions' package.
+ * Bundles `functions/index.ts` and stages the functions' package.
  * @returns the staged files, relative to `out`, sorted.
- * @throws {Error} when the build fails or `dist/functions/index.js` is missing.
+ * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
-export function packageFunctions(options: PackageOptions = {}): string[] {
+export async function packageFunctions(options: PackageOptions = {}): Promise<string[]> {
   const root = options.root ?? REPO_ROOT;
   const out = options.out ?? DEFAULT_OUT;
-  if (options.build ?? true) {
-    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
-      cwd: root,
-      stdio: 'inherit',
-    });
-    if (r.status !== 0)
-      throw new Error(`npm run build (tsc -p tsconfig.build.json) failed with status ${r.status}`);
-  }
-  const dist = join(root, 'dist', 'functions');
-  if (!existsSync(join(root, MAIN))) throw new Error(`${MAIN} is missing: run npm run build`);
-
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
 
-  // Compiled JavaScript (and source maps, for stack traces), tests excluded.
-  cpSync(dist, join(out, 'dist', 'functions'), {
-    recursive: true,
-    filter: (src) => !/\.test\.(js|js\.map|d\.ts)$/.test(src),
+  await build({
+    absWorkingDir: root,
+    entryPoints: { index: join(root, ENTRY) },
+    outdir: join(out, 'dist'),
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    minify: true,
+    // Stack traces name the TypeScript sources; the sources themselves are not shipped twice.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    external: [...EXTERNAL],
+    banner: { js: COMMONJS_GLOBALS },
+    logLevel: 'silent',
+    legalComments: 'none',
+    plugins: [lazyGoogleCloudLogging],
   });
-  // Non-TypeScript files the code may read next to itself (crd.yaml, JSON), at the same place.
-  const src = join(root, 'functions');
-  for (const file of walk(src)) {
-    if (file.endsWith('.ts')) continue;
-    const target = join(out, 'dist', 'functions', relative(src, file));
-    mkdirSync(dirname(target), { recursive: true });
-    cpSync(file, target);
+
+  for (const file of walk(join(out, 'dist'))) {
+    if (!file.endsWith('.map')) continue;
+    writeFileSync(file, JSON.stringify(ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')))));
   }
 
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
@@ -180,9 +296,8 @@ if (import.meta.main) {
   const { values } = parseArgs({
     options: {
       out: { type: 'string', default: DEFAULT_OUT },
-      'skip-build': { type: 'boolean', default: false },
     },
   });
-  const files = packageFunctions({ out: resolve(values.out), build: !values['skip-build'] });
+  const files = await packageFunctions({ out: resolve(values.out) });
   process.stdout.write(`staged ${files.length} files in ${relative(process.cwd(), resolve(values.out))}\n`);
 }

@@ -1,9 +1,9 @@
 # The reconcile and resync functions (Cloud Run functions, runtime nodejs24) and the scheduler job.
 #
-# Source: `npm run package:functions` (scripts/package-functions.ts) builds the project with tsc and
-# stages what the functions need in terraform/.build/functions (dist/functions, package.json with
-# main = dist/functions/index.js, package-lock.json); archive_file zips it and the zip's MD5 names
-# the bucket object, so a changed source redeploys and an unchanged one does not.
+# Source: `npm run package:functions` (scripts/package-functions.ts) bundles functions/index.ts with
+# esbuild and stages it in terraform/.build/functions (dist/index.mjs and its chunks with source maps,
+# package.json with main = dist/index.mjs, package-lock.json); archive_file zips exactly that and the
+# zip's MD5 names the bucket object, so a changed source redeploys and an unchanged one does not.
 
 locals {
   functions_source_dir = coalesce(var.functions_source_dir, "${path.module}/.build/functions")
@@ -15,7 +15,9 @@ locals {
     # V8's heap limit: half of the instance's memory, stated rather than left to how Node reads the
     # instance's memory, so the garbage collector works before the instance hits its limit (the
     # rest: code, buffers, gRPC). `npm run bench` runs the resync at 100k keys with this limit.
-    NODE_OPTIONS = "--max-old-space-size=${local.function_heap_mib}"
+    # --enable-source-maps: stack traces in the logs (and Error Reporting) name the TypeScript
+    # sources of the bundle, not its minified lines.
+    NODE_OPTIONS = "--max-old-space-size=${local.function_heap_mib} --enable-source-maps"
   })
   function_memory_mib = tonumber(regex("^[0-9]+", var.function_memory)) * (endswith(var.function_memory, "Gi") ? 1024 : 1)
   function_heap_mib   = floor(local.function_memory_mib / 2)

@@ -29,11 +29,14 @@ locals {
   reconcile_function_name = "${var.name}-reconcile"
   resync_function_name    = "${var.name}-resync"
   dead_letter_topic_name  = "${var.topic_name}-dead-letter"
+  # functions/config.ts, resyncTopicOf: the resync's keys, on a subscription of their own.
+  resync_topic_name = "${var.topic_name}-resync"
 
   # The controllers' configuration: the same environment for the functions and the relay.
   controller_env = {
     GOOGLE_CLOUD_PROJECT        = var.project_id
     LEVELSET_TOPIC              = var.topic_name
+    LEVELSET_RESYNC_TOPIC       = local.resync_topic_name
     LEVELSET_SOURCE_NAMESPACE   = var.source_namespace
     LEVELSET_EXCLUDE_NAMESPACES = join(",", var.exclude_namespaces)
     LOG_LEVEL                   = var.log_level

@@ -72,6 +72,73 @@ resource "google_pubsub_subscription" "reconcile" {
   ]
 }
 
+# The resync's keys (functions/config.ts, resyncTopicOf): a topic and push subscription of their own,
+# to the same reconcile function, so that a live key never waits behind a resync's backlog (one
+# subscription would hand out the 100k resync keys queued before it). Pub/Sub delivers each
+# subscription's backlog independently; the resync's drains at its own pace (push flow control adapts
+# to the function's answers) and never blocks live keys, nor do live keys starve it: both
+# subscriptions are pushed at once. Same ordering, backoff and dead-letter topic as live keys.
+resource "google_pubsub_topic" "resync" {
+  project = var.project_id
+  name    = local.resync_topic_name
+  labels  = local.labels
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_pubsub_subscription" "resync" {
+  project = var.project_id
+  name    = "${local.resync_topic_name}-reconcile"
+  topic   = google_pubsub_topic.resync.id
+  labels  = local.labels
+
+  enable_message_ordering = true
+  ack_deadline_seconds    = var.ack_deadline_seconds
+
+  retry_policy {
+    minimum_backoff = "${var.retry_minimum_backoff_seconds}s"
+    maximum_backoff = "${var.retry_maximum_backoff_seconds}s"
+  }
+
+  dead_letter_policy {
+    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    max_delivery_attempts = var.max_delivery_attempts
+  }
+
+  push_config {
+    push_endpoint = google_cloudfunctions2_function.reconcile.service_config[0].uri
+
+    oidc_token {
+      service_account_email = google_service_account.push.email
+      audience              = google_cloudfunctions2_function.reconcile.service_config[0].uri
+    }
+  }
+
+  expiration_policy {
+    ttl = ""
+  }
+
+  depends_on = [
+    google_cloud_run_v2_service_iam_member.reconcile_invoker,
+    google_pubsub_topic_iam_member.dead_letter_publisher,
+  ]
+}
+
+resource "google_pubsub_subscription_iam_member" "resync_dead_letter_subscriber" {
+  project      = var.project_id
+  subscription = google_pubsub_subscription.resync.name
+  role         = "roles/pubsub.subscriber"
+  member       = local.pubsub_service_agent
+}
+
+# resync publishes every key to its own topic.
+resource "google_pubsub_topic_iam_member" "functions_resync_publisher" {
+  project = var.project_id
+  topic   = google_pubsub_topic.resync.name
+  role    = "roles/pubsub.publisher"
+  member  = google_service_account.functions.member
+}
+
 # The Pub/Sub service agent forwards dead letters: it publishes to the dead-letter topic and
 # acknowledges on the source subscription.
 resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {

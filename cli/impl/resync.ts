@@ -6,6 +6,7 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
+import { resyncTopicOf } from '../../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { createLogger } from '../../functions/log.ts';
@@ -80,7 +81,8 @@ export async function runResync(argv: ResyncArgs): Promise<void> {
   const selected = argv.controller ? [requireController(argv.controller)] : [...controllers];
   const target = await resolveTarget(argv);
   const clusters = clustersOf(target, argv.cluster);
-  const publisher = targetPublisher(target);
+  // The resync's own topic, as the resync function publishes (functions/config.ts, resyncTopicOf).
+  const publisher = targetPublisher({ ...target, topic: resyncTopicOf(target.topic) });
   const logger = createLogger('cli');
   logger.level = 'silent';
   const label = (cluster: string, name: string) => (clusters.length > 1 ? `${cluster}/${name}` : name);

@@ -243,7 +243,7 @@ describe('checked-in generated files', () => {
 const repoRoot = join(import.meta.dirname, '..', '..');
 
 describe('packageFunctions', () => {
-  test('stages the compiled functions, the package with the compiled main, and the lockfile', () => {
+  test('bundles the entry point with source maps, the package with the bundle as main, and the lockfile', async () => {
     const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
     try {
       const pkg = {
@@ -256,27 +256,29 @@ describe('packageFunctions', () => {
       };
       writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
       writeFileSync(join(root, 'package-lock.json'), '{"lockfileVersion":3}');
-      mkdirSync(join(root, 'dist', 'functions', 'controllers', 'foo'), { recursive: true });
-      writeFileSync(join(root, 'dist', 'functions', 'index.js'), 'export {};');
-      writeFileSync(join(root, 'dist', 'functions', 'index.test.js'), '');
-      writeFileSync(join(root, 'dist', 'functions', 'controllers', 'foo', 'index.js'), 'export {};');
       mkdirSync(join(root, 'functions', 'controllers', 'foo'), { recursive: true });
-      writeFileSync(join(root, 'functions', 'index.ts'), '');
       writeFileSync(
-        join(root, 'functions', 'controllers', 'foo', 'crd.yaml'),
-        'kind: CustomResourceDefinition',
+        join(root, 'functions', 'index.ts'),
+        "import { name } from './controllers/foo/index.ts';\nexport const reconcile = (): string => name;\n",
+      );
+      writeFileSync(
+        join(root, 'functions', 'controllers', 'foo', 'index.ts'),
+        "export const name = 'foo-controller';\n",
       );
       const out = join(root, 'out');
 
-      const files = packageFunctions({ root, out, build: false });
+      const files = await packageFunctions({ root, out });
 
-      assert.deepEqual(files, [
-        'dist/functions/controllers/foo/crd.yaml',
-        'dist/functions/controllers/foo/index.js',
-        'dist/functions/index.js',
-        'package-lock.json',
-        'package.json',
-      ]);
+      assert.deepEqual(files, ['dist/index.mjs', 'dist/index.mjs.map', 'package-lock.json', 'package.json']);
+      assert.equal(MAIN, 'dist/index.mjs');
+      const bundle = readFileSync(join(out, MAIN), 'utf8');
+      assert.match(bundle, /foo-controller/, 'the imported module is inside the bundle');
+      assert.match(bundle, /sourceMappingURL=index\.mjs\.map/);
+      const map = JSON.parse(readFileSync(join(out, 'dist', 'index.mjs.map'), 'utf8'));
+      assert.ok(
+        map.sources.some((s: string) => s.endsWith('functions/controllers/foo/index.ts')),
+        'stack traces name the TypeScript source',
+      );
       const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
       assert.equal(staged.main, MAIN);
       assert.equal(staged.scripts, undefined);
@@ -291,7 +293,7 @@ describe('packageFunctions', () => {
     }
   });
 
-  test("the archive's package.json and lockfile agree: npm would write the same lockfile", () => {
+  test("the archive's package.json and lockfile agree: npm would write the same lockfile", async () => {
     // The project's package.json names a workspace (local/apiserver) that the archive does not hold;
     // the buildpack's `npm ci` installs from the staged lockfile, so it must be the one npm writes
     // for the staged package.json. `npm install --package-lock-only` rewrites a lockfile that does
@@ -300,11 +302,10 @@ describe('packageFunctions', () => {
     try {
       for (const file of ['package.json', 'package-lock.json'])
         writeFileSync(join(root, file), readFileSync(join(repoRoot, file)));
-      mkdirSync(join(root, 'dist', 'functions'), { recursive: true });
-      writeFileSync(join(root, 'dist', 'functions', 'index.js'), 'export {};');
       mkdirSync(join(root, 'functions'));
+      writeFileSync(join(root, 'functions', 'index.ts'), 'export {};\n');
       const out = join(root, 'out');
-      packageFunctions({ root, out, build: false });
+      await packageFunctions({ root, out });
 
       const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
       assert.equal(staged.workspaces, undefined);
@@ -335,10 +336,12 @@ describe('packageFunctions', () => {
     }
   });
 
-  test('refuses to stage without a build', () => {
+  test("fails with esbuild's message when an import does not resolve", async () => {
     const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
     try {
-      assert.throws(() => packageFunctions({ root, out: join(root, 'out'), build: false }), /npm run build/);
+      mkdirSync(join(root, 'functions'), { recursive: true });
+      writeFileSync(join(root, 'functions', 'index.ts'), "import './missing.ts';\n");
+      await assert.rejects(packageFunctions({ root, out: join(root, 'out') }), /missing\.ts/);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -142,6 +142,38 @@ describe('terraform/', () => {
     assert.equal(block(push, 'oidc_token').service_account_email, ref('google_service_account.push.email'));
   });
 
+  test("the resync's keys have their own topic and push subscription to reconcile, ordered and dead-lettered alike", () => {
+    const live = resource(m, 'google_pubsub_subscription', 'reconcile');
+    const sub = resource(m, 'google_pubsub_subscription', 'resync');
+    assert.equal(sub.topic, ref('google_pubsub_topic.resync.id'));
+    assert.notEqual(sub.topic, live.topic, 'live keys never queue behind the resync');
+    assert.equal(resource(m, 'google_pubsub_topic', 'resync').name, ref('local.resync_topic_name'));
+    assert.equal(
+      m.locals.get('resync_topic_name'),
+      `${ref('var.topic_name')}-resync`,
+      'functions/config.ts resyncTopicOf',
+    );
+    for (const key of [
+      'enable_message_ordering',
+      'ack_deadline_seconds',
+      'retry_policy',
+      'dead_letter_policy',
+    ])
+      assert.deepEqual(sub[key], live[key], key);
+    assert.deepEqual(
+      sub.push_config,
+      live.push_config,
+      'the same reconcile function, the same push identity',
+    );
+    const env = m.locals.get('controller_env') as Record<string, string>;
+    assert.equal(env.LEVELSET_RESYNC_TOPIC, ref('local.resync_topic_name'));
+    const pub = resource(m, 'google_pubsub_topic_iam_member', 'functions_resync_publisher');
+    assert.equal(pub.topic, ref('google_pubsub_topic.resync.name'));
+    assert.equal(pub.member, ref('google_service_account.functions.member'));
+    const dl = resource(m, 'google_pubsub_subscription_iam_member', 'resync_dead_letter_subscriber');
+    assert.equal(dl.subscription, ref('google_pubsub_subscription.resync.name'));
+  });
+
   test('the dead-letter topic has a pull subscription and the Pub/Sub service agent can forward', () => {
     const dlSub = resource(m, 'google_pubsub_subscription', 'dead_letter');
     assert.equal(dlSub.topic, ref('google_pubsub_topic.dead_letter.id'));
@@ -214,6 +246,7 @@ describe('terraform/', () => {
   test("the functions' V8 heap limit is stated: half of the instance's memory", () => {
     const env = strings(m.locals.get('function_env')).join('\n');
     assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{local\.function_heap_mib\}/s);
+    assert.match(env, /NODE_OPTIONS.*--enable-source-maps/s, "the bundle's source maps are read");
     assert.match(String(m.locals.get('function_heap_mib')), /floor\(local\.function_memory_mib \/ 2\)/);
     assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
   });

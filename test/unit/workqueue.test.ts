@@ -8,6 +8,7 @@ import {
   createWorkQueueMetrics,
   defaultControllerRateLimiter,
   ItemExponentialFailureRateLimiter,
+  LOW_PRIORITY_EVERY,
   MaxOfRateLimiter,
   WorkQueue,
 } from '../../relay/workqueue.ts';
@@ -155,6 +156,49 @@ describe('WorkQueue (queue_test.go)', () => {
     q.done('a');
     await p;
     assert.equal(drained, true);
+  });
+});
+
+describe('WorkQueue priority (the resync at low priority)', () => {
+  it('hands a live key out before a large resync backlog queued earlier', async () => {
+    const { q, value } = setup();
+    for (let i = 0; i < 1000; i++) q.add(`resync-${i}`, 'low');
+    q.add('live');
+    assert.equal(q.length, 1001);
+    assert.equal(await value('workqueue_depth'), 1001);
+    assert.deepEqual(await q.get(), { key: 'live', shutdown: false });
+  });
+
+  it('never starves the low-priority keys: one handout in LOW_PRIORITY_EVERY while both wait', async () => {
+    const { q } = setup();
+    for (let i = 0; i < 100; i++) q.add(`resync-${i}`, 'low');
+    for (let i = 0; i < 100; i++) q.add(`live-${i}`);
+    const first = await Promise.all(Array.from({ length: 3 * LOW_PRIORITY_EVERY }, () => q.get()));
+    const low = first.filter((r) => r.key?.startsWith('resync-')).map((r) => r.key);
+    assert.deepEqual(low, ['resync-0', 'resync-1', 'resync-2'], 'the oldest resync keys, in order');
+    const rest = await drain(q);
+    assert.equal(rest.length, 200 - first.length, 'every key is handed out');
+  });
+
+  it('promotes a resync key that a live event adds again, and hands it out once', async () => {
+    const { q } = setup();
+    q.add('a', 'low');
+    q.add('b', 'low');
+    q.add('b');
+    q.add('c');
+    assert.equal(q.length, 3);
+    assert.deepEqual(await drain(q), ['b', 'c', 'a']);
+    assert.equal(q.length, 0);
+  });
+
+  it('a low key added while it is processing keeps its low priority when re-queued at done', async () => {
+    const { q } = setup();
+    q.add('a');
+    assert.equal((await q.get()).key, 'a');
+    q.add('a', 'low');
+    q.add('live');
+    q.done('a');
+    assert.deepEqual(await drain(q), ['live', 'a']);
   });
 });
 

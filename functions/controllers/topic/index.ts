@@ -8,7 +8,7 @@
  * the kit (`throwGoogleCloudError`). A converged Topic costs 1 Kubernetes request (GET) and 1 Pub/Sub
  * request per topic and subscription (a read each).
  */
-import { PubSub, type Subscription, type Topic } from '@google-cloud/pubsub';
+import type { PubSub, Subscription, Topic } from '@google-cloud/pubsub';
 import {
   defineController,
   googleCloudClientOptions,
@@ -55,10 +55,20 @@ export function topicProject(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 let client: PubSub | undefined;
-/** One Pub/Sub client per process (it holds the gRPC channel), in {@link topicProject}. */
+/**
+ * Makes the one Pub/Sub client of the process (it holds the gRPC channel), in {@link topicProject}.
+ * `@google-cloud/pubsub` and its gRPC stack are imported here, at the first reconcile or finalize,
+ * never when the functions start (cold start: the bundle loads it as a chunk of its own).
+ */
+async function loadPubSub(): Promise<void> {
+  if (client) return;
+  const { PubSub } = await import('@google-cloud/pubsub');
+  client ??= new PubSub({ projectId: topicProject(), ...googleCloudClientOptions(emulatorOf(process.env)) });
+}
+
+/** The client {@link loadPubSub} made. @throws {Error} when it was not awaited first. */
 function pubsub(): PubSub {
-  const emulator = emulatorOf(process.env);
-  client ??= new PubSub({ projectId: topicProject(), ...googleCloudClientOptions(emulator) });
+  if (!client) throw new Error('topic: loadPubSub() must be awaited before pubsub()');
   return client;
 }
 
@@ -230,6 +240,7 @@ export const topicController = defineController({
   spec: topicSpecSchema,
   synced: false,
   async reconcile({ object, spec, log, dryRun }) {
+    await loadPubSub();
     const status = (object.status ?? {}) as TopicStatus;
     const topic = await ensureTopic(object, spec, log, dryRun);
     const subscriptions: string[] = [];
@@ -246,6 +257,7 @@ export const topicController = defineController({
     };
   },
   async finalize({ object, spec, log }) {
+    await loadPubSub();
     const status = (object.status ?? {}) as TopicStatus;
     const subscriptions = new Set([
       ...(status.subscriptions ?? []),

@@ -1,0 +1,110 @@
+/**
+ * The deployment package serves a reconcile: `npm run package:functions`'s bundle (what Terraform
+ * zips and deploys) under the real functions-framework CLI, with the Node options Terraform gives
+ * the functions, answers a Pub/Sub push of a Foo's key with 204 and the Deployment exists. The
+ * package's node_modules is the repository's (on Cloud Run the buildpack's `npm ci` installs it).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { repoRoot, type Service, startService } from '../../local/service.ts';
+import { FUNCTION_HEAP_MIB, functionsCli } from '../../local/stack.ts';
+import { MAIN, packageFunctions } from '../../scripts/package-functions.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const foos = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
+
+const pushBody = (namespace: string, name: string) =>
+  JSON.stringify({
+    message: {
+      data: Buffer.from(
+        JSON.stringify({
+          v: 1,
+          controller: 'foo',
+          namespace,
+          name,
+          reason: 'manual',
+          enqueuedAt: new Date().toISOString(),
+        }),
+      ).toString('base64'),
+      messageId: '1',
+    },
+    subscription: 'projects/p/subscriptions/levelset-keys-reconcile',
+  });
+
+describe('the deployed functions bundle', () => {
+  let cluster: TestCluster;
+  let reconcile: Service | undefined;
+  let dir: string;
+  let ns: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'levelset-bundle-'));
+    await packageFunctions({ out: dir });
+    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    cluster = await startTestCluster();
+    ns = await cluster.createNamespace('bundle');
+    await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
+  });
+
+  after(async () => {
+    await reconcile?.stop();
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is one bundle, not the TypeScript sources', () => {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    assert.equal(pkg.main, MAIN);
+    assert.doesNotMatch(readFileSync(join(dir, MAIN), 'utf8'), /from\s*["'][^"']*\.ts["']/);
+  });
+
+  it('answers a push of a Foo key with 204 and converges the Foo', async () => {
+    const port = await freePort();
+    reconcile = await startService({
+      name: 'reconcile-bundle',
+      args: [functionsCli, '--target=reconcile', `--port=${port}`, `--source=${dir}`],
+      port,
+      env: {
+        // As Terraform deploys it (terraform/functions.tf, function_env).
+        NODE_OPTIONS: `--max-old-space-size=${FUNCTION_HEAP_MIB} --enable-source-maps`,
+        KUBECONFIG: cluster.kubeconfigPath,
+        LEVELSET_REQUEUE: 'none',
+        LOG_LEVEL: 'info',
+      },
+    });
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    await custom.createNamespacedCustomObject({
+      ...foos,
+      namespace: ns,
+      body: {
+        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+        kind: 'Foo',
+        metadata: { name: 'bundled' },
+        spec: { deploymentName: 'bundled', replicas: 2 },
+      },
+    });
+
+    const res = await fetch(reconcile.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: pushBody(ns, 'bundled'),
+    });
+    assert.equal(res.status, 204);
+
+    const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+    const deployment = await waitFor(() =>
+      apps.readNamespacedDeployment({ namespace: ns, name: 'bundled' }).catch(() => undefined),
+    );
+    assert.equal(deployment.spec?.replicas, 2);
+    const outcome = await waitFor(() => reconcile?.logs.find((l) => typeof l.outcome === 'string'), {
+      message: 'the outcome line of the delivery',
+    });
+    assert.equal(outcome.outcome, 'success');
+  });
+});
