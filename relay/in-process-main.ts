@@ -14,7 +14,8 @@
 import { z } from 'zod';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
-import { startTracing, type Tracing } from '../functions/tracing.ts';
+import { startTracing } from '../functions/tracing.ts';
+import type { Tracing } from '../functions/tracing-config.ts';
 import { DEFAULT_PORT } from './config.ts';
 import {
   DEFAULT_IN_PROCESS_COLLAPSE_MS,

@@ -10,7 +10,8 @@
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
-import { startTracing, type Tracing } from '../functions/tracing.ts';
+import { startTracing } from '../functions/tracing.ts';
+import type { Tracing } from '../functions/tracing-config.ts';
 import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
 import { stopOnSignals } from './shutdown.ts';

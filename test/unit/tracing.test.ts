@@ -17,7 +17,8 @@ import { createLogger } from '../../functions/log.ts';
 import { decodePushEnvelope, TRACE_CONTEXT_ATTRIBUTE, traceContextOf } from '../../functions/message.ts';
 import { inDeliverySpan } from '../../functions/reconcile.ts';
 import { requeueEnvelope } from '../../functions/requeue.ts';
-import { OutcomeSpanProcessor, readTracingConfig } from '../../functions/tracing.ts';
+import { readTracingConfig } from '../../functions/tracing-config.ts';
+import { OutcomeSpanProcessor } from '../../functions/tracing-sdk.ts';
 import { KeyPipeline } from '../../relay/pipeline.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
 
