@@ -89,6 +89,8 @@ describe('drift the resync corrects is counted', { skip: !!process.env.TEST_KUBE
 
     await resync();
     await waitFor(() => replicas().then((r) => r === 1), { message: 'the resync restoring replicas 1' });
+    // The drift line follows the delivery's outcome line: it may reach the log a moment later.
+    await waitFor(() => driftLines().length > 0, { message: 'the drift line' }).catch(() => {});
     const drift = driftLines();
     assert.equal(
       drift.length,
