@@ -433,7 +433,7 @@ async function traceSource(argv: TraceArgs, env: NodeJS.ProcessEnv): Promise<Tra
 /**
  * Runs `levelset trace`.
  * @param deps `client`: the HTTP client of Cloud Trace (default: `GoogleAuth`, Application Default
- *   Credentials, scope cloud-platform); `apiBase`: its root (default `LEVELSET_CLOUD_TRACE_API`,
+ *   Credentials, scope cloud-platform, the target's project); `apiBase`: its root (default `LEVELSET_CLOUD_TRACE_API`,
  *   then {@link CLOUD_TRACE_API}); `env` (default `process.env`); `nowMs` (default `Date.now()`)
  * @throws {CliError} exit code 1 when the key has no trace, or when Cloud Trace refuses or fails
  */
@@ -452,8 +452,14 @@ export async function runTrace(
   } else {
     const sinceMs = argv.sinceMs ?? DEFAULT_SINCE_MS;
     const filter = cloudTraceFilter(argv.key, argv.controller);
+    // projectId given: google-auth-library then never looks one up (an external account's lookup is
+    // a Resource Manager call).
     const client =
-      deps.client ?? new GoogleAuth({ scopes: 'https://www.googleapis.com/auth/cloud-platform' });
+      deps.client ??
+      new GoogleAuth({
+        scopes: 'https://www.googleapis.com/auth/cloud-platform',
+        projectId: source.projectId,
+      });
     try {
       spans = await readCloudSpans(client, {
         projectId: source.projectId,
@@ -469,7 +475,7 @@ export async function runTrace(
         `Cloud Trace (project ${source.projectId}): ${apiErrorText(err)} (needs roles/cloudtrace.user; filter: ${filter})`,
       );
     }
-    where = `in Cloud Trace of project ${source.projectId} in the last ${formatDuration(sinceMs)} (filter: ${filter}; a key's trace is there once the functions exported it, with LEVELSET_TRACING=cloud-trace and within the sample ratio)`;
+    where = `in Cloud Trace of project ${source.projectId} in the last ${argv.since ?? formatDuration(sinceMs)} (filter: ${filter}; a key's trace is there once the functions exported it, with LEVELSET_TRACING=cloud-trace and within the sample ratio)`;
   }
   const traces = keyTraces(spans, argv.key, argv.controller).slice(-argv.last);
   if (traces.length === 0) throw new CliError(`no trace of ${what} ${where}`);
