@@ -407,8 +407,15 @@ export async function readCloudSpans(client: TraceApiClient, query: CloudTraceQu
   return spans;
 }
 
-/** The message of an API error: Google's JSON error body's when there is one, else the first line. */
+/**
+ * The message of an API error: Google's JSON error body's when there is one; for an answer that is
+ * not a `ListTracesResponse`, where; else the error's first line.
+ */
 function apiErrorText(err: unknown): string {
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    return `an answer that is not a ListTracesResponse (${issue?.path.join('.') || 'the body'}: ${issue?.message})`;
+  }
   const body = (err as { response?: { data?: { error?: { message?: unknown } } } }).response?.data;
   const message = body?.error?.message;
   return typeof message === 'string' ? message : firstLine(err);
@@ -433,8 +440,9 @@ async function traceSource(argv: TraceArgs, env: NodeJS.ProcessEnv): Promise<Tra
 /**
  * Runs `levelset trace`.
  * @param deps `client`: the HTTP client of Cloud Trace (default: `GoogleAuth`, Application Default
- *   Credentials, scope cloud-platform, the target's project); `apiBase`: its root (default `LEVELSET_CLOUD_TRACE_API`,
- *   then {@link CLOUD_TRACE_API}); `env` (default `process.env`); `nowMs` (default `Date.now()`)
+ *   Credentials, scope cloud-platform, the target's project); `apiBase`: its root (default
+ *   `LEVELSET_CLOUD_TRACE_API`, then {@link CLOUD_TRACE_API}); `env` (default `process.env`);
+ *   `nowMs` (default `Date.now()`)
  * @throws {CliError} exit code 1 when the key has no trace, or when Cloud Trace refuses or fails
  */
 export async function runTrace(
