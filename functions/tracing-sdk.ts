@@ -151,7 +151,9 @@ export async function startTracingSdk(
   if (config.exporter === 'file') exporter = new OtlpJsonLinesFileExporter(config.file);
   else {
     const { TraceExporter } = await import('@google-cloud/opentelemetry-cloud-trace-exporter');
-    exporter = new TraceExporter({ projectId: config.projectId });
+    // The exporter writes each span attribute as a label of the same name; `resourceFilter` adds the
+    // resource's `service.name` as one too, so `levelset trace --project` can name each span's process.
+    exporter = new TraceExporter({ projectId: config.projectId, resourceFilter: /^service\.name$/ });
   }
   const batch = new BatchSpanProcessor(exporter, {
     // Locally `levelset trace` should see a key's spans within a moment.

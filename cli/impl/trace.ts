@@ -1,27 +1,42 @@
 /**
- * `levelset trace <key>`: reads the local stack's trace files (`<stateDir>/traces/*.jsonl`, OTLP/JSON
- * lines: one `ExportTraceServiceRequest` per line, functions/tracing.ts), finds the traces holding a
- * `reconcile` span of the key, and prints the newest `--last` of them as a waterfall: each span at
- * its offset from the trace's start, its duration, indented under its parent, with what it says
- * (the watch event, the published message, the delivery attempt, the API call and its status, the
- * outcome). Exit code 1 when no trace of the key is found.
+ * `levelset trace <key>`: finds the traces holding a `reconcile` span of the key and prints the
+ * newest `--last` of them as a waterfall: each span at its offset from the trace's start, its
+ * duration, indented under its parent, with what it says (the watch event, the published message,
+ * the delivery attempt, the API call and its status, the outcome). Exit code 1 when no trace of the
+ * key is found.
  *
- * The files outlive the stack (they are cleared when the next one starts), so a key's story can be
- * read after `levelset dev` stopped.
+ * Where the spans come from (the same resolution as `levelset logs`, cli/target.ts): `--project` →
+ * Cloud Trace; else a running local stack → its trace files; else `GOOGLE_CLOUD_PROJECT` → Cloud
+ * Trace; else the local trace files of a stopped stack.
+ * - Local: `<stateDir>/traces/*.jsonl`, OTLP/JSON lines (one `ExportTraceServiceRequest` per line,
+ *   functions/tracing.ts). The files outlive the stack (they are cleared when the next one starts),
+ *   so a key's story can be read after `levelset dev` stopped.
+ * - Cloud Trace: the API v1 `projects.traces.list` (`view=COMPLETE`), filtered by the span labels
+ *   the Cloud Trace exporter writes from the span attributes (`levelset.key`, `levelset.controller`),
+ *   looking back `--since` (default 24 h). Its spans are converted to the same {@link TracedSpan}s,
+ *   so both print the same way.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GoogleAuth } from 'google-auth-library';
 import { z } from 'zod';
 import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
 import { stateDirectory } from '../../local/state.ts';
-import { CliError } from '../errors.ts';
+import { CliError, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
+import { resolveTarget } from '../target.ts';
 
 export interface TraceArgs {
   key: string;
   controller?: string;
   last: number;
   json: boolean;
+  /** Google Cloud project: read Cloud Trace instead of the local stack's files. */
+  project?: string;
+  /** `--since` as given (`24h`); cli/commands/trace.ts parses it into {@link TraceArgs.sinceMs}. */
+  since?: string;
+  /** How far back Cloud Trace is searched, in ms; ignored locally. Default 24 h. */
+  sinceMs?: number;
 }
 
 type AttributeValue = string | number | boolean;
@@ -244,14 +259,234 @@ export function waterfall(t: KeyTrace): string[] {
   return lines;
 }
 
-/** Runs `levelset trace`; exit code 1 when the key has no trace. */
-export async function runTrace(argv: TraceArgs): Promise<void> {
-  const dir = join(stateDirectory(), 'traces');
-  const traces = keyTraces(readSpans(dir), argv.key, argv.controller).slice(-argv.last);
-  if (traces.length === 0)
-    throw new CliError(
-      `no trace of ${argv.controller ? `${argv.controller} ` : ''}${argv.key} in ${dir} (levelset dev writes them; a key appears once it was reconciled)`,
-    );
+/** Root of the Cloud Trace API; `LEVELSET_CLOUD_TRACE_API` replaces it (a test's fake endpoint). */
+export const CLOUD_TRACE_API = 'https://cloudtrace.googleapis.com';
+/** The default `--since`: 24 h, in ms. */
+export const DEFAULT_SINCE_MS = 24 * 3_600_000;
+/** At most this many pages of `projects.traces.list` are read for one `levelset trace`. */
+const MAX_PAGES = 5;
+
+/** A Cloud Trace API v1 `TraceSpan` (the fields read here). */
+const v1Span = z.object({
+  /** uint64 as a decimal string (proto `fixed64` in JSON). */
+  spanId: z.string(),
+  /** `SPAN_KIND_UNSPECIFIED`, `RPC_SERVER`, `RPC_CLIENT`: v1 has no producer/consumer; not kept. */
+  kind: z.string().optional(),
+  name: z.string().default(''),
+  /** RFC 3339, up to ns. */
+  startTime: z.string(),
+  endTime: z.string(),
+  /** Absent or `0` for a root span. */
+  parentSpanId: z.string().optional(),
+  /** The span's attributes, every value a string. */
+  labels: z.record(z.string(), z.string()).default({}),
+});
+type V1Span = z.infer<typeof v1Span>;
+/** The answer of `GET /v1/projects/{projectId}/traces` (the fields read here). */
+const v1ListTracesResponse = z.object({
+  traces: z.array(z.object({ traceId: z.string(), spans: z.array(v1Span).default([]) })).default([]),
+  nextPageToken: z.string().optional(),
+});
+
+/**
+ * The `filter` of `projects.traces.list` for a key's traces: exact matches (`+label:value`) of the
+ * labels the Cloud Trace exporter writes from Levelset's span attributes (it keeps the attribute
+ * names), `levelset.key` and, when given, `levelset.controller`; a value that is not a simple
+ * token (`[a-zA-Z0-9./_][a-zA-Z0-9./_-]*`) is double-quoted with `"` and `\` escaped. A trace
+ * matches when any of its spans carries each label (the `enqueue` span carries both, as does each
+ * `reconcile`), so {@link keyTraces} still picks the traces with a `reconcile` of the key.
+ */
+export function cloudTraceFilter(key: string, controller?: string): string {
+  const value = (v: string) => (/^[a-zA-Z0-9./_][a-zA-Z0-9./_-]*$/.test(v) ? v : JSON.stringify(v));
+  return [
+    `+${ATTR.key}:${value(key)}`,
+    ...(controller !== undefined ? [`+${ATTR.controller}:${value(controller)}`] : []),
+  ].join(' ');
+}
+
+/**
+ * Epoch ms (fractional, µs kept) of an RFC 3339 time with up to ns (`2026-11-25T09:46:40.123456789Z`).
+ * @throws {Error} when `time` is not RFC 3339
+ */
+export function rfc3339Ms(time: string): number {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/i.exec(time);
+  const whole = m ? Date.parse(`${m[1]}${m[3]}`) : Number.NaN;
+  if (!m || Number.isNaN(whole)) throw new Error(`not an RFC 3339 time: ${time}`);
+  return whole + (m[2] ? Number(`0.${m[2].slice(0, 6)}`) * 1000 : 0);
+}
+
+/**
+ * A v1 span id (uint64 in decimal) as OTLP writes it, 16 hex digits; an id that already holds a
+ * hex letter is taken as hex.
+ */
+export function hexSpanId(id: string): string {
+  return /^\d+$/.test(id) ? BigInt(id).toString(16).padStart(16, '0') : id.toLowerCase();
+}
+
+/**
+ * A Cloud Trace v1 span as a {@link TracedSpan}: ids in hex, times in epoch ms, the labels as
+ * attributes (strings: v1 keeps no types) without the exporter's own (`g.co/…`) and `service.name`,
+ * which is the span's `service` (written when the exporter's `resourceFilter` passes it,
+ * functions/tracing-sdk.ts; `unknown` otherwise). v1 has no span events; its status is read from
+ * the `/error/message` label when present (code 2), else unset (0).
+ * @throws {Error} when a time is not RFC 3339
+ */
+export function cloudSpan(traceId: string, s: V1Span): TracedSpan {
+  const startMs = rfc3339Ms(s.startTime);
+  const parent = s.parentSpanId && !/^0+$/.test(s.parentSpanId) ? hexSpanId(s.parentSpanId) : undefined;
+  const error = s.labels['/error/message'];
+  return {
+    traceId: traceId.toLowerCase(),
+    spanId: hexSpanId(s.spanId),
+    ...(parent ? { parentSpanId: parent } : {}),
+    name: s.name,
+    service: s.labels['service.name'] ?? 'unknown',
+    startMs,
+    durationMs: rfc3339Ms(s.endTime) - startMs,
+    attributes: Object.fromEntries(
+      Object.entries(s.labels).filter(([k]) => !k.startsWith('g.co/') && k !== 'service.name'),
+    ),
+    events: [],
+    status: error !== undefined ? { code: 2, message: error } : { code: 0 },
+  };
+}
+
+/** What {@link readCloudSpans} needs of an authenticated HTTP client (`GoogleAuth` is one). */
+export interface TraceApiClient {
+  request<T>(options: { url: string; method?: 'GET' }): Promise<{ data: T }>;
+}
+
+/** One Cloud Trace search of {@link readCloudSpans}. */
+export interface CloudTraceQuery {
+  projectId: string;
+  key: string;
+  controller?: string;
+  /** How far back from `nowMs`, in ms. */
+  sinceMs: number;
+  /** Enough traces of the key: no further page is read once this many are found. */
+  last: number;
+  /** Epoch ms of "now" (default `Date.now()`). */
+  nowMs?: number;
+  /** API root (default {@link CLOUD_TRACE_API}). */
+  apiBase?: string;
+}
+
+/** The URL of one `projects.traces.list` page for `query`. */
+export function listTracesUrl(query: CloudTraceQuery, pageToken?: string): string {
+  const now = query.nowMs ?? Date.now();
+  const params = new URLSearchParams({
+    view: 'COMPLETE',
+    filter: cloudTraceFilter(query.key, query.controller),
+    startTime: new Date(now - query.sinceMs).toISOString(),
+    endTime: new Date(now).toISOString(),
+    orderBy: 'start desc',
+    pageSize: String(Math.min(100, Math.max(10, query.last * 2))),
+    ...(pageToken ? { pageToken } : {}),
+  });
+  const base = (query.apiBase ?? CLOUD_TRACE_API).replace(/\/+$/, '');
+  return `${base}/v1/projects/${encodeURIComponent(query.projectId)}/traces?${params}`;
+}
+
+/**
+ * Every span of the traces Cloud Trace lists for `query`, newest traces first (`orderBy=start
+ * desc`), page after page until {@link keyTraces} finds `query.last` traces of the key, the pages
+ * end, or 5 pages were read.
+ * @throws whatever `client.request` throws (an HTTP error, no credentials), and a zod error when an
+ *   answer is not a `ListTracesResponse`
+ */
+export async function readCloudSpans(client: TraceApiClient, query: CloudTraceQuery): Promise<TracedSpan[]> {
+  const spans: TracedSpan[] = [];
+  let pageToken: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const { data } = await client.request<unknown>({ url: listTracesUrl(query, pageToken), method: 'GET' });
+    const answer = v1ListTracesResponse.parse(data ?? {});
+    for (const t of answer.traces) for (const s of t.spans) spans.push(cloudSpan(t.traceId, s));
+    pageToken = answer.nextPageToken || undefined;
+    if (!pageToken || keyTraces(spans, query.key, query.controller).length >= query.last) break;
+  }
+  return spans;
+}
+
+/**
+ * The message of an API error: Google's JSON error body's when there is one; for an answer that is
+ * not a `ListTracesResponse`, where; else the error's first line.
+ */
+function apiErrorText(err: unknown): string {
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    return `an answer that is not a ListTracesResponse (${issue?.path.join('.') || 'the body'}: ${issue?.message})`;
+  }
+  const body = (err as { response?: { data?: { error?: { message?: unknown } } } }).response?.data;
+  const message = body?.error?.message;
+  return typeof message === 'string' ? message : firstLine(err);
+}
+
+/** Where `levelset trace` reads: the local trace files, or Cloud Trace of a project. */
+type TraceSource = { kind: 'local'; dir: string } | { kind: 'cloud'; projectId: string };
+
+/** `--project`; else a running local stack; else `GOOGLE_CLOUD_PROJECT`; else the local files. */
+async function traceSource(argv: TraceArgs, env: NodeJS.ProcessEnv): Promise<TraceSource> {
+  const local: TraceSource = { kind: 'local', dir: join(stateDirectory(env), 'traces') };
+  if (argv.project) return { kind: 'cloud', projectId: argv.project };
+  try {
+    const target = await resolveTarget({}, env);
+    return target.kind === 'cloud' ? { kind: 'cloud', projectId: target.projectId } : local;
+  } catch (err) {
+    if (err instanceof CliError) return local; // no stack running: its files outlive it
+    throw err;
+  }
+}
+
+/**
+ * Runs `levelset trace`.
+ * @param deps `client`: the HTTP client of Cloud Trace (default: `GoogleAuth`, Application Default
+ *   Credentials, scope cloud-platform, the target's project); `apiBase`: its root (default
+ *   `LEVELSET_CLOUD_TRACE_API`, then {@link CLOUD_TRACE_API}); `env` (default `process.env`);
+ *   `nowMs` (default `Date.now()`)
+ * @throws {CliError} exit code 1 when the key has no trace, or when Cloud Trace refuses or fails
+ */
+export async function runTrace(
+  argv: TraceArgs,
+  deps: { client?: TraceApiClient; apiBase?: string; env?: NodeJS.ProcessEnv; nowMs?: number } = {},
+): Promise<void> {
+  const env = deps.env ?? process.env;
+  const source = await traceSource(argv, env);
+  const what = `${argv.controller ? `${argv.controller} ` : ''}${argv.key}`;
+  let spans: TracedSpan[];
+  let where: string;
+  if (source.kind === 'local') {
+    spans = readSpans(source.dir);
+    where = `in ${source.dir} (levelset dev writes them; a key appears once it was reconciled)`;
+  } else {
+    const sinceMs = argv.sinceMs ?? DEFAULT_SINCE_MS;
+    const filter = cloudTraceFilter(argv.key, argv.controller);
+    // projectId given: google-auth-library then never looks one up (an external account's lookup is
+    // a Resource Manager call).
+    const client =
+      deps.client ??
+      new GoogleAuth({
+        scopes: 'https://www.googleapis.com/auth/cloud-platform',
+        projectId: source.projectId,
+      });
+    try {
+      spans = await readCloudSpans(client, {
+        projectId: source.projectId,
+        key: argv.key,
+        ...(argv.controller !== undefined ? { controller: argv.controller } : {}),
+        sinceMs,
+        last: argv.last,
+        ...(deps.nowMs !== undefined ? { nowMs: deps.nowMs } : {}),
+        apiBase: deps.apiBase ?? (env.LEVELSET_CLOUD_TRACE_API || CLOUD_TRACE_API),
+      });
+    } catch (err) {
+      throw new CliError(
+        `Cloud Trace (project ${source.projectId}): ${apiErrorText(err)} (needs roles/cloudtrace.user; filter: ${filter})`,
+      );
+    }
+    where = `in Cloud Trace of project ${source.projectId} in the last ${argv.since ?? formatDuration(sinceMs)} (filter: ${filter}; a key's trace is there once the functions exported it, with LEVELSET_TRACING=cloud-trace and within the sample ratio)`;
+  }
+  const traces = keyTraces(spans, argv.key, argv.controller).slice(-argv.last);
+  if (traces.length === 0) throw new CliError(`no trace of ${what} ${where}`);
   if (argv.json) {
     say(JSON.stringify(traces, null, 2));
     return;
