@@ -1,4 +1,5 @@
-# The reconcile and resync functions (Cloud Run functions, runtime nodejs24) and the scheduler job.
+# The reconcile and resync functions (Cloud Run functions, runtime nodejs24) and the resync's
+# scheduler jobs, one per cluster.
 #
 # Source: `npm run package:functions` (scripts/package-functions.ts) bundles functions/index.ts with
 # esbuild and stages it in terraform/.build/functions (dist/index.mjs and its chunks with source maps,
@@ -8,10 +9,18 @@
 locals {
   functions_source_dir = coalesce(var.functions_source_dir, "${path.module}/.build/functions")
 
-  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.topic_controller_env, {
-    # The Cloud Run path of functions/kube.ts: this endpoint and the runtime service account's
-    # Google access token (functions/gke-auth.ts). No CA data: the DNS endpoint's certificate is public.
+  # How the functions reach the clusters, with the runtime service account's Google access token
+  # (functions/gke-auth.ts; no CA data: a DNS endpoint's certificate is public). One cluster: the
+  # Cloud Run path of functions/kube.ts, KUBERNETES_ENDPOINT, the cluster `default` (key messages
+  # v1, as before clusters existed). A fleet: LEVELSET_CLUSTERS (functions/clusters.ts), each
+  # cluster's id and endpoint, in the order of `clusters`.
+  cluster_env = local.fleet ? {
+    LEVELSET_CLUSTERS = jsonencode([for c in local.cluster_list : { id = c.id, endpoint = local.cluster_endpoints[c.id] }])
+    } : {
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint
+  }
+
+  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.topic_controller_env, local.cluster_env, {
     # V8's heap limit: half of the instance's memory, stated rather than left to how Node reads the
     # instance's memory, so the garbage collector works before the instance hits its limit (the
     # rest: code, buffers, gRPC). `npm run bench` runs the resync at 100k keys with this limit.
@@ -150,8 +159,9 @@ resource "google_cloudfunctions2_function" "resync" {
     all_traffic_on_latest_revision = true
     timeout_seconds                = var.resync_timeout_seconds
     min_instance_count             = 0
-    # One resync at a time: a second would only publish the same keys again.
-    max_instance_count               = 1
+    # One resync per cluster at a time (a second would only publish the same keys again), and each
+    # cluster's scheduler job its own instance: the jobs share a schedule.
+    max_instance_count               = length(local.clusters)
     max_instance_request_concurrency = 1
     available_cpu                    = var.function_cpu
     available_memory                 = var.function_memory
@@ -181,11 +191,18 @@ resource "google_cloud_run_v2_service_iam_member" "resync_invoker" {
   member   = google_service_account.scheduler.member
 }
 
+# One job per cluster, each POSTing {"cluster": "<id>"} (functions/resync.ts resyncRequestSchema):
+# a cluster's enumeration has the whole attempt deadline to itself, an unreachable cluster fails
+# and is retried alone, and each cluster's resync has its own outcome (docs/architecture.md,
+# decision 27). The single cluster's job keeps its name and its empty body (every cluster of the
+# registry, which is `default` alone).
 resource "google_cloud_scheduler_job" "resync" {
+  for_each = local.clusters
+
   project          = var.project_id
   region           = var.region
-  name             = local.resync_function_name
-  description      = "Levelset resync: every key of every controller is published again (level-driven safety net)."
+  name             = local.fleet ? "${local.resync_function_name}-${each.key}" : local.resync_function_name
+  description      = local.fleet ? "Levelset resync of cluster ${each.key} (${each.value.name}): every key of every controller is published again (level-driven safety net)." : "Levelset resync: every key of every controller is published again (level-driven safety net)."
   schedule         = var.resync_schedule
   time_zone        = var.resync_time_zone
   attempt_deadline = "${var.resync_timeout_seconds}s"
@@ -199,7 +216,7 @@ resource "google_cloud_scheduler_job" "resync" {
     http_method = "POST"
     uri         = google_cloudfunctions2_function.resync.service_config[0].uri
     headers     = { "Content-Type" = "application/json" }
-    body        = base64encode("{}")
+    body        = base64encode(local.fleet ? jsonencode({ cluster = each.key }) : "{}")
 
     oidc_token {
       service_account_email = google_service_account.scheduler.email
@@ -208,4 +225,10 @@ resource "google_cloud_scheduler_job" "resync" {
   }
 
   depends_on = [google_cloud_run_v2_service_iam_member.resync_invoker]
+}
+
+# The single cluster's job, before there was one per cluster.
+moved {
+  from = google_cloud_scheduler_job.resync
+  to   = google_cloud_scheduler_job.resync["default"]
 }

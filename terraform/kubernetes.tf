@@ -1,22 +1,16 @@
 # The objects in the cluster: namespace, CRDs, the relay (ServiceAccount, ClusterRole, Deployment)
-# and the ClusterRole of the functions' identity. The RBAC rules come from registry.gen.tf.json,
-# generated from the controller registry by scripts/generate-manifests.ts (checked in CI).
+# and the ClusterRole of the functions' identity, all in modules/cluster. This module applies it to
+# the first cluster (the single cluster of cluster_name, or clusters[0]) with the kubernetes
+# provider of providers.tf. Terraform cannot make one provider configuration per element of a list,
+# so every other cluster of `clusters` calls modules/cluster itself with its own kubernetes provider
+# and this module's `cluster_module_inputs` output (examples/fleet).
+#
+# The RBAC rules come from registry.gen.tf.json, generated from the controller registry by
+# scripts/generate-manifests.ts (checked in CI); the CRDs from each controller's folder.
 
 locals {
   relay_service_account = "levelset-relay"
   relay_port            = 8080
-
-  relay_labels = {
-    "app.kubernetes.io/name"       = "levelset-relay"
-    "app.kubernetes.io/component"  = "relay"
-    "app.kubernetes.io/part-of"    = "levelset"
-    "app.kubernetes.io/managed-by" = "terraform"
-  }
-  relay_selector = {
-    "app.kubernetes.io/name" = "levelset-relay"
-  }
-
-  relay_namespace = var.create_relay_namespace ? kubernetes_namespace_v1.levelset[0].metadata[0].name : var.relay_namespace
 
   # Each controller's CRD, read from its folder (functions/controllers/<folder>/crd.yaml, one
   # document each; the generator checks that) and keyed by CRD name.
@@ -25,232 +19,73 @@ locals {
     for f in fileset(local.crd_dir, "*/crd.yaml") :
     yamldecode(file("${local.crd_dir}/${f}")).metadata.name => yamldecode(file("${local.crd_dir}/${f}"))
   }
-}
 
-resource "kubernetes_namespace_v1" "levelset" {
-  count = var.create_relay_namespace ? 1 : 0
-
-  metadata {
-    name = var.relay_namespace
-    labels = {
-      "app.kubernetes.io/part-of"          = "levelset"
-      "pod-security.kubernetes.io/enforce" = "restricted"
-    }
+  # What every cluster gets alike (modules/cluster's `levelset` input); only the cluster id differs.
+  cluster_module_inputs = {
+    relay_namespace           = var.relay_namespace
+    create_relay_namespace    = var.create_relay_namespace
+    relay_service_account     = local.relay_service_account
+    relay_image               = var.relay_image
+    relay_replicas            = var.relay_replicas
+    relay_port                = local.relay_port
+    relay_resources           = var.relay_resources
+    relay_env                 = merge(local.controller_env, local.tracing_env)
+    functions_service_account = google_service_account.functions.email
+    relay_cluster_rules       = local.relay_cluster_rules
+    functions_cluster_rules   = local.functions_cluster_rules
+    crds                      = local.crds
   }
 }
 
-resource "kubernetes_manifest" "crd" {
-  for_each = local.crds
+module "cluster" {
+  source = "./modules/cluster"
 
-  manifest = each.value
+  cluster_id = local.primary_cluster.id
+  levelset   = local.cluster_module_inputs
+
+  # The relay publishes as soon as it runs: its Workload Identity grant on the topic comes first.
+  depends_on = [google_pubsub_topic_iam_member.relay_publisher]
 }
 
-# ---------------------------------------------------------------------------------------------------
-# Relay: list+watch (get/list/watch only, on exactly what the registry watches), publish keys.
-# ---------------------------------------------------------------------------------------------------
+# The in-cluster objects lived in this module before modules/cluster existed: these moves keep a
+# single-cluster deployment's objects (no destroy, no re-create) on its next apply.
 
-resource "kubernetes_service_account_v1" "relay" {
-  metadata {
-    name      = local.relay_service_account
-    namespace = local.relay_namespace
-    labels    = local.relay_labels
-  }
+moved {
+  from = kubernetes_namespace_v1.levelset
+  to   = module.cluster.kubernetes_namespace_v1.levelset
 }
 
-resource "kubernetes_cluster_role_v1" "relay" {
-  metadata {
-    name   = "levelset-relay"
-    labels = local.relay_labels
-  }
-
-  dynamic "rule" {
-    for_each = local.relay_cluster_rules
-    content {
-      api_groups = rule.value.api_groups
-      resources  = rule.value.resources
-      verbs      = rule.value.verbs
-    }
-  }
+moved {
+  from = kubernetes_manifest.crd
+  to   = module.cluster.kubernetes_manifest.crd
 }
 
-resource "kubernetes_cluster_role_binding_v1" "relay" {
-  metadata {
-    name   = "levelset-relay"
-    labels = local.relay_labels
-  }
-  role_ref {
-    api_group = "rbac.authorization.k8s.io"
-    kind      = "ClusterRole"
-    name      = kubernetes_cluster_role_v1.relay.metadata[0].name
-  }
-  subject {
-    kind      = "ServiceAccount"
-    name      = kubernetes_service_account_v1.relay.metadata[0].name
-    namespace = local.relay_namespace
-  }
+moved {
+  from = kubernetes_service_account_v1.relay
+  to   = module.cluster.kubernetes_service_account_v1.relay
 }
 
-resource "kubernetes_deployment_v1" "relay" {
-  metadata {
-    name      = "levelset-relay"
-    namespace = local.relay_namespace
-    labels    = local.relay_labels
-  }
-
-  spec {
-    replicas = var.relay_replicas
-
-    selector {
-      match_labels = local.relay_selector
-    }
-
-    template {
-      metadata {
-        labels = local.relay_labels
-        annotations = {
-          "prometheus.io/scrape" = "true"
-          "prometheus.io/port"   = tostring(local.relay_port)
-          "prometheus.io/path"   = "/metrics"
-        }
-      }
-
-      spec {
-        service_account_name            = kubernetes_service_account_v1.relay.metadata[0].name
-        automount_service_account_token = true
-
-        security_context {
-          run_as_non_root = true
-          run_as_user     = 65532
-          run_as_group    = 65532
-          fs_group        = 65532
-          seccomp_profile {
-            type = "RuntimeDefault"
-          }
-        }
-
-        container {
-          name  = "relay"
-          image = var.relay_image
-
-          port {
-            name           = "http"
-            container_port = local.relay_port
-          }
-
-          dynamic "env" {
-            for_each = merge(local.controller_env, local.tracing_env, { RELAY_PORT = tostring(local.relay_port) })
-            content {
-              name  = env.key
-              value = env.value
-            }
-          }
-
-          resources {
-            requests = {
-              cpu    = var.relay_resources.cpu_request
-              memory = var.relay_resources.memory_request
-            }
-            limits = {
-              for k, v in { cpu = var.relay_resources.cpu_limit, memory = var.relay_resources.memory_limit } : k => v if v != null
-            }
-          }
-
-          liveness_probe {
-            http_get {
-              path = "/healthz"
-              port = "http"
-            }
-            initial_delay_seconds = 5
-            period_seconds        = 10
-            timeout_seconds       = 2
-            failure_threshold     = 3
-          }
-
-          readiness_probe {
-            http_get {
-              path = "/readyz"
-              port = "http"
-            }
-            period_seconds    = 5
-            timeout_seconds   = 2
-            failure_threshold = 3
-          }
-
-          security_context {
-            allow_privilege_escalation = false
-            read_only_root_filesystem  = true
-            run_as_non_root            = true
-            capabilities {
-              drop = ["ALL"]
-            }
-          }
-
-          volume_mount {
-            name       = "tmp"
-            mount_path = "/tmp"
-          }
-        }
-
-        volume {
-          name = "tmp"
-          empty_dir {
-            size_limit = "64Mi"
-          }
-        }
-      }
-    }
-  }
-
-  depends_on = [
-    kubernetes_cluster_role_binding_v1.relay,
-    kubernetes_manifest.crd,
-    google_pubsub_topic_iam_member.relay_publisher,
-  ]
+moved {
+  from = kubernetes_cluster_role_v1.relay
+  to   = module.cluster.kubernetes_cluster_role_v1.relay
 }
 
-# ---------------------------------------------------------------------------------------------------
-# The functions' identity: GKE authenticates its Google access token as the service account's email;
-# this ClusterRole grants exactly the verbs the controllers use (every controller's rbac, Events,
-# list for resync).
-# ---------------------------------------------------------------------------------------------------
-
-resource "kubernetes_cluster_role_v1" "functions" {
-  metadata {
-    name = "levelset-functions"
-    labels = {
-      "app.kubernetes.io/component"  = "functions"
-      "app.kubernetes.io/part-of"    = "levelset"
-      "app.kubernetes.io/managed-by" = "terraform"
-    }
-  }
-
-  dynamic "rule" {
-    for_each = local.functions_cluster_rules
-    content {
-      api_groups = rule.value.api_groups
-      resources  = rule.value.resources
-      verbs      = rule.value.verbs
-    }
-  }
+moved {
+  from = kubernetes_cluster_role_binding_v1.relay
+  to   = module.cluster.kubernetes_cluster_role_binding_v1.relay
 }
 
-resource "kubernetes_cluster_role_binding_v1" "functions" {
-  metadata {
-    name = "levelset-functions"
-    labels = {
-      "app.kubernetes.io/component"  = "functions"
-      "app.kubernetes.io/part-of"    = "levelset"
-      "app.kubernetes.io/managed-by" = "terraform"
-    }
-  }
-  role_ref {
-    api_group = "rbac.authorization.k8s.io"
-    kind      = "ClusterRole"
-    name      = kubernetes_cluster_role_v1.functions.metadata[0].name
-  }
-  subject {
-    api_group = "rbac.authorization.k8s.io"
-    kind      = "User"
-    name      = google_service_account.functions.email
-  }
+moved {
+  from = kubernetes_deployment_v1.relay
+  to   = module.cluster.kubernetes_deployment_v1.relay
+}
+
+moved {
+  from = kubernetes_cluster_role_v1.functions
+  to   = module.cluster.kubernetes_cluster_role_v1.functions
+}
+
+moved {
+  from = kubernetes_cluster_role_binding_v1.functions
+  to   = module.cluster.kubernetes_cluster_role_binding_v1.functions
 }

@@ -1,28 +1,56 @@
 /**
  * Levelset on Google Cloud and GKE: the keys topic with its push subscription and dead letters
- * (pubsub.tf), the reconcile and resync functions and the scheduler job (functions.tf), the objects
- * in the cluster (kubernetes.tf), log-based metrics and alerts (monitoring.tf). This file holds what
- * they share: the cluster, the APIs, the service accounts and their project-level IAM.
+ * (pubsub.tf), the reconcile and resync functions and a resync scheduler job per cluster
+ * (functions.tf), the objects in the first cluster (kubernetes.tf, through modules/cluster),
+ * log-based metrics and alerts (monitoring.tf). This file holds what they share: the clusters, the
+ * APIs, the service accounts and their project-level IAM.
  */
 
 data "google_project" "this" {
   project_id = var.project_id
 }
 
-data "google_container_cluster" "this" {
+locals {
+  # The clusters, by id: `clusters` in its order, or the one cluster of cluster_name, id `default`
+  # (functions/contract/key.ts DEFAULT_CLUSTER: no LEVELSET_CLUSTERS, no RELAY_CLUSTER, message v1).
+  fleet = length(var.clusters) > 0
+  cluster_list = local.fleet ? [
+    for c in var.clusters : { id = coalesce(c.id, c.name), name = c.name, location = c.location, kubernetes_endpoint = c.kubernetes_endpoint }
+    ] : [
+    { id = "default", name = var.cluster_name, location = var.cluster_location, kubernetes_endpoint = var.kubernetes_endpoint }
+  ]
+  clusters    = { for c in local.cluster_list : c.id => c }
+  cluster_ids = [for c in local.cluster_list : c.id]
+  # The cluster this module installs the relay, CRDs and RBAC in, with its own kubernetes provider
+  # (kubernetes.tf); every other one is the caller's (modules/cluster, examples/fleet).
+  primary_cluster = local.cluster_list[0]
+}
+
+data "google_container_cluster" "cluster" {
+  for_each = local.clusters
+
   project  = var.project_id
-  name     = var.cluster_name
-  location = var.cluster_location
+  name     = each.value.name
+  location = each.value.location
 }
 
 locals {
   project_number = data.google_project.this.number
 
-  # The GKE DNS-based control-plane endpoint (its certificate is publicly trusted: no CA data).
-  dns_endpoint        = try(data.google_container_cluster.this.control_plane_endpoints_config[0].dns_endpoint_config[0].endpoint, "")
-  kubernetes_endpoint = trimsuffix(coalesce(var.kubernetes_endpoint, "https://${local.dns_endpoint}"), "/")
+  # Each cluster's GKE DNS-based control-plane endpoint (its certificate is publicly trusted: no CA
+  # data), unless its kubernetes_endpoint overrides it.
+  cluster_endpoints = {
+    for id, c in local.clusters : id => trimsuffix(coalesce(
+      c.kubernetes_endpoint,
+      "https://${try(data.google_container_cluster.cluster[id].control_plane_endpoints_config[0].dns_endpoint_config[0].endpoint, "")}",
+    ), "/")
+  }
+  # The first cluster's: the kubernetes provider's, and the single cluster's KUBERNETES_ENDPOINT.
+  kubernetes_endpoint = local.cluster_endpoints[local.primary_cluster.id]
 
-  workload_pool = try(data.google_container_cluster.this.workload_identity_config[0].workload_pool, "")
+  workload_pools = {
+    for id, c in local.clusters : id => try(data.google_container_cluster.cluster[id].workload_identity_config[0].workload_pool, "")
+  }
 
   labels = merge({ app = "levelset" }, var.labels)
 
@@ -63,12 +91,15 @@ locals {
 
 check "cluster_prerequisites" {
   assert {
-    condition     = var.kubernetes_endpoint != null || try(data.google_container_cluster.this.control_plane_endpoints_config[0].dns_endpoint_config[0].allow_external_traffic, false)
-    error_message = "The cluster's DNS-based control-plane endpoint does not allow external traffic: run gcloud container clusters update ${var.cluster_name} --location=${var.cluster_location} --enable-dns-access (or set kubernetes_endpoint)."
+    condition = alltrue([
+      for id, c in local.clusters :
+      c.kubernetes_endpoint != null || try(data.google_container_cluster.cluster[id].control_plane_endpoints_config[0].dns_endpoint_config[0].allow_external_traffic, false)
+    ])
+    error_message = "The DNS-based control-plane endpoint does not allow external traffic on: ${join(", ", [for id, c in local.clusters : c.name if c.kubernetes_endpoint == null && !try(data.google_container_cluster.cluster[id].control_plane_endpoints_config[0].dns_endpoint_config[0].allow_external_traffic, false)])}. Run gcloud container clusters update CLUSTER --location=LOCATION --enable-dns-access for each (or set its kubernetes_endpoint)."
   }
   assert {
-    condition     = local.workload_pool == "${var.project_id}.svc.id.goog"
-    error_message = "Workload Identity Federation for GKE is not enabled on the cluster (workload pool ${var.project_id}.svc.id.goog): the relay cannot publish to Pub/Sub."
+    condition     = alltrue([for id, pool in local.workload_pools : pool == "${var.project_id}.svc.id.goog"])
+    error_message = "Workload Identity Federation for GKE (workload pool ${var.project_id}.svc.id.goog) is not enabled on: ${join(", ", [for id, pool in local.workload_pools : local.clusters[id].name if pool != "${var.project_id}.svc.id.goog"])}. Their relays cannot publish to Pub/Sub."
   }
 }
 

@@ -20,9 +20,14 @@ locals {
     "jsonPayload.drift=true",
   ])
 
+  # The relay containers of every cluster (GKE's k8s_container resource names the cluster); one
+  # cluster's filter is what it was before clusters existed.
+  relay_cluster_terms  = [for c in local.cluster_list : "resource.labels.cluster_name=\"${c.name}\""]
+  relay_cluster_filter = length(local.relay_cluster_terms) == 1 ? local.relay_cluster_terms[0] : "(${join(" OR ", local.relay_cluster_terms)})"
+
   relay_publish_error_filter = join(" AND ", [
     "resource.type=\"k8s_container\"",
-    "resource.labels.cluster_name=\"${var.cluster_name}\"",
+    local.relay_cluster_filter,
     "resource.labels.namespace_name=\"${var.relay_namespace}\"",
     "resource.labels.container_name=\"relay\"",
     "severity>=ERROR",

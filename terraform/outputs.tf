@@ -4,7 +4,7 @@ locals {
 
   # Logs Explorer takes the query in the URL path; urlencode writes spaces as "+", which it reads literally.
   logs_reconcile_query = "resource.type=\"cloud_run_revision\"\nresource.labels.service_name=\"${local.reconcile_function_name}\"\n-- narrow to one key: labels.controller=\"CONTROLLER\" labels.key=\"NAMESPACE/NAME\""
-  logs_relay_query     = "resource.type=\"k8s_container\"\nresource.labels.cluster_name=\"${var.cluster_name}\"\nresource.labels.namespace_name=\"${var.relay_namespace}\"\nresource.labels.container_name=\"relay\""
+  logs_relay_query     = "resource.type=\"k8s_container\"\n${local.relay_cluster_filter}\nresource.labels.namespace_name=\"${var.relay_namespace}\"\nresource.labels.container_name=\"relay\""
 }
 
 output "topic_id" {
@@ -33,8 +33,30 @@ output "resync_uri" {
 }
 
 output "resync_job" {
-  description = "Name of the Cloud Scheduler job that runs resync; `gcloud scheduler jobs run <name> --location <region>` runs it now."
-  value       = google_cloud_scheduler_job.resync.name
+  description = "Name of the first cluster's Cloud Scheduler job that runs resync (the only one with cluster_name); `gcloud scheduler jobs run <name> --location <region>` runs it now."
+  value       = google_cloud_scheduler_job.resync[local.primary_cluster.id].name
+}
+
+output "resync_jobs" {
+  description = "Name of each cluster's Cloud Scheduler resync job, by cluster id (`default` with cluster_name)."
+  value       = { for id, job in google_cloud_scheduler_job.resync : id => job.name }
+}
+
+output "clusters" {
+  description = "The clusters the functions serve, by id (`default` with cluster_name): GKE name, location and the Kubernetes API endpoint the functions use. The first (cluster_ids[0]) has the relay, CRDs and RBAC of this module; the others need modules/cluster."
+  value       = { for id, c in local.clusters : id => { name = c.name, location = c.location, kubernetes_endpoint = local.cluster_endpoints[id] } }
+}
+
+output "cluster_ids" {
+  description = "The cluster ids in the order of `clusters` (`[\"default\"]` with cluster_name); the first is the cluster this module installs the relay, CRDs and RBAC in."
+  value       = local.cluster_ids
+}
+
+output "cluster_module_inputs" {
+  description = "The `levelset` input of modules/cluster for every other cluster of a fleet: relay image, namespace, environment and resources, the registry's RBAC rules, the CRDs, the functions' service account."
+  value       = local.cluster_module_inputs
+  # A relay publishes as soon as it runs: its Workload Identity grant on the topic comes first.
+  depends_on = [google_pubsub_topic_iam_member.relay_publisher]
 }
 
 output "functions_service_account" {
@@ -53,12 +75,12 @@ output "scheduler_service_account" {
 }
 
 output "kubernetes_endpoint" {
-  description = "Kubernetes API endpoint the functions use (KUBERNETES_ENDPOINT): the cluster's DNS-based endpoint unless overridden."
+  description = "Kubernetes API endpoint of the first cluster (the kubernetes provider's; the functions' KUBERNETES_ENDPOINT with cluster_name): its DNS-based endpoint unless overridden."
   value       = local.kubernetes_endpoint
 }
 
 output "crds" {
-  description = "Names of the CustomResourceDefinitions installed from functions/controllers/*/crd.yaml."
+  description = "Names of the CustomResourceDefinitions installed from functions/controllers/*/crd.yaml (in every cluster, by modules/cluster)."
   value       = sort(keys(local.crds))
 }
 
@@ -81,6 +103,6 @@ output "console_links" {
     resync_job               = "${local.console}/cloudscheduler?${local.project}"
     alert_policies           = "${local.console}/monitoring/alerting/policies?${local.project}"
     log_based_metrics        = "${local.console}/logs/metrics?${local.project}"
-    relay_deployment         = "${local.console}/kubernetes/deployment/${var.cluster_location}/${var.cluster_name}/${var.relay_namespace}/levelset-relay/overview?${local.project}"
+    relay_deployment         = "${local.console}/kubernetes/deployment/${local.primary_cluster.location}/${local.primary_cluster.name}/${var.relay_namespace}/levelset-relay/overview?${local.project}"
   }
 }

@@ -23,33 +23,78 @@ variable "region" {
 }
 
 variable "cluster_name" {
-  description = "Name of the existing GKE cluster the controllers reconcile. It needs Workload Identity Federation for GKE and the DNS-based control-plane endpoint with external traffic allowed."
+  description = "Name of the existing GKE cluster the controllers reconcile (a single-cluster deployment; its id is `default`). It needs Workload Identity Federation for GKE and the DNS-based control-plane endpoint with external traffic allowed. Leave null when `clusters` lists the clusters."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(regex("^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", var.cluster_name))
+    condition     = var.cluster_name == null || can(regex("^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", var.cluster_name))
     error_message = "cluster_name must be a GKE cluster name (lowercase letters, digits, hyphens; at most 40 characters)."
   }
 }
 
 variable "cluster_location" {
-  description = "Location of the GKE cluster: a region (regional cluster) or a zone (zonal cluster)."
+  description = "Location of the GKE cluster of cluster_name: a region (regional cluster) or a zone (zonal cluster). Leave null when `clusters` lists the clusters."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+(-[a-z])?$", var.cluster_location))
+    condition     = var.cluster_location == null || can(regex("^[a-z]+-[a-z]+[0-9]+(-[a-z])?$", var.cluster_location))
     error_message = "cluster_location must be a region (europe-west1) or a zone (europe-west1-b)."
   }
 }
 
 variable "kubernetes_endpoint" {
-  description = "Kubernetes API endpoint the functions and the kubernetes provider use, as an https URL. Default (null): the cluster's DNS-based control-plane endpoint, read from the cluster."
+  description = "Kubernetes API endpoint of the cluster of cluster_name the functions and the kubernetes provider use, as an https URL. Default (null): the cluster's DNS-based control-plane endpoint, read from the cluster. With `clusters`, each entry's kubernetes_endpoint instead."
   type        = string
   default     = null
 
   validation {
     condition     = var.kubernetes_endpoint == null || can(regex("^https://[^/\\s]+/?$", var.kubernetes_endpoint))
     error_message = "kubernetes_endpoint must be an https URL with a host and no path, e.g. https://gke-1234.europe-west1.gke.goog."
+  }
+}
+
+variable "clusters" {
+  description = "The GKE clusters of a fleet, all in project_id, instead of cluster_name and cluster_location: one set of functions serves them all (LEVELSET_CLUSTERS), each gets a resync scheduler job. `id` (default: the name; a DNS-1123 label) is what key messages name; `kubernetes_endpoint` overrides the DNS-based endpoint. This module installs the relay, CRDs and RBAC in the first cluster; every other cluster needs the modules/cluster module with its own kubernetes provider (examples/fleet). Empty: the single cluster of cluster_name, id `default`."
+  type = list(object({
+    name                = string
+    location            = string
+    id                  = optional(string)
+    kubernetes_endpoint = optional(string)
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition = alltrue([
+      for c in var.clusters :
+      can(regex("^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$", c.name)) && can(regex("^[a-z]+-[a-z]+[0-9]+(-[a-z])?$", c.location))
+    ])
+    error_message = "Each of clusters needs a GKE cluster name (lowercase letters, digits, hyphens; at most 40 characters) and a location: a region (europe-west1) or a zone (europe-west1-b)."
+  }
+
+  validation {
+    condition     = alltrue([for c in var.clusters : c.id == null || can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", c.id))])
+    error_message = "A cluster id must be a DNS-1123 label (lowercase letters, digits, hyphens; at most 63 characters): key messages and the relay's RELAY_CLUSTER name it."
+  }
+
+  validation {
+    condition     = length(distinct([for c in var.clusters : coalesce(c.id, c.name)])) == length(var.clusters)
+    error_message = "Cluster ids (id, else name) must be unique in clusters."
+  }
+
+  validation {
+    condition     = alltrue([for c in var.clusters : c.kubernetes_endpoint == null || can(regex("^https://[^/\\s]+/?$", c.kubernetes_endpoint))])
+    error_message = "A cluster's kubernetes_endpoint must be an https URL with a host and no path, e.g. https://gke-1234.europe-west1.gke.goog."
+  }
+
+  validation {
+    # One way or the other: cluster_name + cluster_location (one cluster) or clusters (a list).
+    condition = (length(var.clusters) == 0
+      ? var.cluster_name != null && var.cluster_location != null
+    : var.cluster_name == null && var.cluster_location == null && var.kubernetes_endpoint == null)
+    error_message = "Set either cluster_name and cluster_location (one cluster, optionally kubernetes_endpoint) or clusters (a list of clusters), not both and not neither."
   }
 }
 
@@ -202,7 +247,7 @@ variable "reconcile_concurrency" {
 }
 
 variable "resync_timeout_seconds" {
-  description = "Timeout, in seconds, of one resync run (LIST every key of every controller and publish it); also the scheduler job's attempt deadline."
+  description = "Timeout, in seconds, of one resync run (LIST every key of every controller in one cluster and publish it); also the scheduler jobs' attempt deadline."
   type        = number
   default     = 540
 
