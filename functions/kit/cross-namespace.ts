@@ -20,6 +20,10 @@
  * - each namespace's write stands alone: a namespace gone or being deleted is skipped, failures are
  *   collected and thrown together ({@link FailedWritesError}, retried) after every other write.
  *
+ * In other clusters too, with a `clusterAnnotation`: the same rules in another cluster of the
+ * deployment, a child there marked with its owner's cluster id ({@link trackingInCluster}), and
+ * an object the owner's only in the cluster its mark names (none: the owner's own cluster).
+ *
  * An owned type declares it with `inOtherNamespaces` ({@link CrossNamespaceTracking}); the step
  * `reconcileChildrenAcross` (steps.ts) runs {@link observeCrossNamespaceChildren},
  * {@link planCrossNamespaceChildren} and {@link writeCrossNamespaceChildren}, and reports.

@@ -21,6 +21,12 @@
  * the kit prunes them also when the primary is gone (`notFound` once none is left). A primary pinned
  * to a namespace (`namespace`) makes a key in another namespace name its children there alone.
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
+ *
+ * Children in other clusters (a tracking with a `clusterAnnotation`): the reconcile returns them
+ * by cluster (`Desired.otherClusters`, reading there through `ReconcileInput.clusters`), and the kit
+ * converges them in each other cluster of the runtime's registry after the primary's own, marked
+ * with the primary's cluster; when the primary is gone or being deleted it prunes them in every
+ * other cluster (docs/writing-a-controller.md, "Children in other clusters").
  */
 import { z } from 'zod';
 import type {

@@ -7,6 +7,9 @@
  * Ownership rule: Levelset owns a Secret only when it carries BOTH {@link COPY_LABEL} with the
  * source's label value AND {@link SOURCE_ANNOTATION} naming the source, under the source's name.
  * Anything else is never overwritten or deleted (a conflict, as sample-controller's `ErrResourceExists`).
+ * In another cluster than the source's (opt-in, {@link REPLICATE_TO_CLUSTERS_ANNOTATION}), a copy
+ * is owned only when it also carries {@link SOURCE_CLUSTER_ANNOTATION} naming the source's cluster;
+ * in the source's cluster, only without it.
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
