@@ -539,9 +539,10 @@ export async function reconcileChildrenAcross(args: {
       skipped: done.skipped.length,
       failed: done.failures.length,
     };
+    const what = there ? 'children in another cluster' : 'children in other namespaces';
     if (counts.created + counts.updated + counts.recreated + counts.deleted + counts.failed > 0)
-      log.info(counts, 'children in other namespaces converged');
-    else log.debug(counts, 'children in other namespaces unchanged');
+      log.info(counts, `${what} converged`);
+    else log.debug(counts, `${what} unchanged`);
     failures.push(...done.failures);
   }
   const failed =
