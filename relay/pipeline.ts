@@ -305,7 +305,7 @@ export class KeyPipeline {
    */
   enqueue(controller: string, key: MappedKey, cause?: EnqueueCause): void {
     const cluster = key.cluster ?? this.#options.cluster ?? DEFAULT_CLUSTER;
-    const id = orderingKeyOf({ cluster, controller, ...key });
+    const id = orderingKeyOf({ cluster, controller, namespace: key.namespace, name: key.name });
     let waiting = this.#waiting.get(id);
     if (waiting) {
       // Attributes are built only for a recording span: with tracing off this path costs nothing.

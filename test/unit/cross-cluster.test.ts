@@ -26,7 +26,7 @@ import {
 } from '../../functions/kit/cross-namespace.ts';
 import { mapToOwnerAnnotation } from '../../functions/kit/map.ts';
 import { createLogger } from '../../functions/log.ts';
-import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
+import { encodeKeyMessage, type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
 
@@ -214,5 +214,10 @@ describe('the relay publishes a key a map named for another cluster', () => {
       [2, 'cluster-b', 'mine'],
     ]);
     assert.ok(logs.some((l) => l.message === 'watch map returned an invalid key'));
+    // Pub/Sub orders it as that cluster's key, and its attributes name that cluster.
+    const encoded = published
+      .map((m) => encodeKeyMessage(m))
+      .find((e) => e.attributes.cluster === 'cluster-a');
+    assert.equal(encoded?.orderingKey, 'cluster-a/replica/shared/db');
   });
 });
