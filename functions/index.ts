@@ -76,6 +76,7 @@ const handlers: Record<'reconcile' | 'resync', Handler> = {
   reconcile: createReconcileHandler({
     controllers,
     kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+    clusters: () => clusters.ids,
     logger,
     requestRules,
     requeuer: createRequeuer(readRequeueConfig(), logger),

@@ -37,6 +37,12 @@ export interface ReconcileHandlerDeps {
    * then reused), or `undefined` for a cluster this deployment does not know: the key is malformed.
    */
   kubeConfig: (cluster: string) => KubeConfig | undefined;
+  /**
+   * Every cluster id of the registry, handed to each reconcile with `kubeConfig`
+   * (`ReconcileContext.clusters`: children in other clusters); default: none (each reconcile
+   * reaches its own cluster alone).
+   */
+  clusters?: () => readonly string[];
   logger: Logger;
   /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
   requestRules?: RequestRules;
@@ -103,6 +109,7 @@ export interface KeyOutcome {
  * controller or cluster; `terminal`, `transient`, `error` as described by {@link Outcome}).
  * @param options.cluster the key's cluster id; default {@link DEFAULT_CLUSTER}.
  * @param options.kubeConfig the KubeConfig of a cluster id, `undefined` when the cluster is unknown.
+ * @param options.clusters every cluster id of the registry (`ReconcileContext.clusters`); default none.
  * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
  */
@@ -113,6 +120,7 @@ export async function reconcileKey(
   options: {
     cluster?: string;
     kubeConfig: (cluster: string) => KubeConfig | undefined;
+    clusters?: () => readonly string[];
     log: Logger;
     retriedBy: string;
     reason?: EnqueueReason;
@@ -149,7 +157,11 @@ export async function reconcileKey(
   }
   const events = createEventRecorder(kubeConfig, controller.name, log);
   try {
-    const result = await reconcileRetryingConflicts(controller, key, { cluster, kubeConfig, log, events });
+    const directory = options.clusters
+      ? { ids: options.clusters(), kubeConfig: options.kubeConfig }
+      : undefined;
+    const ctx = { cluster, kubeConfig, log, events, ...(directory ? { clusters: directory } : {}) };
+    const result = await reconcileRetryingConflicts(controller, key, ctx);
     const requeueAfterMs = result?.requeueAfterMs;
     const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
     const notFound = result?.notFound ? true : undefined;
@@ -289,6 +301,7 @@ export function createReconcileHandler(
         reconcileKey(byName, message.controller, key, {
           cluster: controllerKey.cluster,
           kubeConfig: deps.kubeConfig,
+          ...(deps.clusters ? { clusters: deps.clusters } : {}),
           log,
           retriedBy: 'Pub/Sub',
           reason: message.reason,

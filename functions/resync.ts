@@ -8,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { Controller, ResyncContext } from './contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString } from './contract/key.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from './contract/key.ts';
 import { clusterId } from './contract/names.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isNotFound } from './k8s/errors.ts';
@@ -84,7 +84,9 @@ export async function resyncAll(
       kubeConfig,
       log: logger.child({ cluster, controller: controller.name }),
     };
-    const keys = controller.listKeys ? controller.listKeys(ctx) : listPrimaryKeys(controller, ctx);
+    const keys: AsyncIterable<MappedKey> = controller.listKeys
+      ? controller.listKeys(ctx)
+      : listPrimaryKeys(controller, ctx);
     const entry: ResyncReport['controllers'][string] = { published: 0 };
     report.controllers[controller.name] = entry;
     const enqueuedAt = new Date().toISOString();
@@ -109,7 +111,7 @@ export async function resyncAll(
           links: [{ context: run.spanContext() }],
           attributes: {
             [ATTR.controller]: controller.name,
-            [ATTR.cluster]: cluster,
+            [ATTR.cluster]: key.cluster ?? cluster,
             [ATTR.key]: keyString(key),
             [ATTR.cause]: 'resync',
           },
@@ -117,7 +119,17 @@ export async function resyncAll(
         const p = context
           .with(trace.setSpan(ROOT_CONTEXT, keySpan), () =>
             publisher.publish(
-              keyMessageOf({ cluster, controller: controller.name, ...key }, 'resync', enqueuedAt),
+              // A key naming another cluster (the owner of a child in this one) is that cluster's.
+              keyMessageOf(
+                {
+                  cluster: key.cluster ?? cluster,
+                  controller: controller.name,
+                  namespace: key.namespace,
+                  name: key.name,
+                },
+                'resync',
+                enqueuedAt,
+              ),
             ),
           )
           .then(

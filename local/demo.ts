@@ -183,3 +183,69 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     return icecream.status?.availableReplicas === 1 && nodes.length === 1 ? nodes : undefined;
   });
 }
+
+/** The Secret the demo of `levelset dev --clusters N` copies from cluster 1 into cluster 2. */
+export const FLEET_SECRET = 'fleet-credentials';
+
+/**
+ * The demo of `levelset dev --clusters N`: a source Secret in the first cluster annotated
+ * `levelset.dev/replicate-to-clusters: <second cluster>` and `levelset.dev/replicate-to: team-a`
+ * appears in the second cluster's namespace team-a (made by {@link seedDemo}'s `before` there),
+ * checked; then kubectl hints for both clusters.
+ * @param from the source's cluster: its id, KubeConfig and kubeconfig file
+ * @param to the target cluster, likewise
+ * @throws when the copy does not appear within 30 s.
+ */
+export async function crossClusterDemo(
+  from: { id: string; kubeConfig: KubeConfig; kubeconfigPath: string },
+  to: { id: string; kubeConfig: KubeConfig; kubeconfigPath: string },
+  sourceNamespace: string,
+  say: (line: string) => void,
+): Promise<void> {
+  const source = from.kubeConfig.makeApiClient(CoreV1Api);
+  const target = to.kubeConfig.makeApiClient(CoreV1Api);
+  say(
+    `demo        creating ${sourceNamespace}/${FLEET_SECRET} in ${from.id}, annotated levelset.dev/replicate-to-clusters: ${to.id}`,
+  );
+  await source
+    .createNamespacedSecret({
+      namespace: sourceNamespace,
+      body: {
+        metadata: {
+          name: FLEET_SECRET,
+          labels: { app: 'demo' },
+          annotations: {
+            'levelset.dev/replicate-to-clusters': to.id,
+            'levelset.dev/replicate-to': 'team-a',
+          },
+        },
+        type: 'Opaque',
+        data: { token: encode('fleet-demo') },
+      },
+    })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 409) throw err;
+    });
+  const started = Date.now();
+  await waitFor(
+    () =>
+      target
+        .readNamespacedSecret({ namespace: 'team-a', name: FLEET_SECRET })
+        .then((s) => s.data?.token === encode('fleet-demo'))
+        .catch(() => false),
+    { timeoutMs: 30_000, message: `${FLEET_SECRET} copied into ${to.id} team-a` },
+  );
+  say(
+    `demo        ✓ ${FLEET_SECRET} copied from ${from.id} into ${to.id} team-a (${Date.now() - started} ms)`,
+  );
+  say('demo        cross-cluster: try');
+  say(
+    `              kubectl --kubeconfig ${from.kubeconfigPath} -n ${sourceNamespace} get secret ${FLEET_SECRET}`,
+  );
+  say(
+    `              kubectl --kubeconfig ${to.kubeconfigPath} get secrets -A -l levelset.dev/replica-of=${FLEET_SECRET} -o custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,SOURCE-CLUSTER:.metadata.annotations.levelset\\.dev/source-cluster`,
+  );
+  say(
+    `              kubectl --kubeconfig ${to.kubeconfigPath} -n team-a delete secret ${FLEET_SECRET}    (restored)`,
+  );
+}

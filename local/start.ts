@@ -15,7 +15,7 @@ import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
-import { seedDemo } from './demo.ts';
+import { crossClusterDemo, seedDemo } from './demo.ts';
 import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
@@ -241,11 +241,26 @@ export async function runDev(options: DevOptions): Promise<void> {
     say(
       `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
     );
+    if (clusters)
+      say(
+        '  cross-cluster    a source annotated levelset.dev/replicate-to-clusters: <ids or globs> is copied into those clusters too',
+      );
     say(`  state            ${options.stateDir} (levelset status, reconcile, resync, dead-letters use it)`);
     say('Ctrl-C stops everything.\n');
     if (apiserver && options.demo) {
       await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
       await topicDemo(kubeConfig, stack.emulator.host, say);
+      const [first, second] = clusters ?? [];
+      if (first && second) {
+        const kc2 = new PooledKubeConfig();
+        kc2.loadFromFile(second.kubeconfigPath);
+        await crossClusterDemo(
+          { id: first.id, kubeConfig, kubeconfigPath: first.kubeconfigPath },
+          { id: second.id, kubeConfig: kc2, kubeconfigPath: second.kubeconfigPath },
+          env.LEVELSET_SOURCE_NAMESPACE,
+          say,
+        );
+      }
     } else {
       const core = kubeConfig.makeApiClient(CoreV1Api);
       const sources = await core

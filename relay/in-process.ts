@@ -138,7 +138,22 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
    * resync's at low priority, so live keys pass its backlog (relay/workqueue.ts, Priority).
    */
   const toQueues = {
-    publish: async (m: { controller: string; namespace: string; name: string; reason?: string }) => {
+    publish: async (m: {
+      cluster?: string;
+      controller: string;
+      namespace: string;
+      name: string;
+      reason?: string;
+    }) => {
+      // One cluster here: a key a map or listKeys named for another cluster (the owner of a child
+      // in another cluster) has no cluster to run in.
+      if (m.cluster !== undefined && m.cluster !== DEFAULT_CLUSTER) {
+        logger.warn(
+          { controller: m.controller, key: keyString(m), cluster: m.cluster },
+          'key of another cluster dropped: the in-process mode serves one cluster',
+        );
+        return '';
+      }
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
       const enqueue = trace.getSpan(context.active())?.spanContext();

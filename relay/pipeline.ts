@@ -24,8 +24,10 @@ import {
   DEFAULT_CLUSTER,
   type Key,
   keyString,
+  type MappedKey,
   orderingKeyOf,
 } from '../functions/contract/key.ts';
+import { isDNS1123Label } from '../functions/contract/names.ts';
 import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
@@ -149,15 +151,19 @@ interface Queued extends ControllerKey {
   span: Span;
 }
 
-/** Validates a key returned by a `Watch.map`: a non-empty name, a string namespace. */
-function isKey(k: unknown): k is Key {
-  const key = k as Partial<Key> | null;
+/**
+ * Validates a key returned by a `Watch.map`: a non-empty name, a string namespace, and a `cluster`
+ * that, when present, is a cluster id (a DNS-1123 label).
+ */
+function isKey(k: unknown): k is MappedKey {
+  const key = k as Partial<MappedKey> | null;
   return (
     typeof key === 'object' &&
     key !== null &&
     typeof key.name === 'string' &&
     key.name.length > 0 &&
-    typeof key.namespace === 'string'
+    typeof key.namespace === 'string' &&
+    (key.cluster === undefined || (typeof key.cluster === 'string' && isDNS1123Label(key.cluster)))
   );
 }
 
@@ -217,6 +223,7 @@ export class KeyPipeline {
     let ctx = this.#contexts.get(controller);
     if (!ctx) {
       ctx = {
+        cluster: this.#options.cluster ?? DEFAULT_CLUSTER,
         primaryKeys: () => this.#options.primaryKeys(controller),
         get: (resource, key) => this.#options.lookup?.(controller, resource, key),
         byIndex: (index, value) => this.#options.byIndex?.(controller, index, value) ?? [],
@@ -228,9 +235,12 @@ export class KeyPipeline {
 
   /**
    * The keys one route enqueues for an event: `[]` when the primary predicate drops it or the map
-   * returns nothing; invalid keys from the map are dropped and logged; duplicates are removed.
+   * returns nothing; invalid keys from the map are dropped and logged; duplicates are removed. A
+   * key keeps the `cluster` its map named (a child in this cluster mapped to its owner in another:
+   * published for that cluster, ordered and collapsed as that cluster's key); the relay's own
+   * cluster is never written into it.
    */
-  keysFor(route: Route, event: WatchEvent): Key[] {
+  keysFor(route: Route, event: WatchEvent): MappedKey[] {
     const controller = route.controller.name;
     if ((route.primary && !primaryEventPasses(event)) || !this.#passes(route, event)) {
       this.#options.metrics?.eventsFiltered.inc({ controller });
@@ -247,7 +257,7 @@ export class KeyPipeline {
       return [];
     }
     if (!Array.isArray(mapped)) return [];
-    const seen = new Map<string, Key>();
+    const seen = new Map<string, MappedKey>();
     for (const k of mapped) {
       if (!isKey(k)) {
         this.#options.logger.error(
@@ -256,7 +266,10 @@ export class KeyPipeline {
         );
         continue;
       }
-      seen.set(keyString(k), { namespace: k.namespace, name: k.name });
+      const key: MappedKey = { namespace: k.namespace, name: k.name };
+      if (k.cluster !== undefined && k.cluster !== (this.#options.cluster ?? DEFAULT_CLUSTER))
+        key.cluster = k.cluster;
+      seen.set(`${key.cluster ?? ''}|${keyString(key)}`, key);
     }
     return [...seen.values()];
   }
@@ -287,11 +300,12 @@ export class KeyPipeline {
    * Queues one key (collapsing repeats inside the window). A key that is not waiting starts an
    * `enqueue` span (a new trace) with its cause's attributes; a repeat that collapses into the
    * waiting publish becomes a `collapsed` event of that span (the first {@link COLLAPSED_EVENTS};
-   * `levelset.collapsed` counts them all).
+   * `levelset.collapsed` counts them all). A key naming a `cluster` is that cluster's key; without,
+   * the relay's own.
    */
-  enqueue(controller: string, key: Key, cause?: EnqueueCause): void {
-    const cluster = this.#options.cluster ?? DEFAULT_CLUSTER;
-    const id = orderingKeyOf({ cluster, controller, ...key });
+  enqueue(controller: string, key: MappedKey, cause?: EnqueueCause): void {
+    const cluster = key.cluster ?? this.#options.cluster ?? DEFAULT_CLUSTER;
+    const id = orderingKeyOf({ cluster, controller, namespace: key.namespace, name: key.name });
     let waiting = this.#waiting.get(id);
     if (waiting) {
       // Attributes are built only for a recording span: with tracing off this path costs nothing.
@@ -302,6 +316,7 @@ export class KeyPipeline {
       if (span.isRecording())
         span.setAttributes({
           [ATTR.controller]: controller,
+          [ATTR.cluster]: cluster,
           [ATTR.key]: keyString(key),
           ...(cause ? causeAttributes(cause) : {}),
         });

@@ -4,7 +4,7 @@
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { Key } from './key.ts';
+import type { Key, MappedKey } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
 export interface ResourceType {
@@ -30,6 +30,12 @@ export interface WatchEvent {
 
 /** What a {@link Watch.map} may read besides the event: the relay's caches, never the API server. */
 export interface MapContext {
+  /**
+   * The id of the cluster the relay watches (`RELAY_CLUSTER`, `default` in a single-cluster
+   * deployment): the cluster of every key the map returns without its own `cluster`. Optional:
+   * absent where no relay runs (a map called by a test).
+   */
+  cluster?: string;
   /** Every primary key currently in the relay's cache of the controller's primary resource. */
   primaryKeys(): Key[];
   /**
@@ -62,8 +68,12 @@ export interface Watch {
    * Pure and cheap, like the map; counted in the relay's filtered events.
    */
   predicate?(event: WatchEvent): boolean;
-  /** Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. */
-  map(event: WatchEvent, ctx: MapContext): Key[];
+  /**
+   * Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. A key is in
+   * the relay's own cluster unless it names another (`cluster`, {@link MappedKey}): a child in
+   * another cluster maps back to its owner's key in the owner's cluster.
+   */
+  map(event: WatchEvent, ctx: MapContext): MappedKey[];
 }
 
 /** A Kubernetes API verb, as RBAC spells it. */
@@ -96,6 +106,21 @@ export interface EventRecorder {
   record(object: KubernetesObject, type: EventType, reason: string, message: string): Promise<void>;
 }
 
+/**
+ * The clusters one deployment of the functions serves (functions/clusters.ts, `LEVELSET_CLUSTERS`),
+ * as a reconcile may reach them: for children in other clusters (the kit's `inOtherNamespaces`
+ * tracking with a `clusterAnnotation`).
+ */
+export interface ClusterDirectory {
+  /** Every cluster id, the reconcile's own included, in configuration order. */
+  readonly ids: readonly string[];
+  /**
+   * The KubeConfig of cluster `id`, `undefined` when the registry has no such cluster.
+   * @throws {Error} when the cluster's configuration cannot be loaded
+   */
+  kubeConfig(id: string): KubeConfig | undefined;
+}
+
 /** The Kubernetes clients a reconcile uses; all share one KubeConfig, that of the key's cluster. */
 export interface ReconcileContext {
   /**
@@ -104,6 +129,12 @@ export interface ReconcileContext {
    */
   cluster: string;
   kubeConfig: KubeConfig;
+  /**
+   * Every cluster of the deployment (the runtime's registry), for a controller with children in
+   * other clusters. Absent (a plan, a test, the in-process mode): the reconcile reaches its own
+   * cluster alone, and the kit leaves children in other clusters as they are.
+   */
+  clusters?: ClusterDirectory;
   /** Logger labelled with controller and key (Cloud Logging labels). Never log Secret data. */
   log: Logger;
   /** Records Kubernetes Events about an object (`reportingController` = `levelset.dev/<controller>`). */
@@ -180,9 +211,11 @@ export interface Controller {
   rbac: PolicyRule[];
   /**
    * Every key the resync should publish; default: every primary object (paginated LIST).
-   * Include keys implied by owned objects, so that a missed deletion is still cleaned up.
+   * Include keys implied by owned objects, so that a missed deletion is still cleaned up; a key of
+   * another cluster (`cluster`, {@link MappedKey}: the owner of a child in this cluster) is
+   * published for that cluster.
    */
-  listKeys?(ctx: ResyncContext): AsyncIterable<Key>;
+  listKeys?(ctx: ResyncContext): AsyncIterable<MappedKey>;
   /**
    * Converges the world to the desired state of `key`. Idempotent; reads current state, never
    * trusts the event. Throw {@link TerminalError} for failures a retry cannot fix; any other

@@ -17,6 +17,16 @@ export interface Key {
 }
 
 /**
+ * A key a watch's map or a resync's `listKeys` returns: by default in the cluster of the relay or
+ * resync that produced it; with `cluster`, in that cluster of the registry instead (a child in
+ * another cluster maps back to its owner: docs/architecture.md "Clusters"). `cluster` is a cluster
+ * id (a DNS-1123 label); the relay drops, logged, a key whose `cluster` is not one.
+ */
+export interface MappedKey extends Key {
+  cluster?: string;
+}
+
+/**
  * A key of one controller in one cluster: what the relay collapses and publishes, a requeue
  * schedules, a workqueue holds and the reconcile runs.
  */

@@ -72,6 +72,20 @@ export interface CrossNamespaceTracking {
   ownerAnnotation: string;
   /** Top-level members the API server refuses to change (a Secret's `type`): a change recreates the child. */
   immutableFields?: readonly string[];
+  /**
+   * Children in other clusters too (docs/architecture.md "Clusters"): the annotation whose value is
+   * the owner's cluster id on each child the kit writes in another cluster than its owner's. Such a
+   * child is the owner's only when it carries that annotation with the owner's cluster; a child in
+   * the owner's own cluster carries none, so a child made for an owner of another cluster is never
+   * taken for one of a same-named owner of this cluster (nor the other way round). The reconcile
+   * returns them in `Desired.otherClusters`. Omitted: children in the owner's cluster alone.
+   */
+  clusterAnnotation?: string;
+  /**
+   * Set by the kit, never declared: the owner's cluster id while it tracks the owner's children in
+   * another cluster (see {@link clusterAnnotation}); absent for the owner's own cluster.
+   */
+  ownerCluster?: string;
 }
 
 /** A label value: at most 63 characters, alphanumeric at both ends, `-`, `_`, `.` inside (apimachinery `validation.IsValidLabelValue`). */

@@ -20,6 +20,10 @@
  * - each namespace's write stands alone: a namespace gone or being deleted is skipped, failures are
  *   collected and thrown together ({@link FailedWritesError}, retried) after every other write.
  *
+ * In other clusters too, with a `clusterAnnotation`: the same rules in another cluster of the
+ * deployment, a child there marked with its owner's cluster id ({@link trackingInCluster}), and
+ * an object the owner's only in the cluster its mark names (none: the owner's own cluster).
+ *
  * An owned type declares it with `inOtherNamespaces` ({@link CrossNamespaceTracking}); the step
  * `reconcileChildrenAcross` (steps.ts) runs {@link observeCrossNamespaceChildren},
  * {@link planCrossNamespaceChildren} and {@link writeCrossNamespaceChildren}, and reports.
@@ -36,7 +40,11 @@ import { forEachLimit } from './concurrency.ts';
 /** Writes in flight at once for one reconcile's children in other namespaces. */
 export const CROSS_NAMESPACE_WRITE_CONCURRENCY = 8;
 
-/** True when `object` is a child of `owner`: the owner's labels and its annotation, both. */
+/**
+ * True when `object` is a child of `owner`: the owner's labels and its annotation, both; with a
+ * `clusterAnnotation`, also that annotation equal to `tracking.ownerCluster` (a child in another
+ * cluster than its owner's), or absent when `ownerCluster` is (a child in the owner's cluster).
+ */
 export function isOwnedAcross(
   object: KubernetesObject,
   owner: Key,
@@ -45,24 +53,52 @@ export function isOwnedAcross(
   const md = object.metadata;
   return (
     Object.entries(tracking.labels(owner)).every(([k, v]) => md?.labels?.[k] === v) &&
-    md?.annotations?.[tracking.ownerAnnotation] === keyString(owner)
+    md?.annotations?.[tracking.ownerAnnotation] === keyString(owner) &&
+    (tracking.clusterAnnotation === undefined ||
+      md?.annotations?.[tracking.clusterAnnotation] === tracking.ownerCluster)
   );
 }
 
-/** `child` with the owner's labels and annotation added (what the kit writes). */
+/**
+ * `child` with the owner's labels and annotation added (what the kit writes), and the owner's
+ * cluster in `clusterAnnotation` when it is written in another cluster (`tracking.ownerCluster`).
+ */
 export function markedChild(
   child: KubernetesObject,
   owner: Key,
   tracking: CrossNamespaceTracking,
 ): KubernetesObject {
+  const cluster =
+    tracking.clusterAnnotation !== undefined && tracking.ownerCluster !== undefined
+      ? { [tracking.clusterAnnotation]: tracking.ownerCluster }
+      : {};
   return {
     ...child,
     metadata: {
       ...child.metadata,
       labels: { ...child.metadata?.labels, ...tracking.labels(owner) },
-      annotations: { ...child.metadata?.annotations, [tracking.ownerAnnotation]: keyString(owner) },
+      annotations: {
+        ...child.metadata?.annotations,
+        [tracking.ownerAnnotation]: keyString(owner),
+        ...cluster,
+      },
     },
   };
+}
+
+/**
+ * The tracking of `owner`'s children in another cluster than the owner's own, `ownerCluster`:
+ * `tracking` with `ownerCluster` set, so that {@link isOwnedAcross} and {@link markedChild} read
+ * and write `clusterAnnotation`.
+ * @throws {Error} when `tracking` declares no `clusterAnnotation` (children in its owner's cluster alone)
+ */
+export function trackingInCluster(
+  tracking: CrossNamespaceTracking,
+  ownerCluster: string,
+): CrossNamespaceTracking {
+  if (tracking.clusterAnnotation === undefined)
+    throw new Error('children in other clusters need a clusterAnnotation in their tracking');
+  return { ...tracking, ownerCluster };
 }
 
 /** `undefined`, `null`, `{}` and `[]` all mean "none" (a Secret without data is stored without `data`). */

@@ -21,6 +21,12 @@
  * the kit prunes them also when the primary is gone (`notFound` once none is left). A primary pinned
  * to a namespace (`namespace`) makes a key in another namespace name its children there alone.
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
+ *
+ * Children in other clusters (a tracking with a `clusterAnnotation`): the reconcile returns them
+ * by cluster (`Desired.otherClusters`, reading there through `ReconcileInput.clusters`), and the kit
+ * converges them in each other cluster of the runtime's registry after the primary's own, marked
+ * with the primary's cluster; when the primary is gone or being deleted it prunes them in every
+ * other cluster (docs/writing-a-controller.md, "Children in other clusters").
  */
 import { z } from 'zod';
 import type {
@@ -219,8 +225,65 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       log,
       events,
     });
+    const formerElsewhere = await acrossClusters(key, ctx, undefined, undefined);
     if (former.failed) throw former.failed;
+    if (formerElsewhere.failed) throw formerElsewhere.failed;
     return reconcileKey({ namespace: home, name: key.name }, ctx, key.namespace);
+  }
+
+  /** Whether some owned type has children in other clusters (a tracking with a `clusterAnnotation`). */
+  const inOtherClusters = owns.some((o) => o.inOtherNamespaces?.clusterAnnotation !== undefined);
+
+  /**
+   * Step 5c: children in other clusters (types whose tracking declares a `clusterAnnotation`), in
+   * each other cluster of `ctx.clusters` in turn ({@link reconcileChildrenAcross} with `remote`):
+   * those of `desired.otherClusters[id]`; every owned one pruned when the primary is gone or being
+   * deleted (the LIST by label in each other cluster finds them: level-driven, no finalizer); a
+   * cluster `desired.otherClusters` leaves out is left alone, without a request. Nothing without
+   * `ctx.clusters` (single cluster, a plan, the in-process mode). A cluster that fails (its LIST, its
+   * KubeConfig, a write) does not stop the others.
+   * @returns the changes, whether something was found to prune, and the first failure (the caller
+   *   throws it once it has reported the rest: retried)
+   */
+  async function acrossClusters(
+    key: Key,
+    ctx: ReconcileContext,
+    object: PrimaryObject | undefined,
+    desired: Desired | undefined,
+  ): Promise<{ changes: ChildChange[]; pruning: boolean; failed?: unknown }> {
+    const out: { changes: ChildChange[]; pruning: boolean; failed?: unknown } = {
+      changes: [],
+      pruning: false,
+    };
+    if (!inOtherClusters || !ctx.clusters || ctx.dryRun) return out;
+    const going = !object || Boolean(object.metadata.deletionTimestamp);
+    for (const id of ctx.clusters.ids) {
+      if (id === ctx.cluster || (!going && !desired?.otherClusters?.[id])) continue;
+      try {
+        const kubeConfig = ctx.clusters.kubeConfig(id);
+        if (!kubeConfig) throw new Error(`unknown cluster "${id}"`);
+        const done = await reconcileChildrenAcross({
+          client: resourceClient(kubeConfig),
+          owns,
+          key,
+          object,
+          desired,
+          remote: { cluster: id, ownerCluster: ctx.cluster },
+          log: ctx.log,
+          events: ctx.events,
+        });
+        out.changes.push(...done.changes);
+        out.pruning ||= done.pruning;
+        if (done.failed) out.failed ??= done.failed;
+      } catch (err) {
+        ctx.log.warn(
+          { cluster: id, err: err instanceof Error ? err.message : String(err) },
+          'children in another cluster not converged',
+        );
+        out.failed ??= err;
+      }
+    }
+    return out;
   }
 
   async function reconcileKey(key: Key, ctx: ReconcileContext, onlyNamespace?: string): Promise<Result> {
@@ -230,10 +293,14 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       reconcileChildrenAcross({ client, owns, key, object, desired, onlyNamespace, log, events });
     const object = await getPrimary(client, def.primary, key);
     if (!object) {
-      // Deleted: garbage collection removes its children, but not those in other namespaces.
+      // Deleted: garbage collection removes its children, but not those in other namespaces or
+      // other clusters.
       const gone = await across(undefined, undefined);
+      const goneElsewhere =
+        onlyNamespace === undefined ? await acrossClusters(key, ctx, undefined, undefined) : undefined;
       if (gone.failed) throw gone.failed;
-      return gone.pruning ? {} : { notFound: true };
+      if (goneElsewhere?.failed) throw goneElsewhere.failed;
+      return gone.pruning || goneElsewhere?.pruning ? {} : { notFound: true };
     }
     const deleting = Boolean(object.metadata.deletionTimestamp);
     const status = statusWriter(client, def.primary, object);
@@ -279,12 +346,17 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const changes = deleting ? [] : await applyChildren(client, def.name, object, listings, desired);
       const elsewhere = await across(object, desired);
       changes.push(...elsewhere.changes);
+      // A key naming one namespace converges that namespace of this cluster alone.
+      const otherClusters =
+        onlyNamespace === undefined ? await acrossClusters(key, ctx, object, desired) : undefined;
+      changes.push(...(otherClusters?.changes ?? []));
       if (changes.length > 0) log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
       const changed = wrote || changes.length > 0;
       const message = typeof synced === 'function' ? synced(changes) : synced;
       await recordSynced(events, object, message, changed);
       if (elsewhere.failed) throw elsewhere.failed;
+      if (otherClusters?.failed) throw otherClusters.failed;
       return changed ? { ...resultOf(desired), changed } : resultOf(desired);
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);

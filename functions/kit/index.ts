@@ -6,7 +6,8 @@
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
  * - Children in other namespaces, tracked by label and annotation (owned `inOtherNamespaces`:
- *   {@link CrossNamespaceTracking}, {@link planCrossNamespaceChildren}).
+ *   {@link CrossNamespaceTracking}, {@link planCrossNamespaceChildren}); and in other clusters of
+ *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
  * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
@@ -17,6 +18,7 @@
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type {
+  ClusterDirectory,
   Controller,
   PolicyRule,
   ReconcileContext,
@@ -26,7 +28,7 @@ export type {
   Watch,
   WatchEvent,
 } from '../contract/controller.ts';
-export { type Key, keyString } from '../contract/key.ts';
+export { type Key, keyString, type MappedKey } from '../contract/key.ts';
 export { dns1123Label, dns1123Subdomain, isDNS1123Label, isDNS1123Subdomain } from '../contract/names.ts';
 export {
   type Condition,
@@ -71,6 +73,7 @@ export {
   markedChild,
   planChild,
   planCrossNamespaceChildren,
+  trackingInCluster,
 } from './cross-namespace.ts';
 export {
   type ControllerDefinition,
@@ -93,7 +96,13 @@ export {
   mapByIndex,
   namespacedName,
 } from './index-spec.ts';
-export { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
+export {
+  type MapFunction,
+  mapThroughControllers,
+  mapToOwnerAnnotation,
+  mapToSelf,
+  ownerClusterOf,
+} from './map.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
@@ -107,10 +116,12 @@ export {
   services,
 } from './resources.ts';
 export {
+  type ClustersInput,
   type Desired,
   type FinalizeInput,
   type FinalizeResult,
   INVALID_SPEC,
+  type OtherClusterChildren,
   type PrimaryObject,
   READY,
   type ReadyInput,

@@ -16,8 +16,14 @@
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { z } from 'zod';
-import type { EventRecorder, PolicyRule, ResourceType, Result } from '../contract/controller.ts';
-import { type Key, keyString } from '../contract/key.ts';
+import type {
+  ClusterDirectory,
+  EventRecorder,
+  PolicyRule,
+  ResourceType,
+  Result,
+} from '../contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString } from '../contract/key.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
 import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
 import { FailedWritesError, isNotFound, TerminalError } from '../k8s/errors.ts';
@@ -34,11 +40,12 @@ import {
   reconcileChildren,
   selectorOf,
 } from './children.ts';
-import type { ResourceClient } from './client.ts';
+import { type ResourceClient, resourceClient } from './client.ts';
 import {
   type CrossNamespaceChanges,
   observeCrossNamespaceChildren,
   planCrossNamespaceChildren,
+  trackingInCluster,
   writeCrossNamespaceChildren,
 } from './cross-namespace.ts';
 import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
@@ -86,6 +93,42 @@ export interface Desired {
    * written nor pruned (e.g. namespaces being deleted, which take their objects with them).
    */
   retainNamespaces?: readonly string[];
+  /**
+   * Children in other clusters (types owned `inOtherNamespaces` whose tracking declares a
+   * `clusterAnnotation`), by cluster id (one of `ReconcileInput.clusters.others`): every child the
+   * primary should have in that cluster, each with its namespace, and that cluster's namespaces to
+   * leave alone. A cluster of the registry absent here is left as it is (e.g. unreachable now);
+   * `{children: []}` prunes every child of the primary there. Ignored for a key naming one
+   * namespace (`onlyNamespace`), and where the runtime gives no clusters (a plan, the in-process
+   * mode). When the primary is gone or being deleted, the kit prunes its children in every other
+   * cluster whatever this says.
+   */
+  otherClusters?: Readonly<Record<string, OtherClusterChildren>>;
+}
+
+/** The children a primary should have in one other cluster ({@link Desired.otherClusters}). */
+export interface OtherClusterChildren {
+  children: readonly KubernetesObject[];
+  /** Namespaces of that cluster whose children are neither written nor pruned. */
+  retainNamespaces?: readonly string[];
+}
+
+/** The other clusters a reconcile may read, for children in other clusters ({@link Desired.otherClusters}). */
+export interface ClustersInput {
+  /** The reconcile's own cluster id (the key's). */
+  self: string;
+  /**
+   * Every other cluster id of the registry, in configuration order; `[]` where the runtime gives
+   * no clusters (single cluster, a plan, the in-process mode) or for a key naming one namespace
+   * (`onlyNamespace`).
+   */
+  others: readonly string[];
+  /**
+   * The reads of the controller in cluster `id` (one of `others`), checked against its RBAC as
+   * the reads of its own cluster are (the functions' identity has the same rules in every cluster).
+   * @throws {Error} when `id` is not one of `others`, or its KubeConfig cannot be made
+   */
+  reads(id: string): Reads;
 }
 
 /** What a reconcile receives. */
@@ -127,6 +170,8 @@ export interface ReconcileInput<Spec> {
    * dry-run; write nothing outside the cluster (read, and log what you would do).
    */
   dryRun: boolean;
+  /** The other clusters of the deployment, for children in other clusters ({@link Desired.otherClusters}). */
+  clusters: ClustersInput;
 }
 
 /** What `finalize` receives: the object being deleted, still carrying the controller's finalizer. */
@@ -308,6 +353,9 @@ export function reconcileInput<Spec>(args: {
   events: EventRecorder;
   kubeConfig: KubeConfig;
   dryRun?: boolean;
+  /** The reconcile's cluster and its registry (`ReconcileContext`); `clusters` absent: no other cluster. */
+  cluster?: string;
+  clusters?: ClusterDirectory;
 }): ReconcileInput<Spec> {
   const { controller, key, object, listings, rbac, client } = args;
   return {
@@ -325,6 +373,39 @@ export function reconcileInput<Spec>(args: {
     events: args.events,
     kubeConfig: args.kubeConfig,
     dryRun: args.dryRun ?? false,
+    clusters: clustersInput({
+      controller,
+      rbac,
+      namespace: key.namespace,
+      self: args.cluster ?? DEFAULT_CLUSTER,
+      // A key naming one namespace converges that namespace of its own cluster alone.
+      directory: args.onlyNamespace === undefined && !args.dryRun ? args.clusters : undefined,
+    }),
+  };
+}
+
+/**
+ * The {@link ClustersInput} of a reconcile in cluster `self`: the other clusters of `directory`
+ * (none without one), each read through a client of its own KubeConfig, checked against `rbac`.
+ */
+export function clustersInput(args: {
+  controller: string;
+  rbac: readonly PolicyRule[];
+  namespace: string;
+  self: string;
+  directory: ClusterDirectory | undefined;
+}): ClustersInput {
+  const { directory, self } = args;
+  const others = directory ? directory.ids.filter((id) => id !== self) : [];
+  return {
+    self,
+    others,
+    reads(id) {
+      const kubeConfig = others.includes(id) ? directory?.kubeConfig(id) : undefined;
+      if (!kubeConfig)
+        throw new Error(`${args.controller}: "${id}" is not another cluster of this deployment`);
+      return readsFor(args.controller, args.rbac, resourceClient(kubeConfig), args.namespace);
+    },
   };
 }
 
@@ -376,21 +457,33 @@ export async function reconcileChildrenAcross(args: {
   object: PrimaryObject | undefined;
   desired: Desired | undefined;
   onlyNamespace?: string;
+  /**
+   * Converge the children in another cluster instead (`client` reaches it): `cluster` is its id,
+   * `ownerCluster` the primary's. Only types whose tracking declares a `clusterAnnotation`; the
+   * desired children are `desired.otherClusters[cluster]` (absent: left alone, unless the primary
+   * is gone or being deleted: pruned); the Warning Event is recorded in the primary's cluster.
+   */
+  remote?: { cluster: string; ownerCluster: string };
   log: Logger;
   events: EventRecorder;
 }): Promise<{ changes: ChildChange[]; pruning: boolean; failed?: FailedWritesError }> {
-  const { client, key, object, onlyNamespace, log } = args;
+  const { client, key, object, remote, log } = args;
+  const onlyNamespace = remote ? undefined : args.onlyNamespace;
   const changes: ChildChange[] = [];
   let pruning = false;
   const failures: CrossNamespaceChanges['failures'] = [];
+  const there = remote?.cluster;
+  const wanted = remote ? args.desired?.otherClusters?.[remote.cluster] : args.desired;
   for (const type of args.owns) {
-    const tracking = type.inOtherNamespaces;
-    if (!tracking) continue;
-    if (object && !args.desired?.children) continue;
+    const declared = type.inOtherNamespaces;
+    if (!declared || (remote && declared.clusterAnnotation === undefined)) continue;
+    const tracking = remote ? trackingInCluster(declared, remote.ownerCluster) : declared;
     const gone = !object || Boolean(object.metadata.deletionTimestamp);
+    // No children returned: left alone (in another cluster: unless the primary is going).
+    if (object && !wanted?.children && !(remote && gone)) continue;
     const desired = gone
       ? []
-      : (args.desired?.children ?? []).filter(
+      : (wanted?.children ?? []).filter(
           (c) =>
             isOfType(c, type.resource) &&
             (onlyNamespace === undefined || c.metadata?.namespace === onlyNamespace),
@@ -402,15 +495,16 @@ export async function reconcileChildrenAcross(args: {
       tracking,
       desired,
       observed,
-      retainNamespaces: args.desired?.retainNamespaces,
+      retainNamespaces: wanted?.retainNamespaces,
     });
     pruning ||= plan.delete.length > 0;
     const done = await writeCrossNamespaceChildren({ ...common, plan });
     const kind = type.resource.kind;
+    const inCluster = there ? { cluster: there } : {};
     for (const place of done.conflicts) {
       const [namespace, name] = place.split('/');
       log.error(
-        { namespace, name, eventReason: ERR_RESOURCE_EXISTS },
+        { ...inCluster, namespace, name, eventReason: ERR_RESOURCE_EXISTS },
         `${kind} exists and is not managed by Levelset; not written`,
       );
     }
@@ -419,11 +513,12 @@ export async function reconcileChildrenAcross(args: {
       const shown = namespaces.slice(0, 10).join(', ');
       const more = namespaces.length > 10 ? ` and ${namespaces.length - 10} more` : '';
       const names = [...new Set(done.conflicts.map((p) => p.split('/')[1]))].join(', ');
+      const where = there ? `in cluster ${there} ` : '';
       await args.events.record(
         regardingOf(object),
         'Warning',
         ERR_RESOURCE_EXISTS,
-        `${kind} ${names} already exists and is not managed by Levelset in namespace(s) ${shown}${more}`,
+        `${kind} ${names} already exists and is not managed by Levelset ${where}in namespace(s) ${shown}${more}`,
       );
     }
     for (const [verb, places] of [
@@ -431,8 +526,9 @@ export async function reconcileChildrenAcross(args: {
       ['updated', [...done.updated, ...done.recreated]],
       ['pruned', done.deleted],
     ] as const)
-      for (const place of places) changes.push(`${verb} ${kind} ${place}`);
+      for (const place of places) changes.push(`${verb} ${kind} ${there ? `${there}:` : ''}${place}`);
     const counts = {
+      ...inCluster,
       kind,
       created: done.created.length,
       updated: done.updated.length,
@@ -443,14 +539,18 @@ export async function reconcileChildrenAcross(args: {
       skipped: done.skipped.length,
       failed: done.failures.length,
     };
+    const what = there ? 'children in another cluster' : 'children in other namespaces';
     if (counts.created + counts.updated + counts.recreated + counts.deleted + counts.failed > 0)
-      log.info(counts, 'children in other namespaces converged');
-    else log.debug(counts, 'children in other namespaces unchanged');
+      log.info(counts, `${what} converged`);
+    else log.debug(counts, `${what} unchanged`);
     failures.push(...done.failures);
   }
   const failed =
     failures.length > 0
-      ? new FailedWritesError(`children of ${keyString(key)} in other namespaces`, failures)
+      ? new FailedWritesError(
+          `children of ${keyString(key)} in ${there ? `cluster ${there}` : 'other namespaces'}`,
+          failures,
+        )
       : undefined;
   return { changes, pruning, ...(failed ? { failed } : {}) };
 }

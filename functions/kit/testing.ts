@@ -51,6 +51,11 @@ export interface ReconcilerForTest {
   /** Reconciles `key` once; throws what a retry would answer (anything but a TerminalError). */
   reconcile(key: Key): Promise<ReconcileRun>;
   kubeConfig: CountingKubeConfig;
+  /**
+   * With `options.otherClusters`: each other cluster's request-recording KubeConfig, by id (its
+   * `requests` are reset at each {@link ReconcilerForTest.reconcile}, as the own cluster's are).
+   */
+  otherKubeConfigs: ReadonlyMap<string, CountingKubeConfig>;
   ctx: ReconcileContext;
 }
 
@@ -58,26 +63,52 @@ export interface ReconcilerForTest {
  * Runs `controller`'s reconcile with a request-recording KubeConfig loaded from `kubeconfigPath`.
  * @param options.query record query strings too (e.g. to assert a LIST's `labelSelector`)
  * @param options.log a logger (default silent)
+ * @param options.cluster the reconcile's cluster id (default `default`)
+ * @param options.otherClusters other clusters of the deployment, id → kubeconfig file: the
+ *   reconcile gets them as the runtime's registry (`ctx.clusters`), for children in other clusters
  */
 export function reconcilerForTest(
   controller: Controller,
   kubeconfigPath: string,
-  options: { query?: boolean; log?: Logger } = {},
+  options: {
+    query?: boolean;
+    log?: Logger;
+    cluster?: string;
+    otherClusters?: Readonly<Record<string, string>>;
+  } = {},
 ): ReconcilerForTest {
-  const kubeConfig = new CountingKubeConfig({ query: options.query ?? false });
-  kubeConfig.loadFromFile(kubeconfigPath);
+  const counting = (path: string) => {
+    const kc = new CountingKubeConfig({ query: options.query ?? false });
+    kc.loadFromFile(path);
+    return kc;
+  };
+  const kubeConfig = counting(kubeconfigPath);
+  const others = new Map(
+    Object.entries(options.otherClusters ?? {}).map(([id, path]) => [id, counting(path)]),
+  );
+  const cluster = options.cluster ?? DEFAULT_CLUSTER;
   const log = options.log ?? pino({ level: 'silent' });
   const ctx: ReconcileContext = {
-    cluster: DEFAULT_CLUSTER,
+    cluster,
     kubeConfig,
     log,
     events: createEventRecorder(kubeConfig, controller.name, log),
+    ...(options.otherClusters
+      ? {
+          clusters: {
+            ids: [cluster, ...others.keys()],
+            kubeConfig: (id: string) => (id === cluster ? kubeConfig : others.get(id)),
+          },
+        }
+      : {}),
   };
   return {
     kubeConfig,
+    otherKubeConfigs: others,
     ctx,
     async reconcile(key) {
       kubeConfig.requests = [];
+      for (const kc of others.values()) kc.requests = [];
       try {
         const result = await controller.reconcile(key, ctx);
         return { requests: kubeConfig.requests, result };

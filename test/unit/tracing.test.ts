@@ -182,6 +182,7 @@ describe('the relay’s enqueue span', () => {
       { ...first?.attributes },
       {
         [ATTR.controller]: 'widget',
+        [ATTR.cluster]: 'default',
         [ATTR.key]: 'ns/w',
         [ATTR.cause]: 'watch',
         [ATTR.resource]: 'x.dev/v1/widgets',

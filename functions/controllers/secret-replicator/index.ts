@@ -13,9 +13,10 @@ import type { KubernetesObject, V1Namespace, V1Secret } from '@kubernetes/client
 import {
   type Controller,
   defineController,
-  type Key,
   listPaged,
+  type MappedKey,
   namespaces,
+  type OtherClusterChildren,
   type PolicyRule,
   type ResourceType,
   type ResyncContext,
@@ -28,8 +29,13 @@ import {
   desiredCopies,
   isReplicable,
   SERVICE_ACCOUNT_TOKEN_TYPE,
+  selectClusters,
+  sourceClusterOf,
   sourceKeyOf,
 } from './plan.ts';
+
+/** When a target cluster's namespaces could not be listed, the source's key comes back after this long. */
+export const UNREACHABLE_CLUSTER_REQUEUE_MS = 30_000;
 
 /** core/v1 Secrets and Namespaces (cluster-scoped), as the kit declares them. */
 export const SECRETS: ResourceType = secrets;
@@ -72,10 +78,16 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
          * the source namespace (the source namespace was changed) → always that source's key,
          * which prunes its copies.
          */
-        map: (event) => {
+        map: (event, ctx) => {
           const source = sourceKeyOf(event.object.metadata);
           const namespace = event.object.metadata?.namespace;
           if (!source) return [];
+          // A copy made here for a source of another cluster: a modified or deleted copy → the
+          // source's key in the source's cluster, whose reconcile restores it; a created copy →
+          // nothing (the echo of that reconcile's create, as below).
+          const cluster = sourceClusterOf(event.object.metadata);
+          if (cluster !== undefined && cluster !== ctx.cluster)
+            return event.type === 'ADDED' ? [] : [{ ...source, cluster }];
           if (source.namespace !== config().sourceNamespace) return [source];
           if (event.type === 'ADDED') return [];
           return event.type === 'DELETED' && namespace ? [{ namespace, name: source.name }] : [source];
@@ -101,16 +113,45 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
       return `copies: ${count('created')} created, ${count('updated')} updated, ${count('pruned')} deleted`;
     },
     listKeys: (ctx) => listSourceKeys(ctx, config()),
-    async reconcile({ key, object, onlyNamespace, list }) {
+    async reconcile({ key, object, onlyNamespace, list, clusters, log }) {
       const source = object as V1Secret;
       // Being deleted, or a service-account token: no copies (the kit prunes them, reading their
-      // metadata only), and no namespace to list.
+      // metadata only, here and in every other cluster), and no namespace to list.
       if (!isReplicable(source)) return { children: [] };
       // One namespace (a namespace's own key): a LIST by name (the role lists namespaces; no get).
       const only = onlyNamespace ? { fieldSelector: `metadata.name=${onlyNamespace}` } : {};
       const listed = (await list(NAMESPACES, only)) as V1Namespace[];
       const inScope = listed.filter((n) => !onlyNamespace || n.metadata?.name === onlyNamespace);
-      return desiredCopies(key, source, inScope, config());
+      const here = desiredCopies(key, source, inScope, config());
+      // Other clusters (none for a key naming one namespace, or a single cluster): copies in the
+      // clusters `levelset.dev/replicate-to-clusters` matches, none in the others (pruned).
+      if (clusters.others.length === 0) return here;
+      const targets = new Set(selectClusters(source, clusters.others));
+      const otherClusters: Record<string, OtherClusterChildren> = {};
+      let unreachable = false;
+      for (const id of clusters.others) {
+        if (!targets.has(id)) {
+          otherClusters[id] = { children: [] };
+          continue;
+        }
+        try {
+          const namespaces = (await clusters.reads(id).list(NAMESPACES)) as V1Namespace[];
+          otherClusters[id] = desiredCopies(key, source, namespaces, config());
+        } catch (err) {
+          // Left as it is (absent from otherClusters); this cluster's copies still converge, and
+          // the key comes back.
+          unreachable = true;
+          log.warn(
+            { cluster: id, err: err instanceof Error ? err.message : String(err) },
+            'namespaces of a target cluster not listed; its copies are left as they are',
+          );
+        }
+      }
+      return {
+        ...here,
+        otherClusters,
+        ...(unreachable ? { requeueAfterMs: UNREACHABLE_CLUSTER_REQUEUE_MS } : {}),
+      };
     },
   });
 }
@@ -118,16 +159,17 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
 /**
  * Every key the resync publishes, deduplicated: each Secret in the source namespace (except
  * service-account tokens), then each source named by an existing copy (so copies of a source
- * deleted while the relay was down are still pruned). Both LISTs are paginated (`limit`/`continue`).
+ * deleted while the relay was down are still pruned), in the source's cluster for a copy of
+ * another cluster's source (`levelset.dev/source-cluster`). Both LISTs are paginated (`limit`/`continue`).
  * @throws API errors from @kubernetes/client-node (e.g. `ApiException` 410 on an expired continue token).
  */
 export async function* listSourceKeys(
   ctx: Pick<ResyncContext, 'kubeConfig'>,
   config: SecretReplicatorConfig,
-): AsyncGenerator<Key> {
+): AsyncGenerator<MappedKey> {
   const seen = new Set<string>();
-  const once = (key: Key) => {
-    const id = `${key.namespace}/${key.name}`;
+  const once = (key: MappedKey) => {
+    const id = `${key.cluster ?? ''}|${key.namespace}/${key.name}`;
     if (seen.has(id)) return false;
     seen.add(id);
     return true;
@@ -140,7 +182,11 @@ export async function* listSourceKeys(
   for await (const copy of listPaged<KubernetesObject>(ctx.kubeConfig, SECRETS, {
     labelSelector: COPY_LABEL,
   })) {
-    const key = sourceKeyOf(copy.metadata);
+    const source = sourceKeyOf(copy.metadata);
+    // A copy made here for a source of another cluster: that cluster's key (its reconcile prunes
+    // the copy when the source is gone, e.g. deleted while the functions were down).
+    const cluster = sourceClusterOf(copy.metadata);
+    const key = source && (cluster ? { ...source, cluster } : source);
     if (key && once(key)) yield key;
   }
 }

@@ -7,6 +7,9 @@
  * Ownership rule: Levelset owns a Secret only when it carries BOTH {@link COPY_LABEL} with the
  * source's label value AND {@link SOURCE_ANNOTATION} naming the source, under the source's name.
  * Anything else is never overwritten or deleted (a conflict, as sample-controller's `ErrResourceExists`).
+ * In another cluster than the source's (opt-in, {@link REPLICATE_TO_CLUSTERS_ANNOTATION}), a copy
+ * is owned only when it also carries {@link SOURCE_CLUSTER_ANNOTATION} naming the source's cluster;
+ * in the source's cluster, only without it.
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
@@ -18,6 +21,7 @@ import {
   isDNS1123Subdomain,
   isOwnedAcross,
   type Key,
+  ownerClusterOf,
   planChild,
   planCrossNamespaceChildren,
   TerminalError,
@@ -47,6 +51,22 @@ export const CONTENT_HASH_ANNOTATION = 'levelset.dev/content-hash';
  * namespace. Present but empty: no namespace (a way to keep one Secret un-replicated).
  */
 export const REPLICATE_TO_ANNOTATION = 'levelset.dev/replicate-to';
+/**
+ * Annotation on a source Secret opting it in to copies in other clusters of the deployment
+ * (`LEVELSET_CLUSTERS`): a comma-separated list of cluster ids and/or glob patterns (`*` any run
+ * of characters, `?` one character), each matched against the whole id. The source's own cluster
+ * is never a target. In each matched cluster the namespaces are chosen by the same rules as in the
+ * source's cluster ({@link selectTargets}). Absent or empty: the source's cluster alone.
+ */
+export const REPLICATE_TO_CLUSTERS_ANNOTATION = 'levelset.dev/replicate-to-clusters';
+/**
+ * Annotation on every copy in another cluster than its source's: the source's cluster id. A copy
+ * is its source's only with it (and a copy in the source's cluster only without it), so a copy of
+ * cluster A's source is never taken for a copy of cluster B's source of the same name.
+ */
+export const SOURCE_CLUSTER_ANNOTATION = 'levelset.dev/source-cluster';
+/** Event / TerminalError reason for an unparseable {@link REPLICATE_TO_CLUSTERS_ANNOTATION}. */
+export const REASON_INVALID_REPLICATE_TO_CLUSTERS = 'InvalidReplicateToClusters';
 /** Secrets of this type are never copied (they are minted per namespace by Kubernetes). */
 export const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
 /** Event / TerminalError reason for an unparseable {@link REPLICATE_TO_ANNOTATION}. */
@@ -73,6 +93,7 @@ export function copyLabelValue(source: Key): string {
 export const COPIES: CrossNamespaceTracking = {
   labels: (source) => ({ [COPY_LABEL]: copyLabelValue(source) }),
   ownerAnnotation: SOURCE_ANNOTATION,
+  clusterAnnotation: SOURCE_CLUSTER_ANNOTATION,
   immutableFields: ['type'],
 };
 
@@ -94,6 +115,40 @@ export function sourceKeyOf(metadata: V1ObjectMeta | undefined): Key | undefined
   const name = value.slice(slash + 1);
   if (!isDNS1123Label(namespace) || !isDNS1123Subdomain(name)) return undefined;
   return { namespace, name };
+}
+
+/**
+ * The source cluster a copy in another cluster names in {@link SOURCE_CLUSTER_ANNOTATION}, or
+ * `undefined` for a copy in its source's cluster (or an annotation that is not a cluster id).
+ */
+export function sourceClusterOf(metadata: V1ObjectMeta | undefined): string | undefined {
+  return ownerClusterOf({ metadata }, COPIES);
+}
+
+/**
+ * The cluster ids of `others` (the deployment's clusters but the source's) that `source`'s
+ * {@link REPLICATE_TO_CLUSTERS_ANNOTATION} matches, in the order of `others`; `[]` without it.
+ * @throws {TerminalError} reason `InvalidReplicateToClusters`, with `object` = the source (for the
+ *   runtime's Warning Event), when an item is neither a cluster id nor a glob of one (characters
+ *   `a-z`, `0-9`, `-`, `*`, `?`; at most 63).
+ */
+export function selectClusters(source: V1Secret, others: readonly string[]): string[] {
+  const value = source.metadata?.annotations?.[REPLICATE_TO_CLUSTERS_ANNOTATION];
+  if (value === undefined) return [];
+  const items = value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  const patterns = items.map((item) => {
+    if (!/^[a-z0-9*?-]{1,63}$/.test(item))
+      throw new TerminalError(
+        REASON_INVALID_REPLICATE_TO_CLUSTERS,
+        `annotation ${REPLICATE_TO_CLUSTERS_ANNOTATION}: ${JSON.stringify(item)} is not a cluster id or a glob of one (a-z, 0-9, -, *, ?)`,
+        { object: regardingSecret(source) },
+      );
+    return new RegExp(`^${item.replaceAll('*', '.*').replaceAll('?', '.')}$`);
+  });
+  return others.filter((id) => patterns.some((p) => p.test(id)));
 }
 
 /**
