@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { cdfChart, type Figure, markdownReport, ratio, SECTIONS } from '../../bench/report.ts';
+import { cdfChart, costTable, type Figure, markdownReport, ratio, SECTIONS } from '../../bench/report.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 
 const exec = promisify(execFile);
@@ -127,4 +127,38 @@ test('the report shows each figure once, in its section, with the baseline this 
   const apiCost = report.slice(report.indexOf(`## ${SECTIONS['api-cost']?.title}`));
   assert.match(apiCost, /baseline = 2 namespaces\.\n\n\| figure \|/);
   assert.doesNotMatch(report, /10 namespaces|## Summary/);
+});
+
+test("the cost section's summary has one row per controller, in the order measured", () => {
+  const row = (controller: string) => ({
+    controller,
+    cpuMs: { converged: 3, changing: 5 },
+    wallMs: { converged: 3.1, changing: 8.8 },
+    billedMs: { busy: 3, isolated: 100 },
+    perMillion: { convergedBusy: 0.48, convergedIsolated: 2.93, changingBusy: 0.53, changingIsolated: 2.93 },
+    breakEvenPerHour: { isolated: 4645, busy: 28577 },
+    rssMib: 290,
+    peakRssMib: 303,
+  });
+  const lines = costTable([row('foo'), row('topic')]).split('\n');
+  assert.equal(lines.length, 4);
+  assert.match(
+    lines[2] as string,
+    /^\| foo \| 3, 5 \| 3\.1, 8\.8 \| 3, 100 \| 0\.48, 2\.93 \| 0\.53, 2\.93 \| 4645, 28577 \| 303 \|$/,
+  );
+  assert.match(lines[3] as string, /^\| topic \|/);
+  const report = markdownReport({
+    figures: [
+      { section: 'cost', name: 'foo: x', value: 1, unit: '$', baseline: { name: 'isolated', value: 2 } },
+    ],
+    machine: {},
+    sizes: {},
+    durationMs: 1,
+    tiny: true,
+    chartFile: 'latency.svg',
+    notes: [],
+    extra: { cost: costTable([row('foo')]), fleet: 'never shown: no fleet figure' },
+  });
+  assert.match(report, /\| foo: x \|[^\n]*\n\n\| controller \|/);
+  assert.doesNotMatch(report, /never shown/);
 });
