@@ -4,6 +4,15 @@
  *
  *   node --expose-gc bench/child.ts informer --informer metadata|full --kubeconfig F --namespace NS --expect N
  *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
+ *   node --max-old-space-size=256 bench/child.ts reconcile --kubeconfig F --controller C --namespace NS
+ *     --name N --count K --object '{"apiVersion","kind","metadata"}' --patches '[{…},{…}]'
+ *
+ * `reconcile` is the function process of the cost section: it loads what the deployed `reconcile`
+ * function loads (functions/index.ts, tracing off) and runs `reconcileKey` K times on a converged
+ * object, then K times with the object changed before each (a merge patch from `--patches` in
+ * turn, outside the measured time). CPU time is `process.cpuUsage()` of this process around each
+ * reconcile, wall time `performance.now()`; memory is this process's RSS after the reconciles and its
+ * peak (`resourceUsage().maxRSS`).
  */
 import { parseArgs } from 'node:util';
 import { CoreV1Api, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
@@ -20,6 +29,11 @@ const { positionals, values } = parseArgs({
     namespace: { type: 'string' },
     expect: { type: 'string' },
     topic: { type: 'string' },
+    controller: { type: 'string' },
+    name: { type: 'string' },
+    count: { type: 'string' },
+    object: { type: 'string' },
+    patches: { type: 'string' },
   },
 });
 const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
@@ -93,6 +107,73 @@ if (positionals[0] === 'resync') {
       durationMs,
       peakRss: process.resourceUsage().maxRSS * 1024,
       error: report.controllers['bench-resync']?.error,
+    }),
+  );
+  process.exit(0);
+}
+if (positionals[0] === 'reconcile') {
+  // What the deployed function loads (the framework, every controller), so that the RSS is its.
+  await import('../functions/index.ts');
+  const { controllers } = await import('../functions/controllers/index.ts');
+  const { reconcileKey } = await import('../functions/reconcile.ts');
+  const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
+  const byName = new Map(controllers.map((c) => [c.name, c]));
+  // The reconciles log as the function does (serialized, then dropped); the first failure is kept.
+  let firstFailure: string | undefined;
+  const reconcileLog = createLogger('functions', {
+    write: (line: string) => {
+      if (!firstFailure && /"outcome":"(terminal|transient|error|malformed)"/.test(line)) firstFailure = line;
+    },
+  });
+  const controller = values.controller as string;
+  const key = { namespace: ns, name: values.name as string };
+  const count = Number(values.count);
+  const outcomes: Record<string, number> = {};
+  const run = async () => {
+    const { outcome } = await reconcileKey(byName, controller, key, {
+      kubeConfig: () => kc,
+      log: reconcileLog,
+      retriedBy: 'bench',
+    });
+    outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+  };
+  await run();
+  await run(); // converged
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const header = JSON.parse(values.object as string) as KubernetesObject;
+  const patches = JSON.parse(values.patches as string) as object[];
+  const measure = async (change: boolean) => {
+    let cpu = 0;
+    let wall = 0;
+    for (let i = 0; i < count; i++) {
+      if (change)
+        await objects.patch(
+          { ...header, ...(patches[i % patches.length] as object) },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          PatchStrategy.MergePatch,
+        );
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await run();
+      wall += performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      cpu += (c.user + c.system) / 1e6;
+    }
+    return { cpuSeconds: cpu / count, wallSeconds: wall / 1000 / count };
+  };
+  const converged = await measure(false);
+  const changing = await measure(true);
+  console.log(
+    JSON.stringify({
+      converged,
+      changing,
+      outcomes,
+      firstFailure,
+      rss: process.memoryUsage().rss,
+      peakRss: process.resourceUsage().maxRSS * 1024,
     }),
   );
   process.exit(0);

@@ -80,3 +80,25 @@ export function autopilotPodPerHour(vcpu: number, memoryGib: number): number {
 export function breakEvenPerHour(perMillion: number, podPerHour: number): number {
   return podPerHour / (perMillion / 1e6);
 }
+
+/** A controller's row of the cost table (results.json `cost`, the report's per-controller table). */
+export interface CostRow {
+  controller: string;
+  /** Per reconcile, ms: converged / changing. */
+  cpuMs: { converged: number; changing: number };
+  wallMs: { converged: number; changing: number };
+  /** Billed instance time per converged reconcile, ms. */
+  billedMs: { busy: number; isolated: number };
+  /** $ per million reconciles. */
+  perMillion: {
+    convergedBusy: number;
+    convergedIsolated: number;
+    changingBusy: number;
+    changingIsolated: number;
+  };
+  /** Reconciles per hour at which Cloud Run costs what the always-on pod costs (converged). */
+  breakEvenPerHour: { isolated: number; busy: number };
+  /** The function process's RSS, MiB: after the reconciles and its peak. */
+  rssMib: number;
+  peakRssMib: number;
+}

@@ -2,10 +2,11 @@
  * The benchmark's figures, statistics, SVG chart and Markdown report (`npm run bench`, bench/run.ts).
  */
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -141,8 +142,8 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
   },
   cost: {
-    title: 'What it costs: Cloud Run per million reconciles vs an always-on pod',
-    read: "A Foo's reconcile as the `reconcile` function runs it (`reconcileKey`, the API server in another process): CPU time from `process.cpuUsage()` and wall time per reconcile, converged (baseline: changing, the Deployment applied and the status written). Priced by bench/cost.ts (one price table, dated) on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8): busy = an instance serving 8 keys at once, billed the larger of CPU time / vCPU and wall time / 8; isolated = each reconcile billed alone, rounded up to 100 ms. Beside it the in-process mode (`relay/in-process-main.ts`) idle with its informers synced, its CPU and RSS read from /proc and priced as a GKE Autopilot Pod (730 h a month, raised to Autopilot's minimum Pod); break-even = the pod's $/hour over the cost of one reconcile. docs/operations.md \"What it costs\" shows how to recompute them.",
+    title: 'What it costs: Cloud Run per million reconciles vs an always-on pod, per controller',
+    read: "Each shipped controller's reconcile as the `reconcile` function runs it (`reconcileKey`), in a function process of its own (bench/child.ts `reconcile`: it loads what functions/index.ts loads, with Terraform's V8 heap limit; the API server and the Pub/Sub emulator in other processes): CPU time from that process's `process.cpuUsage()` around each reconcile, wall time, and its peak RSS from its own `resourceUsage().maxRSS` (baseline: the 512 MiB Cloud Run bills whatever is used). Converged = the object unchanged; baseline changing = the object merge-patched before each reconcile (outside the measured time), so the reconcile writes. Priced by bench/cost.ts (one price table, dated) on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8): busy = an instance serving 8 keys at once, billed the larger of CPU time / vCPU and wall time / 8; isolated = each reconcile billed alone, rounded up to 100 ms. Beside it the in-process mode (`relay/in-process-main.ts`, every controller) idle with its informers synced, its CPU and RSS read from /proc and priced as a GKE Autopilot Pod (730 h a month, raised to Autopilot's minimum Pod); break-even = the pod's $/hour over the cost of one reconcile. docs/operations.md \"What it costs\" shows how to recompute them.",
   },
   resync: {
     title: 'Resync: enumerate and publish every key',
@@ -164,7 +165,24 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'Tracing: on vs off',
     read: "In one process, a converged Foo's delivery (reconcileKey under its `reconcile` span: one GET, one LIST against the local API server) and the relay's key pipeline ingesting Foo events (an `enqueue` span per published key), first with tracing off (the OpenTelemetry API's no-ops, what `LEVELSET_TRACING=off` runs: the baseline), then on with every span recorded and exported to an OTLP/JSON file (ratio 1: the worst case). Ratio = on / off. The off figure's own baseline is the same reconcile without its `reconcile` span: what the no-op spans cost.",
   },
+  fleet: {
+    title: 'Fleet: one deployment serving two clusters vs one deployment per cluster',
+    read: "Two local API servers, each with a simulated node; N Foos created at once in each cluster → all Ready, through the serverless pipeline. Fleet: one local stack whose `reconcile` function process serves both clusters (`LEVELSET_CLUSTERS` lists both, one relay per cluster). Baseline: two stacks side by side, each a `reconcile` process serving one cluster (also `LEVELSET_CLUSTERS`, one entry), each with its own emulator, as two deployments have. RSS = the sum over the function processes (`reconcile` and `resync`; then the `reconcile` processes alone) of each one's peak RSS (VmHWM in /proc, read after the workload; also the RSS then); reconciles/s = Foo reconcile outcome lines of those processes over the time from the first create to every Foo Ready in both clusters. Ratio < 1 for RSS: the fleet's saving.",
+  },
 };
+
+/** The cost section's per-controller summary: one row per controller. */
+export function costTable(rows: readonly CostRow[]): string {
+  const out = [
+    '| controller | CPU ms / reconcile (converged, changing) | wall ms | billed ms (busy, isolated) | $ per million (busy, isolated) | $ per million changing (busy, isolated) | break-even reconciles/hour (isolated, busy) | peak RSS MiB |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows)
+    out.push(
+      `| ${r.controller} | ${r.cpuMs.converged}, ${r.cpuMs.changing} | ${r.wallMs.converged}, ${r.wallMs.changing} | ${r.billedMs.busy}, ${r.billedMs.isolated} | ${r.perMillion.convergedBusy}, ${r.perMillion.convergedIsolated} | ${r.perMillion.changingBusy}, ${r.perMillion.changingIsolated} | ${r.breakEvenPerHour.isolated}, ${r.breakEvenPerHour.busy} | ${r.peakRssMib} |`,
+    );
+  return out.join('\n');
+}
 
 /** The Markdown report: machine, then one table per section, the chart, and how to reproduce. */
 export function markdownReport(options: {
@@ -175,6 +193,8 @@ export function markdownReport(options: {
   tiny: boolean;
   chartFile: string;
   notes: string[];
+  /** Markdown shown under a section's table (e.g. the cost section's per-controller summary). */
+  extra?: Record<string, string>;
 }): string {
   const { figures } = options;
   const lines: string[] = [
@@ -197,6 +217,8 @@ export function markdownReport(options: {
     lines.push(`## ${s.title}`, '', readText(s.read, fs), '');
     if (id === 'e2e') lines.push(`![Latency distributions (CDF)](${options.chartFile})`, '');
     lines.push(fs.length ? table(fs, { section: false }) : '_not measured in this run_', '');
+    const extra = options.extra?.[id];
+    if (fs.length && extra) lines.push(extra, '');
   }
   lines.push(
     '## Reproduce',
@@ -205,7 +227,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing, fleet',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

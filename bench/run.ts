@@ -23,6 +23,7 @@ import {
   CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
+  KubernetesObjectApi,
   PatchStrategy,
   setHeaderOptions,
   Watch,
@@ -48,6 +49,8 @@ import {
   type AnyLocalStack,
   FUNCTION_HEAP_MIB,
   functionsCli,
+  type LocalCluster,
+  type LocalStack,
   STACK_MODES,
   type StackMode,
   startLocalStack,
@@ -63,12 +66,22 @@ import {
   autopilotPodPerHour,
   billedSeconds,
   breakEvenPerHour,
+  type CostRow,
   cloudRunPerMillion,
   PRICES,
   type ReconcileCost,
   TERRAFORM_DEFAULTS,
 } from './cost.ts';
-import { cdfChart, type Figure, machine, markdownReport, quantiles, type Series } from './report.ts';
+import {
+  cdfChart,
+  costTable,
+  type Figure,
+  machine,
+  markdownReport,
+  quantiles,
+  ratio,
+  type Series,
+} from './report.ts';
 
 const exec = promisify(execFile);
 const { values: args } = parseArgs({
@@ -90,6 +103,7 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['cold-start', coldStart],
   ['resync-priority', resyncPriority],
   ['topic', topicCosts],
+  ['fleet', fleet],
   // Last: it registers the OpenTelemetry SDK for the rest of this process.
   ['tracing', tracingCost],
 ];
@@ -129,6 +143,7 @@ const sizes = tiny
       publishKeys: 200,
       tracedReconciles: 50,
       topics: 3,
+      fleetFoos: 3,
       namespaces: [2, 4, 8],
     }
   : {
@@ -152,10 +167,15 @@ const sizes = tiny
       publishKeys: 5_000,
       tracedReconciles: 1000,
       topics: 20,
+      fleetFoos: 200,
       namespaces: [10, 100, 1000],
     };
 
 const figures: Figure[] = [];
+/** The cost section's per-controller table (results.json `cost`). */
+const costRows: CostRow[] = [];
+/** The fleet section's two configurations, as measured (results.json `fleet`). */
+let fleetSummary: Record<string, unknown> | undefined;
 const chart: Series[] = [];
 const notes: string[] = [];
 const started = performance.now();
@@ -320,6 +340,8 @@ const results = {
   sizes,
   notes,
   figures,
+  cost: costRows,
+  fleet: fleetSummary,
 };
 writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(outDir, 'latency.svg'), cdfChart('Latency distributions (CDF, log scale)', chart));
@@ -336,9 +358,19 @@ writeFileSync(
     tiny,
     chartFile: 'latency.svg',
     notes,
+    extra: costRows.length ? { cost: costTable(costRows) } : {},
   }),
 );
 log(`wrote ${join(outDir, 'report.md')}`);
+// The new sections' headline figures, on stderr as the run ends.
+if (costRows.length)
+  log(
+    `summary: $ per million converged reconciles (busy, isolated): ${costRows
+      .map((r) => `${r.controller} ${r.perMillion.convergedBusy}, ${r.perMillion.convergedIsolated}`)
+      .join('; ')}`,
+  );
+for (const f of figures.filter((x) => x.section === 'fleet' && /^function processes|per second/.test(x.name)))
+  log(`summary: fleet, ${f.name}: ${f.value} ${f.unit} vs ${f.baseline?.value} (${ratio(f)})`);
 console.log(outDir);
 process.exit(0);
 
@@ -854,72 +886,184 @@ async function apiCost(): Promise<void> {
   }
 }
 
+/** One controller's reconcile as the cost section measured it in its function process (bench/child.ts `reconcile`). */
+interface MeasuredReconcile {
+  converged: ReconcileCost;
+  changing: ReconcileCost;
+  outcomes: Record<string, number>;
+  /** The first failed outcome's log line, if any. */
+  firstFailure?: string;
+  rss: number;
+  peakRss: number;
+}
+
 /**
- * Cost per million reconciles (bench/cost.ts): a Foo's reconcile run as the `reconcile` function runs
- * it (`reconcileKey`, in this process, the API server in another), its CPU time from
- * `process.cpuUsage()` and its wall time, converged and changing; priced at Cloud Run's
- * request-based prices on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8), beside an always-on
- * in-process controller pod (`relay/in-process-main.ts`, its idle CPU and RSS read from /proc)
- * priced as a GKE Autopilot Pod, and the break-even rate.
+ * Cost per million reconciles (bench/cost.ts), for each shipped controller: its reconcile run as the
+ * `reconcile` function runs it (`reconcileKey`), in a function process of its own (bench/child.ts
+ * `reconcile`: what functions/index.ts loads, Terraform's heap limit), CPU time from that process's
+ * `process.cpuUsage()`, wall time, memory from its own RSS, converged and changing; priced at Cloud
+ * Run's request-based prices on Terraform's defaults (1 vCPU, 512 MiB, concurrency 8), beside an
+ * always-on in-process controller pod (`relay/in-process-main.ts`, its idle CPU and RSS read from
+ * /proc) priced as a GKE Autopilot Pod, and each controller's break-even rate.
  */
 async function reconcileCost(): Promise<void> {
   log('cost per million reconciles');
-  const foo = registry.find((c) => c.name === 'foo') as Controller;
+  for (const crd of ['configmap-bundle', 'topic'])
+    await exec('kubectl', [
+      '--kubeconfig',
+      local.kubeconfigPath,
+      'apply',
+      '-f',
+      join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml'),
+    ]);
   const ns = 'bench-cost-model';
   await createNs(ns);
-  const { group, version, plural, kind } = foo.primary;
-  await custom.createNamespacedCustomObject({
-    group,
-    version,
-    plural,
-    namespace: ns,
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind,
-      metadata: { name: 'cost' },
-      spec: { deploymentName: 'cost-model', replicas: 1 },
-    },
-  });
-  const byName = new Map([[foo.name, foo]]);
-  const run = () =>
-    reconcileKey(
-      byName,
-      foo.name,
-      { namespace: ns, name: 'cost' },
-      { kubeConfig: () => kc, log: quiet, retriedBy: 'bench' },
-    );
-  await run();
-  await run(); // converged
-  const n = tiny ? 20 : 300;
-  const measure = async (before?: (i: number) => Promise<void>): Promise<ReconcileCost> => {
-    let cpu = 0;
-    let wall = 0;
-    for (let i = 0; i < n; i++) {
-      await before?.(i);
-      const c0 = process.cpuUsage();
-      const t0 = performance.now();
-      await run();
-      wall += performance.now() - t0;
-      const c = process.cpuUsage(c0);
-      cpu += (c.user + c.system) / 1e6;
-    }
-    return { cpuSeconds: cpu / n, wallSeconds: wall / 1000 / n };
+  const sourceNs = 'bench-cost-source';
+  await createNs(sourceNs);
+  for (let i = 0; i < sizes.targets; i++) await createNs(`bench-cost-copy-${i}`);
+  const byName = new Map(registry.map((c) => [c.name, c]));
+  const header = (name: string) => {
+    const p = (byName.get(name) as Controller).primary;
+    return { apiVersion: p.group ? `${p.group}/${p.version}` : p.version, kind: p.kind };
   };
-  const converged = await measure();
-  const changing = await measure((i) =>
-    custom
-      .patchNamespacedCustomObject(
-        { group, version, plural, namespace: ns, name: 'cost', body: { spec: { replicas: (i % 2) + 2 } } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      )
-      .then(() => undefined),
-  );
-  const rssMib = process.memoryUsage().rss / 2 ** 20;
+  /** Each shipped controller: its object (created here), and two specs the changing reconciles alternate. */
+  const subjects: {
+    controller: string;
+    namespace: string;
+    body: Record<string, unknown>;
+    patches: Record<string, unknown>[];
+  }[] = [
+    {
+      controller: 'secret-replicator',
+      namespace: sourceNs,
+      body: {
+        metadata: { annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-cost-copy-.*' } },
+        data: { v: 'MA==' },
+      },
+      patches: [{ data: { v: 'MQ==' } }, { data: { v: 'Mg==' } }],
+    },
+    {
+      controller: 'foo',
+      namespace: ns,
+      body: { spec: { deploymentName: 'cost-foo', replicas: 1 } },
+      patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
+    },
+    {
+      controller: 'customcluster',
+      namespace: ns,
+      body: { spec: { message: 'hi', count: 2 } },
+      patches: [{ spec: { count: 3 } }, { spec: { count: 2 } }],
+    },
+    {
+      controller: 'icecream',
+      namespace: ns,
+      body: { spec: { deploymentName: 'cost-icecream', replicas: 1 } },
+      patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
+    },
+    {
+      controller: 'configmap-bundle',
+      namespace: ns,
+      body: { spec: { sources: [{ namespace: ns, name: 'cost-source-a' }] } },
+      patches: [
+        {
+          spec: {
+            sources: [
+              { namespace: ns, name: 'cost-source-a' },
+              { namespace: ns, name: 'cost-source-b' },
+            ],
+          },
+        },
+        { spec: { sources: [{ namespace: ns, name: 'cost-source-a' }] } },
+      ],
+    },
+    {
+      controller: 'topic',
+      namespace: ns,
+      // Labels would be the cheapest change, but the emulator cannot update a topic's labels.
+      body: { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
+      patches: [
+        { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 30 }] } },
+        { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
+      ],
+    },
+  ];
+  for (const [name, v] of [
+    ['cost-source-a', 'a'],
+    ['cost-source-b', 'b'],
+  ] as const)
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: { metadata: { name }, data: { [name]: v } },
+    });
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const count = tiny ? 20 : 300;
+  const measured = new Map<string, MeasuredReconcile>();
+  for (const s of subjects) {
+    if (!byName.has(s.controller)) continue;
+    const head = { ...header(s.controller), metadata: { name: 'cost', namespace: s.namespace } };
+    const primary = (byName.get(s.controller) as Controller).primary;
+    if (primary.group)
+      await waitForServed(() => custom.listNamespacedCustomObject({ ...primary, namespace: s.namespace }));
+    await objects.create({
+      ...head,
+      ...s.body,
+      metadata: { ...head.metadata, ...(s.body.metadata as object | undefined) },
+    } as KubernetesObject);
+    log(`cost: ${s.controller}`);
+    const { stdout } = await exec(
+      process.execPath,
+      [
+        `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+        join(repoRoot, 'bench', 'child.ts'),
+        'reconcile',
+        '--kubeconfig',
+        local.kubeconfigPath,
+        '--controller',
+        s.controller,
+        '--namespace',
+        s.namespace,
+        '--name',
+        'cost',
+        '--count',
+        String(count),
+        '--object',
+        JSON.stringify(head),
+        '--patches',
+        JSON.stringify(s.patches),
+      ],
+      {
+        maxBuffer: 1 << 20,
+        env: {
+          ...process.env,
+          KUBECONFIG: local.kubeconfigPath,
+          LEVELSET_TRACING: 'off',
+          LEVELSET_SOURCE_NAMESPACE: sourceNs,
+          PUBSUB_EMULATOR_HOST: emulator.host,
+          GOOGLE_CLOUD_PROJECT: emulator.projectId,
+        },
+      },
+    );
+    const m = JSON.parse(stdout.trim().split('\n').at(-1) as string) as MeasuredReconcile;
+    const failed = Object.keys(m.outcomes).filter((o) => o !== 'success' && o !== 'requeue');
+    if (failed.length)
+      notes.push(
+        `cost: ${s.controller}'s reconciles answered ${JSON.stringify(m.outcomes)} (not all success; first: ${m.firstFailure?.slice(0, 400)})`,
+      );
+    measured.set(s.controller, m);
+  }
 
   // The always-on alternative: the in-process mode, idle once its informers are synced.
   const port = await freePort();
   const pod = spawn(process.execPath, [join(repoRoot, 'relay', 'in-process-main.ts')], {
-    env: { ...process.env, KUBECONFIG: local.kubeconfigPath, RELAY_PORT: String(port), LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      KUBECONFIG: local.kubeconfigPath,
+      RELAY_PORT: String(port),
+      LOG_LEVEL: 'warn',
+      LEVELSET_SOURCE_NAMESPACE: sourceNs,
+      PUBSUB_EMULATOR_HOST: emulator.host,
+      GOOGLE_CLOUD_PROJECT: emulator.projectId,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   let podCores = 0;
@@ -944,76 +1088,111 @@ async function reconcileCost(): Promise<void> {
     const t0 = ticks();
     await sleep(idleMs);
     podCores = (ticks() - t0) / 100 / (idleMs / 1000);
-    const vmRss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pod.pid}/status`, 'utf8'));
-    podRssMib = Number(vmRss?.[1] ?? 0) / 1024;
+    podRssMib = procStatusKib(pod.pid as number, 'VmRSS') / 1024;
   } finally {
     const exited = new Promise((r) => pod.once('exit', r));
     pod.kill('SIGTERM');
     await exited;
   }
 
-  const s = TERRAFORM_DEFAULTS;
-  const perMillion = (r: ReconcileCost) => {
-    const b = billedSeconds(r, s);
-    return { isolated: cloudRunPerMillion(b.isolated, s), busy: cloudRunPerMillion(b.busy, s) };
-  };
-  const conv = perMillion(converged);
-  const chg = perMillion(changing);
+  const st = TERRAFORM_DEFAULTS;
   const podPerHour = autopilotPodPerHour(podCores, podRssMib / 1024);
   const money = (x: number) => Math.round(x * 100) / 100;
   const ms = (x: number) => Math.round(x * 1e5) / 100;
-  figures.push(
-    {
-      section: 'cost',
-      name: 'reconcile CPU time (process.cpuUsage), converged Foo',
-      value: ms(converged.cpuSeconds),
-      unit: 'ms',
-      baseline: { name: 'changing Foo (Deployment applied, status written)', value: ms(changing.cpuSeconds) },
-    },
-    {
-      section: 'cost',
-      name: 'reconcile wall time, converged Foo',
-      value: ms(converged.wallSeconds),
-      unit: 'ms',
-      baseline: { name: 'changing Foo', value: ms(changing.wallSeconds) },
-    },
-    {
-      section: 'cost',
-      name: `Cloud Run $ per million reconciles, converged, busy instance (${s.vcpu} vCPU, ${s.memoryGib * 1024} MiB, concurrency ${s.concurrency})`,
-      value: money(conv.busy),
-      unit: '$',
-      baseline: { name: 'isolated (each billed alone, rounded up to 100 ms)', value: money(conv.isolated) },
-    },
-    {
-      section: 'cost',
-      name: 'Cloud Run $ per million reconciles, changing, busy instance',
-      value: money(chg.busy),
-      unit: '$',
-      baseline: { name: 'isolated', value: money(chg.isolated) },
-    },
-    {
-      section: 'cost',
-      name: `always-on in-process pod on GKE Autopilot (idle ${Math.round(podCores * 1000)} mCPU, RSS ${Math.round(podRssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
-      value: Math.round(podPerHour * 730 * 100) / 100,
-      unit: '$/month',
-    },
-    {
-      section: 'cost',
-      name: 'break-even rate: below it serverless costs less (converged reconciles, isolated)',
-      value: Math.round(breakEvenPerHour(conv.isolated, podPerHour)),
-      unit: 'reconciles/hour',
-      baseline: { name: 'busy instance', value: Math.round(breakEvenPerHour(conv.busy, podPerHour)) },
-    },
-    {
-      section: 'cost',
-      name: 'this process after the reconciles (RSS; Cloud Run bills the configured 512 MiB, not this)',
-      value: Math.round(rssMib),
-      unit: 'MiB',
-    },
-  );
+  const shape = `${st.vcpu} vCPU, ${st.memoryGib * 1024} MiB, concurrency ${st.concurrency}`;
+  for (const [controller, m] of measured) {
+    const billedConv = billedSeconds(m.converged, st);
+    const billedChg = billedSeconds(m.changing, st);
+    const row: CostRow = {
+      controller,
+      cpuMs: { converged: ms(m.converged.cpuSeconds), changing: ms(m.changing.cpuSeconds) },
+      wallMs: { converged: ms(m.converged.wallSeconds), changing: ms(m.changing.wallSeconds) },
+      billedMs: { busy: ms(billedConv.busy), isolated: ms(billedConv.isolated) },
+      perMillion: {
+        convergedBusy: money(cloudRunPerMillion(billedConv.busy, st)),
+        convergedIsolated: money(cloudRunPerMillion(billedConv.isolated, st)),
+        changingBusy: money(cloudRunPerMillion(billedChg.busy, st)),
+        changingIsolated: money(cloudRunPerMillion(billedChg.isolated, st)),
+      },
+      breakEvenPerHour: {
+        isolated: Math.round(breakEvenPerHour(cloudRunPerMillion(billedConv.isolated, st), podPerHour)),
+        busy: Math.round(breakEvenPerHour(cloudRunPerMillion(billedConv.busy, st), podPerHour)),
+      },
+      rssMib: Math.round(m.rss / 2 ** 20),
+      peakRssMib: Math.round(m.peakRss / 2 ** 20),
+    };
+    costRows.push(row);
+    figures.push(
+      {
+        section: 'cost',
+        name: `${controller}: CPU time per reconcile (function process, process.cpuUsage), converged`,
+        value: row.cpuMs.converged,
+        unit: 'ms',
+        baseline: { name: 'changing (the object changed before each)', value: row.cpuMs.changing },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: wall time per reconcile, converged`,
+        value: row.wallMs.converged,
+        unit: 'ms',
+        baseline: { name: 'changing', value: row.wallMs.changing },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: billed time per converged reconcile, busy instance (${shape})`,
+        value: row.billedMs.busy,
+        unit: 'ms',
+        baseline: { name: 'isolated (billed alone, rounded up to 100 ms)', value: row.billedMs.isolated },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: Cloud Run $ per million reconciles, converged, busy instance`,
+        value: row.perMillion.convergedBusy,
+        unit: '$',
+        baseline: { name: 'isolated', value: row.perMillion.convergedIsolated },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: Cloud Run $ per million reconciles, changing, busy instance`,
+        value: row.perMillion.changingBusy,
+        unit: '$',
+        baseline: { name: 'isolated', value: row.perMillion.changingIsolated },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: break-even rate, converged, isolated (below it serverless costs less than the pod)`,
+        value: row.breakEvenPerHour.isolated,
+        unit: 'reconciles/hour',
+        baseline: { name: 'busy instance', value: row.breakEvenPerHour.busy },
+      },
+      {
+        section: 'cost',
+        name: `${controller}: function process peak RSS (its own maxRSS)`,
+        value: row.peakRssMib,
+        unit: 'MiB',
+        baseline: { name: 'the configured memory Cloud Run bills', value: st.memoryGib * 1024 },
+      },
+    );
+  }
+  figures.push({
+    section: 'cost',
+    name: `always-on in-process pod on GKE Autopilot (idle ${Math.round(podCores * 1000)} mCPU, RSS ${Math.round(podRssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
+    value: Math.round(podPerHour * 730 * 100) / 100,
+    unit: '$/month',
+  });
   notes.push(
     `cost: prices of ${PRICES.asOf} (${PRICES.source}); bench/cost.ts, docs/operations.md "What it costs".`,
   );
+}
+
+/** A field of /proc/<pid>/status in KiB (e.g. `VmRSS`, `VmHWM`: the peak RSS); 0 when unreadable. */
+function procStatusKib(pid: number, field: string): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return Number(m?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 /** Informer RSS (metadata-only vs full object) at two sizes, then resync of every key. */
@@ -1499,6 +1678,177 @@ async function topicCosts(): Promise<void> {
 }
 
 /** Waits until `list` answers (a CRD just applied is served). */
+/**
+ * The fleet's saving (issue 24): the same workload (N Foos created at once in each of two clusters →
+ * all Ready) served by one deployment of the functions for both clusters vs one deployment per
+ * cluster; the function processes' total peak RSS and the reconciles/s of each.
+ */
+async function fleet(): Promise<void> {
+  log('fleet');
+  // Two API servers of their own, alike and empty: the bench's own holds what the earlier sections
+  // left (100 000 ConfigMaps after a full run's resync), which every relay would list first.
+  const servers = [await startApiServerProcess(), await startApiServerProcess()];
+  const kcs = servers.map((server) => {
+    const k = new PooledKubeConfig();
+    k.loadFromFile(server.kubeconfigPath);
+    return k;
+  });
+  const clusters: LocalCluster[] = servers.map((server, i) => ({
+    id: `fleet-${'ab'[i]}`,
+    kubeconfigPath: server.kubeconfigPath,
+  }));
+  const foo = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
+  const started: { stop(): unknown }[] = [];
+  try {
+    for (const [i, server] of servers.entries()) {
+      await exec('kubectl', [
+        '--kubeconfig',
+        server.kubeconfigPath,
+        'apply',
+        '-f',
+        join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'),
+      ]);
+      await waitForServed(() =>
+        (kcs[i] as KubeConfig).makeApiClient(CustomObjectsApi).listClusterCustomObject(foo),
+      );
+    }
+    for (const k of kcs) started.push(await startSimulatedNode(k, quiet));
+    const watches = kcs.map((k) => watchObjects(k, `/apis/${foo.group}/${foo.version}/${foo.plural}`));
+    started.push(...watches);
+    await Promise.all(watches.map((w) => w.ready));
+    const readyIn = (w: ReturnType<typeof watchObjects>, ns: string) => {
+      let n = 0;
+      for (const o of w.all()) {
+        if (o.metadata?.namespace !== ns) continue;
+        const c = (
+          (o as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions ?? []
+        ).find((x) => x.type === 'Ready');
+        if (c?.status === 'True') n++;
+      }
+      return n;
+    };
+    const names = Array.from({ length: sizes.fleetFoos }, (_, i) => `fleet-${i}`);
+    /** One configuration: `deployments` stacks side by side, each serving its clusters. */
+    const run = async (label: string, deployments: LocalCluster[][]) => {
+      log(`fleet: ${label}`);
+      const ns = `bench-fleet-${label}`;
+      for (const k of kcs)
+        await k.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+      let reconciles = 0;
+      const stacks: LocalStack[] = [];
+      try {
+        for (const d of deployments)
+          stacks.push(
+            await startLocalStack({
+              kubeconfigPath: (d[0] as LocalCluster).kubeconfigPath,
+              clusters: d,
+              env: { LOG_LEVEL: 'info' },
+              onLog: (service, line) => {
+                const labels = line[LABELS] as { controller?: string } | undefined;
+                if (
+                  service === 'reconcile' &&
+                  labels?.controller === 'foo' &&
+                  typeof line.outcome === 'string'
+                )
+                  reconciles++;
+              },
+            }),
+          );
+        const t0 = now();
+        await Promise.all(
+          kcs.map((k) =>
+            pool(names, 25, (name) =>
+              k.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+                ...foo,
+                namespace: ns,
+                body: {
+                  apiVersion: `${foo.group}/${foo.version}`,
+                  kind: 'Foo',
+                  metadata: { name },
+                  spec: { deploymentName: name, replicas: 1 },
+                },
+              }),
+            ),
+          ),
+        );
+        await Promise.all(watches.map((w) => w.until(() => readyIn(w, ns) === names.length, 600_000)));
+        const seconds = (now() - t0) / 1000;
+        await sleep(1000); // let in-flight reconciles log their outcome
+        const sumMib = (pids: number[], field: string) =>
+          pids.reduce((sum, pid) => sum + procStatusKib(pid, field), 0) / 1024;
+        const reconcilePids = stacks.map((st) => st.reconcile.pid);
+        const functionPids = stacks.flatMap((st) => [st.reconcile.pid, st.resync.pid]);
+        return {
+          seconds,
+          reconciles,
+          perSecond: reconciles / seconds,
+          functionsPeakMib: sumMib(functionPids, 'VmHWM'),
+          reconcilePeakMib: sumMib(reconcilePids, 'VmHWM'),
+          reconcileRssMib: sumMib(reconcilePids, 'VmRSS'),
+        };
+      } finally {
+        for (const st of stacks) await st.stop();
+      }
+    };
+    const apart = await run(
+      'apart',
+      clusters.map((c) => [c]),
+    );
+    const together = await run('together', [clusters]);
+    const base = (value: number) => ({ name: 'one deployment per cluster (2 × 1)', value });
+    const round = (x: number) => Math.round(x * 10) / 10;
+    const work = `${sizes.fleetFoos} Foos per cluster created → all Ready`;
+    figures.push(
+      {
+        section: 'fleet',
+        name: `function processes (reconcile + resync), total peak RSS, one deployment serving 2 clusters; ${work}`,
+        value: Math.round(together.functionsPeakMib),
+        unit: 'MiB',
+        baseline: base(Math.round(apart.functionsPeakMib)),
+      },
+      {
+        section: 'fleet',
+        name: 'reconcile function processes, total peak RSS',
+        value: Math.round(together.reconcilePeakMib),
+        unit: 'MiB',
+        baseline: base(Math.round(apart.reconcilePeakMib)),
+      },
+      {
+        section: 'fleet',
+        name: 'reconcile function processes, total RSS after the workload',
+        value: Math.round(together.reconcileRssMib),
+        unit: 'MiB',
+        baseline: base(Math.round(apart.reconcileRssMib)),
+      },
+      {
+        section: 'fleet',
+        name: 'Foo reconciles per second (both clusters)',
+        value: round(together.perSecond),
+        unit: 'reconciles/s',
+        baseline: base(round(apart.perSecond)),
+      },
+      {
+        section: 'fleet',
+        name: 'time until every Foo of both clusters is Ready',
+        value: round(together.seconds),
+        unit: 's',
+        baseline: base(round(apart.seconds)),
+      },
+      {
+        section: 'fleet',
+        name: 'Foo reconciles run (both clusters)',
+        value: together.reconciles,
+        unit: 'reconciles',
+        baseline: base(apart.reconciles),
+      },
+    );
+    fleetSummary = { foosPerCluster: sizes.fleetFoos, oneForBoth: together, onePerCluster: apart };
+  } finally {
+    for (const s of started.reverse()) await s.stop();
+    for (const server of servers) await server.stop();
+  }
+}
+
 async function waitForServed(list: () => Promise<unknown>): Promise<void> {
   for (let i = 0; i < 300; i++) {
     if (

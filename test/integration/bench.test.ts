@@ -1,5 +1,6 @@
 // npm run bench on tiny sizes, once, so that the benchmark cannot rot: it must run end to end and
-// write every section. No figure is asserted (benchmarks are not tests).
+// write every section. No timing is asserted (benchmarks are not tests); only that the figures are
+// sane: the cost section prices every shipped controller, the fleet section has its ratios.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -7,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { cdfChart, type Figure, markdownReport, SECTIONS } from '../../bench/report.ts';
+import { cdfChart, costTable, type Figure, markdownReport, ratio, SECTIONS } from '../../bench/report.ts';
+import { controllers } from '../../functions/controllers/index.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
@@ -22,7 +24,7 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
     const { stderr } = await exec(process.execPath, [join(root, 'bench', 'run.ts'), '--tiny', '--out', out], {
       cwd: root,
       maxBuffer: 16 << 20,
-      timeout: 300_000,
+      timeout: 600_000,
       env: { ...process.env, METADATA_SERVER_DETECTION: undefined },
     });
     assert.doesNotMatch(stderr, /MetadataLookupWarning/, 'no Pub/Sub client probes a metadata server');
@@ -38,7 +40,49 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
       'no informer RSS growth at tiny sizes (noise)',
     );
     assert.ok(results.notes.some((n: string) => /RSS growth .* reported from/.test(n)));
+    // What it costs: every shipped controller measured in its function process and priced.
+    assert.deepEqual(
+      results.cost.map((r: { controller: string }) => r.controller).sort(),
+      controllers.map((c) => c.name).sort(),
+      'a cost row per shipped controller',
+    );
+    for (const r of results.cost) {
+      assert.ok(r.cpuMs.converged > 0 && r.cpuMs.changing > 0, `${r.controller}: CPU time measured`);
+      assert.ok(r.wallMs.converged > 0, `${r.controller}: wall time measured`);
+      assert.ok(r.peakRssMib > 0, `${r.controller}: memory measured`);
+      for (const [k, v] of Object.entries(r.perMillion))
+        assert.ok((v as number) > 0.4, `${r.controller}: $ per million (${k}) above the request price alone`);
+      assert.ok(
+        r.billedMs.isolated >= 100,
+        `${r.controller}: an isolated reconcile is billed at least 100 ms`,
+      );
+      assert.ok(
+        r.breakEvenPerHour.isolated > 0 && r.breakEvenPerHour.busy > 0,
+        `${r.controller}: break-even`,
+      );
+    }
+    const cost = results.figures.filter((f: Figure) => f.section === 'cost');
+    for (const c of controllers)
+      assert.ok(
+        cost.some((f: Figure) => f.name.startsWith(`${c.name}: Cloud Run $ per million`) && f.baseline),
+        `${c.name}: a cost figure beside its baseline`,
+      );
+    assert.ok(
+      cost.some((f: Figure) => /Autopilot/.test(f.name) && f.value > 0),
+      'the always-on pod priced',
+    );
+    // The fleet: one deployment for two clusters beside one per cluster, as ratios.
+    const fleet = results.figures.filter((f: Figure) => f.section === 'fleet');
+    for (const re of [/^function processes .*total peak RSS/, /reconciles per second/]) {
+      const f = fleet.find((x: Figure) => re.test(x.name));
+      assert.ok(f, `fleet: ${re}`);
+      assert.ok(f.value > 0 && (f.baseline?.value ?? 0) > 0, `fleet: ${f.name} and its baseline measured`);
+      assert.match(ratio(f), /^[0-9.]+×$/, `fleet: ${f.name} has a ratio`);
+    }
+    assert.equal(results.fleet.foosPerCluster, results.sizes.fleetFoos);
     const report = readFileSync(join(out, 'report.md'), 'utf8');
+    assert.match(report, /\| controller \| CPU ms \/ reconcile/, 'the per-controller cost table');
+    for (const c of controllers) assert.match(report, new RegExp(`^\\| ${c.name} \\| `, 'm'), c.name);
     assert.match(report, /baseline = 2 namespaces\./, "the API-cost text names this run's baseline");
     for (const s of Object.values(SECTIONS)) assert.ok(report.includes(`## ${s.title}`), s.title);
     assert.match(report, /!\[[^\]]*\]\(latency\.svg\)/);
@@ -83,4 +127,38 @@ test('the report shows each figure once, in its section, with the baseline this 
   const apiCost = report.slice(report.indexOf(`## ${SECTIONS['api-cost']?.title}`));
   assert.match(apiCost, /baseline = 2 namespaces\.\n\n\| figure \|/);
   assert.doesNotMatch(report, /10 namespaces|## Summary/);
+});
+
+test("the cost section's summary has one row per controller, in the order measured", () => {
+  const row = (controller: string) => ({
+    controller,
+    cpuMs: { converged: 3, changing: 5 },
+    wallMs: { converged: 3.1, changing: 8.8 },
+    billedMs: { busy: 3, isolated: 100 },
+    perMillion: { convergedBusy: 0.48, convergedIsolated: 2.93, changingBusy: 0.53, changingIsolated: 2.93 },
+    breakEvenPerHour: { isolated: 4645, busy: 28577 },
+    rssMib: 290,
+    peakRssMib: 303,
+  });
+  const lines = costTable([row('foo'), row('topic')]).split('\n');
+  assert.equal(lines.length, 4);
+  assert.match(
+    lines[2] as string,
+    /^\| foo \| 3, 5 \| 3\.1, 8\.8 \| 3, 100 \| 0\.48, 2\.93 \| 0\.53, 2\.93 \| 4645, 28577 \| 303 \|$/,
+  );
+  assert.match(lines[3] as string, /^\| topic \|/);
+  const report = markdownReport({
+    figures: [
+      { section: 'cost', name: 'foo: x', value: 1, unit: '$', baseline: { name: 'isolated', value: 2 } },
+    ],
+    machine: {},
+    sizes: {},
+    durationMs: 1,
+    tiny: true,
+    chartFile: 'latency.svg',
+    notes: [],
+    extra: { cost: costTable([row('foo')]), fleet: 'never shown: no fleet figure' },
+  });
+  assert.match(report, /\| foo: x \|[^\n]*\n\n\| controller \|/);
+  assert.doesNotMatch(report, /never shown/);
 });
