@@ -18,28 +18,20 @@ import {
   SOURCE_CLUSTER_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import {
+  secondClusterSkip,
+  startSecondTestCluster,
+  startTestCluster,
+  type TestCluster,
+  uniqueSuffix,
+} from '../support/cluster.ts';
 
 const A = 'east';
 const B = 'west';
 const run = uniqueSuffix();
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-const skip =
-  process.env.TEST_KUBECONFIG && !process.env.TEST_KUBECONFIG_2
-    ? 'TEST_KUBECONFIG names one cluster: set TEST_KUBECONFIG_2 to a second one'
-    : false;
-
-async function secondCluster(): Promise<TestCluster> {
-  if (!process.env.TEST_KUBECONFIG_2) return startTestCluster();
-  const saved = process.env.TEST_KUBECONFIG;
-  process.env.TEST_KUBECONFIG = process.env.TEST_KUBECONFIG_2;
-  try {
-    return await startTestCluster();
-  } finally {
-    process.env.TEST_KUBECONFIG = saved;
-  }
-}
+const skip = secondClusterSkip;
 
 describe('secret-replicator: copies in another cluster (two API servers)', { skip }, () => {
   let east: TestCluster;
@@ -69,7 +61,7 @@ describe('secret-replicator: copies in another cluster (two API servers)', { ski
 
   before(async () => {
     east = await startTestCluster();
-    west = await secondCluster();
+    west = await startSecondTestCluster();
     sourceNs = await east.createNamespace(`xw-src-${run}`);
     targetNs = await west.createNamespace(`xw-${run}-team`);
     const controller = createSecretReplicator({

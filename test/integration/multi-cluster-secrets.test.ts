@@ -23,29 +23,20 @@ import {
 import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import {
+  secondClusterSkip,
+  startSecondTestCluster,
+  startTestCluster,
+  type TestCluster,
+  uniqueSuffix,
+} from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const A = 'cluster-a';
 const B = 'cluster-b';
 const run = uniqueSuffix();
 
-const skip =
-  process.env.TEST_KUBECONFIG && !process.env.TEST_KUBECONFIG_2
-    ? 'TEST_KUBECONFIG names one cluster: set TEST_KUBECONFIG_2 to a second one'
-    : false;
-
-/** A second cluster: `TEST_KUBECONFIG_2`'s, else a local API server of its own. */
-async function secondCluster(): Promise<TestCluster> {
-  if (!process.env.TEST_KUBECONFIG_2) return startTestCluster();
-  const saved = process.env.TEST_KUBECONFIG;
-  process.env.TEST_KUBECONFIG = process.env.TEST_KUBECONFIG_2;
-  try {
-    return await startTestCluster();
-  } finally {
-    process.env.TEST_KUBECONFIG = saved;
-  }
-}
+const skip = secondClusterSkip;
 
 const encode = (s: string) => Buffer.from(s).toString('base64');
 const decoded = (s: V1Secret | undefined) => Buffer.from(s?.data?.password ?? '', 'base64').toString();
@@ -115,7 +106,7 @@ describe('cross-cluster Secret replication (serverless, two clusters)', { skip }
 
   before(async () => {
     clusters.set(A, await startTestCluster());
-    clusters.set(B, await secondCluster());
+    clusters.set(B, await startSecondTestCluster());
     source = await (clusters.get(A) as TestCluster).createNamespace(`xc-src-${run}`);
     target = await (clusters.get(B) as TestCluster).createNamespace(`xc-${run}-team`);
     stack = await startLocalStack({

@@ -16,7 +16,12 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kube
 import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  secondClusterSkip,
+  startSecondTestCluster,
+  startTestCluster,
+  type TestCluster,
+} from '../support/cluster.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -27,25 +32,7 @@ const plural = 'foos';
 const A = 'cluster-a';
 const B = 'cluster-b';
 
-const skip =
-  process.env.TEST_KUBECONFIG && !process.env.TEST_KUBECONFIG_2
-    ? 'TEST_KUBECONFIG names one cluster: set TEST_KUBECONFIG_2 to a second one'
-    : false;
-
-/** A second cluster: `TEST_KUBECONFIG_2`'s, else a local API server of its own. */
-async function secondCluster(): Promise<TestCluster> {
-  if (!process.env.TEST_KUBECONFIG_2) {
-    // startTestCluster starts a local API server when TEST_KUBECONFIG is unset: a second one.
-    return startTestCluster();
-  }
-  const saved = process.env.TEST_KUBECONFIG;
-  process.env.TEST_KUBECONFIG = process.env.TEST_KUBECONFIG_2;
-  try {
-    return await startTestCluster();
-  } finally {
-    process.env.TEST_KUBECONFIG = saved;
-  }
-}
+const skip = secondClusterSkip;
 
 describe('one set of functions for two clusters (serverless)', { skip }, () => {
   const clusters = new Map<string, TestCluster>();
@@ -88,7 +75,7 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
 
   before(async () => {
     clusters.set(A, await startTestCluster());
-    clusters.set(B, await secondCluster());
+    clusters.set(B, await startSecondTestCluster());
     ns = await (clusters.get(A) as TestCluster).createNamespace('fleet');
     // The same namespace name in cluster B: keys of both clusters name the same namespace/name.
     await api(B).core.createNamespace({

@@ -133,3 +133,25 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
     },
   };
 }
+
+/**
+ * Why a two-cluster test cannot run, or `false`: with `TEST_KUBECONFIG` (one real cluster) set,
+ * `TEST_KUBECONFIG_2` must name the second.
+ */
+export const secondClusterSkip: string | false =
+  process.env.TEST_KUBECONFIG && !process.env.TEST_KUBECONFIG_2
+    ? 'TEST_KUBECONFIG names one cluster: set TEST_KUBECONFIG_2 to a second one'
+    : false;
+
+/** A second cluster for a two-cluster test: `TEST_KUBECONFIG_2`'s, else a local API server of its own. */
+export async function startSecondTestCluster(): Promise<TestCluster> {
+  // startTestCluster starts a local API server when TEST_KUBECONFIG is unset: a second one.
+  if (!process.env.TEST_KUBECONFIG_2) return startTestCluster();
+  const saved = process.env.TEST_KUBECONFIG;
+  process.env.TEST_KUBECONFIG = process.env.TEST_KUBECONFIG_2;
+  try {
+    return await startTestCluster();
+  } finally {
+    process.env.TEST_KUBECONFIG = saved;
+  }
+}
