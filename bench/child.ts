@@ -62,10 +62,10 @@ if (positionals[0] === 'informer') {
     });
     informer.start();
     await informer.whenSynced();
-    while (informer.list().length < expect) await new Promise((r) => setTimeout(r, 20));
+    while (informer.size < expect) await new Promise((r) => setTimeout(r, 20));
     const rss = rssAfterGc();
     console.log(
-      JSON.stringify({ objects: informer.list().length, rss, baseline, syncMs: performance.now() - started }),
+      JSON.stringify({ objects: informer.size, rss, baseline, syncMs: performance.now() - started }),
     );
     await informer.stop();
   } else {
