@@ -12,9 +12,9 @@
  * reflector `Replace`, with the cached state as the tombstone).
  *
  * The cache keeps per object only what the relay reads of it (docs/architecture.md, decision 1):
- * its key, and a {@link CachedObject} — resourceVersion, uid, generation, and the metadata the
- * primary predicate compares and maps follow (labels, annotations, deletionTimestamp, finalizers,
- * ownerReferences) packed into one JSON string, empty when the object has none. Events carry the
+ * its key, and one JSON string ({@link cacheEntryOf}) of its resourceVersion, uid, generation, and
+ * the metadata the primary predicate compares and maps follow (labels, annotations,
+ * deletionTimestamp, finalizers, ownerReferences). Events carry the
  * object as the API server sent it (metadata only); `oldObject`, a LIST's tombstones and
  * {@link MetadataInformer.get} are rebuilt from the cache with those fields. client-node's
  * `ListWatch` is not used: it keeps every object whole in a cache of its own.
@@ -107,63 +107,42 @@ function isGone(err: unknown): boolean {
 }
 
 /**
- * What the informer's cache keeps of one object, besides its key (`namespace/name`): about 150
- * bytes for an object with one label (`npm run bench`, relay memory). Never the body (metadata-only
- * LIST and WATCH), never `managedFields`, `creationTimestamp` or the last-applied annotation.
+ * The metadata fields a cache entry keeps, in this order: the resourceVersion (an event with the
+ * cached one is a repeat, dropped), the uid (MapContext.get callers compare it with owner
+ * references), the generation, and {@link SIGNIFICANT_METADATA} (what the primary predicate
+ * compares, and what maps read besides identity).
  */
-export class CachedObject {
-  /**
-   * @param resourceVersion the object's; an event with the same one is a repeat (dropped)
-   * @param uid the object's (MapContext.get callers compare it with owner references)
-   * @param generation `metadata.generation`, when the object has one
-   * @param packed `JSON.stringify` of the object's {@link SIGNIFICANT_METADATA} fields that are set (what the primary predicate compares, and what maps read besides identity), `''` when none is
-   */
-  readonly resourceVersion: string | undefined;
-  readonly uid: string | undefined;
-  readonly generation: number | undefined;
-  readonly packed: string;
-  constructor(
-    resourceVersion: string | undefined,
-    uid: string | undefined,
-    generation: number | undefined,
-    packed: string,
-  ) {
-    this.resourceVersion = resourceVersion;
-    this.uid = uid;
-    this.generation = generation;
-    this.packed = packed;
-  }
+export const CACHED_FIELDS = ['resourceVersion', 'uid', 'generation', ...SIGNIFICANT_METADATA] as const;
 
-  /** Cuts an object's metadata down to a cache entry. */
-  static of(obj: KubernetesObject): CachedObject {
-    const m = obj.metadata ?? {};
-    const kept: Record<string, unknown> = {};
-    let any = false;
-    for (const field of SIGNIFICANT_METADATA) {
-      const value = m[field];
-      if (value === undefined || value === null) continue;
-      kept[field] = value;
-      any = true;
-    }
-    return new CachedObject(m.resourceVersion, m.uid, m.generation, any ? JSON.stringify(kept) : '');
-  }
+/**
+ * What the informer's cache keeps of one object besides its key: `JSON.stringify` of the values of
+ * {@link CACHED_FIELDS} as an array (`null` for one not set, trailing ones left out). One flat
+ * string, about 70 bytes for an object with a uid and one label (`npm run bench`, relay memory):
+ * never the body (metadata-only LIST and WATCH), never `managedFields`, `creationTimestamp` or the
+ * last-applied annotation. Two states of one object have equal entries only when their
+ * resourceVersions are equal.
+ */
+export function cacheEntryOf(obj: KubernetesObject): string {
+  const m = (obj.metadata ?? {}) as Record<string, unknown>;
+  const values = CACHED_FIELDS.map((field) => m[field] ?? null);
+  while (values.length > 0 && values.at(-1) === null) values.pop();
+  return JSON.stringify(values);
+}
 
-  /**
-   * The object as the cache knows it: `apiVersion`, `kind`, and `metadata` with name, namespace,
-   * uid, resourceVersion, generation and the packed fields. A new object on each call.
-   */
-  toObject(key: string, resource: ResourceType): KubernetesObject {
-    const { namespace, name } = parseKeyString(key);
-    const metadata: V1ObjectMeta = {
-      name,
-      ...(namespace ? { namespace } : {}),
-      ...(this.uid !== undefined ? { uid: this.uid } : {}),
-      ...(this.resourceVersion !== undefined ? { resourceVersion: this.resourceVersion } : {}),
-      ...(this.generation !== undefined ? { generation: this.generation } : {}),
-      ...(this.packed ? (JSON.parse(this.packed) as V1ObjectMeta) : {}),
-    };
-    return { apiVersion: groupVersion(resource), kind: resource.kind, metadata };
-  }
+/**
+ * The object as the cache knows it: `apiVersion` and `kind` of `resource`, and `metadata` with the
+ * name and namespace of `key` and the {@link CACHED_FIELDS} of `entry` that are set. A new object on
+ * each call.
+ * @param entry a {@link cacheEntryOf} string
+ */
+export function objectOfCacheEntry(key: string, entry: string, resource: ResourceType): KubernetesObject {
+  const { namespace, name } = parseKeyString(key);
+  const metadata: Record<string, unknown> = { name, ...(namespace ? { namespace } : {}) };
+  const values = JSON.parse(entry) as unknown[];
+  CACHED_FIELDS.forEach((field, i) => {
+    if (values[i] !== undefined && values[i] !== null) metadata[field] = values[i];
+  });
+  return { apiVersion: groupVersion(resource), kind: resource.kind, metadata: metadata as V1ObjectMeta };
 }
 
 /** What an informer is doing now. */
@@ -177,7 +156,8 @@ export class MetadataInformer {
   readonly #options: MetadataInformerOptions;
   readonly #log: Logger;
   readonly #backoff: Backoff;
-  readonly #cache = new Map<string, CachedObject>();
+  /** `namespace/name` → {@link cacheEntryOf} the object. */
+  readonly #cache = new Map<string, string>();
   readonly #abort = new AbortController();
   #state: InformerState = 'idle';
   #synced = false;
@@ -263,12 +243,13 @@ export class MetadataInformer {
   }
 
   /**
-   * The cached state of `key` (what {@link CachedObject.toObject} rebuilds: identity, generation,
+   * The cached state of `key` (what {@link objectOfCacheEntry} rebuilds: identity, generation,
    * labels, annotations, deletionTimestamp, finalizers, ownerReferences), or `undefined`.
    */
   get(key: Key): KubernetesObject | undefined {
     const k = keyString(key);
-    return this.#cache.get(k)?.toObject(k, this.resource);
+    const entry = this.#cache.get(k);
+    return entry === undefined ? undefined : objectOfCacheEntry(k, entry, this.resource);
   }
 
   /** Starts list+watch in the background. Idempotent. */
@@ -501,16 +482,16 @@ export class MetadataInformer {
     }
   }
 
-  /** Caches `obj` (as a {@link CachedObject}) and emits ADDED or MODIFIED unless its resourceVersion is the cached one. @returns its key */
+  /** Caches `obj` ({@link cacheEntryOf}) and emits ADDED, or MODIFIED unless it is the cached state. @returns its key */
   #upsert(obj: KubernetesObject): string {
     const key = keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
     const old = this.#cache.get(key);
-    const rv = obj.metadata?.resourceVersion;
-    if (old && rv !== undefined && old.resourceVersion === rv) return key;
-    this.#cache.set(key, CachedObject.of(obj));
+    const entry = cacheEntryOf(obj);
+    if (old === entry) return key; // same resourceVersion: a repeat
+    this.#cache.set(key, entry);
     this.#emit(
-      old
-        ? { type: 'MODIFIED', object: obj, oldObject: old.toObject(key, this.resource) }
+      old !== undefined
+        ? { type: 'MODIFIED', object: obj, oldObject: objectOfCacheEntry(key, old, this.resource) }
         : { type: 'ADDED', object: obj },
     );
     return key;
@@ -526,9 +507,9 @@ export class MetadataInformer {
   /** A key gone from a fresh LIST (or a CRD deleted): the tombstone is the cached state (client-go's `DeletedFinalStateUnknown`). */
   #removeKey(key: string): void {
     const cached = this.#cache.get(key);
-    if (!cached) return;
+    if (cached === undefined) return;
     this.#cache.delete(key);
-    this.#emit({ type: 'DELETED', object: cached.toObject(key, this.resource) });
+    this.#emit({ type: 'DELETED', object: objectOfCacheEntry(key, cached, this.resource) });
   }
 }
 
