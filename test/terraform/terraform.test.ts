@@ -293,7 +293,7 @@ describe('terraform/', () => {
     assert.ok(limit, 'relay_resources.memory_limit default in Mi');
     const flags = /(--max-old-space-size=[^"]*)"/
       .exec(env)?.[1]
-      ?.replace('${floor(local.relay_memory_mib / 2)}', String(Number(limit) / 2));
+      ?.replace(/\$\{floor\(local\.relay_memory_mib \/ 2\)\}/, String(Number(limit) / 2));
     assert.deepEqual(flags?.split(' '), [...RELAY_NODE_OPTIONS]);
   });
 
