@@ -1252,6 +1252,8 @@ async function memoryAndResync(): Promise<void> {
       value: meta.rss / MiB,
       unit: 'MiB',
       baseline: { name: 'full-object informer', value: full.rss / MiB },
+      // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
+      ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
     });
     // The caches' own growth means something only when it dwarfs the noise of a process's RSS
     // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
@@ -1263,6 +1265,14 @@ async function memoryAndResync(): Promise<void> {
           value: (meta.rss - meta.baseline) / MiB,
           unit: 'MiB',
           baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
+          ...(n === FULL_RSS_SIZES[1]
+            ? {
+                target: {
+                  text: 'ratio ≤ 0.2',
+                  met: meta.rss - meta.baseline <= 0.2 * (full.rss - full.baseline),
+                },
+              }
+            : {}),
         },
         {
           section: 'relay',
