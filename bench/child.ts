@@ -2,7 +2,7 @@
  * The benchmark's child processes, so that their memory is measured alone (bench/run.ts spawns them
  * with --expose-gc). Prints one JSON line on stdout.
  *
- *   node --expose-gc bench/child.ts informer --informer metadata|full --kubeconfig F --namespace NS --expect N
+ *   node --expose-gc [relay's V8 flags] bench/child.ts informer --informer metadata|full --kubeconfig F --namespace NS --expect N
  *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
  *   node --max-old-space-size=256 bench/child.ts reconcile --kubeconfig F --controller C --namespace NS
  *     --name N --count K --object '{"apiVersion","kind","metadata"}' --patches '[{…},{…}]'
@@ -46,9 +46,16 @@ const rssAfterGc = () => {
   gc?.();
   return process.memoryUsage().rss;
 };
+/** V8 heap in use after a full GC, bytes (the caches' own size, without the process's other memory). */
+const heapUsedAfterGc = () => {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+};
 
 if (positionals[0] === 'informer') {
   const expect = Number(values.expect);
+  const baselineHeapUsed = heapUsedAfterGc();
   const baseline = rssAfterGc();
   const started = performance.now();
   if (values.informer === 'metadata') {
@@ -62,10 +69,18 @@ if (positionals[0] === 'informer') {
     });
     informer.start();
     await informer.whenSynced();
-    while (informer.list().length < expect) await new Promise((r) => setTimeout(r, 20));
+    while (informer.size < expect) await new Promise((r) => setTimeout(r, 20));
+    const heapUsed = heapUsedAfterGc();
     const rss = rssAfterGc();
     console.log(
-      JSON.stringify({ objects: informer.list().length, rss, baseline, syncMs: performance.now() - started }),
+      JSON.stringify({
+        objects: informer.size,
+        rss,
+        baseline,
+        heapUsed,
+        baselineHeapUsed,
+        syncMs: performance.now() - started,
+      }),
     );
     await informer.stop();
   } else {
@@ -75,9 +90,17 @@ if (positionals[0] === 'informer') {
     );
     await informer.start();
     while (informer.list().length < expect) await new Promise((r) => setTimeout(r, 20));
+    const heapUsed = heapUsedAfterGc();
     const rss = rssAfterGc();
     console.log(
-      JSON.stringify({ objects: informer.list().length, rss, baseline, syncMs: performance.now() - started }),
+      JSON.stringify({
+        objects: informer.list().length,
+        rss,
+        baseline,
+        heapUsed,
+        baselineHeapUsed,
+        syncMs: performance.now() - started,
+      }),
     );
     await informer.stop();
   }

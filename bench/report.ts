@@ -135,7 +135,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   relay: {
     title: 'Relay: throughput on one core, memory of its cache',
-    read: 'Events/s: synthetic watch events through the key pipeline (map, collapse) on one Node thread, publishing to nowhere. Keys/s: distinct keys published to the Pub/Sub emulator. RSS: a child process holding a metadata-only informer of N ConfigMaps (≈256 B of data each) vs a full-object informer (client-node makeInformer) of the same objects, after GC; baseline = full object.',
+    read: "Events/s: synthetic watch events through the key pipeline (map, collapse) on one Node thread, publishing to nowhere. Keys/s: distinct keys published to the Pub/Sub emulator. RSS: a child process holding a metadata-only informer of N ConfigMaps (≈256 B of data each, one label) vs a full-object informer (client-node makeInformer) of the same objects, after GC, both with the relay's deployed V8 flags (heap limit half its 512Mi memory limit, 8 MiB semi-spaces: terraform/kubernetes.tf, local/stack.ts RELAY_NODE_OPTIONS); growth = RSS after sync minus the same process idle; bytes per object = growth / N, and V8 heap used after GC / N (the cache alone); baseline = full object. The child runs the TypeScript sources (type stripping costs both ≈ 21 MiB idle; the image runs tsc's JavaScript).",
   },
   'api-cost': {
     title: 'API cost: requests per no-op reconcile',

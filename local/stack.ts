@@ -177,6 +177,14 @@ export interface LocalStack {
  */
 export const FUNCTION_HEAP_MIB = 256;
 
+/**
+ * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS at the default
+ * 512Mi memory limit (terraform/kubernetes.tf `relay_node_options`): a heap limit of half the limit,
+ * and a young generation of at most 8 MiB per semi-space (V8 otherwise grows it to 64 MiB per
+ * semi-space during a LIST of 100k objects and keeps the pages: `npm run bench`, relay memory).
+ */
+export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=8'] as const;
+
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
 
@@ -451,7 +459,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       const port = await freePort();
       const relay = await startService({
         name: relayName(cluster.id),
-        args: [join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
+        args: [...RELAY_NODE_OPTIONS, join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
         port,
         env: {
           ...env,

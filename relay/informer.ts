@@ -1,14 +1,23 @@
 /**
- * One metadata-only list+watch that never gives up: client-node's informer (`ListWatch`, what
- * `makeInformer` builds) with a {@link MetadataWatch}, restarted with a fresh LIST after any error
- * it does not handle itself, and held back until its resource is served (a CRD created later).
+ * One metadata-only list+watch that never gives up (client-go's reflector with a metadata-only
+ * `ListWatch`, as its `metadatainformer`): a paginated LIST, then WATCH from its resourceVersion
+ * with bookmarks on (client-node's {@link MetadataWatch}), watched again from the last
+ * resourceVersion after a clean close or a silent stream, listed again after 410 Gone, restarted
+ * with a fresh LIST after any other error, and held back until its resource is served (a CRD
+ * created later).
  *
- * client-node's informer re-lists on 410 Gone and re-watches after a clean server-side close, but
- * on any other error (a failed LIST, a non-200 watch answer, a broken stream) it reports `error`
- * and stops for good. Here that starts a new informer after an exponential, capped, jittered
- * backoff; its LIST is diffed against the relay's cache, so objects created, changed or deleted
- * while nothing watched come out as ADDED / MODIFIED / DELETED (client-go's reflector `Replace`,
- * with the cached object as the tombstone).
+ * A failed run (a failed LIST, a non-200 watch answer, a broken stream) starts again after an
+ * exponential, capped, jittered backoff; its LIST is diffed against the cache, so objects created,
+ * changed or deleted while nothing watched come out as ADDED / MODIFIED / DELETED (client-go's
+ * reflector `Replace`, with the cached state as the tombstone).
+ *
+ * The cache keeps per object only what the relay reads of it (docs/architecture.md, decision 1):
+ * its key, and one JSON string ({@link cacheEntryOf}) of its resourceVersion, uid, generation, and
+ * the metadata the primary predicate compares and maps follow (labels, annotations,
+ * deletionTimestamp, finalizers, ownerReferences). Events carry the
+ * object as the API server sent it (metadata only); `oldObject`, a LIST's tombstones and
+ * {@link MetadataInformer.get} are rebuilt from the cache with those fields. client-node's
+ * `ListWatch` is not used: it keeps every object whole in a cache of its own.
  *
  * A watch that stays open but silent — no event and no BOOKMARK for `watchSilenceTimeoutMs` — is
  * aborted and watched again from the last resourceVersion (client-node's inactivity timeout, set
@@ -16,19 +25,21 @@
  * a LIST waits at least its `Retry-After` before the next attempt.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type KubeConfig, type KubernetesObject, ListWatch } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { ResourceType, WatchEvent } from '../functions/contract/controller.ts';
-import { type Key, keyString } from '../functions/contract/key.ts';
+import { type Key, keyString, parseKeyString } from '../functions/contract/key.ts';
 import type { Logger } from '../functions/log.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import {
   ApiStatusError,
   collectionPath,
+  groupVersion,
   isServed,
   listMetadata,
   MetadataWatch,
   resourceName,
 } from './metadata.ts';
+import { SIGNIFICANT_METADATA } from './predicate.ts';
 
 export interface MetadataInformerOptions {
   kubeConfig: KubeConfig;
@@ -81,6 +92,59 @@ export const DEFAULT_WATCH_SILENCE_TIMEOUT_MS = 90_000;
  */
 const HEALTHY_WATCH_MS = 1_000;
 
+/** The first wait (ms) after a watch the server closed within {@link HEALTHY_WATCH_MS}; doubles on each repeat. */
+const CLOSE_BACKOFF_MS = 1_000;
+/** The longest such wait (ms): client-node's `ListWatch.MAX_RECONNECT_DELAY_MS`. */
+const CLOSE_BACKOFF_MAX_MS = 30_000;
+
+/** The error a watch ends with after an ERROR event of status 410 (its resourceVersion was compacted). */
+const GONE = Object.assign(new Error('resourceVersion too old (410 Gone)'), { statusCode: 410 });
+
+/** Whether a watch ended with 410 Gone: as an ERROR event (then closed) or as its HTTP answer. */
+function isGone(err: unknown): boolean {
+  const e = err as { statusCode?: number; code?: number } | null | undefined;
+  return e?.statusCode === 410 || e?.code === 410;
+}
+
+/**
+ * The metadata fields a cache entry keeps, in this order: the resourceVersion (an event with the
+ * cached one is a repeat, dropped), the uid (MapContext.get callers compare it with owner
+ * references), the generation, and {@link SIGNIFICANT_METADATA} (what the primary predicate
+ * compares, and what maps read besides identity).
+ */
+export const CACHED_FIELDS = ['resourceVersion', 'uid', 'generation', ...SIGNIFICANT_METADATA] as const;
+
+/**
+ * What the informer's cache keeps of one object besides its key: `JSON.stringify` of the values of
+ * {@link CACHED_FIELDS} as an array (`null` for one not set, trailing ones left out). One flat
+ * string, about 70 bytes for an object with a uid and one label (`npm run bench`, relay memory):
+ * never the body (metadata-only LIST and WATCH), never `managedFields`, `creationTimestamp` or the
+ * last-applied annotation. Two states of one object have equal entries only when their
+ * resourceVersions are equal.
+ */
+export function cacheEntryOf(obj: KubernetesObject): string {
+  const m = (obj.metadata ?? {}) as Record<string, unknown>;
+  const values = CACHED_FIELDS.map((field) => m[field] ?? null);
+  while (values.length > 0 && values.at(-1) === null) values.pop();
+  return JSON.stringify(values);
+}
+
+/**
+ * The object as the cache knows it: `apiVersion` and `kind` of `resource`, and `metadata` with the
+ * name and namespace of `key` and the {@link CACHED_FIELDS} of `entry` that are set. A new object on
+ * each call.
+ * @param entry a {@link cacheEntryOf} string
+ */
+export function objectOfCacheEntry(key: string, entry: string, resource: ResourceType): KubernetesObject {
+  const { namespace, name } = parseKeyString(key);
+  const metadata: Record<string, unknown> = { name, ...(namespace ? { namespace } : {}) };
+  const values = JSON.parse(entry) as unknown[];
+  CACHED_FIELDS.forEach((field, i) => {
+    if (values[i] !== undefined && values[i] !== null) metadata[field] = values[i];
+  });
+  return { apiVersion: groupVersion(resource), kind: resource.kind, metadata: metadata as V1ObjectMeta };
+}
+
 /** What an informer is doing now. */
 export type InformerState = 'idle' | 'waiting-for-resource' | 'running' | 'backing-off' | 'stopped';
 
@@ -92,7 +156,8 @@ export class MetadataInformer {
   readonly #options: MetadataInformerOptions;
   readonly #log: Logger;
   readonly #backoff: Backoff;
-  readonly #cache = new Map<string, KubernetesObject>();
+  /** `namespace/name` → {@link cacheEntryOf} the object. */
+  readonly #cache = new Map<string, string>();
   readonly #abort = new AbortController();
   #state: InformerState = 'idle';
   #synced = false;
@@ -100,7 +165,8 @@ export class MetadataInformer {
   readonly #syncedPromise = new Promise<void>((resolve) => {
     this.#markSynced = resolve;
   });
-  #current: ListWatch<KubernetesObject> | undefined;
+  /** The open watch request, aborted by stop(). */
+  #request: AbortController | undefined;
   #endRun: ((err: unknown) => void) | undefined;
   #loop: Promise<void> | undefined;
   #restarts = 0;
@@ -166,14 +232,24 @@ export class MetadataInformer {
     this.#options.onWatching?.(watching);
   }
 
-  /** The cached objects (metadata only). */
-  list(): KubernetesObject[] {
-    return [...this.#cache.values()];
+  /** Objects in the cache. */
+  get size(): number {
+    return this.#cache.size;
   }
 
-  /** The cached object of `key` (metadata only), or `undefined`. */
+  /** The keys of the cached objects. */
+  keys(): Key[] {
+    return Array.from(this.#cache.keys(), parseKeyString);
+  }
+
+  /**
+   * The cached state of `key` (what {@link objectOfCacheEntry} rebuilds: identity, generation,
+   * labels, annotations, deletionTimestamp, finalizers, ownerReferences), or `undefined`.
+   */
   get(key: Key): KubernetesObject | undefined {
-    return this.#cache.get(keyString(key));
+    const k = keyString(key);
+    const entry = this.#cache.get(k);
+    return entry === undefined ? undefined : objectOfCacheEntry(k, entry, this.resource);
   }
 
   /** Starts list+watch in the background. Idempotent. */
@@ -186,6 +262,7 @@ export class MetadataInformer {
     if (this.#state === 'stopped') return;
     this.#state = 'stopped';
     this.#abort.abort();
+    this.#request?.abort();
     this.#endRun?.(undefined);
     await this.#loop;
   }
@@ -227,7 +304,7 @@ export class MetadataInformer {
           waitingLogged = true;
         }
         this.#state = 'waiting-for-resource';
-        this.#replace([]); // a deleted CRD took its objects with it: their keys get tombstones
+        for (const key of [...this.#cache.keys()]) this.#removeKey(key); // a deleted CRD took its objects with it: their keys get tombstones
         this.#setSynced();
         await this.#pause(this.#options.discoveryIntervalMs ?? 5_000);
         continue;
@@ -261,77 +338,131 @@ export class MetadataInformer {
     await this.#pause(delayMs);
   }
 
-  /** Runs one client-node informer until it reports an error (resolved with it) or stop() (undefined). */
-  #runInformer(): Promise<unknown> {
+  /**
+   * Runs one list+watch until it fails (resolved with the error) or stop() (undefined): client-go's
+   * reflector `ListAndWatch`. A fresh LIST replaces the cache; each watch resumes from the last
+   * resourceVersion seen (an event's or a BOOKMARK's). A watch that ends cleanly or goes silent
+   * is watched again from there; 410 Gone (an ERROR event or answer: the resourceVersion was
+   * compacted) lists again; any other error ends the run.
+   */
+  async #runInformer(): Promise<unknown> {
     const { kubeConfig, resource, namespace, labelSelector } = this.#options;
-    return new Promise<unknown>((resolve) => {
-      let watchOpenedAt = 0;
-      const informer: ListWatch<KubernetesObject> = new ListWatch(
-        collectionPath(resource, namespace),
-        new MetadataWatch(kubeConfig, resource, {
-          silenceTimeoutMs: this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS,
-          ...(this.#options.onObject ? { onObject: (o: KubernetesObject) => this.#object(o) } : {}),
-          onWholeObject: (kind) => {
-            if (this.#warnedWholeObjects) return;
-            this.#warnedWholeObjects = true;
-            this.#log.warn(
-              { kind },
-              'API server sent whole objects on a metadata watch: stripped on arrival',
-            );
-          },
-          onActivity: () => {
-            if (this.#current === informer) this.#activity();
-          },
-          onWatching: (watching, err) => {
-            if (this.#current !== informer) return;
-            if (watching) watchOpenedAt = Date.now();
-            else if (!err && Date.now() - watchOpenedAt >= HEALTHY_WATCH_MS) {
-              // client-node doubles its re-watch delay after every clean close (1 s … 30 s) and never
-              // resets it, so after a few server-side closes each re-watch would wait 30 s. A watch
-              // that stayed open a while was healthy: watch again at once, as client-go's reflector.
-              (informer as unknown as { reconnectDelayMs: number }).reconnectDelayMs = 0;
-            }
-            this.#setWatching(watching);
-            if ((err as { name?: string } | undefined)?.name === 'TimeoutError') {
-              this.#log.warn(
-                { silenceTimeoutMs: this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS },
-                'watch silent too long (no event, no bookmark): watching again from the last resourceVersion',
-              );
-              this.#options.onSilentWatch?.();
-            }
-          },
-        }),
-        async () => {
-          const list = await listMetadata(kubeConfig, resource, {
-            namespace,
-            labelSelector,
-            ...(this.#options.onObject ? { onObject: (o: KubernetesObject) => this.#object(o) } : {}),
-          });
-          if (this.#current !== informer) throw new Error('informer stopped');
-          this.#replace(list.items);
-          this.#setSynced();
-          this.#activity();
-          return list;
-        },
-        false,
-        labelSelector,
-      );
-      const end = (err: unknown) => {
-        if (this.#current !== informer) return;
-        this.#current = undefined;
+    const silenceTimeoutMs = this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS;
+    const onObject = this.#options.onObject ? (o: KubernetesObject) => this.#object(o) : undefined;
+    const watch = new MetadataWatch(kubeConfig, resource, {
+      silenceTimeoutMs,
+      ...(onObject ? { onObject } : {}),
+      onWholeObject: (kind) => {
+        if (this.#warnedWholeObjects) return;
+        this.#warnedWholeObjects = true;
+        this.#log.warn({ kind }, 'API server sent whole objects on a metadata watch: stripped on arrival');
+      },
+      onActivity: () => this.#activity(),
+      onWatching: (watching, err) => {
+        this.#setWatching(watching);
+        if ((err as { name?: string } | undefined)?.name === 'TimeoutError') {
+          this.#log.warn(
+            { silenceTimeoutMs },
+            'watch silent too long (no event, no bookmark): watching again from the last resourceVersion',
+          );
+          this.#options.onSilentWatch?.();
+        }
+      },
+    });
+    const path = collectionPath(resource, namespace);
+    let resourceVersion = '';
+    let closeDelayMs = 0;
+    while (!this.#stopped()) {
+      if (!resourceVersion) {
+        try {
+          resourceVersion = await this.#list(onObject);
+        } catch (err) {
+          return err;
+        }
+        if (this.#stopped()) return undefined;
+      }
+      const openedAt = Date.now();
+      const ended = await this.#watch(watch, path, resourceVersion, labelSelector);
+      if (this.#stopped()) return undefined;
+      const { err } = ended;
+      resourceVersion = ended.resourceVersion;
+      if (isGone(err)) resourceVersion = '';
+      else if ((err as { name?: string } | undefined)?.name === 'TimeoutError') closeDelayMs = 0;
+      else if (err) return err;
+      else if (Date.now() - openedAt >= HEALTHY_WATCH_MS) closeDelayMs = 0;
+      else {
+        // A watch the server closes at once, again and again: wait 1 s, doubling up to 30 s,
+        // before the next (client-node's ListWatch and client-go's reflector back off the same way).
+        closeDelayMs = Math.min(closeDelayMs ? closeDelayMs * 2 : CLOSE_BACKOFF_MS, CLOSE_BACKOFF_MAX_MS);
+        await this.#pause(closeDelayMs);
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * A paginated LIST applied to the cache page by page (ADDED / MODIFIED as each page arrives),
+   * then DELETED for every cached key it did not list.
+   * @returns the list's resourceVersion, to watch from
+   */
+  async #list(onObject: ((o: KubernetesObject) => void) | undefined): Promise<string> {
+    const { kubeConfig, resource, namespace, labelSelector } = this.#options;
+    const listed = new Set<string>();
+    const list = await listMetadata(kubeConfig, resource, {
+      namespace,
+      labelSelector,
+      ...(onObject ? { onObject } : {}),
+      onPage: (items) => {
+        if (this.#stopped()) return;
+        for (const item of items) listed.add(this.#upsert(item));
+      },
+    });
+    if (this.#stopped()) return '';
+    for (const key of [...this.#cache.keys()]) if (!listed.has(key)) this.#removeKey(key);
+    this.#setSynced();
+    this.#activity();
+    return list.metadata?.resourceVersion ?? '';
+  }
+
+  /** One watch from `resourceVersion` until it ends; resolves with its error and the last resourceVersion seen. */
+  #watch(
+    watch: MetadataWatch,
+    path: string,
+    resourceVersion: string,
+    labelSelector: string | undefined,
+  ): Promise<{ err: unknown; resourceVersion: string }> {
+    return new Promise((resolve) => {
+      let last = resourceVersion;
+      let gone = false;
+      const done = (err: unknown) => {
         this.#endRun = undefined;
-        this.#setWatching(false);
-        void informer.stop();
-        resolve(err);
+        resolve({ err: err ?? (gone ? GONE : undefined), resourceVersion: last });
       };
-      const live = () => this.#current === informer;
-      informer.on('add', (obj) => live() && this.#upsert(obj));
-      informer.on('update', (obj) => live() && this.#upsert(obj));
-      informer.on('delete', (obj) => live() && this.#remove(obj, obj));
-      informer.on('error', (err) => end(err ?? new Error('informer error')));
-      this.#current = informer;
-      this.#endRun = end;
-      informer.start().catch((err: unknown) => end(err));
+      this.#endRun = () => done(undefined);
+      watch
+        .watch(
+          path,
+          { resourceVersion, ...(labelSelector ? { labelSelector } : {}) },
+          (phase, obj: KubernetesObject & { code?: number }) => {
+            if (this.#stopped()) return;
+            if (phase === 'ERROR') {
+              // A Status; 410: the resourceVersion is too old, the server closes the watch next.
+              if (obj?.code === 410) gone = true;
+              return;
+            }
+            if (phase === 'ADDED' || phase === 'MODIFIED') this.#upsert(obj);
+            else if (phase === 'DELETED') this.#remove(obj);
+            last = obj?.metadata?.resourceVersion || last;
+          },
+          (err) => done(err),
+        )
+        .then(
+          (request) => {
+            if (this.#stopped()) request.abort();
+            else this.#request = request;
+          },
+          (err: unknown) => done(err),
+        );
     });
   }
 
@@ -351,28 +482,34 @@ export class MetadataInformer {
     }
   }
 
-  #upsert(obj: KubernetesObject): void {
+  /** Caches `obj` ({@link cacheEntryOf}) and emits ADDED, or MODIFIED unless it is the cached state. @returns its key */
+  #upsert(obj: KubernetesObject): string {
     const key = keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
     const old = this.#cache.get(key);
-    if (old && old.metadata?.resourceVersion === obj.metadata?.resourceVersion) return;
-    this.#cache.set(key, obj);
-    this.#emit(old ? { type: 'MODIFIED', object: obj, oldObject: old } : { type: 'ADDED', object: obj });
+    const entry = cacheEntryOf(obj);
+    if (old === entry) return key; // same resourceVersion: a repeat
+    this.#cache.set(key, entry);
+    this.#emit(
+      old !== undefined
+        ? { type: 'MODIFIED', object: obj, oldObject: objectOfCacheEntry(key, old, this.resource) }
+        : { type: 'ADDED', object: obj },
+    );
+    return key;
   }
 
-  /** Removes `key`'s object; `tombstone` is the last state seen (the DELETED event's object). */
-  #remove(obj: KubernetesObject, tombstone: KubernetesObject): void {
+  /** A DELETED watch event: forgets the key; the event carries the server's last state of the object. */
+  #remove(obj: KubernetesObject): void {
     const key = keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
     if (!this.#cache.delete(key)) return;
-    this.#emit({ type: 'DELETED', object: tombstone });
+    this.#emit({ type: 'DELETED', object: obj });
   }
 
-  /** Makes the cache equal to a fresh LIST, emitting the difference. */
-  #replace(items: KubernetesObject[]): void {
-    const listed = new Set(
-      items.map((o) => keyString({ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' })),
-    );
-    for (const [key, cached] of [...this.#cache]) if (!listed.has(key)) this.#remove(cached, cached);
-    for (const item of items) this.#upsert(item);
+  /** A key gone from a fresh LIST (or a CRD deleted): the tombstone is the cached state (client-go's `DeletedFinalStateUnknown`). */
+  #removeKey(key: string): void {
+    const cached = this.#cache.get(key);
+    if (cached === undefined) return;
+    this.#cache.delete(key);
+    this.#emit({ type: 'DELETED', object: objectOfCacheEntry(key, cached, this.resource) });
   }
 }
 

@@ -201,7 +201,7 @@ async function getJson(
 
 /**
  * Metadata-only paginated LIST of a resource (`limit`/`continue`, one consistent snapshot).
- * @returns the items cut down by {@link stripToMetadata}, and the list's resourceVersion.
+ * @returns the items cut down by {@link stripToMetadata} (none with `onPage`), and the list's resourceVersion.
  * @throws {ApiStatusError} on a non-2xx answer (410 when a continue token expired);
  *   {@link Error} when the server ignored the metadata Accept header (it would send object bodies).
  */
@@ -214,6 +214,11 @@ export async function listMetadata(
     pageSize?: number;
     /** Lists whole objects and hands each to this before stripping it ({@link MetadataWatchHooks.onObject}). */
     onObject?(object: KubernetesObject): void;
+    /**
+     * Receives each page's items (stripped) as it arrives, instead of the result's `items` (then
+     * empty): a LIST of 100 000 objects never holds more than one page of them.
+     */
+    onPage?(items: KubernetesObject[]): void;
   } = {},
 ): Promise<KubernetesListObject<KubernetesObject>> {
   const path = collectionPath(r, options.namespace);
@@ -239,7 +244,9 @@ export async function listMetadata(
         `GET ${path} answered ${String(page.kind)}, not PartialObjectMetadataList: the API server does not serve metadata-only lists`,
       );
     }
-    for (const item of page.items ?? []) items.push(stripToMetadata(item, r));
+    const stripped = (page.items ?? []).map((item) => stripToMetadata(item, r));
+    if (options.onPage) options.onPage(stripped);
+    else items.push(...stripped);
     resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
     // Raw JSON spells it `continue` (client-node's deserialised type says `_continue`).
     continueToken = (page.metadata as { continue?: string } | undefined)?.continue || undefined;

@@ -127,11 +127,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     collapseMs,
     collapseMode: options.collapseMode,
     publish: (m) => options.publisher.publish(m),
-    primaryKeys: (controller): Key[] =>
-      (primaryOf.get(controller)?.list() ?? []).map((o) => ({
-        namespace: o.metadata?.namespace ?? '',
-        name: o.metadata?.name ?? '',
-      })),
+    primaryKeys: (controller): Key[] => primaryOf.get(controller)?.keys() ?? [],
     lookup: (controller, resource, key) => {
       for (const plan of plans) {
         if (plan.resource.group !== resource.group || plan.resource.kind !== resource.kind) continue;
@@ -255,7 +251,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         synced: i.hasSynced(),
         watching: i.watching,
         restarts: i.restarts,
-        objects: i.list().length,
+        objects: i.size,
       })),
     stop() {
       stopping ??= (async () => {

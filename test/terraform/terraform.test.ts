@@ -280,6 +280,23 @@ describe('terraform/', () => {
     assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
   });
 
+  test("the relay's V8 flags are stated: a heap limit of half its memory limit, the ones the bench measures", async () => {
+    const { RELAY_NODE_OPTIONS } = await import('../../local/stack.ts');
+    const env = strings(m.locals.get('relay_node_env')).join('\n');
+    assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{floor\(local\.relay_memory_mib \/ 2\)\}/s);
+    assert.match(String(m.locals.get('relay_memory_limit')), /var\.relay_resources\.memory_limit/);
+    assert.match(clusterInputs(m).relay_env ?? '', /local\.relay_node_env/);
+    // local/stack.ts states the same flags for the default 512Mi limit (the local relay, the bench).
+    const limit = /memory_limit\s*=\s*optional\(string,\s*"(\d+)Mi"\)/.exec(
+      readFileSync(join(TF_DIR, 'variables.tf'), 'utf8'),
+    )?.[1];
+    assert.ok(limit, 'relay_resources.memory_limit default in Mi');
+    const flags = /(--max-old-space-size=[^"]*)"/
+      .exec(env)?.[1]
+      ?.replace(/\$\{floor\(local\.relay_memory_mib \/ 2\)\}/, String(Number(limit) / 2));
+    assert.deepEqual(flags?.split(' '), [...RELAY_NODE_OPTIONS]);
+  });
+
   test('the source archive comes from the packaged build and is named by its hash', () => {
     const archive = m.data.get('archive_file')?.get('functions');
     assert.ok(archive);
