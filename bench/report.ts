@@ -129,6 +129,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'Throughput: Foos created at once → all Ready',
     read: 'Foos created together (50 concurrent creates), a simulated node making their Deployments available; time until every Foo is Ready=True, and reconciles run (outcome lines). Baseline: the in-process mode.',
   },
+  breakdown: {
+    title: 'Where the serverless time and reconciles go (traces)',
+    read: "A serverless local stack tracing every key to files (what `levelset trace` reads). Secret: isolated source Secret changes, each split by its trace (the relay's `enqueue` span of the patched resourceVersion, the Pub/Sub client's publish span, the function's `reconcile` span and its API calls) into segments from the API write to the bench's watch seeing every copy; baseline = the traced end-to-end median, so the ratio is each segment's share (medians do not add up exactly). Foo: Foos created at once with a simulated node; each Foo reconcile is counted under the watch event that enqueued it and the collapse edge that published it (trailing: the key waited for the window's end); baseline = all Foo reconciles per Foo.",
+  },
   collapse: {
     title: 'Collapse: leading + trailing edge vs trailing only',
     read: 'The relay alone against the API server and the Pub/Sub emulator. Isolated change: API write → Pub/Sub accepted the key message. Bursts: messages published. Baseline: the old trailing-only collapse (every key waits one window). Targets from the issue are checked.',

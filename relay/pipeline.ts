@@ -32,7 +32,7 @@ import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
+import { type CollapseEdge, type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
 import { primaryEventPasses } from './predicate.ts';
@@ -210,7 +210,7 @@ export class KeyPipeline {
       windowMs: options.collapseMs,
       mode: options.collapseMode,
       timers: this.#timers,
-      emit: (_id, key, firstAddedAt) => this.#publish(key, firstAddedAt),
+      emit: (_id, key, firstAddedAt, edge) => this.#publish(key, firstAddedAt, edge),
     });
   }
 
@@ -335,8 +335,9 @@ export class KeyPipeline {
     else this.#options.metrics?.keysCollapsed.inc({ controller });
   }
 
-  #publish(queued: Queued, firstAddedAt: number): void {
+  #publish(queued: Queued, firstAddedAt: number, edge: CollapseEdge): void {
     const { span, ...key } = queued;
+    if (span.isRecording()) span.setAttribute(ATTR.edge, edge);
     const id = orderingKeyOf(key);
     const waiting = this.#waiting.get(id);
     if (waiting?.span === span) {
