@@ -14,6 +14,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -44,6 +45,7 @@ import { inDeliverySpan, reconcileKey } from '../functions/reconcile.ts';
 import { startTracing } from '../functions/tracing.ts';
 import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
+import { startPushProxy } from '../local/push-proxy.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import {
@@ -2165,6 +2167,51 @@ async function breakdown(): Promise<void> {
       unit: 'ms',
       baseline: { name: 'the traced end-to-end median', value: total },
     });
+
+  // The local push proxy's own hop (ours, local only: Cloud Run is pushed to directly), measured
+  // alone: a push to the proxy in front of a server that answers 204 at once, vs to that server.
+  const answer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => answer.listen(0, '127.0.0.1', resolve));
+  const address = answer.address();
+  const direct = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+  const proxy = await startPushProxy({
+    target: direct,
+    emulatorHost: emulator.host,
+    projectId: emulator.projectId,
+    deadLetterTopic: `projects/${emulator.projectId}/topics/bench-breakdown-dead-letters`,
+    subscription: `projects/${emulator.projectId}/subscriptions/bench-breakdown`,
+  });
+  const push = async (url: string, i: number) => {
+    const t0 = performance.now();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        message: { data: Buffer.from('{}').toString('base64'), messageId: String(i), attributes: {} },
+        subscription: 'bench-breakdown',
+      }),
+    });
+    await res.arrayBuffer();
+    return performance.now() - t0;
+  };
+  const hops = { proxy: [] as number[], direct: [] as number[] };
+  const pushes = tiny ? 20 : 500;
+  for (let i = 0; i < pushes; i++) {
+    hops.proxy.push(await push(proxy.url, i));
+    hops.direct.push(await push(direct, i));
+  }
+  await proxy.stop();
+  await new Promise((resolve) => answer.close(resolve));
+  figures.push({
+    section: 'breakdown',
+    name: `a push through the local push proxy (emulator → proxy → function), median of ${pushes}`,
+    value: quantiles(hops.proxy).p50,
+    unit: 'ms',
+    baseline: { name: 'the same push straight to the server', value: quantiles(hops.direct).p50 },
+  });
 
   // Foo: each reconcile's trigger.
   const triggers = new Map<string, number>();
