@@ -2015,17 +2015,36 @@ async function tracingCost(): Promise<void> {
  * whether it was published on a leading or a trailing edge of the collapse window).
  */
 async function breakdown(): Promise<void> {
-  const simulated = await startSimulatedNode(kc, quiet);
+  // An API server of its own, empty: a relay started on the bench's own would first list (and
+  // reconcile) the thousands of objects the earlier sections left there.
+  const own = await startApiServerProcess();
   const stateDir = mkdtempSync(join(tmpdir(), 'levelset-bench-breakdown-'));
-  const exists = (err: unknown) => {
-    if ((err as { code?: number }).code !== 409) throw err;
-  };
+  try {
+    await breakdownOn(own.kubeconfigPath, stateDir);
+  } finally {
+    await own.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** The breakdown section on the API server of `kubeconfigPath`, the stack's files in `stateDir`. */
+async function breakdownOn(kubeconfigPath: string, stateDir: string): Promise<void> {
+  const kc = new PooledKubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await exec('kubectl', [
+    '--kubeconfig',
+    kubeconfigPath,
+    'apply',
+    '-f',
+    join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'),
+  ]);
+  const simulated = await startSimulatedNode(kc, quiet);
   const source = 'bench-source';
-  await createNs(source).catch(exists);
   const targets = Array.from({ length: sizes.targets }, (_, i) => `bench-target-${i}`);
-  for (const t of targets) await createNs(t).catch(exists);
   const ns = 'bench-breakdown';
-  await createNs(ns).catch(exists);
+  for (const name of [source, ...targets, ns]) await core.createNamespace({ body: { metadata: { name } } });
   const secrets = watchObjects(kc, '/api/v1/secrets');
   const foos = watchObjects(kc, `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
   await Promise.all([secrets.ready, foos.ready]);
@@ -2034,7 +2053,7 @@ async function breakdown(): Promise<void> {
   const changes: { rv: string; t0: number; at: number }[] = [];
   const stack = await startLocalStack({
     mode: 'serverless',
-    kubeconfigPath: local.kubeconfigPath,
+    kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: source, LOG_LEVEL: 'warn' },
     stateDir,
   });
@@ -2101,7 +2120,6 @@ async function breakdown(): Promise<void> {
     foos.stop();
   }
   const spans = readSpans(join(stateDir, 'traces'));
-  rmSync(stateDir, { recursive: true, force: true });
   const byTrace = new Map<string, TracedSpan[]>();
   for (const s of spans) {
     const list = byTrace.get(s.traceId) ?? [];
