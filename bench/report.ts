@@ -129,6 +129,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'Throughput: Foos created at once → all Ready',
     read: 'Foos created together (50 concurrent creates), a simulated node making their Deployments available; time until every Foo is Ready=True, and reconciles run (outcome lines). Baseline: the in-process mode.',
   },
+  breakdown: {
+    title: 'Where the serverless time and reconciles go (traces)',
+    read: "A serverless local stack tracing every key to files (what `levelset trace` reads). Secret: isolated source Secret changes, each split by its trace (the relay's `enqueue` span of the patched resourceVersion, the Pub/Sub client's publish span, the function's `reconcile` span and its API calls) into segments from the API write to the bench's watch seeing every copy; baseline = the traced end-to-end median, so the ratio is each segment's share (medians do not add up exactly; the processes' clocks agree within a few ms, so a segment near 0 may read slightly negative). Only two segments are serverless's own, the rest (the watch, the reconcile's reads and writes) the in-process mode pays as well: the publish (the Pub/Sub client and the emulator, gRPC) and the push (the emulator's push loop, then the local push proxy, measured alone below, and functions-framework); on Google Cloud the push goes straight to Cloud Run, without the proxy. Foo: Foos created at once with a simulated node; each Foo reconcile is counted under the watch event that enqueued it and the collapse edge that published it (trailing: the key waited for the window's end); baseline = all Foo reconciles per Foo.",
+  },
   collapse: {
     title: 'Collapse: leading + trailing edge vs trailing only',
     read: 'The relay alone against the API server and the Pub/Sub emulator. Isolated change: API write → Pub/Sub accepted the key message. Bursts: messages published. Baseline: the old trailing-only collapse (every key waits one window). Targets from the issue are checked.',
@@ -227,7 +231,7 @@ export function markdownReport(options: {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing, fleet',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing, fleet',
     '```',
     '',
     'It starts its own local API server (local/apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -14,6 +14,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -29,11 +30,12 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { ROOT_CONTEXT } from '@opentelemetry/api';
+import { readSpans, type TracedSpan } from '../cli/impl/trace.ts';
 import type { Controller } from '../functions/contract/controller.ts';
 import { controllers as registry } from '../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../functions/controllers/secret-replicator/plan.ts';
 import { createEventRecorder } from '../functions/k8s/events.ts';
-import { ATTR } from '../functions/k8s/tracing.ts';
+import { ATTR, SPAN } from '../functions/k8s/tracing.ts';
 import { configmaps, pods } from '../functions/kit/resources.ts';
 import { createLogger, LABELS } from '../functions/log.ts';
 import type { KeyMessage } from '../functions/message.ts';
@@ -43,6 +45,7 @@ import { inDeliverySpan, reconcileKey } from '../functions/reconcile.ts';
 import { startTracing } from '../functions/tracing.ts';
 import { startGrpcProxy } from '../local/grpc-proxy.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../local/pubsub-emulator.ts';
+import { startPushProxy } from '../local/push-proxy.ts';
 import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import {
@@ -96,6 +99,7 @@ const tiny = args.tiny ?? false;
 /** The sections, in the order they run (`--only` takes these names); declared below. */
 const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['e2e/throughput', e2eAndThroughput],
+  ['breakdown', breakdown],
   ['collapse', collapse],
   ['relay', relayThroughput],
   ['api-cost', apiCost],
@@ -2000,4 +2004,270 @@ async function tracingCost(): Promise<void> {
       baseline: { name: 'tracing off', value: off.events },
     },
   );
+}
+
+/**
+ * Where the serverless time and reconciles go, from the traces of a local stack (every span
+ * exported to files, what `levelset trace` reads): for isolated Secret changes, the serverless
+ * end-to-end time split into API write → relay saw it → Pub/Sub accepted the key → the function
+ * received the push → the reconcile's reads → its writes → the bench's watch saw every copy; for
+ * Foos created at once, each Foo reconcile's trigger (the watch event of its `enqueue` span, and
+ * whether it was published on a leading or a trailing edge of the collapse window).
+ */
+async function breakdown(): Promise<void> {
+  // An API server of its own, empty: a relay started on the bench's own would first list (and
+  // reconcile) the thousands of objects the earlier sections left there.
+  const own = await startApiServerProcess();
+  const stateDir = mkdtempSync(join(tmpdir(), 'levelset-bench-breakdown-'));
+  try {
+    await breakdownOn(own.kubeconfigPath, stateDir);
+  } finally {
+    await own.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** The breakdown section on the API server of `kubeconfigPath`, the stack's files in `stateDir`. */
+async function breakdownOn(kubeconfigPath: string, stateDir: string): Promise<void> {
+  const kc = new PooledKubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  await exec('kubectl', [
+    '--kubeconfig',
+    kubeconfigPath,
+    'apply',
+    '-f',
+    join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'),
+  ]);
+  const simulated = await startSimulatedNode(kc, quiet);
+  const source = 'bench-source';
+  const targets = Array.from({ length: sizes.targets }, (_, i) => `bench-target-${i}`);
+  const ns = 'bench-breakdown';
+  for (const name of [source, ...targets, ns]) await core.createNamespace({ body: { metadata: { name } } });
+  const secrets = watchObjects(kc, '/api/v1/secrets');
+  const foos = watchObjects(kc, `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${ns}/foos`);
+  await Promise.all([secrets.ready, foos.ready]);
+  const decoded = (o: KubernetesObject | undefined) =>
+    Buffer.from((o as { data?: Record<string, string> } | undefined)?.data?.v ?? '', 'base64').toString();
+  const changes: { rv: string; t0: number; at: number }[] = [];
+  const stack = await startLocalStack({
+    mode: 'serverless',
+    kubeconfigPath,
+    env: { LEVELSET_SOURCE_NAMESPACE: source, LOG_LEVEL: 'warn' },
+    stateDir,
+  });
+  const fooCount = tiny ? 5 : 200;
+  try {
+    const names = Array.from({ length: sizes.rotation }, (_, k) => `traced-${k}`);
+    for (const name of names)
+      await core.createNamespacedSecret({
+        namespace: source,
+        body: {
+          metadata: {
+            name,
+            namespace: source,
+            annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-target-.*' },
+          },
+          data: { v: Buffer.from('0').toString('base64') },
+        },
+      });
+    const copiesAre = (name: string, v: string) => () =>
+      targets.every((t) => decoded(secrets.get(t, name)) === v);
+    for (const name of names) await secrets.until(copiesAre(name, '0'));
+    const n = tiny ? 4 : 100;
+    for (let i = 1; i <= n; i++) {
+      const name = names[i % names.length] as string;
+      const t0 = now();
+      const patched = await core.patchNamespacedSecret(
+        { namespace: source, name, body: { data: { v: Buffer.from(String(i)).toString('base64') } } },
+        merge,
+      );
+      const at = await secrets.until(copiesAre(name, String(i)), 30_000).catch(() => undefined);
+      if (at !== undefined) changes.push({ rv: patched.metadata?.resourceVersion ?? '', t0, at });
+    }
+    const fooNames = Array.from({ length: fooCount }, (_, i) => `bd-${i}`);
+    await pool(fooNames, 50, (name) =>
+      custom.createNamespacedCustomObject({
+        group: 'samplecontroller.k8s.io',
+        version: 'v1alpha1',
+        plural: 'foos',
+        namespace: ns,
+        body: {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+          kind: 'Foo',
+          metadata: { name },
+          spec: { deploymentName: name, replicas: 1 },
+        },
+      }),
+    );
+    await foos.until(() => {
+      let ready = 0;
+      for (const o of foos.all())
+        if (
+          (o as { status?: { conditions?: { type: string; status: string }[] } }).status?.conditions?.some(
+            (c) => c.type === 'Ready' && c.status === 'True',
+          )
+        )
+          ready++;
+      return ready === fooCount;
+    }, 600_000);
+    await sleep(1000); // the last reconciles end their spans
+  } finally {
+    await stack.stop();
+    await simulated.stop();
+    secrets.stop();
+    foos.stop();
+  }
+  const spans = readSpans(join(stateDir, 'traces'));
+  const byTrace = new Map<string, TracedSpan[]>();
+  for (const s of spans) {
+    const list = byTrace.get(s.traceId) ?? [];
+    list.push(s);
+    byTrace.set(s.traceId, list);
+  }
+  const end = (s: TracedSpan) => s.startMs + s.durationMs;
+  const isWrite = (s: TracedSpan) =>
+    ['PUT', 'POST', 'PATCH', 'DELETE'].includes(String(s.attributes['http.request.method'] ?? ''));
+
+  // Secret: each change's trace, from the enqueue of the patched resourceVersion.
+  const segments: Record<string, number[]> = {
+    'API write → relay saw the watch event': [],
+    'relay saw → Pub/Sub accepted the key (publish)': [],
+    'published → the function received the push (emulator push loop, local push proxy, functions-framework)':
+      [],
+    'reconcile: reads (start → first write sent)': [],
+    'reconcile: writes (first write sent → last write sent)': [],
+    "last write sent → the bench's watch saw every copy (API server, watch)": [],
+    'reconcile span, whole (reads, writes, Event, 204)': [],
+  };
+  const totals: number[] = [];
+  for (const c of changes) {
+    const enqueue = spans.find(
+      (s) =>
+        s.name === SPAN.enqueue &&
+        s.attributes[ATTR.controller] === 'secret-replicator' &&
+        s.attributes[ATTR.resourceVersion] === c.rv,
+    );
+    if (!enqueue) continue;
+    const trace = byTrace.get(enqueue.traceId) ?? [];
+    const publish = trace.find((s) => s.name.endsWith(' create') && s.service === enqueue.service);
+    const reconcile = trace.find((s) => s.name === SPAN.reconcile);
+    if (!publish || !reconcile) continue;
+    const writes = trace.filter(
+      (s) =>
+        isWrite(s) &&
+        s.startMs >= reconcile.startMs &&
+        s.startMs <= end(reconcile) &&
+        !String(s.attributes['url.path'] ?? '').endsWith('/events'),
+    );
+    if (!writes.length) continue;
+    const firstWrite = Math.min(...writes.map((s) => s.startMs));
+    const lastWrite = Math.max(...writes.map((s) => s.startMs));
+    const v = [
+      enqueue.startMs - c.t0,
+      end(publish) - enqueue.startMs,
+      reconcile.startMs - end(publish),
+      firstWrite - reconcile.startMs,
+      lastWrite - firstWrite,
+      c.at - lastWrite,
+      reconcile.durationMs,
+    ];
+    Object.values(segments).forEach((list, i) => void list.push(v[i] as number));
+    totals.push(c.at - c.t0);
+  }
+  const total = quantiles(totals).p50;
+  // A change that collapsed into a waiting publish (its object changed again inside the window, as
+  // at tiny sizes) has no enqueue span of its own: left out.
+  if (totals.length < changes.length)
+    notes.push(
+      `breakdown: ${changes.length - totals.length} of ${changes.length} Secret changes had no trace of their own (collapsed into a waiting publish) and are left out`,
+    );
+  for (const [name, values] of Object.entries(segments))
+    if (values.length > 0)
+      figures.push({
+        section: 'breakdown',
+        name: `Secret change, serverless: ${name}, median (n=${values.length})`,
+        value: quantiles(values).p50,
+        unit: 'ms',
+        baseline: { name: 'the traced end-to-end median', value: total },
+      });
+
+  // The local push proxy's own hop (ours, local only: Cloud Run is pushed to directly), measured
+  // alone: a push to the proxy in front of a server that answers 204 at once, vs to that server.
+  const answer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => answer.listen(0, '127.0.0.1', resolve));
+  const address = answer.address();
+  const direct = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+  const proxy = await startPushProxy({
+    target: direct,
+    emulatorHost: emulator.host,
+    projectId: emulator.projectId,
+    deadLetterTopic: `projects/${emulator.projectId}/topics/bench-breakdown-dead-letters`,
+    subscription: `projects/${emulator.projectId}/subscriptions/bench-breakdown`,
+  });
+  const push = async (url: string, i: number) => {
+    const t0 = performance.now();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        message: { data: Buffer.from('{}').toString('base64'), messageId: String(i), attributes: {} },
+        subscription: 'bench-breakdown',
+      }),
+    });
+    await res.arrayBuffer();
+    return performance.now() - t0;
+  };
+  const hops = { proxy: [] as number[], direct: [] as number[] };
+  const pushes = tiny ? 20 : 500;
+  for (let i = 0; i < pushes; i++) {
+    hops.proxy.push(await push(proxy.url, i));
+    hops.direct.push(await push(direct, i));
+  }
+  await proxy.stop();
+  await new Promise((resolve) => answer.close(resolve));
+  figures.push({
+    section: 'breakdown',
+    name: `a push through the local push proxy (emulator → proxy → function), median of ${pushes}`,
+    value: quantiles(hops.proxy).p50,
+    unit: 'ms',
+    baseline: { name: 'the same push straight to the server', value: quantiles(hops.direct).p50 },
+  });
+
+  // Foo: each reconcile's trigger.
+  const triggers = new Map<string, number>();
+  let reconciles = 0;
+  for (const r of spans) {
+    if (r.name !== SPAN.reconcile || r.attributes[ATTR.controller] !== 'foo') continue;
+    if (!String(r.attributes[ATTR.key] ?? '').startsWith(`${ns}/`)) continue;
+    reconciles++;
+    const trace = byTrace.get(r.traceId) ?? [];
+    const enqueue = trace.find((s) => s.name === SPAN.enqueue);
+    const publish = trace.find((s) => s.name.endsWith(' create') && s.service === enqueue?.service);
+    let label = `no enqueue span (${r.attributes[ATTR.reason] ?? 'unknown reason'})`;
+    if (enqueue) {
+      const a = enqueue.attributes;
+      // The relay's own word (levelset.collapse.edge); without it, a key that waited was trailing.
+      const waited = publish && publish.startMs - enqueue.startMs > sizes.collapseMs / 2;
+      const edge = `${a[ATTR.edge] ?? (waited ? 'trailing' : 'leading')} edge`;
+      const collapsed = Number(a[ATTR.collapsed] ?? 0);
+      label =
+        a[ATTR.cause] === 'watch'
+          ? `${a[ATTR.eventType]} ${a[ATTR.resource]}, ${edge}${collapsed ? ' (+ collapsed events)' : ''}`
+          : `${a[ATTR.cause]}`;
+    }
+    triggers.set(label, (triggers.get(label) ?? 0) + 1);
+  }
+  for (const [label, count] of [...triggers].sort((a, b) => b[1] - a[1]))
+    figures.push({
+      section: 'breakdown',
+      name: `Foo reconciles triggered by ${label}, per Foo (${fooCount} Foos created at once)`,
+      value: count / fooCount,
+      unit: 'reconciles',
+      baseline: { name: 'every Foo reconcile, per Foo', value: reconciles / fooCount },
+    });
 }

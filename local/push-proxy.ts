@@ -24,7 +24,7 @@
  * It also keeps the delivery figures the watchdog (local/watchdog.ts) and `levelset status` read
  * (`GET /deliveries`, answered by the proxy itself).
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { DEAD_LETTER_ATTRIBUTES } from '../functions/message.ts';
@@ -98,10 +98,49 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Whether `err` (from fetch) is a refused connection: nothing listens on the function's port. */
+/** Whether `err` (from {@link forward}) is a refused connection: nothing listens on the function's port. */
 function connectionRefused(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: string; errors?: { code?: string }[] } }).cause;
-  return cause?.code === 'ECONNREFUSED' || !!cause?.errors?.some((e) => e.code === 'ECONNREFUSED');
+  const e = err as { code?: string; errors?: { code?: string }[] };
+  return e.code === 'ECONNREFUSED' || !!e.errors?.some((x) => x.code === 'ECONNREFUSED');
+}
+
+/**
+ * POSTs `body` to `url` over a kept-alive connection of `agent` (node:http: a push costs one request on an
+ * open socket, about a millisecond less than fetch's) and resolves with the answer's status once
+ * its body is read.
+ * @throws the request's error (`ECONNREFUSED`, a reset), or a `TimeoutError` after `timeoutMs`
+ */
+function forward(
+  agent: Agent,
+  url: URL,
+  method: string,
+  contentType: string,
+  body: Buffer | undefined,
+  timeoutMs: number,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        agent,
+        headers: {
+          'content-type': contentType,
+          ...(body ? { 'content-length': String(body.length) } : {}),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 502));
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(timeoutMs, () =>
+      req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: 'TimeoutError' })),
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 interface PushMessage {
@@ -118,6 +157,8 @@ interface PushMessage {
  */
 export async function startPushProxy(options: PushProxyOptions): Promise<PushProxy> {
   const maxAttempts = options.maxDeliveryAttempts ?? 5;
+  /** Keep-alive connections to the function, reused across pushes. */
+  const agent = new Agent({ keepAlive: true });
   const forwardSlot = pLimit(options.maxConcurrentPushes ?? Number.POSITIVE_INFINITY);
   const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const deadLetters = pubsub.topic(options.deadLetterTopic, { batching: { maxMessages: 1 } });
@@ -170,16 +211,17 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
           : body;
       let status: number;
       try {
-        status = await forwardSlot(async () => {
-          const answer = await fetch(new URL(req.url ?? '/', options.target), {
-            method: req.method,
-            headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
-            body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
-            signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
-          });
-          await answer.arrayBuffer().catch(() => undefined);
-          return answer.status;
-        });
+        const method = req.method ?? 'POST';
+        status = await forwardSlot(() =>
+          forward(
+            agent,
+            new URL(req.url ?? '/', options.target),
+            method,
+            req.headers['content-type'] ?? 'application/json',
+            method === 'GET' || method === 'HEAD' ? undefined : forwarded,
+            options.timeoutMs ?? 60_000,
+          ),
+        );
       } catch (err) {
         if (connectionRefused(err)) {
           stats.refused++;
@@ -242,6 +284,7 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     },
     onSettled: (listener) => void listeners.push(listener),
     async stop() {
+      agent.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await pubsub.close().catch(() => {});

@@ -26,6 +26,9 @@ export const systemTimers: Timers = {
   now: () => Date.now(),
 };
 
+/** The edge of a window an emit is on. */
+export type CollapseEdge = 'leading' | 'trailing';
+
 /** Which edges of a window emit: see the module comment. */
 export type CollapseMode = 'leading-trailing' | 'trailing';
 export const COLLAPSE_MODES: readonly CollapseMode[] = ['leading-trailing', 'trailing'];
@@ -35,8 +38,12 @@ export interface CollapserOptions<T> {
   windowMs: number;
   /** Default `leading-trailing`. */
   mode?: CollapseMode;
-  /** Receives each emitted key, with the time (ms since the epoch) of the add it answers. */
-  emit(id: string, item: T, firstAddedAt: number): void;
+  /**
+   * Receives each emitted key, with the time (ms since the epoch) of the add it answers and the
+   * edge that emits it: `leading` (at once, from {@link Collapser.add}) or `trailing` (at a
+   * window's end, or by {@link Collapser.flush}).
+   */
+  emit(id: string, item: T, firstAddedAt: number, edge: CollapseEdge): void;
   timers?: Timers;
 }
 
@@ -91,7 +98,7 @@ export class Collapser<T> {
       opened.pending = { item, firstAddedAt: now };
       this.#pending++;
     } else {
-      this.#emit(id, item, now);
+      this.#emit(id, item, now, 'leading');
     }
     return true;
   }
@@ -105,7 +112,8 @@ export class Collapser<T> {
   flush(): void {
     const windows = [...this.#windows];
     this.clear();
-    for (const [id, w] of windows) if (w.pending) this.#emit(id, w.pending.item, w.pending.firstAddedAt);
+    for (const [id, w] of windows)
+      if (w.pending) this.#emit(id, w.pending.item, w.pending.firstAddedAt, 'trailing');
   }
 
   /** Drops every window and waiting key without emitting. */
@@ -128,6 +136,6 @@ export class Collapser<T> {
     w.pending = undefined;
     if (this.mode === 'trailing') this.#windows.delete(id);
     else w.handle = this.#timers.setTimeout(() => this.#close(id), this.windowMs);
-    this.#emit(id, pending.item, pending.firstAddedAt);
+    this.#emit(id, pending.item, pending.firstAddedAt, 'trailing');
   }
 }

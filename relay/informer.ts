@@ -39,7 +39,7 @@ import {
   MetadataWatch,
   resourceName,
 } from './metadata.ts';
-import { SIGNIFICANT_METADATA } from './predicate.ts';
+import { recordStatusRead, SIGNIFICANT_METADATA } from './predicate.ts';
 
 export interface MetadataInformerOptions {
   kubeConfig: KubeConfig;
@@ -57,6 +57,14 @@ export interface MetadataInformerOptions {
    * For the spec indexes (relay/spec-index.ts). Synchronous; must not throw.
    */
   onObject?(object: KubernetesObject): void;
+  /**
+   * What the watches served read of an object's status (their `Watch.readsStatus`, combined): with
+   * it the informer lists and watches whole objects, keeps the JSON of this value per object beside
+   * its cache entry, and records it (relay/predicate.ts `recordStatusRead`) on each event's object
+   * and old object; the body is dropped at once. One that throws records nothing for the object
+   * (its events then pass every status predicate).
+   */
+  readsStatus?(object: KubernetesObject): unknown;
   /** Called before each restart, with the error that ended the previous run. */
   onRestart?(err: unknown): void;
   /** Restart backoff; default 500 ms doubling up to 30 s, 20 % jitter. */
@@ -158,6 +166,10 @@ export class MetadataInformer {
   readonly #backoff: Backoff;
   /** `namespace/name` → {@link cacheEntryOf} the object. */
   readonly #cache = new Map<string, string>();
+  /** `namespace/name` → the JSON of what the watches read of its status ({@link MetadataInformerOptions.readsStatus}). */
+  readonly #statusReads = new Map<string, string>();
+  /** `namespace/name` → the status read of the whole object just received, until its upsert takes it. */
+  readonly #pendingReads = new Map<string, string>();
   readonly #abort = new AbortController();
   #state: InformerState = 'idle';
   #synced = false;
@@ -348,7 +360,10 @@ export class MetadataInformer {
   async #runInformer(): Promise<unknown> {
     const { kubeConfig, resource, namespace, labelSelector } = this.#options;
     const silenceTimeoutMs = this.#options.watchSilenceTimeoutMs ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS;
-    const onObject = this.#options.onObject ? (o: KubernetesObject) => this.#object(o) : undefined;
+    const onObject =
+      this.#options.onObject || this.#options.readsStatus
+        ? (o: KubernetesObject) => this.#object(o)
+        : undefined;
     const watch = new MetadataWatch(kubeConfig, resource, {
       silenceTimeoutMs,
       ...(onObject ? { onObject } : {}),
@@ -472,6 +487,15 @@ export class MetadataInformer {
     } catch (err) {
       this.#log.error({ err }, 'whole-object handler failed');
     }
+    const reads = this.#options.readsStatus;
+    if (!reads) return;
+    const key = keyString({ namespace: object.metadata?.namespace ?? '', name: object.metadata?.name ?? '' });
+    try {
+      this.#pendingReads.set(key, JSON.stringify(reads(object)) ?? 'undefined');
+    } catch (err) {
+      this.#pendingReads.delete(key);
+      this.#log.error({ err }, "readsStatus threw: the object's events pass every status predicate");
+    }
   }
 
   #emit(event: WatchEvent): void {
@@ -485,15 +509,24 @@ export class MetadataInformer {
   /** Caches `obj` ({@link cacheEntryOf}) and emits ADDED, or MODIFIED unless it is the cached state. @returns its key */
   #upsert(obj: KubernetesObject): string {
     const key = keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
+    const read = this.#pendingReads.get(key);
+    this.#pendingReads.delete(key);
     const old = this.#cache.get(key);
     const entry = cacheEntryOf(obj);
     if (old === entry) return key; // same resourceVersion: a repeat
     this.#cache.set(key, entry);
-    this.#emit(
-      old !== undefined
-        ? { type: 'MODIFIED', object: obj, oldObject: objectOfCacheEntry(key, old, this.resource) }
-        : { type: 'ADDED', object: obj },
-    );
+    const oldRead = this.#statusReads.get(key);
+    if (read === undefined) this.#statusReads.delete(key);
+    else {
+      this.#statusReads.set(key, read);
+      recordStatusRead(obj, read);
+    }
+    if (old === undefined) this.#emit({ type: 'ADDED', object: obj });
+    else {
+      const oldObject = objectOfCacheEntry(key, old, this.resource);
+      if (oldRead !== undefined) recordStatusRead(oldObject, oldRead);
+      this.#emit({ type: 'MODIFIED', object: obj, oldObject });
+    }
     return key;
   }
 
@@ -501,6 +534,7 @@ export class MetadataInformer {
   #remove(obj: KubernetesObject): void {
     const key = keyString({ namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' });
     if (!this.#cache.delete(key)) return;
+    this.#statusReads.delete(key);
     this.#emit({ type: 'DELETED', object: obj });
   }
 
@@ -509,6 +543,7 @@ export class MetadataInformer {
     const cached = this.#cache.get(key);
     if (cached === undefined) return;
     this.#cache.delete(key);
+    this.#statusReads.delete(key);
     this.#emit({ type: 'DELETED', object: objectOfCacheEntry(key, cached, this.resource) });
   }
 }

@@ -12,6 +12,7 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
   RequestContext,
+  type V1ObjectMeta,
   Watch,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../functions/contract/controller.ts';
@@ -49,14 +50,23 @@ export function collectionPath(r: ResourceType, namespace?: string): string {
 
 /**
  * Cuts an object down to what the relay may hold: its resource's `apiVersion` and `kind` and its
- * `metadata` without `managedFields` and without the last-applied annotation. Never the body.
+ * `metadata` without the last-applied annotation, and with `managedFields` reduced to who wrote
+ * (`manager`, `operation`, `subresource`: never `fieldsV1`, which names the body's fields). Never
+ * the body. The informer hands the managers to the event's predicates and caches the object
+ * without them (relay/informer.ts).
  */
 export function stripToMetadata(obj: KubernetesObject, r: ResourceType): KubernetesObject {
-  const { managedFields: _managedFields, ...metadata } = obj.metadata ?? {};
+  const { managedFields, ...metadata } = obj.metadata ?? {};
   if (metadata.annotations && LAST_APPLIED_ANNOTATION in metadata.annotations) {
     const { [LAST_APPLIED_ANNOTATION]: _lastApplied, ...annotations } = metadata.annotations;
     metadata.annotations = annotations;
   }
+  if (Array.isArray(managedFields) && managedFields.length > 0)
+    (metadata as V1ObjectMeta).managedFields = managedFields.map((m) => ({
+      ...(m.manager !== undefined ? { manager: m.manager } : {}),
+      ...(m.operation !== undefined ? { operation: m.operation } : {}),
+      ...(m.subresource ? { subresource: m.subresource } : {}),
+    }));
   return { apiVersion: groupVersion(r), kind: r.kind, metadata };
 }
 

@@ -32,10 +32,10 @@ import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
 import type { BackoffOptions } from './backoff.ts';
-import { type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
+import { type CollapseEdge, type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
-import { primaryEventPasses } from './predicate.ts';
+import { primaryEventPasses, statusEventPasses } from './predicate.ts';
 import { DEFAULT_RETRY_BUFFER_KEYS, RetryBuffer } from './retry-buffer.ts';
 
 /** One controller's watch served by an informer. */
@@ -210,7 +210,7 @@ export class KeyPipeline {
       windowMs: options.collapseMs,
       mode: options.collapseMode,
       timers: this.#timers,
-      emit: (_id, key, firstAddedAt) => this.#publish(key, firstAddedAt),
+      emit: (_id, key, firstAddedAt, edge) => this.#publish(key, firstAddedAt, edge),
     });
   }
 
@@ -234,7 +234,8 @@ export class KeyPipeline {
   }
 
   /**
-   * The keys one route enqueues for an event: `[]` when the primary predicate drops it or the map
+   * The keys one route enqueues for an event: `[]` when the primary predicate drops it (or, for a
+   * secondary watch declaring `readsStatus`, the status predicate), its own predicate does, or the map
    * returns nothing; invalid keys from the map are dropped and logged; duplicates are removed. A
    * key keeps the `cluster` its map named (a child in this cluster mapped to its owner in another:
    * published for that cluster, ordered and collapsed as that cluster's key); the relay's own
@@ -242,7 +243,11 @@ export class KeyPipeline {
    */
   keysFor(route: Route, event: WatchEvent): MappedKey[] {
     const controller = route.controller.name;
-    if ((route.primary && !primaryEventPasses(event)) || !this.#passes(route, event)) {
+    if (
+      (route.primary && !primaryEventPasses(event)) ||
+      (!route.primary && route.watch.readsStatus && !statusEventPasses(event)) ||
+      !this.#passes(route, event)
+    ) {
       this.#options.metrics?.eventsFiltered.inc({ controller });
       return [];
     }
@@ -335,8 +340,9 @@ export class KeyPipeline {
     else this.#options.metrics?.keysCollapsed.inc({ controller });
   }
 
-  #publish(queued: Queued, firstAddedAt: number): void {
+  #publish(queued: Queued, firstAddedAt: number, edge: CollapseEdge): void {
     const { span, ...key } = queued;
+    if (span.isRecording()) span.setAttribute(ATTR.edge, edge);
     const id = orderingKeyOf(key);
     const waiting = this.#waiting.get(id);
     if (waiting?.span === span) {

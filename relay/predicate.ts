@@ -1,5 +1,6 @@
 /**
- * Which events of a controller's PRIMARY resource enqueue its key.
+ * Which watch events enqueue a key: the events of a controller's PRIMARY resource, and those of a
+ * secondary watch that declares what it reads of an object's status (`Watch.readsStatus`).
  *
  * controller-runtime's `GenerationChangedPredicate` (drop updates whose `metadata.generation` did
  * not change, i.e. status-only writes), or'ed with its `LabelChangedPredicate` and
@@ -52,4 +53,35 @@ export function primaryEventPasses(event: WatchEvent): boolean {
   return SIGNIFICANT_METADATA.some(
     (field) => !isDeepStrictEqual(normalise(now[field]), normalise(old[field])),
   );
+}
+
+/** The JSON of what the watches of an informer read of a cached object's status (`Watch.readsStatus`). */
+const statusReads = new WeakMap<KubernetesObject, string>();
+
+/** Records what the watches read of `object`'s status (the informer does, from the whole object). */
+export function recordStatusRead(object: KubernetesObject, read: string): void {
+  statusReads.set(object, read);
+}
+
+/** What the watches read of `object`'s status, as recorded; `undefined` when none was. */
+export function statusReadOf(object: KubernetesObject): string | undefined {
+  return statusReads.get(object);
+}
+
+/**
+ * Whether an event of a secondary watch that declares `readsStatus` should enqueue its keys
+ * (controller-runtime's `GenerationChangedPredicate` or'ed with a predicate on the status fields
+ * the reconcile reads): drops exactly the `MODIFIED` events that {@link primaryEventPasses} drops
+ * (same generation, no significant metadata change) AND whose status read is recorded, before and
+ * after, and unchanged: a Deployment's `observedGeneration` or `readyReplicas` moving when its
+ * owner reads `availableReplicas` alone. Without a recorded read on either side (the informer did
+ * not see the whole object) the event passes: nothing is dropped on what was not compared.
+ * @returns `true` to enqueue, `false` to drop.
+ */
+export function statusEventPasses(event: WatchEvent): boolean {
+  if (event.type !== 'MODIFIED' || !event.oldObject) return true;
+  const now = statusReadOf(event.object);
+  const old = statusReadOf(event.oldObject);
+  if (now === undefined || old === undefined || now !== old) return true;
+  return primaryEventPasses(event);
 }

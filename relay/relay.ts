@@ -149,8 +149,20 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   /** Controllers whose primary this plan watches and that declare spec indexes. */
   const indexedBy = (plan: InformerPlan) =>
     plan.routes.filter((r) => r.primary && indexes.has(r.controller.name)).map((r) => r.controller.name);
+  /**
+   * What the plan's watches read of an object's status (`Watch.readsStatus`), combined into one
+   * value: a change of any one's passes the predicate of each (never fewer events than each alone).
+   */
+  const readsStatusOf = (plan: InformerPlan) => {
+    const reading = plan.routes.filter((r) => r.watch.readsStatus);
+    if (reading.length === 0) return {};
+    return {
+      readsStatus: (object: KubernetesObject) => reading.map((r) => r.watch.readsStatus?.(object) ?? null),
+    };
+  };
   const makeInformer = (plan: InformerPlan, indexed = indexedBy(plan)) =>
     new MetadataInformer({
+      ...readsStatusOf(plan),
       kubeConfig: options.kubeConfig,
       resource: plan.resource,
       namespace: plan.namespace,

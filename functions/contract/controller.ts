@@ -69,6 +69,16 @@ export interface Watch {
    */
   predicate?(event: WatchEvent): boolean;
   /**
+   * What the controller's reconcile reads of an object's `status` (a Deployment's
+   * `availableReplicas`), for a secondary watch (a child or another resource): the relay then lists
+   * and watches whole objects of this resource, keeps the JSON of this value beside the cached
+   * metadata (never the body), and drops a `MODIFIED` event that changes neither the generation,
+   * the significant metadata (relay/predicate.ts `SIGNIFICANT_METADATA`) nor this value
+   * (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and cheap;
+   * one that throws lets every event pass. Omitted: every event of the watch passes.
+   */
+  readsStatus?(object: KubernetesObject): unknown;
+  /**
    * Maps an event to the primary keys it affects; `[]` drops it. Must be pure and cheap. A key is in
    * the relay's own cluster unless it names another (`cluster`, {@link MappedKey}): a child in
    * another cluster maps back to its owner's key in the owner's cluster.

@@ -51,6 +51,8 @@ export const ATTR = {
   /** `ADDED`, `MODIFIED`, `DELETED`. */
   eventType: 'levelset.event.type',
   resourceVersion: 'levelset.resource_version',
+  /** The collapse window's edge that published the key: `leading` (at once) or `trailing` (at the window's end). */
+  edge: 'levelset.collapse.edge',
   /** Events collapsed into an `enqueue` span's publish. */
   collapsed: 'levelset.collapsed',
   /** The delivery's outcome (`success`, `requeue`, `terminal`, `malformed`, `transient`, `error`). */

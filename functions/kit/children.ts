@@ -12,7 +12,7 @@
  * or an older Levelset left with an `Update` entry).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../contract/controller.ts';
+import type { ResourceType, WatchEvent } from '../contract/controller.ts';
 import type { Key } from '../contract/key.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { isConflict, TerminalError } from '../k8s/errors.ts';
@@ -53,6 +53,17 @@ export interface OwnedType {
    * in the owner's namespace), or to the key in the owner annotation (`inOtherNamespaces`).
    */
   map?: MapFunction;
+  /**
+   * Drops events of this type's watch before the map (controller-runtime's `WithPredicates`), e.g.
+   * `skipOwnCreates` (functions/kit/predicates.ts): the echo of the owner's own create. Default: every event passes.
+   */
+  predicate?: (event: WatchEvent) => boolean;
+  /**
+   * What the reconcile reads of a child's `status` (`Watch.readsStatus`): a status update that
+   * changes nothing of it (nor the generation, nor significant metadata) enqueues nothing.
+   * Default: every status update enqueues the owner.
+   */
+  readsStatus?: (child: KubernetesObject) => unknown;
   /**
    * Children in other namespaces than the owner's, tracked by label and annotation because owner
    * references cannot cross namespaces (cross-namespace.ts); `labels` is then unused.

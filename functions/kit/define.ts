@@ -28,6 +28,7 @@
  * with the primary's cluster; when the primary is gone or being deleted it prunes them in every
  * other cluster (docs/writing-a-controller.md, "Children in other clusters").
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { z } from 'zod';
 import type {
   Controller,
@@ -78,6 +79,8 @@ export interface SecondaryWatch {
   namespace?: string;
   /** Drops the events it returns `false` for before the map (controller-runtime's `WithPredicates`). */
   predicate?: (event: WatchEvent) => boolean;
+  /** What the reconcile reads of an object's `status` (`Watch.readsStatus`); default: every update passes. */
+  readsStatus?: (object: KubernetesObject) => unknown;
 }
 
 /** A controller's declaration. */
@@ -382,6 +385,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       ...owns.map((o) => ({
         resource: o.resource,
         ...(o.watchSelector ? { labelSelector: o.watchSelector } : {}),
+        ...(o.predicate ? { predicate: o.predicate } : {}),
+        ...(o.readsStatus ? { readsStatus: o.readsStatus } : {}),
         map: o.map ?? (o.inOtherNamespaces ? mapToOwnerAnnotation(o.inOtherNamespaces) : toPrimary),
       })),
       ...watches.map((w) => ({
@@ -389,6 +394,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
         ...(w.namespace ? { namespace: w.namespace } : {}),
         ...(w.predicate ? { predicate: w.predicate } : {}),
+        ...(w.readsStatus ? { readsStatus: w.readsStatus } : {}),
         map: w.map ?? toPrimary,
       })),
     ],

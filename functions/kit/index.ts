@@ -103,6 +103,7 @@ export {
   mapToSelf,
   ownerClusterOf,
 } from './map.ts';
+export { skipOwnCreates, writtenOnlyByLevelset } from './predicates.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {

@@ -249,6 +249,73 @@ const suite = (mode: StackMode) => () => {
     assert.equal(deliveries('invalid').length, 0);
   });
 
+  it('is not enqueued by the echo of its own create, nor by a status update that leaves availableReplicas as it was', async () => {
+    await foos.create('quiet', { deploymentName: 'quiet', replicas: 1 });
+    await waitFor(
+      () => apps.readNamespacedDeployment({ namespace: ns, name: 'quiet' }).catch(() => undefined),
+      { message: 'the Deployment quiet' },
+    );
+    // The Deployment's ADDED (written by Levelset alone) and the Foo's status write: no key.
+    await inputs.settled(p);
+    assert.equal(deliveries('quiet').length, 1, 'one reconcile: the Foo ADDED');
+    const filteredBefore = await relayCounter('levelset_relay_events_filtered_total');
+    // The Deployment controller's progress that changes nothing the Foo reads: no key.
+    await apps.patchNamespacedDeploymentStatus(
+      {
+        namespace: ns,
+        name: 'quiet',
+        body: { status: { observedGeneration: 1, replicas: 1, availableReplicas: 0 } },
+      },
+      mergePatch,
+    );
+    await inputs.settled(p);
+    assert.ok((await relayCounter('levelset_relay_events_filtered_total')) > filteredBefore, 'dropped');
+    assert.equal(deliveries('quiet').length, 1, 'still one reconcile');
+    // The change it reads: one key, the Foo is Ready.
+    await setAvailable('quiet', 1);
+    await waitFor(async () => readyCondition(await foos.get('quiet'))?.status === 'True', {
+      message: 'Foo quiet Ready',
+    });
+    await inputs.settled(p);
+    assert.equal(deliveries('quiet').length, 2, 'the reconcile of availableReplicas 1');
+  });
+
+  it('restores a Deployment someone else changes or deletes (events that pass the predicates)', async () => {
+    await foos.create('restored', { deploymentName: 'restored', replicas: 2 });
+    const created = await waitFor(
+      async () => {
+        const d = await apps
+          .readNamespacedDeployment({ namespace: ns, name: 'restored' })
+          .catch(() => undefined);
+        return d?.spec?.replicas === 2 ? d : undefined;
+      },
+      { message: 'the Deployment restored with 2 replicas' },
+    );
+    // Someone else scales it (a spec change: its generation moves).
+    await apps.patchNamespacedDeployment(
+      { namespace: ns, name: 'restored', body: { spec: { replicas: 5 } } },
+      mergePatch,
+    );
+    await waitFor(
+      async () =>
+        (await apps.readNamespacedDeployment({ namespace: ns, name: 'restored' })).spec?.replicas === 2,
+      { message: 'the Deployment scaled back to 2 by its Foo' },
+    );
+    // Someone else deletes it: re-created (a new object) by its Foo.
+    await apps.deleteNamespacedDeployment({ namespace: ns, name: 'restored' });
+    const recreated = await waitFor(
+      async () => {
+        const d = await apps
+          .readNamespacedDeployment({ namespace: ns, name: 'restored' })
+          .catch(() => undefined);
+        return d && d.metadata?.uid !== created.metadata?.uid ? d : undefined;
+      },
+      { message: 'the Deployment re-created by its Foo' },
+    );
+    assert.equal(recreated.spec?.replicas, 2);
+    assert.equal(recreated.metadata?.ownerReferences?.[0]?.name, 'restored');
+  });
+
   it('leaves no Deployment once the Foo is deleted (garbage collection)', async () => {
     await custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name: 'example-foo' });
     await waitFor(

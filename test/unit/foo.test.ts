@@ -14,6 +14,10 @@ import {
 } from '../../functions/controllers/foo/api.ts';
 import { newDeployment, readyFromDeployment } from '../../functions/controllers/foo/desired.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
+import { FIELD_MANAGER } from '../../functions/kit/index.ts';
+import { createLogger } from '../../functions/log.ts';
+import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+import { recordStatusRead } from '../../relay/predicate.ts';
 
 const root = new URL('../../', import.meta.url);
 const readYaml = (path: string) => parse(readFileSync(new URL(path, root), 'utf8'));
@@ -213,5 +217,80 @@ describe('foo watches', () => {
         .flatMap((r) => r.verbs);
     assert.deepEqual(verbs('samplecontroller.k8s.io', 'foos/status'), ['patch']);
     assert.deepEqual(verbs('apps', 'deployments').sort(), ['create', 'delete', 'get', 'list', 'patch']);
+  });
+});
+
+describe("the foo controller's Deployment watch, through the relay's pipeline", () => {
+  const pipeline = new KeyPipeline({
+    collapseMs: 0,
+    publish: async () => 'm',
+    primaryKeys: () => [],
+    logger: createLogger('test', { write: () => {} }),
+  });
+  const route = planInformers([fooController])
+    .flatMap((p) => p.routes)
+    .find((r) => r.watch.resource.plural === 'deployments');
+  const owner = {
+    apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+    kind: 'Foo',
+    name: 'web',
+    uid: 'u1',
+    controller: true,
+  };
+  /** A Deployment of the Foo `web`, as the relay's informer hands it on (status read recorded). */
+  const deployment = (
+    rv: string,
+    generation: number,
+    available: number | undefined,
+    managers: string[] = [],
+  ) => {
+    const d: KubernetesObject & { status?: object } = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {
+        name: 'web',
+        namespace: 'ns',
+        resourceVersion: rv,
+        generation,
+        ownerReferences: [owner],
+        ...(managers.length
+          ? { managedFields: managers.map((manager) => ({ manager, operation: 'Update' })) }
+          : {}),
+      },
+      ...(available !== undefined ? { status: { availableReplicas: available } } : {}),
+    };
+    recordStatusRead(d, JSON.stringify([route?.watch.readsStatus?.(d) ?? null]));
+    return d;
+  };
+  const keys = (event: WatchEvent) => (route ? pipeline.keysFor(route, event) : []);
+
+  it('declares both predicates', () => {
+    assert.ok(route?.watch.predicate && route.watch.readsStatus);
+  });
+
+  it('maps nothing for the echo of its own create, and the Foo for a Deployment another writer created', () => {
+    assert.deepEqual(keys({ type: 'ADDED', object: deployment('1', 1, undefined, [FIELD_MANAGER]) }), []);
+    assert.deepEqual(keys({ type: 'ADDED', object: deployment('1', 1, undefined, ['kubectl']) }), [
+      { namespace: 'ns', name: 'web' },
+    ]);
+  });
+
+  it('maps the Foo only for status updates that change availableReplicas (absent reads as 0)', () => {
+    const none = deployment('1', 1, undefined);
+    const zero = deployment('2', 1, 0);
+    const one = deployment('3', 1, 1);
+    assert.deepEqual(keys({ type: 'MODIFIED', object: zero, oldObject: none }), []);
+    assert.deepEqual(keys({ type: 'MODIFIED', object: one, oldObject: zero }), [
+      { namespace: 'ns', name: 'web' },
+    ]);
+  });
+
+  it('maps the Foo for a spec change by someone else (generation) and for a deletion', () => {
+    const before = deployment('3', 1, 1);
+    const scaled = deployment('4', 2, 1);
+    assert.deepEqual(keys({ type: 'MODIFIED', object: scaled, oldObject: before }), [
+      { namespace: 'ns', name: 'web' },
+    ]);
+    assert.deepEqual(keys({ type: 'DELETED', object: scaled }), [{ namespace: 'ns', name: 'web' }]);
   });
 });

@@ -2,7 +2,7 @@
 // driven by hand-cranked timers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type CollapseMode, Collapser } from '../../relay/collapse.ts';
+import { type CollapseEdge, type CollapseMode, Collapser } from '../../relay/collapse.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
 
 const T0 = 1_000_000;
@@ -20,6 +20,26 @@ function setup(windowMs = 250, mode?: CollapseMode) {
 }
 
 describe('Collapser, leading + trailing edge (default)', () => {
+  it('names the edge of each emit: leading from add, trailing at the window end and on flush', () => {
+    const timers = new ManualTimers(T0);
+    const edges: [string, CollapseEdge][] = [];
+    const c = new Collapser<string>({
+      windowMs: 100,
+      timers,
+      emit: (_id, item, _at, edge) => edges.push([item, edge]),
+    });
+    c.add('k', 'a');
+    c.add('k', 'b');
+    timers.advance(100);
+    c.add('k', 'c');
+    c.flush();
+    assert.deepEqual(edges, [
+      ['a', 'leading'],
+      ['b', 'trailing'],
+      ['c', 'trailing'],
+    ]);
+  });
+
   it('emits the first add of a quiet key at once', () => {
     const { emitted, c } = setup();
     assert.equal(c.mode, 'leading-trailing');

@@ -1,9 +1,11 @@
-// The primary predicate: status-only updates do not enqueue (GenerationChangedPredicate & co).
+// The primary predicate: status-only updates do not enqueue (GenerationChangedPredicate & co); the
+// status predicate of a secondary watch that declares readsStatus; the kit's skipOwnCreates.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { WatchEvent } from '../../functions/contract/controller.ts';
-import { primaryEventPasses } from '../../relay/predicate.ts';
+import { FIELD_MANAGER, skipOwnCreates } from '../../functions/kit/index.ts';
+import { primaryEventPasses, recordStatusRead, statusEventPasses } from '../../relay/predicate.ts';
 
 const obj = (meta: Partial<V1ObjectMeta> = {}): KubernetesObject => ({
   apiVersion: 'samplecontroller.k8s.io/v1alpha1',
@@ -68,5 +70,87 @@ describe('primaryEventPasses', () => {
     assert.equal(primaryEventPasses({ type: 'ADDED', object: obj() }), true);
     assert.equal(primaryEventPasses({ type: 'DELETED', object: obj() }), true);
     assert.equal(primaryEventPasses({ type: 'MODIFIED', object: obj() }), true);
+  });
+});
+
+describe('statusEventPasses (a secondary watch reading status.availableReplicas)', () => {
+  /** A MODIFIED event whose old and new objects have the status reads given (as the informer records them). */
+  const withReads = (
+    oldRead: string | undefined,
+    newRead: string | undefined,
+    oldMeta: Partial<V1ObjectMeta> = {},
+    newMeta: Partial<V1ObjectMeta> = {},
+  ): WatchEvent => {
+    const event = modified(oldMeta, newMeta);
+    if (oldRead !== undefined && event.oldObject) recordStatusRead(event.oldObject, oldRead);
+    if (newRead !== undefined) recordStatusRead(event.object, newRead);
+    return event;
+  };
+
+  it('drops a status update that leaves what the reconcile reads as it was (readyReplicas, observedGeneration)', () => {
+    assert.equal(statusEventPasses(withReads('[0]', '[0]')), false);
+  });
+
+  it('passes a status update that changes what the reconcile reads (availableReplicas 0 → 1)', () => {
+    assert.equal(statusEventPasses(withReads('[0]', '[1]')), true);
+  });
+
+  it('passes a spec change (generation bumped) and a significant metadata change with the same read', () => {
+    assert.equal(statusEventPasses(withReads('[1]', '[1]', { generation: 1 }, { generation: 2 })), true);
+    assert.equal(statusEventPasses(withReads('[1]', '[1]', {}, { labels: { a: 'b' } })), true);
+    assert.equal(
+      statusEventPasses(withReads('[1]', '[1]', {}, { deletionTimestamp: new Date('2026-01-01T00:00:00Z') })),
+      true,
+    );
+  });
+
+  it('passes when either side has no recorded read (never drops what it did not compare)', () => {
+    assert.equal(statusEventPasses(withReads(undefined, '[0]')), true);
+    assert.equal(statusEventPasses(withReads('[0]', undefined)), true);
+    assert.equal(statusEventPasses(withReads(undefined, undefined)), true);
+  });
+
+  it('passes ADDED and DELETED (a child deleted by someone else reaches its owner)', () => {
+    const o = obj();
+    recordStatusRead(o, '[1]');
+    assert.equal(statusEventPasses({ type: 'ADDED', object: o }), true);
+    assert.equal(statusEventPasses({ type: 'DELETED', object: o }), true);
+  });
+
+  it('passes every update of an object without a generation when the reads are equal', () => {
+    assert.equal(
+      statusEventPasses(withReads('[0]', '[0]', { generation: undefined }, { generation: undefined })),
+      true,
+    );
+  });
+});
+
+describe('skipOwnCreates', () => {
+  const managed = (...managers: string[]) =>
+    obj({ managedFields: managers.map((manager) => ({ manager, operation: 'Update' })) });
+
+  it("drops the ADDED of a child whose only field manager is Levelset's (the echo of its own create)", () => {
+    assert.equal(skipOwnCreates({ type: 'ADDED', object: managed(FIELD_MANAGER) }), false);
+    assert.equal(skipOwnCreates({ type: 'ADDED', object: managed(FIELD_MANAGER, FIELD_MANAGER) }), false);
+  });
+
+  it('passes the ADDED of a child another writer created or also wrote', () => {
+    assert.equal(skipOwnCreates({ type: 'ADDED', object: managed('kubectl-create') }), true);
+    assert.equal(
+      skipOwnCreates({ type: 'ADDED', object: managed(FIELD_MANAGER, 'kube-controller-manager') }),
+      true,
+    );
+  });
+
+  it('passes the ADDED of a child without managedFields (nothing says who wrote it)', () => {
+    assert.equal(skipOwnCreates({ type: 'ADDED', object: obj() }), true);
+  });
+
+  it("passes MODIFIED and DELETED of Levelset's own children (a change or deletion by someone else)", () => {
+    assert.equal(
+      skipOwnCreates({ type: 'MODIFIED', object: managed(FIELD_MANAGER), oldObject: obj() }),
+      true,
+    );
+    assert.equal(skipOwnCreates({ type: 'DELETED', object: managed(FIELD_MANAGER) }), true);
   });
 });

@@ -188,10 +188,12 @@ describe('the relay’s enqueue span', () => {
         [ATTR.resource]: 'x.dev/v1/widgets',
         [ATTR.eventType]: 'ADDED',
         [ATTR.resourceVersion]: '1',
+        [ATTR.edge]: 'leading',
         [ATTR.messageId]: 'm1',
       },
     );
     assert.equal(second?.attributes[ATTR.resourceVersion], '2');
+    assert.equal(second?.attributes[ATTR.edge], 'trailing');
     assert.equal(second?.attributes[ATTR.collapsed], 2);
     assert.deepEqual(
       second?.events.map((e) => [e.name, e.attributes?.[ATTR.resourceVersion]]),

@@ -7,10 +7,18 @@
  * applied with a controller reference to the Foo, one of that name that the Foo does not control is
  * never touched (`ErrResourceExists`), one the Foo no longer names is pruned, and a `Synced` Event
  * is recorded when something changed. Deployment events map to their controlling Foo (upstream
- * `handleObject`). A converged Foo costs 2 requests: GET the Foo, LIST its Deployments.
+ * `handleObject`), except the echo of its own create and status updates that leave
+ * `availableReplicas` unchanged. A converged Foo costs 2 requests: GET the Foo, LIST its Deployments.
  */
 import type { V1Deployment } from '@kubernetes/client-node';
-import { defineController, deployments, INVALID_SPEC, keyString, TerminalError } from '../../kit/index.ts';
+import {
+  defineController,
+  deployments,
+  INVALID_SPEC,
+  keyString,
+  skipOwnCreates,
+  TerminalError,
+} from '../../kit/index.ts';
 import { fooResource, fooSpecSchema } from './api.ts';
 import { newDeployment, readyFromDeployment } from './desired.ts';
 
@@ -22,7 +30,17 @@ export const fooController = defineController({
   name: 'foo',
   primary: fooResource,
   spec: fooSpecSchema,
-  owns: [deployments],
+  // Predicates (docs/architecture.md, "Predicates on children's watches"): the echo of the Foo's own create of its
+  // Deployment, and Deployment status updates that leave `availableReplicas` as it was, enqueue
+  // nothing; every other Deployment event (a spec or metadata change, its deletion, another
+  // writer's create) maps to the Foo.
+  owns: [
+    {
+      resource: deployments,
+      predicate: skipOwnCreates,
+      readsStatus: (d) => (d as V1Deployment).status?.availableReplicas ?? 0,
+    },
+  ],
   reconcile({ key, object: foo, spec: { deploymentName, replicas }, owned }) {
     // Upstream absorbs a missing name rather than requeue: the next update of the Foo brings it back.
     if (!deploymentName)
