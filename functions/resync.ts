@@ -12,7 +12,7 @@ import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from './contract
 import { clusterId } from './contract/names.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isNotFound } from './k8s/errors.ts';
-import { listPaged } from './k8s/list.ts';
+import { listMetadataPaged } from './k8s/list.ts';
 import { ATTR, SPAN, tracer } from './k8s/tracing.ts';
 import type { Logger } from './log.ts';
 import { keyMessageOf } from './message.ts';
@@ -36,9 +36,12 @@ export const RESYNC_PUBLISHING = { ordering: false } as const satisfies Partial<
  */
 export const RESYNC_MAX_IN_FLIGHT = 4000;
 
-/** The keys of every primary object (paginated LIST): the default `listKeys`. */
+/**
+ * The keys of every primary object (paginated metadata-only LIST: names only, parsed as plain JSON,
+ * decision 32): the default `listKeys`.
+ */
 export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<Key> {
-  for await (const obj of listPaged(ctx.kubeConfig, controller.primary)) {
+  for await (const obj of listMetadataPaged(ctx.kubeConfig, controller.primary)) {
     yield { namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' };
   }
 }

@@ -2,7 +2,8 @@
  * The resync's message shape (docs/architecture.md decision 32), against the Pub/Sub emulator: the
  * resync's publisher (RESYNC_PUBLISHING) sends its keys without ordering key, many keys per publish
  * request (counted by a gRPC proxy in front of the emulator), and every key enumerated arrives on
- * the subscription, a valid key message with `reason: "resync"`. Conditions only.
+ * the subscription, a valid key message with `reason: "resync"`; its metadata-only LIST still
+ * skips a resource that is not served. Conditions only.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -134,6 +135,38 @@ describe('the resync publishes its keys batched, without ordering key', () => {
       assert.equal(got.orderingKey, '', `cm-${i} carries no ordering key`);
       assert.equal(got.message.reason, 'resync');
       assert.equal(got.message.controller, 'resync-publish');
+    }
+  });
+  it('skips a controller whose resource is not served (the metadata-only LIST answers 404)', async () => {
+    const controller: Controller = {
+      name: 'not-served',
+      primary: {
+        group: 'absent.levelset.dev',
+        version: 'v1',
+        kind: 'Absent',
+        plural: 'absents',
+        namespaced: true,
+      },
+      watches: [],
+      rbac: [],
+      reconcile: async () => undefined,
+    };
+    const publisher = createKeyPublisher({
+      projectId: emulator.projectId,
+      topic: 'levelset-keys-resync',
+      emulatorHost: emulator.host,
+      ...RESYNC_PUBLISHING,
+    });
+    try {
+      const report = await resyncAll(
+        [controller],
+        cluster.kubeConfig,
+        publisher,
+        createLogger('test', { write: () => {} }),
+      );
+      assert.deepEqual(report.controllers['not-served'], { published: 0, skipped: 'resource not served' });
+    } finally {
+      await publisher.close();
     }
   });
 });
