@@ -110,7 +110,7 @@ if (positionals[0] === 'informer') {
 if (positionals[0] === 'resync') {
   // Imported here: the informer runs must not pay for the Pub/Sub client in their memory.
   const { createKeyPublisher } = await import('../functions/publish.ts');
-  const { resyncAll } = await import('../functions/resync.ts');
+  const { RESYNC_PUBLISHING, resyncAll } = await import('../functions/resync.ts');
   const controller: Controller = {
     name: 'bench-resync',
     primary: configmaps,
@@ -118,7 +118,12 @@ if (positionals[0] === 'resync') {
     rbac: [],
     reconcile: async () => undefined,
   };
-  const publisher = createKeyPublisher({ projectId: 'local-project', topic: values.topic as string, logger });
+  const publisher = createKeyPublisher({
+    projectId: 'local-project',
+    topic: values.topic as string,
+    logger,
+    ...RESYNC_PUBLISHING,
+  });
   const started = performance.now();
   const report = await resyncAll([controller], kc, publisher, logger);
   const durationMs = performance.now() - started;

@@ -151,7 +151,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   resync: {
     title: 'Resync: enumerate and publish every key',
-    read: "The resync function's resyncAll in a child process: paginated LIST of N ConfigMaps, one key message each to the Pub/Sub emulator; time and peak RSS (must stay below Cloud Run's default 512 MiB). The child runs with the V8 heap limit Terraform gives the function (`--max-old-space-size`, half the instance's memory): without a limit V8 on a large machine collects lazily and the RSS measures the machine, not the function. Baseline: the smaller size (memory must not grow with the key count).",
+    read: "The resync function's resyncAll in a child process: paginated LIST of N ConfigMaps, one key message each to the Pub/Sub emulator, without ordering key and batched as the resync function publishes them (RESYNC_PUBLISHING); time and peak RSS (target: 100k keys in ≤ 15 s, peak ≤ 256 MiB, half Cloud Run's default 512 MiB). The child runs the TypeScript sources, not the deployed bundle. The child runs with the V8 heap limit Terraform gives the function (`--max-old-space-size`, half the instance's memory): without a limit V8 on a large machine collects lazily and the RSS measures the machine, not the function. Baseline: the smaller size (memory must not grow with the key count).",
   },
   'cold-start': {
     title: 'Cold start of the reconcile function',

@@ -8,7 +8,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../functions/kube.ts';
-import { createKeyPublisher, type KeyPublisher } from '../functions/publish.ts';
+import { createKeyPublisher, type KeyPublisher, type KeyPublisherOptions } from '../functions/publish.ts';
 import { readStackState, type StackState, stackProcessAlive, stateDirectory } from '../local/state.ts';
 import { CliError, firstLine } from './errors.ts';
 
@@ -105,12 +105,19 @@ export async function resolveTarget(
   );
 }
 
-/** The shared key publisher (functions/publish.ts) on the target's keys topic. */
-export function targetPublisher(target: Target): KeyPublisher {
+/**
+ * The shared key publisher (functions/publish.ts) on the target's keys topic; `options` as
+ * {@link createKeyPublisher}'s (e.g. the resync's `RESYNC_PUBLISHING`).
+ */
+export function targetPublisher(
+  target: Target,
+  options: Pick<KeyPublisherOptions, 'ordering' | 'batching'> = {},
+): KeyPublisher {
   return createKeyPublisher({
     projectId: target.projectId,
     topic: resourceId(target.topic),
     emulatorHost: target.emulatorHost,
+    ...options,
   });
 }
 

@@ -40,11 +40,8 @@ const requestRules = readRequestRules();
 /** The resync handler, with its publisher, built at the first resync request. */
 let resyncHandler: Promise<Handler> | undefined;
 async function loadResyncHandler(): Promise<Handler> {
-  const [{ readFunctionsConfig }, { createKeyPublisher }, { createResyncHandler }] = await Promise.all([
-    import('./config.ts'),
-    import('./publish.ts'),
-    import('./resync.ts'),
-  ]);
+  const [{ readFunctionsConfig }, { createKeyPublisher }, { createResyncHandler, RESYNC_PUBLISHING }] =
+    await Promise.all([import('./config.ts'), import('./publish.ts'), import('./resync.ts')]);
   let publisher: ReturnType<typeof createKeyPublisher> | undefined;
   return createResyncHandler({
     controllers,
@@ -63,6 +60,7 @@ async function loadResyncHandler(): Promise<Handler> {
           topic: config.resyncTopic,
           emulatorHost: config.emulatorHost,
           logger,
+          ...RESYNC_PUBLISHING,
         });
       }
       return publisher;

@@ -15,11 +15,18 @@ export interface KeyPublisherOptions {
   emulatorHost?: string;
   logger?: Logger;
   /**
+   * Whether each message carries its ordering key (`controller/namespace/name`, the relay's live
+   * keys); default `true`. `false`: no ordering key (the resync's keys, docs/architecture.md decision
+   * 32), so that the client batches messages of any keys into one publish request, and Pub/Sub keeps
+   * no per-key ordering state for them.
+   */
+  ordering?: boolean;
+  /**
    * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` or `maxMilliseconds` per
-   * publish request. Default: 1 message, so a message is sent at once. With message ordering the
-   * client batches per ordering key, and every key has its own (`controller/namespace/name`), which
-   * the relay has already collapsed: a batch would only hold a key back for `maxMilliseconds`
-   * (the library's default 10 ms) and never carry another.
+   * publish request. Default with ordering: 1 message, so a message is sent at once. With message
+   * ordering the client batches per ordering key, and every key has its own, which the relay has
+   * already collapsed: a batch would only hold a key back for `maxMilliseconds` (the library's
+   * default 10 ms) and never carry another. Default without ordering: {@link UNORDERED_BATCHING}.
    */
   batching?: { maxMessages?: number; maxMilliseconds?: number };
   /**
@@ -38,13 +45,21 @@ export interface KeyPublisherOptions {
   tracing?: boolean;
 }
 
-/** Publishes key messages with their ordering key (`controller/namespace/name`). */
+/**
+ * Batching of messages without ordering key: up to 1000 messages (Pub/Sub's limit per publish
+ * request, with 10 MB; a key message is under 1 KB with its attributes, so 1000 stay under the
+ * client's 1 MiB default `maxBytes`) or 20 ms, whichever comes first.
+ */
+export const UNORDERED_BATCHING = { maxMessages: 1000, maxMilliseconds: 20 } as const;
+
+/** Publishes key messages, each with its ordering key (`controller/namespace/name`) or none ({@link KeyPublisherOptions.ordering}). */
 export interface KeyPublisher {
   /**
    * Validates, encodes and publishes one key message.
    * @returns the Pub/Sub message id
    * @throws {import('zod').ZodError} on an invalid message; the Pub/Sub error when publishing fails
-   *   (the ordering key is resumed first, so the next message for that key can be published).
+   *   (with ordering, the ordering key is resumed first, so the next message for that key can be
+   *   published).
    */
   publish(message: KeyMessage): Promise<string>;
   /** Sends every batched message now; resolves when Pub/Sub has accepted them. */
@@ -68,7 +83,7 @@ export function emulatorClientOptions(host: string): {
   return { apiEndpoint: host, emulatorMode: true, universeDomain: 'googleapis.com' };
 }
 
-/** Creates a {@link KeyPublisher} on an existing topic with message ordering enabled. */
+/** Creates a {@link KeyPublisher} on an existing topic, with message ordering unless `ordering: false`. */
 export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
   const emulatorHost = options.emulatorHost ?? process.env.PUBSUB_EMULATOR_HOST;
   const pubsub = new PubSub({
@@ -76,11 +91,13 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
     enableOpenTelemetryTracing: options.tracing ?? tracingEnabled(),
     ...(emulatorHost ? emulatorClientOptions(emulatorHost) : {}),
   });
+  const ordering = options.ordering ?? true;
+  const batching = ordering ? { maxMessages: 1, maxMilliseconds: 10 } : UNORDERED_BATCHING;
   const topic = pubsub.topic(options.topic, {
-    messageOrdering: true,
+    messageOrdering: ordering,
     batching: {
-      maxMessages: options.batching?.maxMessages ?? 1,
-      maxMilliseconds: options.batching?.maxMilliseconds ?? 10,
+      maxMessages: options.batching?.maxMessages ?? batching.maxMessages,
+      maxMilliseconds: options.batching?.maxMilliseconds ?? batching.maxMilliseconds,
     },
     ...(options.timeoutMs !== undefined ? { gaxOpts: { timeout: options.timeoutMs } } : {}),
   });
@@ -88,6 +105,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
     topic,
     async publish(message) {
       const encoded = encodeKeyMessage(message);
+      if (!ordering) return topic.publishMessage({ data: encoded.data, attributes: encoded.attributes });
       try {
         return await topic.publishMessage(encoded);
       } catch (err) {

@@ -12,20 +12,36 @@ import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from './contract
 import { clusterId } from './contract/names.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { isNotFound } from './k8s/errors.ts';
-import { listPaged } from './k8s/list.ts';
+import { listMetadataPaged } from './k8s/list.ts';
 import { ATTR, SPAN, tracer } from './k8s/tracing.ts';
 import type { Logger } from './log.ts';
 import { keyMessageOf } from './message.ts';
-import type { KeyPublisher } from './publish.ts';
+import type { KeyPublisher, KeyPublisherOptions } from './publish.ts';
 import { errorText } from './reconcile.ts';
 import { flushTraces } from './tracing.ts';
 
-/** Publishes a resync keeps outstanding at most, per controller (bounds its memory; Cloud Run's default is 512 MiB). */
-export const RESYNC_MAX_IN_FLIGHT = 1000;
+/**
+ * How the resync's publisher publishes (docs/architecture.md decision 33): key messages without
+ * ordering key, so that the client batches up to 1000 keys of any controller into one publish
+ * request ({@link import('./publish.ts').UNORDERED_BATCHING}) and Pub/Sub keeps no ordering state per
+ * key. A resync key needs no order: its subscription is not the live keys' (decision 29), and the
+ * reconcile is level-driven and safe to run twice at once.
+ */
+export const RESYNC_PUBLISHING = { ordering: false } as const satisfies Partial<KeyPublisherOptions>;
 
-/** The keys of every primary object (paginated LIST): the default `listKeys`. */
+/**
+ * Publishes a resync keeps outstanding at most, per controller: a few publish requests of
+ * {@link RESYNC_PUBLISHING}'s batches in flight while the next LIST page is read. Bounds its memory
+ * (about 1 KB a key outstanding), whatever the number of keys; Cloud Run's default instance is 512 MiB.
+ */
+export const RESYNC_MAX_IN_FLIGHT = 4000;
+
+/**
+ * The keys of every primary object (paginated metadata-only LIST: names only, parsed as plain JSON,
+ * decision 33): the default `listKeys`.
+ */
 export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<Key> {
-  for await (const obj of listPaged(ctx.kubeConfig, controller.primary)) {
+  for await (const obj of listMetadataPaged(ctx.kubeConfig, controller.primary)) {
     yield { namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' };
   }
 }

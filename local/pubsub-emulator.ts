@@ -135,6 +135,11 @@ export interface KeysTopologyOptions {
   /** Retry backoff bounds in seconds; default 1 → 10 locally (Terraform uses 10 → 600). */
   minimumBackoffSeconds?: number;
   maximumBackoffSeconds?: number;
+  /**
+   * Message ordering on the push subscription; default `true` (the live keys'). `false` for the
+   * resync's, whose keys carry no ordering key (terraform/pubsub.tf, docs/architecture.md decision 33).
+   */
+  messageOrdering?: boolean;
 }
 
 /** Full names of the keys topology. */
@@ -164,8 +169,8 @@ export function keysTopologyNames(
 
 /**
  * Creates the keys topic, the dead-letter topic with a pull subscription to inspect it, and the
- * ordered push subscription with the retry policy: the shape of `terraform/` except for one thing.
- * The push subscription has **no dead-letter policy**: Pub/Sub emulator 0.8.20 cannot dead-letter
+ * push subscription (ordered unless `messageOrdering: false`) with the retry policy: the shape of
+ * `terraform/` except for one thing. The push subscription has **no dead-letter policy**: Pub/Sub emulator 0.8.20 cannot dead-letter
  * from an ordered subscription (its push loop dies with a NullPointerException and never delivers
  * again, for any key), so locally the push proxy in front of `reconcile` (local/push-proxy.ts)
  * counts the attempts and dead-letters, as Pub/Sub does in the cloud. Existing resources are kept
@@ -188,7 +193,7 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
       .topic(topicId)
       .createSubscription(subscriptionId, {
         pushConfig: { pushEndpoint: options.pushEndpoint },
-        enableMessageOrdering: true,
+        enableMessageOrdering: options.messageOrdering ?? true,
         ackDeadlineSeconds: options.ackDeadlineSeconds ?? 60,
         retryPolicy: {
           minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },

@@ -388,6 +388,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         emulatorHost: emulator.host,
         topic: resyncTopic,
         pushEndpoint: resyncPushProxy.url,
+        // Its keys carry no ordering key (functions/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
+        messageOrdering: false,
       });
     const resyncTopology = await ensureResyncTopology();
     const watchdog = await startDeliveryWatchdog({

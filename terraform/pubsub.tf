@@ -77,7 +77,10 @@ resource "google_pubsub_subscription" "reconcile" {
 # subscription would hand out the 100k resync keys queued before it). Pub/Sub delivers each
 # subscription's backlog independently; the resync's drains at its own pace (push flow control adapts
 # to the function's answers) and never blocks live keys, nor do live keys starve it: both
-# subscriptions are pushed at once. Same ordering, backoff and dead-letter topic as live keys.
+# subscriptions are pushed at once. Same backoff and dead-letter topic as live keys; no message
+# ordering: the resync publishes its keys without ordering key, batched (docs/architecture.md
+# decision 33), and a level-driven reconcile needs no order between them. (Changing this replaces
+# the subscription: a pending resync backlog is dropped, and the next resync publishes it again.)
 resource "google_pubsub_topic" "resync" {
   project = var.project_id
   name    = local.resync_topic_name
@@ -92,7 +95,7 @@ resource "google_pubsub_subscription" "resync" {
   topic   = google_pubsub_topic.resync.id
   labels  = local.labels
 
-  enable_message_ordering = true
+  enable_message_ordering = false
   ack_deadline_seconds    = var.ack_deadline_seconds
 
   retry_policy {

@@ -10,7 +10,7 @@ import { resyncTopicOf } from '../../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { createLogger } from '../../functions/log.ts';
-import { type ResyncReport, resyncAll } from '../../functions/resync.ts';
+import { RESYNC_PUBLISHING, type ResyncReport, resyncAll } from '../../functions/resync.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { clusterError, resolveTarget, type Target, targetKubeConfig, targetPublisher } from '../target.ts';
@@ -82,7 +82,7 @@ export async function runResync(argv: ResyncArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const clusters = clustersOf(target, argv.cluster);
   // The resync's own topic, as the resync function publishes (functions/config.ts, resyncTopicOf).
-  const publisher = targetPublisher({ ...target, topic: resyncTopicOf(target.topic) });
+  const publisher = targetPublisher({ ...target, topic: resyncTopicOf(target.topic) }, RESYNC_PUBLISHING);
   const logger = createLogger('cli');
   logger.level = 'silent';
   const label = (cluster: string, name: string) => (clusters.length > 1 ? `${cluster}/${name}` : name);

@@ -3,11 +3,15 @@
  * page however large the collection.
  */
 import {
+  ApiException,
   type ConfigurationOptions,
+  createConfiguration,
+  HttpMethod,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
   Observable,
+  ServerConfiguration,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 
@@ -91,4 +95,71 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
       continueToken,
     ),
   );
+}
+
+/** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as Tables or metadata only"). */
+export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+/**
+ * The REST path of `resource` (collection when `name` is omitted), as kube-apiserver serves it:
+ * `/api/v1/...` for core, `/apis/<group>/<version>/...` otherwise.
+ */
+export function resourcePath(
+  resource: ResourceType,
+  namespace: string | undefined,
+  name?: string,
+  subresource?: string,
+): string {
+  const parts = [resource.group ? `/apis/${resource.group}/${resource.version}` : `/api/${resource.version}`];
+  if (resource.namespaced && namespace) parts.push('namespaces', encodeURIComponent(namespace));
+  parts.push(resource.plural);
+  if (name !== undefined) parts.push(encodeURIComponent(name));
+  if (subresource) parts.push(subresource);
+  return parts.join('/');
+}
+
+/**
+ * Yields the metadata of every object of `resource`, page by page, from metadata-only LISTs
+ * (`PartialObjectMetadataList`, client-go's metadata client) parsed as plain JSON: no object body
+ * (no Secret data) crosses the wire, and no page goes through client-node's model classes. For
+ * what needs names only (the resync's keys).
+ * @throws {ApiException} on a non-2xx answer (e.g. 404 when the resource is not served, 410 when a
+ *   continue token expired); {@link Error} without a current cluster
+ */
+export async function* listMetadataPaged(
+  kubeConfig: KubeConfig,
+  resource: ResourceType,
+  options: ListOptions = {},
+): AsyncGenerator<{ metadata?: { namespace?: string; name?: string } }> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('No active cluster!');
+  const config = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kubeConfig },
+  });
+  const path = resourcePath(resource, options.namespace);
+  yield* paginate(async (continueToken) => {
+    const ctx = config.baseServer.makeRequestContext(path, HttpMethod.GET);
+    ctx.setHeaderParam('Accept', METADATA_LIST_ACCEPT);
+    ctx.setQueryParam('limit', String(options.limit ?? 500));
+    if (options.labelSelector) ctx.setQueryParam('labelSelector', options.labelSelector);
+    if (options.fieldSelector) ctx.setQueryParam('fieldSelector', options.fieldSelector);
+    if (continueToken) ctx.setQueryParam('continue', continueToken);
+    await kubeConfig.applySecurityAuthentication(ctx);
+    const response = await config.httpApi.send(ctx).toPromise();
+    const text = await response.body.text();
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299)
+      throw new ApiException(
+        response.httpStatusCode,
+        `HTTP-Code: ${response.httpStatusCode}\nMessage: GET ${path}\nBody: ${text}`,
+        text,
+        response.headers,
+      );
+    const page = JSON.parse(text) as {
+      items?: { metadata?: { namespace?: string; name?: string } }[];
+      metadata?: { continue?: string };
+    };
+    // Raw JSON spells it `continue` (client-node's deserialised type says `_continue`).
+    return { items: page.items ?? [], metadata: { _continue: page.metadata?.continue } };
+  });
 }

@@ -20,28 +20,9 @@ import type { ResourceType } from '../contract/controller.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { dryRunWriteOf, isDryRun } from '../k8s/dry-run.ts';
 import { apiStatusOf } from '../k8s/errors.ts';
-import { apiVersionOf } from '../k8s/list.ts';
+import { apiVersionOf, METADATA_LIST_ACCEPT, resourcePath } from '../k8s/list.ts';
 
-/** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as Tables or metadata only"). */
-const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-
-/**
- * The REST path of `resource` (collection when `name` is omitted), as kube-apiserver serves it:
- * `/api/v1/...` for core, `/apis/<group>/<version>/...` otherwise.
- */
-export function resourcePath(
-  resource: ResourceType,
-  namespace: string | undefined,
-  name?: string,
-  subresource?: string,
-): string {
-  const parts = [resource.group ? `/apis/${resource.group}/${resource.version}` : `/api/${resource.version}`];
-  if (resource.namespaced && namespace) parts.push('namespaces', encodeURIComponent(namespace));
-  parts.push(resource.plural);
-  if (name !== undefined) parts.push(encodeURIComponent(name));
-  if (subresource) parts.push(subresource);
-  return parts.join('/');
-}
+export { resourcePath } from '../k8s/list.ts';
 
 export interface RequestOptions {
   query?: Record<string, string | undefined>;

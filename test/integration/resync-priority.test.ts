@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { createKeyPublisher } from '../../functions/publish.ts';
+import { RESYNC_PUBLISHING } from '../../functions/resync.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -52,11 +53,12 @@ describe('a live change during a large resync (serverless)', () => {
     await waitFor(async () => (await replicasOf('live')) === 1, { message: 'the Foo converged' });
 
     // What the resync function publishes for BACKLOG keys (here of Foos that do not exist: each
-    // reconcile is one GET), on the resync's topic.
+    // reconcile is one GET), on the resync's topic, as it publishes them (no ordering key, batched).
     const publisher = createKeyPublisher({
       projectId: stack.emulator.projectId,
       topic: stack.resyncTopology.topic.split('/').pop() as string,
       emulatorHost: stack.emulator.host,
+      ...RESYNC_PUBLISHING,
     });
     const enqueuedAt = new Date().toISOString();
     try {

@@ -170,7 +170,7 @@ describe('terraform/', () => {
     assert.equal(block(push, 'oidc_token').service_account_email, ref('google_service_account.push.email'));
   });
 
-  test("the resync's keys have their own topic and push subscription to reconcile, ordered and dead-lettered alike", () => {
+  test("the resync's keys have their own topic and push subscription to reconcile, unordered, dead-lettered alike", () => {
     const live = resource(m, 'google_pubsub_subscription', 'reconcile');
     const sub = resource(m, 'google_pubsub_subscription', 'resync');
     assert.equal(sub.topic, ref('google_pubsub_topic.resync.id'));
@@ -181,12 +181,9 @@ describe('terraform/', () => {
       `${ref('var.topic_name')}-resync`,
       'functions/config.ts resyncTopicOf',
     );
-    for (const key of [
-      'enable_message_ordering',
-      'ack_deadline_seconds',
-      'retry_policy',
-      'dead_letter_policy',
-    ])
+    // The resync publishes without ordering key (functions/resync.ts RESYNC_PUBLISHING, decision 33).
+    assert.equal(sub.enable_message_ordering, false);
+    for (const key of ['ack_deadline_seconds', 'retry_policy', 'dead_letter_policy'])
       assert.deepEqual(sub[key], live[key], key);
     assert.deepEqual(
       sub.push_config,
