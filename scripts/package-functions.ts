@@ -92,6 +92,35 @@ const lazyGoogleCloudLogging: Plugin = {
 };
 
 /**
+ * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, port-forward, cp,
+ * informers, metrics, …) and declares no `sideEffects`, so esbuild keeps every module it reaches,
+ * with their dependencies (ws, tar-fs, …), although the functions use a handful of exports
+ * (KubeConfig, ApiException, the request context). Marking its modules side-effect free lets
+ * esbuild drop the unused ones, as the package's own `sideEffects: false` would; `polyfill.js`,
+ * imported for its side effect (the `File` global undici needs on Node 18), is kept.
+ */
+const clientNodeSideEffectFree: Plugin = {
+  name: 'levelset-client-node-side-effect-free',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData?.levelsetResolved) return undefined;
+      if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { levelsetResolved: true },
+      });
+      if (resolved.errors.length > 0 || resolved.external) return resolved;
+      const inPackage = /[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]/.test(resolved.path);
+      return inPackage && !/[\\/]polyfill\.js$/.test(resolved.path)
+        ? { ...resolved, sideEffects: false }
+        : resolved;
+    });
+  },
+};
+
+/**
  * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
  * unmapped (a one-field segment, so it never borrows the mapping of the code before it), and runs
  * of unmapped positions collapse into one. Node parses every map of a module as it loads it with
@@ -192,12 +221,22 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'silent',
     legalComments: 'none',
-    plugins: [lazyGoogleCloudLogging],
+    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree],
   });
 
   for (const file of walk(join(out, 'dist'))) {
     if (!file.endsWith('.map')) continue;
-    writeFileSync(file, JSON.stringify(ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')))));
+    const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
+    if (map.sources.length > 0) {
+      writeFileSync(file, JSON.stringify(map));
+      continue;
+    }
+    // A chunk of libraries alone: no map and no sourceMappingURL, so that Node with
+    // --enable-source-maps does not read it, parse it and index the chunk's lines at load.
+    rmSync(file);
+    const chunk = file.slice(0, -'.map'.length);
+    const code = readFileSync(chunk, 'utf8');
+    writeFileSync(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
   }
 
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
