@@ -56,6 +56,14 @@ export interface PushProxyOptions {
    * takes a bounded share of the function and live keys, on their own subscription, pass it.
    */
   maxConcurrentPushes?: number;
+  /**
+   * The function instance's request slots, shared by every proxy in front of the same function
+   * (p-limit's limiter): Cloud Run's `max_instance_request_concurrency` of the one local instance,
+   * so the function never serves more requests at once than a deployed instance does (its memory,
+   * measured locally, is then an instance's). Taken after {@link maxConcurrentPushes}'s slot; the
+   * push's timeout runs from then. Default: no limit.
+   */
+  instanceSlots?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 /** Delivery figures of the local push path. Times are epoch ms; `undefined` when it never happened. */
@@ -119,6 +127,7 @@ interface PushMessage {
 export async function startPushProxy(options: PushProxyOptions): Promise<PushProxy> {
   const maxAttempts = options.maxDeliveryAttempts ?? 5;
   const forwardSlot = pLimit(options.maxConcurrentPushes ?? Number.POSITIVE_INFINITY);
+  const instanceSlot = options.instanceSlots ?? (<T>(fn: () => Promise<T>) => fn());
   const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const deadLetters = pubsub.topic(options.deadLetterTopic, { batching: { maxMessages: 1 } });
   /** Failed attempts so far, by message id. */
@@ -170,16 +179,18 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
           : body;
       let status: number;
       try {
-        status = await forwardSlot(async () => {
-          const answer = await fetch(new URL(req.url ?? '/', options.target), {
-            method: req.method,
-            headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
-            body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
-            signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
-          });
-          await answer.arrayBuffer().catch(() => undefined);
-          return answer.status;
-        });
+        status = await forwardSlot(() =>
+          instanceSlot(async () => {
+            const answer = await fetch(new URL(req.url ?? '/', options.target), {
+              method: req.method,
+              headers: { 'content-type': req.headers['content-type'] ?? 'application/json' },
+              body: req.method === 'GET' || req.method === 'HEAD' ? undefined : new Uint8Array(forwarded),
+              signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+            });
+            await answer.arrayBuffer().catch(() => undefined);
+            return answer.status;
+          }),
+        );
       } catch (err) {
         if (connectionRefused(err)) {
           stats.refused++;
