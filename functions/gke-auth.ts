@@ -10,7 +10,6 @@
  * request and never stored in the KubeConfig, never logged.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { GoogleAuth } from 'google-auth-library';
 import { z } from 'zod';
 import type { Logger } from './log.ts';
 import { PooledKubeConfig } from './pooled-kubeconfig.ts';
@@ -82,9 +81,22 @@ export function readGkeConnection(env: NodeJS.ProcessEnv = process.env): GkeConn
   return ca ? { server, caData: ca } : { server };
 }
 
-/** Application Default Credentials with the cloud-platform scope (the runtime service account on Cloud Run). */
+/**
+ * Application Default Credentials with the cloud-platform scope (the runtime service account on
+ * Cloud Run). google-auth-library (and its gaxios, gcp-metadata) is imported at the first token
+ * request, not when the module loads: a process that never asks for a token never loads it, and
+ * one that does loads it while its first request waits for the token anyway.
+ */
 export function googleAccessTokens(): AccessTokenSource {
-  return new GoogleAuth({ scopes: [CLOUD_PLATFORM_SCOPE] });
+  let auth: Promise<AccessTokenSource> | undefined;
+  return {
+    async getAccessToken() {
+      auth ??= import('google-auth-library').then(
+        ({ GoogleAuth }) => new GoogleAuth({ scopes: [CLOUD_PLATFORM_SCOPE] }),
+      );
+      return (await auth).getAccessToken();
+    },
+  };
 }
 
 async function currentToken(tokens: AccessTokenSource): Promise<string> {

@@ -56,6 +56,14 @@ export interface PushProxyOptions {
    * takes a bounded share of the function and live keys, on their own subscription, pass it.
    */
   maxConcurrentPushes?: number;
+  /**
+   * The function instance's request slots, shared by every proxy in front of the same function
+   * (p-limit's limiter): Cloud Run's `max_instance_request_concurrency` of the one local instance,
+   * so the function never serves more requests at once than a deployed instance does (its memory,
+   * measured locally, is then an instance's). Taken after {@link maxConcurrentPushes}'s slot; the
+   * push's timeout runs from then. Default: no limit.
+   */
+  instanceSlots?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
 /** Delivery figures of the local push path. Times are epoch ms; `undefined` when it never happened. */
@@ -160,6 +168,7 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
   /** Keep-alive connections to the function, reused across pushes. */
   const agent = new Agent({ keepAlive: true });
   const forwardSlot = pLimit(options.maxConcurrentPushes ?? Number.POSITIVE_INFINITY);
+  const instanceSlot = options.instanceSlots ?? (<T>(fn: () => Promise<T>) => fn());
   const pubsub = new PubSub({ projectId: options.projectId, ...emulatorClientOptions(options.emulatorHost) });
   const deadLetters = pubsub.topic(options.deadLetterTopic, { batching: { maxMessages: 1 } });
   /** Failed attempts so far, by message id. */
@@ -213,13 +222,15 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
       try {
         const method = req.method ?? 'POST';
         status = await forwardSlot(() =>
-          forward(
-            agent,
-            new URL(req.url ?? '/', options.target),
-            method,
-            req.headers['content-type'] ?? 'application/json',
-            method === 'GET' || method === 'HEAD' ? undefined : forwarded,
-            options.timeoutMs ?? 60_000,
+          instanceSlot(() =>
+            forward(
+              agent,
+              new URL(req.url ?? '/', options.target),
+              method,
+              req.headers['content-type'] ?? 'application/json',
+              method === 'GET' || method === 'HEAD' ? undefined : forwarded,
+              options.timeoutMs ?? 60_000,
+            ),
           ),
         );
       } catch (err) {

@@ -10,6 +10,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
+import pLimit from 'p-limit';
 import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
@@ -68,6 +69,8 @@ export interface LocalStackOptions {
    * and no such limit.
    */
   resyncPushConcurrency?: number;
+  /** Requests `reconcile` serves at once (one Cloud Run instance's); default {@link FUNCTION_CONCURRENCY}. */
+  reconcileConcurrency?: number;
   /**
    * Failed deliveries before a key message is dead-lettered (5–100); default 5. Counted by the local
    * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
@@ -184,6 +187,14 @@ export const FUNCTION_HEAP_MIB = 256;
  * semi-space during a LIST of 100k objects and keeps the pages: `npm run bench`, relay memory).
  */
 export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=8'] as const;
+
+/**
+ * Requests the local `reconcile` serves at once, live and resync pushes together: Terraform's
+ * `reconcile_concurrency` default (`max_instance_request_concurrency` of each instance,
+ * terraform/variables.tf). Locally one process stands for one instance, so its memory and CPU are
+ * an instance's at the deployed concurrency; in the cloud more instances serve the rest.
+ */
+export const FUNCTION_CONCURRENCY = 8;
 
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
@@ -351,6 +362,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
     });
     const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
     const names = keysTopologyNames(emulator.projectId, topic);
+    // One instance's request slots, shared by the live and the resync subscriptions' pushes.
+    const instanceSlots = pLimit(options.reconcileConcurrency ?? FUNCTION_CONCURRENCY);
     const pushProxy = await startPushProxy({
       target: reconcile.url,
       emulatorHost: emulator.host,
@@ -358,6 +371,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       deadLetterTopic: names.deadLetterTopic,
       subscription: names.subscription,
       maxDeliveryAttempts: options.maxDeliveryAttempts,
+      instanceSlots,
     });
     started.push(pushProxy);
     const ensureTopology = () =>
@@ -380,6 +394,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       subscription: resyncNames.subscription,
       maxDeliveryAttempts: options.maxDeliveryAttempts,
       maxConcurrentPushes: options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY,
+      instanceSlots,
     });
     started.push(resyncPushProxy);
     const ensureResyncTopology = () =>

@@ -3,13 +3,16 @@
  * deployment package, which Terraform's `archive_file` zips as it is (terraform/functions.tf):
  *
  *   terraform/.build/functions/
- *     package.json        the project's, with main = dist/index.mjs, no scripts and no workspaces
- *                         (local/apiserver, the test double, is not in the archive)
+ *     package.json        the project's, with main = dist/index.mjs, no workspaces (local/apiserver,
+ *                         the test double, is not in the archive), and one script, `gcp-build`,
+ *                         which the buildpack runs after `npm ci`: dist/compile-cache.mjs
  *     package-lock.json   the project's without its workspaces ({@link archiveLockfile}), so the
  *                         buildpack's `npm ci` installs exactly the locked tree the functions need
  *     dist/index.mjs      functions/index.ts and everything it imports, in one ES module …
  *     dist/chunk-*.mjs    … but what is imported dynamically (resync's publisher, a controller's
  *                         client library) in chunks loaded at first use
+ *     dist/compile-cache.mjs  loads the bundle once with Node's compile cache on, filling
+ *                         dist/compile-cache/ ({@link WARM_COMPILE_CACHE}; NODE_COMPILE_CACHE)
  *     dist/*.mjs.map      source maps of Levelset's own code (mappings only, no sources), read by
  *                         Node with `--enable-source-maps` (Terraform sets it in NODE_OPTIONS), so
  *                         stack traces in Cloud Logging and Error Reporting name functions/…/*.ts
@@ -40,6 +43,33 @@ export const DEFAULT_OUT = join(REPO_ROOT, 'terraform', '.build', 'functions');
 
 /** The package entry point inside the archive; functions-framework loads it (package.json `main`). */
 export const MAIN = 'dist/index.mjs';
+
+/**
+ * The script the buildpack runs at build time (`gcp-build`) to fill {@link COMPILE_CACHE}: it loads
+ * the bundle as a cold start does, with Node's compile cache on, so V8's code for every module
+ * loaded at start (the bundle's and functions-framework's) is on disk; a cold start then reads
+ * it instead of parsing and compiling them (Node's `module.enableCompileCache`). Run with the
+ * runtime's own Node (the buildpack's), so V8 accepts the cache; a cache V8 rejects (another Node)
+ * is ignored, and the start compiles as without it.
+ */
+export const WARM_COMPILE_CACHE = 'dist/compile-cache.mjs';
+
+/** Node's compile cache directory inside the package; Terraform points NODE_COMPILE_CACHE at it. */
+export const COMPILE_CACHE = 'dist/compile-cache';
+
+const WARM_COMPILE_CACHE_SOURCE = `// Fills ${COMPILE_CACHE} (scripts/package-functions.ts, WARM_COMPILE_CACHE). Portable: the
+// cache holds paths relative to its directory, so it is valid wherever the package is.
+import { enableCompileCache, flushCompileCache } from 'node:module';
+import { fileURLToPath } from 'node:url';
+// A failure here never fails the build: the start then compiles what the cache lacks.
+enableCompileCache({ directory: fileURLToPath(new URL('compile-cache', import.meta.url)), portable: true });
+try {
+  await import('./index.mjs');
+} catch (err) {
+  console.warn('compile cache: the bundle did not load at build time; it is compiled at start', err);
+}
+flushCompileCache();
+`;
 
 /** The functions' source entry point, relative to the repository root. */
 export const ENTRY = 'functions/index.ts';
@@ -88,6 +118,35 @@ const lazyGoogleCloudLogging: Plugin = {
         'exports.detectServiceContext = (...args) => load().detectServiceContext(...args);',
       ].join('\n'),
     }));
+  },
+};
+
+/**
+ * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, port-forward, cp,
+ * informers, metrics, …) and declares no `sideEffects`, so esbuild keeps every module it reaches,
+ * with their dependencies (ws, tar-fs, …), although the functions use a handful of exports
+ * (KubeConfig, ApiException, the request context). Marking its modules side-effect free lets
+ * esbuild drop the unused ones, as the package's own `sideEffects: false` would; `polyfill.js`,
+ * imported for its side effect (the `File` global undici needs on Node 18), is kept.
+ */
+const clientNodeSideEffectFree: Plugin = {
+  name: 'levelset-client-node-side-effect-free',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData?.levelsetResolved) return undefined;
+      if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { levelsetResolved: true },
+      });
+      if (resolved.errors.length > 0 || resolved.external) return resolved;
+      const inPackage = /[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]/.test(resolved.path);
+      return inPackage && !/[\\/]polyfill\.js$/.test(resolved.path)
+        ? { ...resolved, sideEffects: false }
+        : resolved;
+    });
   },
 };
 
@@ -192,17 +251,30 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'silent',
     legalComments: 'none',
-    plugins: [lazyGoogleCloudLogging],
+    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree],
   });
+
+  writeFileSync(join(out, WARM_COMPILE_CACHE), WARM_COMPILE_CACHE_SOURCE);
 
   for (const file of walk(join(out, 'dist'))) {
     if (!file.endsWith('.map')) continue;
-    writeFileSync(file, JSON.stringify(ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')))));
+    const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
+    if (map.sources.length > 0) {
+      writeFileSync(file, JSON.stringify(map));
+      continue;
+    }
+    // A chunk of libraries alone: no map and no sourceMappingURL, so that Node with
+    // --enable-source-maps does not read it, parse it and index the chunk's lines at load.
+    rmSync(file);
+    const chunk = file.slice(0, -'.map'.length);
+    const code = readFileSync(chunk, 'utf8');
+    writeFileSync(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
   }
 
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
   pkg.main = MAIN;
-  delete pkg.scripts; // nothing for the buildpack to run (no build, no gcp-build)
+  // The buildpack runs `gcp-build` after `npm ci`, with the runtime's Node: it fills the compile cache.
+  pkg.scripts = { 'gcp-build': `node ${WARM_COMPILE_CACHE}` };
   delete pkg.workspaces; // the workspaces' folders are not in the archive
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;

@@ -84,6 +84,18 @@ export interface CrossNamespaceTracking {
   /** Top-level members the API server refuses to change (a Secret's `type`): a change recreates the child. */
   immutableFields?: readonly string[];
   /**
+   * An annotation the owner sets on every desired child whose value changes whenever the child's
+   * content (its members besides `metadata`) does, e.g. a sha256 of it. With it, the kit lists the
+   * children as metadata only (`PartialObjectMetadataList`: no Secret data crosses the wire or sits
+   * in memory) and takes a child whose annotation equals the desired one for converged, unless a
+   * field manager other than the kit's owns one of its fields outside `metadata` (its
+   * `managedFields`: someone else wrote its content since), in which case that child alone is read
+   * whole and compared. A child whose annotation differs is updated from its metadata (a PUT
+   * conditional on its resourceVersion); one the API server refuses so (422: an `immutable` child)
+   * is read whole and recreated. Omitted: children are listed whole and compared member by member.
+   */
+  contentHashAnnotation?: string;
+  /**
    * Children in other clusters too (docs/architecture.md "Clusters"): the annotation whose value is
    * the owner's cluster id on each child the kit writes in another cluster than its owner's. Such a
    * child is the owner's only when it carries that annotation with the owner's cluster; a child in

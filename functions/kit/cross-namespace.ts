@@ -14,6 +14,8 @@
  * - a child is unchanged when every member the desired child sets besides `metadata` is equal
  *   (empty and absent alike), its labels are exactly the desired ones, and its annotations include
  *   the desired ones (annotations of others are kept);
+ * - with a `contentHashAnnotation`, the children are listed as metadata only and that annotation
+ *   stands for their content; a child whose content another field manager wrote is read whole;
  * - an object of a desired child's name that the owner does not own (someone else's) is never
  *   written to or deleted: it is a conflict (`ErrResourceExists`), reported, and the other namespaces
  *   still converge;
@@ -32,6 +34,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 import { type Key, keyString } from '../contract/key.ts';
+import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../k8s/errors.ts';
 import { type CrossNamespaceTracking, selectorOf } from './children.ts';
 import type { ResourceClient } from './client.ts';
@@ -111,9 +114,31 @@ const members = (o: KubernetesObject) =>
   Object.keys(o).filter((k) => k !== 'apiVersion' && k !== 'kind' && k !== 'metadata');
 
 /**
+ * True for an item of a metadata-only LIST (`kind: PartialObjectMetadata`, Kubernetes API concepts:
+ * "Receiving resources as Tables or metadata only"): its members besides `metadata` are unknown.
+ */
+export function isPartialMetadata(object: KubernetesObject): boolean {
+  return object.kind === 'PartialObjectMetadata';
+}
+
+/**
+ * True when a field manager other than the kit's ({@link FIELD_MANAGER}) owns a field of `object`
+ * outside `metadata`, as its `managedFields` record (server-side field management: a manager owns
+ * the fields it last changed): someone else wrote the child's content after the kit did.
+ */
+export function contentWrittenByOthers(object: KubernetesObject): boolean {
+  const entries = (object.metadata?.managedFields ?? []) as { manager?: string; fieldsV1?: object }[];
+  return entries.some(
+    (e) => e.manager !== FIELD_MANAGER && Object.keys(e.fieldsV1 ?? {}).some((f) => f !== 'f:metadata'),
+  );
+}
+
+/**
  * How an owned child differs from `desired` (already {@link markedChild}): `unchanged`, `update`
  * (a member, a label or a desired annotation differs) or `recreate` (an immutable field differs, or
- * the child is `immutable: true` and a member differs).
+ * the child is `immutable: true` and a member differs). A child known by its metadata alone
+ * ({@link isPartialMetadata}) is compared by its labels and annotations, the
+ * {@link CrossNamespaceTracking.contentHashAnnotation} standing for its content.
  */
 export function compareChild(
   live: KubernetesObject,
@@ -121,7 +146,9 @@ export function compareChild(
   tracking: Pick<CrossNamespaceTracking, 'immutableFields'>,
 ): 'unchanged' | 'update' | 'recreate' {
   const at = (o: KubernetesObject, k: string) => (o as unknown as Record<string, unknown>)[k];
-  const differ = members(desired).filter((k) => !same(at(live, k), at(desired, k)));
+  const differ = isPartialMetadata(live)
+    ? []
+    : members(desired).filter((k) => !same(at(live, k), at(desired, k)));
   if (differ.some((k) => tracking.immutableFields?.includes(k))) return 'recreate';
   if (differ.length > 0 && at(live, 'immutable') === true) return 'recreate';
   const labelsDiffer = !same(live.metadata?.labels, desired.metadata?.labels);
@@ -189,7 +216,12 @@ export interface CrossNamespaceConflict {
 export interface CrossNamespacePlan {
   create: KubernetesObject[];
   /** `desired` is the PUT body, carrying `current`'s resourceVersion. */
-  update: { current: KubernetesObject; desired: KubernetesObject }[];
+  update: {
+    current: KubernetesObject;
+    desired: KubernetesObject;
+    /** The desired child itself (marked), before it was laid on `current`'s metadata: what a re-plan starts from. */
+    fresh?: KubernetesObject;
+  }[];
   /** Delete `current` (UID + resourceVersion preconditions), then create `desired`. */
   recreate: { current: KubernetesObject; desired: KubernetesObject }[];
   /** Owned children no longer desired (UID + resourceVersion preconditions). */
@@ -242,7 +274,9 @@ export function planCrossNamespaceChildren(input: {
     if (step.op === 'create') plan.create.push(step.desired);
     else if (step.op === 'conflict') plan.conflicts.push({ namespace, name: desired.metadata?.name ?? '' });
     else if (step.op === 'unchanged') plan.unchanged.push(namespace);
-    else plan[step.op].push({ current: step.current, desired: step.desired });
+    else if (step.op === 'update')
+      plan.update.push({ current: step.current, desired: step.desired, fresh: desired });
+    else plan.recreate.push({ current: step.current, desired: step.desired });
   }
   const retained = new Set(input.retainNamespaces ?? []);
   for (const o of [...observed.values()].sort(byNamespace)) {
@@ -320,13 +354,31 @@ export async function writeCrossNamespaceChildren(args: {
     else if (step.op === 'recreate') await recreate(step.current, step.desired);
     // 'unchanged': converged by someone else (a concurrent reconcile); 'create' cannot happen.
   };
-  const update = async (body: KubernetesObject): Promise<void> => {
+  const update = async (body: KubernetesObject, current?: KubernetesObject): Promise<void> => {
     try {
       await client.replace(resource, body);
       done.updated.push(placeOf(body));
     } catch (err) {
-      fail(body, 'update', err);
+      // Planned from its metadata alone, and refused as invalid (an `immutable` child whose content
+      // must change): read it whole and plan again, once.
+      if (current && isPartialMetadata(current) && apiStatusOf(err) === 422) await replan(body, err);
+      else fail(body, 'update', err);
     }
+  };
+  const replan = async (body: KubernetesObject, refused: unknown): Promise<void> => {
+    const desired = plan.update.find((c) => placeOf(c.desired) === placeOf(body))?.fresh;
+    let whole: KubernetesObject;
+    try {
+      whole = await client.get(resource, body.metadata?.namespace, body.metadata?.name ?? '');
+    } catch (err) {
+      fail(body, 'update', isNotFound(err) ? refused : err);
+      return;
+    }
+    const step = planChild(owner, tracking, desired ?? body, whole);
+    if (step.op === 'conflict') done.conflicts.push(placeOf(body));
+    else if (step.op === 'update') await update(step.desired);
+    else if (step.op === 'recreate') await recreate(step.current, step.desired);
+    else if (step.op === 'create') await create(step.desired, false);
   };
   const remove = async (current: KubernetesObject): Promise<boolean> => {
     try {
@@ -345,7 +397,7 @@ export async function writeCrossNamespaceChildren(args: {
   await forEachLimit(
     [
       ...plan.create.map((d) => () => create(d, false)),
-      ...plan.update.map((c) => () => update(c.desired)),
+      ...plan.update.map((c) => () => update(c.desired, c.current)),
       ...plan.recreate.map((c) => () => recreate(c.current, c.desired)),
       ...plan.delete.map((o) => async () => {
         if (await remove(o)) done.deleted.push(placeOf(o));
@@ -359,7 +411,10 @@ export async function writeCrossNamespaceChildren(args: {
 
 /**
  * Lists `owner`'s children of `resource` (by its labels, in `namespace` or all namespaces: one
- * request; metadata only when `desired` is empty, since they can then only be pruned) and, when
+ * request; metadata only when `desired` is empty, since they can then only be pruned, or when the
+ * tracking has a `contentHashAnnotation`, in which case an owned desired child whose content
+ * someone else wrote ({@link contentWrittenByOthers}), or whose desired child carries no such
+ * annotation, is read whole: one GET each) and, when
  * some desired child is missing from that listing, the objects of the missing names (one LIST by
  * `metadata.name` field selector per name, filtered client-side as well), so that an object the
  * owner does not own is found without a failed create.
@@ -375,10 +430,33 @@ export async function observeCrossNamespaceChildren(args: {
   namespace?: string;
 }): Promise<KubernetesObject[]> {
   const { client, resource, owner, tracking, desired, namespace } = args;
-  const listed = await client.list(resource, namespace, {
+  const hash = tracking.contentHashAnnotation;
+  let listed = await client.list(resource, namespace, {
     labelSelector: selectorOf(tracking.labels(owner)),
-    metadataOnly: desired.length === 0,
+    metadataOnly: desired.length === 0 || hash !== undefined,
   });
+  if (hash !== undefined && desired.length > 0) {
+    const wanted = new Map(desired.map((d) => [placeOf(d), d]));
+    const whole: KubernetesObject[] = [];
+    for (const item of listed) {
+      const want = wanted.get(placeOf(item));
+      const known =
+        !want ||
+        !isPartialMetadata(item) ||
+        !isOwnedAcross(item, owner, tracking) ||
+        (want.metadata?.annotations?.[hash] !== undefined && !contentWrittenByOthers(item));
+      if (known) {
+        whole.push(item);
+        continue;
+      }
+      try {
+        whole.push(await client.get(resource, item.metadata?.namespace, item.metadata?.name ?? ''));
+      } catch (err) {
+        if (!isNotFound(err)) throw err; // gone since the LIST: looked up by name below
+      }
+    }
+    listed = whole;
+  }
   const seen = new Set(listed.map(placeOf));
   const missing = new Set(desired.filter((d) => !seen.has(placeOf(d))).map((d) => d.metadata?.name ?? ''));
   const others: KubernetesObject[] = [];

@@ -152,6 +152,65 @@ describe('secret-replicator against an API server', () => {
     );
   });
 
+  it('carries a source update to every copy from their metadata: no copy is read whole', async () => {
+    await reconcile('db-creds');
+    const src = await core.readNamespacedSecret({ namespace: sourceNs, name: 'db-creds' });
+    src.data = { password: b64(`${secretValue}-meta`) };
+    await core.replaceNamespacedSecret({ namespace: sourceNs, name: 'db-creds', body: src });
+    const requests = await reconcile('db-creds');
+    for (const ns of targets)
+      assert.equal(unb64((await read(ns, 'db-creds'))?.data?.password), `${secretValue}-meta`);
+    const copyGets = requests.filter(
+      (r) => r.startsWith('GET') && targets.some((ns) => r.includes(`/namespaces/${ns}/`)),
+    );
+    assert.deepEqual(copyGets, [], requests.join('\n'));
+    assert.equal(requests.filter((r) => r.startsWith('PUT')).length, targets.length);
+    src.data = { password: b64(secretValue) };
+    await core.replaceNamespacedSecret({
+      namespace: sourceNs,
+      name: 'db-creds',
+      body: { ...src, metadata: { ...src.metadata, resourceVersion: undefined } },
+    });
+    await reconcile('db-creds');
+  });
+
+  it('recreates a copy someone made immutable when the source changes, whether or not managedFields tell', async () => {
+    const [frozen, untracked] = targets as [string, string];
+    await reconcile('db-creds');
+    const copy = (await read(frozen, 'db-creds')) as V1Secret;
+    await core.replaceNamespacedSecret({
+      namespace: frozen,
+      name: 'db-creds',
+      body: { ...copy, immutable: true },
+    });
+    // `managedFields: [{}]` clears them: the copy's metadata no longer shows who wrote it, so the
+    // kit's PUT from its metadata is refused (422) and the copy is read whole and recreated.
+    const other = (await read(untracked, 'db-creds')) as V1Secret;
+    await core.replaceNamespacedSecret({
+      namespace: untracked,
+      name: 'db-creds',
+      body: { ...other, immutable: true, metadata: { ...other.metadata, managedFields: [{}] } },
+    });
+    assert.equal((await read(untracked, 'db-creds'))?.metadata?.managedFields, undefined);
+    const src = await core.readNamespacedSecret({ namespace: sourceNs, name: 'db-creds' });
+    src.data = { password: b64(`${secretValue}-frozen`) };
+    await core.replaceNamespacedSecret({ namespace: sourceNs, name: 'db-creds', body: src });
+    await reconcile('db-creds');
+    const after = await read(frozen, 'db-creds');
+    assert.equal(unb64(after?.data?.password), `${secretValue}-frozen`);
+    assert.notEqual(after?.metadata?.uid, copy.metadata?.uid, 'deleted and created again');
+    const other2 = await read(untracked, 'db-creds');
+    assert.equal(unb64(other2?.data?.password), `${secretValue}-frozen`);
+    assert.notEqual(other2?.metadata?.uid, other.metadata?.uid, 'deleted and created again');
+    src.data = { password: b64(secretValue) };
+    await core.replaceNamespacedSecret({
+      namespace: sourceNs,
+      name: 'db-creds',
+      body: { ...src, metadata: { ...src.metadata, resourceVersion: undefined } },
+    });
+    await reconcile('db-creds');
+  });
+
   it('gives a new namespace its copy and carries a source update to every copy', async () => {
     const late = await newTarget('c');
     const src = await core.readNamespacedSecret({ namespace: sourceNs, name: 'db-creds' });

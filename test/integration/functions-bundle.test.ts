@@ -5,7 +5,8 @@
  * package's node_modules is the repository's (on Cloud Run the buildpack's `npm ci` installs it).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -13,7 +14,12 @@ import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { FUNCTION_HEAP_MIB, functionsCli } from '../../local/stack.ts';
-import { MAIN, packageFunctions } from '../../scripts/package-functions.ts';
+import {
+  COMPILE_CACHE,
+  MAIN,
+  packageFunctions,
+  WARM_COMPILE_CACHE,
+} from '../../scripts/package-functions.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -47,6 +53,8 @@ describe('the deployed functions bundle', () => {
     dir = mkdtempSync(join(tmpdir(), 'levelset-bundle-'));
     await packageFunctions({ out: dir });
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    // What the buildpack's gcp-build does after npm ci: fill the compile cache (WARM_COMPILE_CACHE).
+    execFileSync(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir });
     cluster = await startTestCluster();
     ns = await cluster.createNamespace('bundle');
     await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
@@ -64,6 +72,12 @@ describe('the deployed functions bundle', () => {
     assert.doesNotMatch(readFileSync(join(dir, MAIN), 'utf8'), /from\s*["'][^"']*\.ts["']/);
   });
 
+  it("has the buildpack fill Node's compile cache (gcp-build), which the start then reads", () => {
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    assert.equal(pkg.scripts?.['gcp-build'], `node ${WARM_COMPILE_CACHE}`);
+    assert.ok(readdirSync(join(dir, COMPILE_CACHE), { recursive: true }).length > 1, 'cache entries written');
+  });
+
   it('answers a push of a Foo key with 204 and converges the Foo', async () => {
     const port = await freePort();
     reconcile = await startService({
@@ -73,6 +87,8 @@ describe('the deployed functions bundle', () => {
       env: {
         // As Terraform deploys it (terraform/functions.tf, function_env).
         NODE_OPTIONS: `--max-old-space-size=${FUNCTION_HEAP_MIB} --enable-source-maps`,
+        NODE_COMPILE_CACHE: join(dir, COMPILE_CACHE),
+        NODE_COMPILE_CACHE_PORTABLE: '1',
         KUBECONFIG: cluster.kubeconfigPath,
         LEVELSET_REQUEUE: 'none',
         LOG_LEVEL: 'info',

@@ -27,7 +27,7 @@ import {
   REPO_ROOT,
   relayRules,
 } from '../../scripts/generate-manifests.ts';
-import { MAIN, packageFunctions } from '../../scripts/package-functions.ts';
+import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 
 const foos: ResourceType = {
   group: 'samplecontroller.k8s.io',
@@ -269,7 +269,13 @@ describe('packageFunctions', () => {
 
       const files = await packageFunctions({ root, out });
 
-      assert.deepEqual(files, ['dist/index.mjs', 'dist/index.mjs.map', 'package-lock.json', 'package.json']);
+      assert.deepEqual(files, [
+        WARM_COMPILE_CACHE,
+        'dist/index.mjs',
+        'dist/index.mjs.map',
+        'package-lock.json',
+        'package.json',
+      ]);
       assert.equal(MAIN, 'dist/index.mjs');
       const bundle = readFileSync(join(out, MAIN), 'utf8');
       assert.match(bundle, /foo-controller/, 'the imported module is inside the bundle');
@@ -281,7 +287,11 @@ describe('packageFunctions', () => {
       );
       const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
       assert.equal(staged.main, MAIN);
-      assert.equal(staged.scripts, undefined);
+      assert.deepEqual(
+        staged.scripts,
+        { 'gcp-build': `node ${WARM_COMPILE_CACHE}` },
+        'only the compile cache to fill',
+      );
       assert.deepEqual(staged.dependencies, pkg.dependencies);
       assert.deepEqual(
         staged.devDependencies,

@@ -273,6 +273,12 @@ describe('terraform/', () => {
     const env = strings(m.locals.get('function_env')).join('\n');
     assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{local\.function_heap_mib\}/s);
     assert.match(env, /NODE_OPTIONS.*--enable-source-maps/s, "the bundle's source maps are read");
+    assert.match(
+      env,
+      /NODE_COMPILE_CACHE\s*=\s*"\/workspace\/dist\/compile-cache"/,
+      'the compile cache gcp-build fills',
+    );
+    assert.match(env, /NODE_COMPILE_CACHE_PORTABLE\s*=\s*"1"/);
     assert.match(String(m.locals.get('function_heap_mib')), /floor\(local\.function_memory_mib \/ 2\)/);
     assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
   });

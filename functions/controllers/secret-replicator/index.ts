@@ -7,7 +7,8 @@
  * Written on the kit: the sources are the primaries (pinned to the source namespace), the copies
  * are children in other namespaces (owned `inOtherNamespaces`, tracked by {@link COPIES}), and the
  * reconcile returns the copies the source should have. A converged reconcile makes 3 API requests
- * however many namespaces exist: GET the source, LIST namespaces, LIST copies by label.
+ * however many namespaces exist: GET the source, LIST namespaces, LIST copies by label (metadata only: the
+ * content-hash annotation stands for their data).
  */
 import type { KubernetesObject, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import {

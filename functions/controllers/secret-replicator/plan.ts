@@ -88,13 +88,16 @@ export function copyLabelValue(source: Key): string {
 /**
  * How the kit tracks the copies of a source, children in other namespaces: listed by
  * {@link COPY_LABEL}, owned with {@link SOURCE_ANNOTATION} too; a copy whose `type` must change
- * is deleted and created again (a Secret's `type` is immutable).
+ * is deleted and created again (a Secret's `type` is immutable). The copies are listed as metadata
+ * only, {@link CONTENT_HASH_ANNOTATION} standing for their content: a reconcile never holds the
+ * data of its copies, only the source's (a copy someone else wrote is read whole, alone).
  */
 export const COPIES: CrossNamespaceTracking = {
   labels: (source) => ({ [COPY_LABEL]: copyLabelValue(source) }),
   ownerAnnotation: SOURCE_ANNOTATION,
   clusterAnnotation: SOURCE_CLUSTER_ANNOTATION,
   immutableFields: ['type'],
+  contentHashAnnotation: CONTENT_HASH_ANNOTATION,
 };
 
 /** The label selector that lists the copies of one source (all namespaces). */
