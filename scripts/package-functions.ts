@@ -31,6 +31,7 @@
  *   npx node scripts/package-functions.ts [--out terraform/.build/functions]
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
@@ -116,6 +117,52 @@ const lazyGoogleCloudLogging: Plugin = {
         "const load = () => (real ??= require('@google-cloud/logging'));",
         'exports.Logging = function Logging(...args) { return new (load().Logging)(...args); };',
         'exports.detectServiceContext = (...args) => load().detectServiceContext(...args);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * The bundle's ES modules `import` Node's built-in modules (`node:http`, `https`, `net`, …, from
+ * client-node, its proxy agents and Levelset's own code); Node answers an ES module import of a
+ * built-in with a facade that reads every export at once, and `node:http`'s include the lazy
+ * `WebSocket`, `CloseEvent` and `MessageEvent`, so the first such import compiled Node's internal
+ * undici (≈ 20 ms of a cold start, `node --cpu-prof`), which nothing in the functions uses. Here
+ * each built-in is `require`d instead (a CommonJS module of one line), as the bundled CommonJS
+ * libraries already do: an export is read when the code reads it, so a lazy one stays unloaded.
+ */
+const requireBuiltins: Plugin = {
+  name: 'levelset-require-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+      if (args.namespace === 'levelset-builtin') return { path: args.path, external: true };
+      if (!isBuiltin(args.path) || (args.kind !== 'import-statement' && args.kind !== 'dynamic-import'))
+        return undefined;
+      return { path: args.path.replace(/^node:/, ''), namespace: 'levelset-builtin' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'levelset-builtin' }, (args) => ({
+      loader: 'js',
+      contents: `module.exports = require(${JSON.stringify(`node:${args.path}`)});`,
+    }));
+  },
+};
+
+/**
+ * pino calls `caller()` (lib/caller.js) at every `pino()`, for the one option that reads it: a
+ * transport's target given as a relative path, which the functions never configure. It calls
+ * `util.getCallSites()`, which under `--enable-source-maps` (Terraform's NODE_OPTIONS) maps each
+ * frame: at start, the logger's creation parsed the source maps of the start chunks (≈ 15 ms of a
+ * cold start, `node --cpu-prof`). The stand-in returns the same script names, unmapped (the bundle's
+ * files, which is what a relative target would be resolved against anyway).
+ */
+const pinoCallerUnmapped: Plugin = {
+  name: 'levelset-pino-caller-unmapped',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]caller\.js$/ }, () => ({
+      loader: 'js',
+      contents: [
+        "const { getCallSites } = require('node:util');",
+        'module.exports = () => getCallSites({ sourceMap: false }).slice(2).map((site) => site.scriptName);',
       ].join('\n'),
     }));
   },
@@ -251,7 +298,7 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'silent',
     legalComments: 'none',
-    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree],
+    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree, requireBuiltins, pinoCallerUnmapped],
   });
 
   writeFileSync(join(out, WARM_COMPILE_CACHE), WARM_COMPILE_CACHE_SOURCE);
