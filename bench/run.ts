@@ -105,11 +105,13 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['relay', relayThroughput],
   ['api-cost', apiCost],
   ['cost', reconcileCost],
-  ['memory/resync', memoryAndResync],
   ['cold-start', coldStart],
   ['resync-priority', resyncPriority],
   ['topic', topicCosts],
   ['fleet', fleet],
+  // After every section that starts a relay on the shared API server: it leaves 100k ConfigMaps
+  // there, which a relay watching ConfigMaps (configmap-bundle) would list before it is ready.
+  ['memory/resync', memoryAndResync],
   // Last: it registers the OpenTelemetry SDK for the rest of this process.
   ['tracing', tracingCost],
 ];
