@@ -51,7 +51,7 @@ import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import {
   type AnyLocalStack,
-  FUNCTION_HEAP_MIB,
+  FUNCTION_NODE_OPTIONS,
   functionsCli,
   type LocalCluster,
   type LocalStack,
@@ -1021,7 +1021,7 @@ async function reconcileCost(): Promise<void> {
     const { stdout } = await exec(
       process.execPath,
       [
-        `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+        ...FUNCTION_NODE_OPTIONS,
         join(repoRoot, 'bench', 'child.ts'),
         'reconcile',
         '--kubeconfig',
@@ -1307,7 +1307,7 @@ async function memoryAndResync(): Promise<void> {
     const r = await child(
       ['resync', '--kubeconfig', local.kubeconfigPath, '--topic', topic],
       { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId },
-      [`--max-old-space-size=${FUNCTION_HEAP_MIB}`],
+      [...FUNCTION_NODE_OPTIONS],
     );
     resync.push({ keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error });
     if (r.error) notes.push(`resync of ${n} keys reported an error: ${r.error}`);
@@ -1334,7 +1334,7 @@ async function memoryAndResync(): Promise<void> {
     },
     {
       section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 heap limit ${FUNCTION_HEAP_MIB} MiB, as deployed)`,
+      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
       value: large.peakRss / 2 ** 20,
       unit: 'MiB',
       baseline: { name: `${small.keys} keys`, value: small.peakRss / 2 ** 20 },
@@ -1364,7 +1364,7 @@ async function coldStart(): Promise<void> {
     writeFileSync(join(empty, 'package.json'), '{"name":"empty","main":"index.js"}\n');
     writeFileSync(join(empty, 'index.js'), 'exports.reconcile = (req, res) => res.status(204).end();\n');
     // terraform/functions.tf's NODE_OPTIONS at the default 512Mi.
-    const deployed = `--max-old-space-size=${FUNCTION_HEAP_MIB} --enable-source-maps`;
+    const deployed = [...FUNCTION_NODE_OPTIONS, '--enable-source-maps'].join(' ');
     // terraform/functions.tf's NODE_COMPILE_CACHE for the bundle.
     const compileCache = {
       NODE_COMPILE_CACHE: join(bundle, COMPILE_CACHE),
@@ -1373,7 +1373,7 @@ async function coldStart(): Promise<void> {
     const variants = {
       bundle: { source: bundle, nodeOptions: deployed, env: compileCache },
       empty: { source: empty, nodeOptions: deployed, env: {} },
-      sources: { source: repoRoot, nodeOptions: `--max-old-space-size=${FUNCTION_HEAP_MIB}`, env: {} },
+      sources: { source: repoRoot, nodeOptions: FUNCTION_NODE_OPTIONS.join(' '), env: {} },
     };
     const samples: Record<keyof typeof variants, number[]> = { bundle: [], empty: [], sources: [] };
     for (let i = 0; i < sizes.coldStarts; i++) {
