@@ -1,7 +1,7 @@
 /**
  * The relay as its image runs it: `npm run package:relay`'s bundle (relay/Dockerfile builds the
- * same), started with the image's Node options (the relay's deployed V8 flags and
- * `--enable-source-maps`) against the local API server and the Pub/Sub emulator, becomes ready and
+ * same), started as the image runs it (with the relay's deployed V8 flags, terraform/kubernetes.tf)
+ * against the local API server and the Pub/Sub emulator, becomes ready and
  * publishes a Foo's key when the Foo is created, talking HTTPS to the API server. The bundle's node_modules is the repository's (the
  * image holds the production dependencies).
  */
@@ -69,7 +69,7 @@ describe('the relay bundle', () => {
     relay = await startService({
       name: 'relay-bundle',
       // The image's command (relay/Dockerfile) with its NODE_OPTIONS (terraform/kubernetes.tf).
-      args: [...RELAY_NODE_OPTIONS, '--enable-source-maps', join(dir, RELAY_MAIN)],
+      args: [...RELAY_NODE_OPTIONS, join(dir, RELAY_MAIN)],
       port,
       readyPath: '/readyz',
       env: {

@@ -220,7 +220,7 @@ describe('checked-in generated files', () => {
     assert.equal(pod.serviceAccountName, NAMES.inProcessServiceAccount);
     const c = pod.containers[0];
     // The in-process mode's bundle in the relay's image (relay/Dockerfile, scripts/package-relay.ts).
-    assert.deepEqual(c.args, ['--enable-source-maps', `dist/${IN_PROCESS_MAIN}`]);
+    assert.deepEqual(c.args, [`dist/${IN_PROCESS_MAIN}`]);
     assert.equal(c.livenessProbe.httpGet.path, '/healthz');
     assert.equal(c.readinessProbe.httpGet.path, '/readyz');
     assert.equal(c.securityContext.readOnlyRootFilesystem, true);
