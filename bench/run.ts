@@ -55,6 +55,7 @@ import {
   functionsCli,
   type LocalCluster,
   type LocalStack,
+  RELAY_ENV,
   RELAY_NODE_OPTIONS,
   STACK_MODES,
   type StackMode,
@@ -1230,12 +1231,14 @@ async function memoryAndResync(): Promise<void> {
   };
   // The informer children run as the relay is deployed: bundled with the relay's esbuild
   // configuration (scripts/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they
-  // load the relay's own chunks, started as the image starts it, with Terraform's V8 flags.
+  // load the relay's own chunks, started as the image starts it (its environment, RELAY_ENV), with
+  // Terraform's V8 flags.
   const relayBundle = mkdtempSync(join(tmpdir(), 'levelset-bench-relay-'));
   await packageRelay({ out: relayBundle, extraEntryPoints: { 'bench-informer': 'bench/informer-child.ts' } });
   symlinkSync(join(repoRoot, 'node_modules'), join(relayBundle, 'node_modules'), 'dir');
   const informerChild = async (script: string, argv: string[]) => {
     const { stdout } = await exec(process.execPath, ['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], {
+      env: { ...process.env, ...RELAY_ENV },
       maxBuffer: 1 << 20,
     });
     return JSON.parse(stdout.trim().split('\n').at(-1) as string);

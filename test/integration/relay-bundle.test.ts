@@ -16,7 +16,7 @@ import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { RELAY_NODE_OPTIONS } from '../../local/stack.ts';
+import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
 import { packageRelay, RELAY_MAIN } from '../../scripts/package-relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
@@ -54,6 +54,12 @@ describe('the relay bundle', () => {
     assert.doesNotMatch(readFileSync(join(dir, RELAY_MAIN), 'utf8'), /from\s*["'][^"']*\.ts["']/);
   });
 
+  it('runs with the environment the image sets', () => {
+    const dockerfile = readFileSync(join(repoRoot, 'relay', 'Dockerfile'), 'utf8');
+    for (const [name, value] of Object.entries(RELAY_ENV))
+      assert.match(dockerfile, new RegExp(`\\b${name}=${value}\\b`));
+  });
+
   it("publishes a created Foo's key", async () => {
     const topic = `relay-bundle-${uniqueSuffix()}`;
     const [created] = await pubsub.createTopic(topic);
@@ -73,6 +79,7 @@ describe('the relay bundle', () => {
       port,
       readyPath: '/readyz',
       env: {
+        ...RELAY_ENV,
         KUBECONFIG: cluster.kubeconfigPath,
         PUBSUB_EMULATOR_HOST: emulator.host,
         GOOGLE_CLOUD_PROJECT: emulator.projectId,
