@@ -1,6 +1,7 @@
 /**
- * Bundles the functions for Cloud Run functions (runtime nodejs24) with esbuild and stages the
- * deployment package, which Terraform's `archive_file` zips as it is (terraform/functions.tf):
+ * Bundles the functions for Cloud Run functions (runtime nodejs24) with esbuild (Levelset's one
+ * configuration, scripts/bundle.ts, which the relay's image uses too) and stages the deployment
+ * package, which Terraform's `archive_file` zips as it is (terraform/functions.tf):
  *
  *   terraform/.build/functions/
  *     package.json        the project's, with main = dist/index.mjs, no workspaces (local/apiserver,
