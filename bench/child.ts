@@ -1,8 +1,8 @@
 /**
  * The benchmark's child processes, so that their memory is measured alone (bench/run.ts spawns them
- * with --expose-gc). Prints one JSON line on stdout.
+ * with --expose-gc). Prints one JSON line on stdout. (The informer-RSS child is bench/informer-child.ts,
+ * run from the relay's bundle.)
  *
- *   node --expose-gc [relay's V8 flags] bench/child.ts informer --informer metadata|full --kubeconfig F --namespace NS --expect N
  *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
  *   node --max-old-space-size=256 bench/child.ts reconcile --kubeconfig F --controller C --namespace NS
  *     --name N --count K --object '{"apiVersion","kind","metadata"}' --patches '[{…},{…}]'
@@ -15,7 +15,7 @@
  * peak (`resourceUsage().maxRSS`).
  */
 import { parseArgs } from 'node:util';
-import { CoreV1Api, type KubernetesObject, makeInformer } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../functions/contract/controller.ts';
 import { configmaps } from '../functions/kit/resources.ts';
 import { createLogger } from '../functions/log.ts';
@@ -24,10 +24,8 @@ import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
-    informer: { type: 'string' },
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
-    expect: { type: 'string' },
     topic: { type: 'string' },
     controller: { type: 'string' },
     name: { type: 'string' },
@@ -40,72 +38,6 @@ const kc = new PooledKubeConfig(); // as every Levelset process loads it (functi
 kc.loadFromFile(values.kubeconfig as string);
 const ns = values.namespace as string;
 const logger = createLogger('bench', { write: () => {} });
-const gc = (globalThis as { gc?: () => void }).gc;
-const rssAfterGc = () => {
-  gc?.();
-  gc?.();
-  return process.memoryUsage().rss;
-};
-/** V8 heap in use after a full GC, bytes (the caches' own size, without the process's other memory). */
-const heapUsedAfterGc = () => {
-  gc?.();
-  gc?.();
-  return process.memoryUsage().heapUsed;
-};
-
-if (positionals[0] === 'informer') {
-  const expect = Number(values.expect);
-  const baselineHeapUsed = heapUsedAfterGc();
-  const baseline = rssAfterGc();
-  const started = performance.now();
-  if (values.informer === 'metadata') {
-    const { MetadataInformer } = await import('../relay/informer.ts');
-    const informer = new MetadataInformer({
-      kubeConfig: kc,
-      resource: configmaps,
-      namespace: ns,
-      logger,
-      onEvent: () => {},
-    });
-    informer.start();
-    await informer.whenSynced();
-    while (informer.size < expect) await new Promise((r) => setTimeout(r, 20));
-    const heapUsed = heapUsedAfterGc();
-    const rss = rssAfterGc();
-    console.log(
-      JSON.stringify({
-        objects: informer.size,
-        rss,
-        baseline,
-        heapUsed,
-        baselineHeapUsed,
-        syncMs: performance.now() - started,
-      }),
-    );
-    await informer.stop();
-  } else {
-    const core = kc.makeApiClient(CoreV1Api);
-    const informer = makeInformer<KubernetesObject>(kc, `/api/v1/namespaces/${ns}/configmaps`, () =>
-      core.listNamespacedConfigMap({ namespace: ns }),
-    );
-    await informer.start();
-    while (informer.list().length < expect) await new Promise((r) => setTimeout(r, 20));
-    const heapUsed = heapUsedAfterGc();
-    const rss = rssAfterGc();
-    console.log(
-      JSON.stringify({
-        objects: informer.list().length,
-        rss,
-        baseline,
-        heapUsed,
-        baselineHeapUsed,
-        syncMs: performance.now() - started,
-      }),
-    );
-    await informer.stop();
-  }
-  process.exit(0);
-}
 
 if (positionals[0] === 'resync') {
   // Imported here: the informer runs must not pay for the Pub/Sub client in their memory.

@@ -51,10 +51,11 @@ import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import {
   type AnyLocalStack,
-  FUNCTION_HEAP_MIB,
+  FUNCTION_NODE_OPTIONS,
   functionsCli,
   type LocalCluster,
   type LocalStack,
+  RELAY_ENV,
   RELAY_NODE_OPTIONS,
   STACK_MODES,
   type StackMode,
@@ -65,6 +66,7 @@ import { createRelayMetrics } from '../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
 import { startRelay } from '../relay/relay.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../scripts/package-functions.ts';
+import { packageRelay } from '../scripts/package-relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
 
 import {
@@ -105,11 +107,13 @@ const SECTIONS_IN_ORDER: [string, () => Promise<void>][] = [
   ['relay', relayThroughput],
   ['api-cost', apiCost],
   ['cost', reconcileCost],
-  ['memory/resync', memoryAndResync],
   ['cold-start', coldStart],
   ['resync-priority', resyncPriority],
   ['topic', topicCosts],
   ['fleet', fleet],
+  // After every section that starts a relay on the shared API server: it leaves 100k ConfigMaps
+  // there, which a relay watching ConfigMaps (configmap-bundle) would list before it is ready.
+  ['memory/resync', memoryAndResync],
   // Last: it registers the OpenTelemetry SDK for the rest of this process.
   ['tracing', tracingCost],
 ];
@@ -1019,7 +1023,7 @@ async function reconcileCost(): Promise<void> {
     const { stdout } = await exec(
       process.execPath,
       [
-        `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+        ...FUNCTION_NODE_OPTIONS,
         join(repoRoot, 'bench', 'child.ts'),
         'reconcile',
         '--kubeconfig',
@@ -1225,90 +1229,128 @@ async function memoryAndResync(): Promise<void> {
     );
     return JSON.parse(stdout.trim().split('\n').at(-1) as string);
   };
-  const resync: { keys: number; durationMs: number; peakRss: number; error?: string }[] = [];
-  for (const n of [sizes.rssSmall, sizes.rssLarge]) {
-    await fill(n);
-    log(`informer RSS at ${n}`);
-    // Both informers run with the relay's deployed V8 flags (heap limit, young generation;
-    // terraform/kubernetes.tf), so that the RSS is the one the relay's memory limit meets.
-    const informerRss = (informer: 'metadata' | 'full') =>
-      child(
-        [
-          'informer',
-          '--informer',
-          informer,
-          '--kubeconfig',
-          local.kubeconfigPath,
-          '--namespace',
-          ns,
-          '--expect',
-          `${n}`,
-        ],
-        {},
-        [...RELAY_NODE_OPTIONS],
-      );
-    const meta = await informerRss('metadata');
-    const full = await informerRss('full');
-    const MiB = 2 ** 20;
-    const flags = RELAY_NODE_OPTIONS.join(' ');
-    figures.push({
-      section: 'relay',
-      name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
-      value: meta.rss / MiB,
-      unit: 'MiB',
-      baseline: { name: 'full-object informer', value: full.rss / MiB },
-      // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
-      ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
+  // The informer children run as the relay is deployed: bundled with the relay's esbuild
+  // configuration (scripts/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they
+  // load the relay's own chunks, started as the image starts it (its environment, RELAY_ENV), with
+  // Terraform's V8 flags.
+  const relayBundle = mkdtempSync(join(tmpdir(), 'levelset-bench-relay-'));
+  await packageRelay({ out: relayBundle, extraEntryPoints: { 'bench-informer': 'bench/informer-child.ts' } });
+  symlinkSync(join(repoRoot, 'node_modules'), join(relayBundle, 'node_modules'), 'dir');
+  const informerChild = async (script: string, argv: string[]) => {
+    const { stdout } = await exec(process.execPath, ['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], {
+      env: { ...process.env, ...RELAY_ENV },
+      maxBuffer: 1 << 20,
     });
-    // The caches' own growth means something only when it dwarfs the noise of a process's RSS
-    // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
-    if (n >= RSS_GROWTH_MIN_OBJECTS)
-      figures.push(
-        {
-          section: 'relay',
-          name: `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
-          value: (meta.rss - meta.baseline) / MiB,
-          unit: 'MiB',
-          baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
-          ...(n === FULL_RSS_SIZES[1]
-            ? {
-                target: {
-                  text: 'ratio ≤ 0.2',
-                  met: meta.rss - meta.baseline <= 0.2 * (full.rss - full.baseline),
-                },
-              }
-            : {}),
-        },
-        {
-          section: 'relay',
-          name: `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
-          value: (meta.rss - meta.baseline) / n,
-          unit: 'bytes',
-          baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / n },
-        },
-        {
-          section: 'relay',
-          name: `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
-          value: (meta.heapUsed - meta.baselineHeapUsed) / n,
-          unit: 'bytes',
-          baseline: { name: 'full-object informer', value: (full.heapUsed - full.baselineHeapUsed) / n },
-        },
+    return JSON.parse(stdout.trim().split('\n').at(-1) as string);
+  };
+  const resync: { keys: number; durationMs: number; peakRss: number; error?: string }[] = [];
+  try {
+    for (const n of [sizes.rssSmall, sizes.rssLarge]) {
+      await fill(n);
+      log(`informer RSS at ${n}`);
+      // Both informers run with the relay's deployed V8 flags (heap limit, young generation;
+      // terraform/kubernetes.tf), so that the RSS is the one the relay's memory limit meets.
+      const informerArgs = (informer: 'metadata' | 'full') => [
+        '--informer',
+        informer,
+        '--kubeconfig',
+        local.kubeconfigPath,
+        '--namespace',
+        ns,
+        '--expect',
+        `${n}`,
+      ];
+      const informerRss = (informer: 'metadata' | 'full') =>
+        informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs(informer));
+      const meta = await informerRss('metadata');
+      const full = await informerRss('full');
+      const MiB = 2 ** 20;
+      const flags = RELAY_NODE_OPTIONS.join(' ');
+      figures.push({
+        section: 'relay',
+        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
+        value: meta.rss / MiB,
+        unit: 'MiB',
+        baseline: { name: 'full-object informer', value: full.rss / MiB },
+        // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
+        ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
+      });
+      if (n === sizes.rssSmall) {
+        // Before the relay was bundled: the same child from the TypeScript sources (type stripping
+        // stands in for tsc's JavaScript, which the image ran; both load every module file).
+        const sources = await informerChild(
+          join(repoRoot, 'bench', 'informer-child.ts'),
+          informerArgs('metadata'),
+        );
+        figures.push(
+          {
+            section: 'relay',
+            name: `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
+            value: meta.baseline / MiB,
+            unit: 'MiB',
+            baseline: { name: 'the same from the TypeScript sources', value: sources.baseline / MiB },
+          },
+          {
+            section: 'relay',
+            name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process), bundled`,
+            value: meta.rss / MiB,
+            unit: 'MiB',
+            baseline: { name: 'the same from the TypeScript sources', value: sources.rss / MiB },
+          },
+        );
+      }
+      // The caches' own growth means something only when it dwarfs the noise of a process's RSS
+      // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
+      if (n >= RSS_GROWTH_MIN_OBJECTS)
+        figures.push(
+          {
+            section: 'relay',
+            name: `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
+            value: (meta.rss - meta.baseline) / MiB,
+            unit: 'MiB',
+            baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
+            ...(n === FULL_RSS_SIZES[1]
+              ? {
+                  target: {
+                    text: 'ratio ≤ 0.2',
+                    met: meta.rss - meta.baseline <= 0.2 * (full.rss - full.baseline),
+                  },
+                }
+              : {}),
+          },
+          {
+            section: 'relay',
+            name: `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
+            value: (meta.rss - meta.baseline) / n,
+            unit: 'bytes',
+            baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / n },
+          },
+          {
+            section: 'relay',
+            name: `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
+            value: (meta.heapUsed - meta.baselineHeapUsed) / n,
+            unit: 'bytes',
+            baseline: { name: 'full-object informer', value: (full.heapUsed - full.baselineHeapUsed) / n },
+          },
+        );
+      else if (n === sizes.rssSmall)
+        notes.push(
+          `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_RSS_SIZES.join(' and ')}); with ${sizes.rssSmall} and ${sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
+        );
+      const topic = `bench-resync-${n}`;
+      await pubsub.createTopic(topic);
+      log(`resync of ${n} keys`);
+      // The heap limit Terraform gives the resync function on a 512 MiB instance (functions.tf).
+      const r = await child(
+        ['resync', '--kubeconfig', local.kubeconfigPath, '--topic', topic],
+        { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId },
+        [...FUNCTION_NODE_OPTIONS],
       );
-    else if (n === sizes.rssSmall)
-      notes.push(
-        `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_RSS_SIZES.join(' and ')}); with ${sizes.rssSmall} and ${sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
-      );
-    const topic = `bench-resync-${n}`;
-    await pubsub.createTopic(topic);
-    log(`resync of ${n} keys`);
-    // The heap limit Terraform gives the resync function on a 512 MiB instance (functions.tf).
-    const r = await child(
-      ['resync', '--kubeconfig', local.kubeconfigPath, '--topic', topic],
-      { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId },
-      [`--max-old-space-size=${FUNCTION_HEAP_MIB}`],
-    );
-    resync.push({ keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error });
-    if (r.error) notes.push(`resync of ${n} keys reported an error: ${r.error}`);
+      resync.push({ keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error });
+      if (r.error) notes.push(`resync of ${n} keys reported an error: ${r.error}`);
+    }
+  } finally {
+    rmSync(relayBundle, { recursive: true, force: true });
   }
   const [small, large] = resync as [(typeof resync)[0], (typeof resync)[0]];
   figures.push(
@@ -1332,7 +1374,7 @@ async function memoryAndResync(): Promise<void> {
     },
     {
       section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 heap limit ${FUNCTION_HEAP_MIB} MiB, as deployed)`,
+      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
       value: large.peakRss / 2 ** 20,
       unit: 'MiB',
       baseline: { name: `${small.keys} keys`, value: small.peakRss / 2 ** 20 },
@@ -1362,7 +1404,7 @@ async function coldStart(): Promise<void> {
     writeFileSync(join(empty, 'package.json'), '{"name":"empty","main":"index.js"}\n');
     writeFileSync(join(empty, 'index.js'), 'exports.reconcile = (req, res) => res.status(204).end();\n');
     // terraform/functions.tf's NODE_OPTIONS at the default 512Mi.
-    const deployed = `--max-old-space-size=${FUNCTION_HEAP_MIB} --enable-source-maps`;
+    const deployed = [...FUNCTION_NODE_OPTIONS, '--enable-source-maps'].join(' ');
     // terraform/functions.tf's NODE_COMPILE_CACHE for the bundle.
     const compileCache = {
       NODE_COMPILE_CACHE: join(bundle, COMPILE_CACHE),
@@ -1371,7 +1413,7 @@ async function coldStart(): Promise<void> {
     const variants = {
       bundle: { source: bundle, nodeOptions: deployed, env: compileCache },
       empty: { source: empty, nodeOptions: deployed, env: {} },
-      sources: { source: repoRoot, nodeOptions: `--max-old-space-size=${FUNCTION_HEAP_MIB}`, env: {} },
+      sources: { source: repoRoot, nodeOptions: FUNCTION_NODE_OPTIONS.join(' '), env: {} },
     };
     const samples: Record<keyof typeof variants, number[]> = { bundle: [], empty: [], sources: [] };
     for (let i = 0; i < sizes.coldStarts; i++) {

@@ -181,6 +181,19 @@ export interface LocalStack {
 export const FUNCTION_HEAP_MIB = 256;
 
 /**
+ * The functions' V8 flags, as Terraform sets them in NODE_OPTIONS at the default 512Mi
+ * (terraform/functions.tf, which adds `--enable-source-maps` for the bundle): the heap limit
+ * {@link FUNCTION_HEAP_MIB}, and a young generation of at most 8 MiB per semi-space. Without the
+ * second V8 grows the young generation while a resync lists and publishes, and keeps its pages:
+ * a 100k-key resync peaked at 301 MiB RSS with the heap limit alone, 207 MiB with both
+ * (`npm run bench`, resync), as the relay's (RELAY_NODE_OPTIONS).
+ */
+export const FUNCTION_NODE_OPTIONS = [
+  `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+  '--max-semi-space-size=8',
+] as const;
+
+/**
  * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS at the default
  * 512Mi memory limit (terraform/kubernetes.tf `relay_node_options`): a heap limit of half the limit,
  * and a young generation of at most 8 MiB per semi-space (V8 otherwise grows it to 64 MiB per
@@ -195,6 +208,15 @@ export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space
  * an instance's at the deployed concurrency; in the cloud more instances serve the rest.
  */
 export const FUNCTION_CONCURRENCY = 8;
+
+/**
+ * The environment the relay's image sets (relay/Dockerfile `ENV`): at most 2 glibc malloc arenas
+ * (glibc's default is 8 per core, one per thread that allocates: Node's libuv and V8 worker
+ * threads each keep the pages of a 100k-object LIST's buffers in an arena of their own; ≈ 15 MiB of
+ * the relay's RSS at 100k watched objects, `npm run bench`, relay memory). The local relay and
+ * the bench's informer children run with it too.
+ */
+export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
 
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
@@ -344,7 +366,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
       const service = await startService({
         name: target,
         args: [
-          `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
+          ...FUNCTION_NODE_OPTIONS,
           functionsCli,
           `--target=${target}`,
           `--port=${port}`,
@@ -479,6 +501,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         args: [...RELAY_NODE_OPTIONS, join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
         port,
         env: {
+          ...RELAY_ENV,
           ...env,
           ...traceEnv('relay'),
           ...extraEnv,

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { FUNCTION_HEAP_MIB, functionsCli } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import {
   COMPILE_CACHE,
   MAIN,
@@ -86,7 +86,7 @@ describe('the deployed functions bundle', () => {
       port,
       env: {
         // As Terraform deploys it (terraform/functions.tf, function_env).
-        NODE_OPTIONS: `--max-old-space-size=${FUNCTION_HEAP_MIB} --enable-source-maps`,
+        NODE_OPTIONS: [...FUNCTION_NODE_OPTIONS, '--enable-source-maps'].join(' '),
         NODE_COMPILE_CACHE: join(dir, COMPILE_CACHE),
         NODE_COMPILE_CACHE_PORTABLE: '1',
         KUBECONFIG: cluster.kubeconfigPath,

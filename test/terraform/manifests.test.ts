@@ -28,6 +28,7 @@ import {
   relayRules,
 } from '../../scripts/generate-manifests.ts';
 import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
+import { IN_PROCESS_MAIN } from '../../scripts/package-relay.ts';
 
 const foos: ResourceType = {
   group: 'samplecontroller.k8s.io',
@@ -218,7 +219,8 @@ describe('checked-in generated files', () => {
     const pod = kinds('Deployment')[0].spec.template.spec;
     assert.equal(pod.serviceAccountName, NAMES.inProcessServiceAccount);
     const c = pod.containers[0];
-    assert.deepEqual(c.args, ['dist/relay/in-process-main.js']);
+    // The in-process mode's bundle in the relay's image (relay/Dockerfile, scripts/package-relay.ts).
+    assert.deepEqual(c.args, [`dist/${IN_PROCESS_MAIN}`]);
     assert.equal(c.livenessProbe.httpGet.path, '/healthz');
     assert.equal(c.readinessProbe.httpGet.path, '/readyz');
     assert.equal(c.securityContext.readOnlyRootFilesystem, true);

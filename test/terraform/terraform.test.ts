@@ -283,6 +283,21 @@ describe('terraform/', () => {
     assert.match(String(m.locals.get('function_memory_mib')), /var\.function_memory/);
   });
 
+  test("the functions' V8 flags are the ones the local stack and the bench run them with", async () => {
+    const { FUNCTION_HEAP_MIB, FUNCTION_NODE_OPTIONS } = await import('../../local/stack.ts');
+    const env = strings(m.locals.get('function_env')).join('\n');
+    const memory = /variable "function_memory"[\s\S]*?default\s*=\s*"(\d+)Mi"/.exec(
+      readFileSync(join(TF_DIR, 'variables.tf'), 'utf8'),
+    )?.[1];
+    assert.equal(Number(memory) / 2, FUNCTION_HEAP_MIB, 'function_memory default in Mi, halved');
+    const flags = /NODE_OPTIONS\s*=\s*"([^"]*)"/
+      .exec(env)?.[1]
+      ?.replace(/\$\{local\.function_heap_mib\}/, String(FUNCTION_HEAP_MIB))
+      .split(' ')
+      .filter((f) => f !== '--enable-source-maps');
+    assert.deepEqual(flags, [...FUNCTION_NODE_OPTIONS]);
+  });
+
   test("the relay's V8 flags are stated: a heap limit of half its memory limit, the ones the bench measures", async () => {
     const { RELAY_NODE_OPTIONS } = await import('../../local/stack.ts');
     const env = strings(m.locals.get('relay_node_env')).join('\n');

@@ -1,0 +1,257 @@
+/**
+ * The one esbuild configuration of Levelset's deployed processes: the functions' package
+ * (scripts/package-functions.ts, Cloud Run functions) and the relay's image
+ * (scripts/package-relay.ts, relay/Dockerfile) are both built by {@link bundle}, so that both load
+ * the same way (docs/architecture.md, decision 28): one minified ES module per entry point (Node 24),
+ * what is imported dynamically in chunks loaded at first use, client-node's unused modules
+ * dropped, `@google-cloud/logging` loaded at its first call, and source maps of Levelset's own code
+ * only (a chunk of libraries alone ships none).
+ *
+ * Why bundles: a process spent most of its start resolving, reading and compiling thousands of
+ * module files (@kubernetes/client-node alone is ~2,000, and its `config.js` reaches the whole
+ * generated model set), and kept their code in memory (`npm run bench`: cold start; relay memory).
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
+import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
+import { build, type Plugin } from 'esbuild';
+
+/**
+ * CommonJS code inside an ES module bundle still reads `require`, `__filename` and `__dirname`
+ * (e.g. google-gax computes its protos directory at load); esbuild leaves them to the host.
+ */
+export const COMMONJS_GLOBALS = [
+  "import { createRequire as __levelsetCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __levelsetFileURLToPath } from 'node:url';",
+  'const require = __levelsetCreateRequire(import.meta.url);',
+  'const __filename = __levelsetFileURLToPath(import.meta.url);',
+  "const __dirname = __levelsetFileURLToPath(new URL('.', import.meta.url));",
+].join(' ');
+
+/**
+ * `@google-cloud/pino-logging-gcp-config` requires `@google-cloud/logging` at load for two exports
+ * it calls only when the service context or the project is not given (functions/log.ts gives both):
+ * `Logging` and `detectServiceContext`. That package's index pulls in google-gax, gRPC and every
+ * Logging API client (≈ 2 MB of the bundle, most of its load time). Here the logging config gets a
+ * stand-in whose two exports load the real package (from node_modules) at their first call, so
+ * nothing changes in behaviour and nothing is loaded at start.
+ */
+const lazyGoogleCloudLogging: Plugin = {
+  name: 'levelset-lazy-google-cloud-logging',
+  setup(b) {
+    b.onResolve({ filter: /^@google-cloud\/logging$/ }, (args) =>
+      args.namespace === 'levelset-lazy'
+        ? { path: args.path, external: true }
+        : { path: args.path, namespace: 'levelset-lazy' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'levelset-lazy' }, () => ({
+      loader: 'js',
+      contents: [
+        'let real;',
+        "const load = () => (real ??= require('@google-cloud/logging'));",
+        'exports.Logging = function Logging(...args) { return new (load().Logging)(...args); };',
+        'exports.detectServiceContext = (...args) => load().detectServiceContext(...args);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * The bundle's ES modules `import` Node's built-in modules (`node:http`, `https`, `net`, …, from
+ * client-node, its proxy agents and Levelset's own code); Node answers an ES module import of a
+ * built-in with a facade that reads every export at once, and `node:http`'s include the lazy
+ * `WebSocket`, `CloseEvent` and `MessageEvent`, so the first such import compiled Node's internal
+ * undici (≈ 20 ms of a cold start, `node --cpu-prof`), which nothing in the functions uses. Here
+ * each built-in is `require`d instead (a CommonJS module of one line), as the bundled CommonJS
+ * libraries already do: an export is read when the code reads it, so a lazy one stays unloaded.
+ */
+const requireBuiltins: Plugin = {
+  name: 'levelset-require-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+      if (args.namespace === 'levelset-builtin') return { path: args.path, external: true };
+      if (!isBuiltin(args.path) || (args.kind !== 'import-statement' && args.kind !== 'dynamic-import'))
+        return undefined;
+      return { path: args.path.replace(/^node:/, ''), namespace: 'levelset-builtin' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'levelset-builtin' }, (args) => ({
+      loader: 'js',
+      contents: `module.exports = require(${JSON.stringify(`node:${args.path}`)});`,
+    }));
+  },
+};
+
+/**
+ * pino calls `caller()` (lib/caller.js) at every `pino()`, for the one option that reads it: a
+ * transport's target given as a relative path, which Levelset never configures. It calls
+ * `util.getCallSites()`, which under `--enable-source-maps` (Terraform's NODE_OPTIONS) maps each
+ * frame: at start, the logger's creation parsed the source maps of the start chunks (≈ 15 ms of a
+ * cold start, `node --cpu-prof`). The stand-in returns the same script names, unmapped (the bundle's
+ * files, which is what a relative target would be resolved against anyway).
+ */
+const pinoCallerUnmapped: Plugin = {
+  name: 'levelset-pino-caller-unmapped',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]caller\.js$/ }, () => ({
+      loader: 'js',
+      contents: [
+        "const { getCallSites } = require('node:util');",
+        'module.exports = () => getCallSites({ sourceMap: false }).slice(2).map((site) => site.scriptName);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, port-forward, cp,
+ * informers, metrics, …) and declares no `sideEffects`, so esbuild keeps every module it reaches,
+ * with their dependencies (ws, tar-fs, …), although the functions use a handful of exports
+ * (KubeConfig, ApiException, the request context). Marking its modules side-effect free lets
+ * esbuild drop the unused ones, as the package's own `sideEffects: false` would; `polyfill.js`,
+ * imported for its side effect (the `File` global undici needs on Node 18), is kept.
+ */
+const clientNodeSideEffectFree: Plugin = {
+  name: 'levelset-client-node-side-effect-free',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData?.levelsetResolved) return undefined;
+      if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { levelsetResolved: true },
+      });
+      if (resolved.errors.length > 0 || resolved.external) return resolved;
+      const inPackage = /[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]/.test(resolved.path);
+      return inPackage && !/[\\/]polyfill\.js$/.test(resolved.path)
+        ? { ...resolved, sideEffects: false }
+        : resolved;
+    });
+  },
+};
+
+/**
+ * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
+ * unmapped (a one-field segment, so it never borrows the mapping of the code before it), and runs
+ * of unmapped positions collapse into one. Node parses every map of a module as it loads it with
+ * `--enable-source-maps`; the libraries' mappings made most of that parse (≈ 20× the size of ours)
+ * and of the function's cold start (`npm run bench`, cold start), for frames nobody reads as
+ * TypeScript anyway.
+ * @param map a source map (v3) as esbuild writes it
+ * @returns the map with only the sources outside node_modules
+ */
+export function ownMappingsOnly(map: {
+  sources: string[];
+  mappings: string;
+  [k: string]: unknown;
+}): typeof map {
+  const keep = map.sources.map((s) => !s.split(/[\\/]/).includes('node_modules'));
+  const index = new Map<number, number>();
+  const sources: string[] = [];
+  map.sources.forEach((s, i) => {
+    if (!keep[i]) return;
+    index.set(i, sources.length);
+    sources.push(s);
+  });
+  const names: string[] = [];
+  const nameIndex = new Map<number, number>();
+  const nameOf = (i: number) => {
+    let j = nameIndex.get(i);
+    if (j === undefined) {
+      j = names.length;
+      nameIndex.set(i, j);
+      names.push((map.names as string[] | undefined)?.[i] ?? '');
+    }
+    return j;
+  };
+  const lines = decode(map.mappings).map((line) => {
+    const out: SourceMapSegment[] = [];
+    let unmapped = false;
+    for (const seg of line) {
+      const own = seg.length > 1 ? index.get(seg[1] as number) : undefined;
+      if (own === undefined) {
+        if (!unmapped) out.push([seg[0]]);
+        unmapped = true;
+        continue;
+      }
+      unmapped = false;
+      const [column, , line, sourceColumn] = seg as [number, number, number, number];
+      out.push(
+        seg.length === 5
+          ? [column, own, line, sourceColumn, nameOf(seg[4])]
+          : [column, own, line, sourceColumn],
+      );
+    }
+    return out;
+  });
+  return { ...map, sources, names, mappings: encode(lines) };
+}
+
+/** Every file under `dir`, recursively. */
+export function* walk(dir: string): Generator<string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* walk(path);
+    else if (entry.isFile()) yield path;
+  }
+}
+
+export interface BundleOptions {
+  /** Repository root, against which `entryPoints` resolve. */
+  root: string;
+  /** Output name (without extension) → source file relative to `root`, e.g. `{ index: 'functions/index.ts' }`. */
+  entryPoints: Record<string, string>;
+  /** Directory the bundle is written to (`<name>.mjs`, `chunk-*.mjs`, `*.mjs.map`); not emptied here. */
+  outdir: string;
+  /** Packages imported from node_modules at run time instead of bundled (e.g. those reading their own files). */
+  external?: readonly string[];
+}
+
+/**
+ * Bundles `entryPoints` with Levelset's esbuild configuration (this file's docstring), then keeps
+ * only the source mappings into Levelset's own code ({@link ownMappingsOnly}); a chunk of libraries
+ * alone loses its map and its `sourceMappingURL`. Run with `--enable-source-maps` to read stack
+ * traces as TypeScript lines.
+ * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
+ */
+export async function bundle(options: BundleOptions): Promise<void> {
+  await build({
+    absWorkingDir: options.root,
+    entryPoints: Object.fromEntries(
+      Object.entries(options.entryPoints).map(([name, path]) => [name, join(options.root, path)]),
+    ),
+    outdir: options.outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    minify: true,
+    // Stack traces name the TypeScript sources; the sources themselves are not shipped twice.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    external: [...(options.external ?? [])],
+    banner: { js: COMMONJS_GLOBALS },
+    logLevel: 'silent',
+    legalComments: 'none',
+    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree, requireBuiltins, pinoCallerUnmapped],
+  });
+
+  for (const file of walk(options.outdir)) {
+    if (!file.endsWith('.map')) continue;
+    const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
+    if (map.sources.length > 0) {
+      writeFileSync(file, JSON.stringify(map));
+      continue;
+    }
+    // A chunk of libraries alone: no map and no sourceMappingURL, so that Node with
+    // --enable-source-maps does not read it, parse it and index the chunk's lines at load.
+    rmSync(file);
+    const chunk = file.slice(0, -'.map'.length);
+    const code = readFileSync(chunk, 'utf8');
+    writeFileSync(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
+  }
+}
