@@ -54,7 +54,10 @@ describe('the deployed functions bundle', () => {
     await packageFunctions({ out: dir });
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // What the buildpack's gcp-build does after npm ci: fill the compile cache (WARM_COMPILE_CACHE).
-    execFileSync(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir });
+    // npm test's global setup disables Node's compile cache for every process (test/support/temp-check.ts):
+    // not for this one, whose job is to fill it.
+    const { NODE_DISABLE_COMPILE_CACHE: _disabled, ...env } = process.env;
+    execFileSync(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir, env });
     cluster = await startTestCluster();
     ns = await cluster.createNamespace('bundle');
     await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
