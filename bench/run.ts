@@ -315,6 +315,25 @@ const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOpti
 const createNs = (name: string, labels: Record<string, string> = {}) =>
   core.createNamespace({ body: { metadata: { name, labels } } });
 
+/**
+ * Creates Foo `name` in `namespace`, naming a Deployment of the same name with 1 replica, through
+ * `client` (default: the bench's API server's).
+ */
+function createFoo(namespace: string, name: string, client: CustomObjectsApi = custom) {
+  return client.createNamespacedCustomObject({
+    group: 'samplecontroller.k8s.io',
+    version: 'v1alpha1',
+    plural: 'foos',
+    namespace,
+    body: {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+      kind: 'Foo',
+      metadata: { name },
+      spec: { deploymentName: name, replicas: 1 },
+    },
+  });
+}
+
 /** Applies the CRDs of the controllers the sections create objects of. */
 async function applyCrds(kubeconfigPath: string): Promise<void> {
   for (const crd of ['foo', 'customcluster', 'icecream'])
@@ -485,16 +504,7 @@ async function e2eAndThroughputOnNode(): Promise<void> {
       // Foo: spec.replicas changed → Deployment updated.
       const fooNames = Array.from({ length: sizes.rotation }, (_, k) => `web-${mode}-${k}`);
       const foo = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos', namespace: ns };
-      for (const name of fooNames)
-        await custom.createNamespacedCustomObject({
-          ...foo,
-          body: {
-            apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-            kind: 'Foo',
-            metadata: { name },
-            spec: { deploymentName: name, replicas: 1 },
-          },
-        });
+      for (const name of fooNames) await createFoo(ns, name);
       const replicasAre = (name: string, r: number) => () =>
         (deployments.get(ns, name) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
       for (const name of fooNames) await deployments.until(replicasAre(name, 1));
@@ -527,20 +537,7 @@ async function e2eAndThroughputOnNode(): Promise<void> {
       };
       const before = reconciles;
       const t0 = now();
-      await pool(names, 50, (n) =>
-        custom.createNamespacedCustomObject({
-          group: 'samplecontroller.k8s.io',
-          version: 'v1alpha1',
-          plural: 'foos',
-          namespace: tpNs,
-          body: {
-            apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-            kind: 'Foo',
-            metadata: { name: n },
-            spec: { deploymentName: n, replicas: 1 },
-          },
-        }),
-      );
+      await pool(names, 50, (n) => createFoo(tpNs, n));
       const throughputMs = (await foos.until(allReady, 600_000)) - t0;
       await sleep(1000); // let in-flight reconciles log their outcome
       results[mode] = { secret: secretMs, foo: fooMs, throughputMs, reconciles: reconciles - before };
@@ -1493,16 +1490,7 @@ async function resyncPriority(): Promise<void> {
   const foo = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos', namespace: ns };
   try {
     const names = Array.from({ length: sizes.rotation }, (_, k) => `p-${k}`);
-    for (const name of names)
-      await custom.createNamespacedCustomObject({
-        ...foo,
-        body: {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-          kind: 'Foo',
-          metadata: { name },
-          spec: { deploymentName: name, replicas: 1 },
-        },
-      });
+    for (const name of names) await createFoo(ns, name);
     const replicasAre = (name: string, r: number) => () =>
       (deployments.get(ns, name) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
     for (const name of names) await deployments.until(replicasAre(name, 1));
@@ -1708,18 +1696,7 @@ async function topicCosts(): Promise<void> {
     await createTopicObject(ns, 'with-sub', {
       subscriptions: [{ id: 'bench-with-sub', ackDeadlineSeconds: 20 }],
     });
-    await custom.createNamespacedCustomObject({
-      group: 'samplecontroller.k8s.io',
-      version: 'v1alpha1',
-      plural: 'foos',
-      namespace: ns,
-      body: {
-        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-        kind: 'Foo',
-        metadata: { name: 'cost' },
-        spec: { deploymentName: 'cost', replicas: 1 },
-      },
-    });
+    await createFoo(ns, 'cost');
     const bare = await noOp(topicController, 'bare');
     const withSub = await noOp(topicController, 'with-sub');
     const fooCost = await noOp(foo, 'cost');
@@ -1768,18 +1745,7 @@ async function topicCosts(): Promise<void> {
       await custom.deleteNamespacedCustomObject({ ...topics, namespace: ns, name });
       topicGone.push((await topicWatch.until(() => !topicWatch.get(ns, name))) - started);
 
-      await custom.createNamespacedCustomObject({
-        group: 'samplecontroller.k8s.io',
-        version: 'v1alpha1',
-        plural: 'foos',
-        namespace: ns,
-        body: {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-          kind: 'Foo',
-          metadata: { name: `f-${i}` },
-          spec: { deploymentName: `f-${i}`, replicas: 1 },
-        },
-      });
+      await createFoo(ns, `f-${i}`);
       await fooWatch.until(() => Boolean(fooWatch.get(ns, `f-${i}`)));
       const fooStarted = now();
       await custom.deleteNamespacedCustomObject({
@@ -1893,20 +1859,7 @@ async function fleet(): Promise<void> {
           );
         const t0 = now();
         await Promise.all(
-          kcs.map((k) =>
-            pool(names, 25, (name) =>
-              k.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-                ...foo,
-                namespace: ns,
-                body: {
-                  apiVersion: `${foo.group}/${foo.version}`,
-                  kind: 'Foo',
-                  metadata: { name },
-                  spec: { deploymentName: name, replicas: 1 },
-                },
-              }),
-            ),
-          ),
+          kcs.map((k) => pool(names, 25, (name) => createFoo(ns, name, k.makeApiClient(CustomObjectsApi)))),
         );
         await Promise.all(watches.map((w) => w.until(() => readyIn(w, ns) === names.length, 600_000)));
         const seconds = (now() - t0) / 1000;
@@ -2012,18 +1965,7 @@ async function tracingCost(): Promise<void> {
   await createNs('bench-tracing').catch((err: unknown) => {
     if ((err as { code?: number }).code !== 409) throw err;
   });
-  await custom.createNamespacedCustomObject({
-    group: 'samplecontroller.k8s.io',
-    version: 'v1alpha1',
-    plural: 'foos',
-    namespace: 'bench-tracing',
-    body: {
-      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-      kind: 'Foo',
-      metadata: { name: 'traced' },
-      spec: { deploymentName: 'traced', replicas: 1 },
-    },
-  });
+  await createFoo('bench-tracing', 'traced');
   const byName = new Map(registry.map((c) => [c.name, c]));
   const key = { namespace: 'bench-tracing', name: 'traced' };
   const deliver = () =>
@@ -2186,20 +2128,7 @@ async function breakdownOn(kubeconfigPath: string, stateDir: string): Promise<vo
       if (at !== undefined) changes.push({ rv: patched.metadata?.resourceVersion ?? '', t0, at });
     }
     const fooNames = Array.from({ length: fooCount }, (_, i) => `bd-${i}`);
-    await pool(fooNames, 50, (name) =>
-      custom.createNamespacedCustomObject({
-        group: 'samplecontroller.k8s.io',
-        version: 'v1alpha1',
-        plural: 'foos',
-        namespace: ns,
-        body: {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-          kind: 'Foo',
-          metadata: { name },
-          spec: { deploymentName: name, replicas: 1 },
-        },
-      }),
-    );
+    await pool(fooNames, 50, (name) => createFoo(ns, name, custom));
     await foos.until(() => {
       let ready = 0;
       for (const o of foos.all())
