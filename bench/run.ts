@@ -166,7 +166,7 @@ const sizes = tiny
       isolated: 50,
       burst: 1000,
       objects: 100,
-      objectUpdates: 100,
+      objectUpdates: 50,
       collapseMs: 250,
       rssSmall: FULL_RSS_SIZES[0],
       rssLarge: FULL_RSS_SIZES[1],
@@ -182,6 +182,8 @@ const sizes = tiny
     };
 
 const figures: Figure[] = [];
+/** Wall time of each section that ran (ms), in order (results.json `sectionMs`). */
+const sectionMs: Record<string, number> = {};
 /** The cost section's per-controller table (results.json `cost`). */
 const costRows: CostRow[] = [];
 /** The fleet section's two configurations, as measured (results.json `fleet`). */
@@ -374,12 +376,14 @@ try {
   for (const [name, fn] of SECTIONS_IN_ORDER) {
     if (args.only && !args.only.includes(name)) continue;
     log(`section ${name}`);
+    const t0 = performance.now();
     try {
       await fn();
     } catch (err) {
       log(`${name} failed: ${err instanceof Error ? err.stack : String(err)}`);
       notes.push(`section ${name} failed in this run: ${err instanceof Error ? err.message : String(err)}`);
     }
+    sectionMs[name] = Math.round(performance.now() - t0);
   }
 } finally {
   await pubsub.close().catch(() => {});
@@ -393,6 +397,7 @@ const results = {
   generatedAt: new Date().toISOString(),
   tiny,
   durationMs: Math.round(durationMs),
+  sectionMs,
   machine: m,
   sizes,
   notes,
@@ -412,6 +417,7 @@ writeFileSync(
       number
     >,
     durationMs,
+    sectionMs,
     tiny,
     chartFile: 'latency.svg',
     notes,
@@ -1031,7 +1037,7 @@ async function reconcileCost(): Promise<void> {
       body: { metadata: { name }, data: { [name]: v } },
     });
   const objects = KubernetesObjectApi.makeApiClient(kc);
-  const count = tiny ? 20 : 300;
+  const count = tiny ? 20 : 200;
   const measured = new Map<string, MeasuredReconcile>();
   for (const s of subjects) {
     if (!byName.has(s.controller)) continue;
@@ -1114,12 +1120,32 @@ async function reconcileCost(): Promise<void> {
       if (Date.now() > deadline) throw new Error('the in-process mode did not get ready in 60 s');
       await sleep(250);
     }
+    // Ready means its informers have synced; their initial LIST still queues every existing key,
+    // and working through them is start-up, not idling. Idle = every workqueue empty and no key
+    // added for a second (client-go's metric names, relay/workqueue.ts).
+    const queueState = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const sum = (metric: string) =>
+        text
+          .split('\n')
+          .filter((l) => l.startsWith(`${metric}{`) || l.startsWith(`${metric} `))
+          .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      return { depth: sum('workqueue_depth'), adds: sum('workqueue_adds_total') };
+    };
+    for (let last = await queueState(); ; ) {
+      await sleep(1000);
+      const state = await queueState();
+      if (state.depth === 0 && state.adds === last.adds) break;
+      if (Date.now() > deadline + 120_000)
+        throw new Error(`the in-process mode did not go idle: ${JSON.stringify(state)}`);
+      last = state;
+    }
     // /proc/<pid>/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
     const ticks = () => {
       const fields = readFileSync(`/proc/${pod.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
       return Number(fields[11]) + Number(fields[12]);
     };
-    const idleMs = tiny ? 3000 : 20_000;
+    const idleMs = tiny ? 3000 : 10_000;
     const t0 = ticks();
     await sleep(idleMs);
     podCores = (ticks() - t0) / 100 / (idleMs / 1000);
