@@ -28,17 +28,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { ResourceType, WatchEvent } from '../functions/contract/controller.ts';
 import { type Key, keyString, parseKeyString } from '../functions/contract/key.ts';
+import { apiVersionOf, resourcePath } from '../functions/k8s/rest.ts';
 import type { Logger } from '../functions/log.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
-import {
-  ApiStatusError,
-  collectionPath,
-  groupVersion,
-  isServed,
-  listMetadata,
-  MetadataWatch,
-  resourceName,
-} from './metadata.ts';
+import { ApiStatusError, isServed, listMetadata, MetadataWatch, resourceName } from './metadata.ts';
 import { recordStatusRead, SIGNIFICANT_METADATA } from './predicate.ts';
 
 export interface MetadataInformerOptions {
@@ -150,7 +143,7 @@ export function objectOfCacheEntry(key: string, entry: string, resource: Resourc
   CACHED_FIELDS.forEach((field, i) => {
     if (values[i] !== undefined && values[i] !== null) metadata[field] = values[i];
   });
-  return { apiVersion: groupVersion(resource), kind: resource.kind, metadata: metadata as V1ObjectMeta };
+  return { apiVersion: apiVersionOf(resource), kind: resource.kind, metadata: metadata as V1ObjectMeta };
 }
 
 /** What an informer is doing now. */
@@ -384,7 +377,7 @@ export class MetadataInformer {
         }
       },
     });
-    const path = collectionPath(resource, namespace);
+    const path = resourcePath(resource, namespace);
     let resourceVersion = '';
     let closeDelayMs = 0;
     while (!this.#stopped()) {

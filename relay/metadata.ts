@@ -6,21 +6,24 @@
  * holds a copy of the body) before anything stores it.
  */
 import {
+  ApiException,
   HttpMethod,
-  IsomorphicFetchHttpLibrary,
   KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
-  RequestContext,
+  type RequestContext,
   type V1ObjectMeta,
   Watch,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../functions/contract/controller.ts';
-
-/** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as tables / metadata"). */
-export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-/** Accept header of a metadata-only WATCH: each event's object is a `PartialObjectMetadata`. */
-export const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+import {
+  apiVersionOf,
+  type JsonRequester,
+  jsonRequester,
+  METADATA_LIST_ACCEPT,
+  METADATA_WATCH_ACCEPT,
+  resourcePath,
+} from '../functions/k8s/rest.ts';
 
 /** kubectl's client-side apply annotation: a full copy of the applied object, a Secret's data included. */
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -28,24 +31,9 @@ export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-confi
 /** Page size of a LIST, as client-go's reflector (`limit=500` with `continue`). */
 export const LIST_PAGE_SIZE = 500;
 
-/** `group/version` as `apiVersion` spells it (`v1` for the core group). */
-export function groupVersion(r: ResourceType): string {
-  return r.group ? `${r.group}/${r.version}` : r.version;
-}
-
 /** A stable name for a resource in logs and metric labels: `v1/secrets`, `apps/v1/deployments`. */
 export function resourceName(r: ResourceType): string {
-  return `${groupVersion(r)}/${r.plural}`;
-}
-
-/**
- * The collection path of a resource: `/api/v1/secrets`, `/apis/apps/v1/namespaces/ns/deployments`.
- * @param namespace restrict to one namespace (namespaced resources only); omitted: all namespaces.
- */
-export function collectionPath(r: ResourceType, namespace?: string): string {
-  const root = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
-  const ns = namespace && r.namespaced ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `${root}${ns}/${r.plural}`;
+  return `${apiVersionOf(r)}/${r.plural}`;
 }
 
 /**
@@ -67,7 +55,7 @@ export function stripToMetadata(obj: KubernetesObject, r: ResourceType): Kuberne
       ...(m.operation !== undefined ? { operation: m.operation } : {}),
       ...(m.subresource ? { subresource: m.subresource } : {}),
     }));
-  return { apiVersion: groupVersion(r), kind: r.kind, metadata };
+  return { apiVersion: apiVersionOf(r), kind: r.kind, metadata };
 }
 
 /**
@@ -129,7 +117,7 @@ export class MetadataWatch extends Watch {
         }
         if (this.#hooks.onObject)
           this.#hooks.onObject({
-            apiVersion: groupVersion(this.#resource),
+            apiVersion: apiVersionOf(this.#resource),
             kind: this.#resource.kind,
             ...apiObj,
           });
@@ -186,27 +174,30 @@ export class ApiStatusError extends Error {
   }
 }
 
-const http = new IsomorphicFetchHttpLibrary();
+const requesters = new WeakMap<KubeConfig, JsonRequester>();
 
+/**
+ * GET `path` as JSON (functions/k8s/rest.ts, one requester per KubeConfig).
+ * @throws {ApiStatusError} on a non-2xx answer, with its `Retry-After`
+ */
 async function getJson(
   kc: KubeConfig,
   path: string,
   query: Record<string, string>,
   accept: string,
 ): Promise<unknown> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('no current cluster in the KubeConfig');
-  const url = new URL(cluster.server + path);
-  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
-  const ctx = new RequestContext(url.toString(), HttpMethod.GET);
-  await kc.applySecurityAuthentication(ctx);
-  ctx.setHeaderParam('Accept', accept);
-  const response = await http.send(ctx).toPromise();
-  const text = await response.body.text();
-  if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
-    throw new ApiStatusError(response.httpStatusCode, 'GET', path, text, response.headers['retry-after']);
+  let request = requesters.get(kc);
+  if (!request) {
+    request = jsonRequester(kc);
+    requesters.set(kc, request);
   }
-  return JSON.parse(text);
+  try {
+    return (await request(HttpMethod.GET, path, { query, accept })).body;
+  } catch (err) {
+    if (!(err instanceof ApiException)) throw err;
+    const headers = err.headers as Record<string, string | undefined>;
+    throw new ApiStatusError(err.code, 'GET', path, String(err.body ?? ''), headers['retry-after']);
+  }
 }
 
 /**
@@ -231,7 +222,7 @@ export async function listMetadata(
     onPage?(items: KubernetesObject[]): void;
   } = {},
 ): Promise<KubernetesListObject<KubernetesObject>> {
-  const path = collectionPath(r, options.namespace);
+  const path = resourcePath(r, options.namespace);
   const items: KubernetesObject[] = [];
   let resourceVersion = '';
   let continueToken: string | undefined;
@@ -248,7 +239,7 @@ export async function listMetadata(
     )) as KubernetesListObject<KubernetesObject>;
     // A LIST's items carry no apiVersion/kind (the list's do).
     if (whole)
-      for (const item of page.items ?? []) whole({ apiVersion: groupVersion(r), kind: r.kind, ...item });
+      for (const item of page.items ?? []) whole({ apiVersion: apiVersionOf(r), kind: r.kind, ...item });
     else if (page.kind !== 'PartialObjectMetadataList') {
       throw new Error(
         `GET ${path} answered ${String(page.kind)}, not PartialObjectMetadataList: the API server does not serve metadata-only lists`,

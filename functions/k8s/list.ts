@@ -3,17 +3,15 @@
  * page however large the collection.
  */
 import {
-  ApiException,
   type ConfigurationOptions,
-  createConfiguration,
   HttpMethod,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
   Observable,
-  ServerConfiguration,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
+import { apiVersionOf, jsonRequester, METADATA_LIST_ACCEPT, resourcePath } from './rest.ts';
 
 /**
  * Request options of a generated client-node API call (e.g. `CoreV1Api.listNamespacedSecret`) asking
@@ -25,7 +23,7 @@ export const METADATA_ONLY: ConfigurationOptions = {
   middleware: [
     {
       pre: (context) => {
-        context.setHeaderParam('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
+        context.setHeaderParam('Accept', METADATA_LIST_ACCEPT);
         return new Observable(Promise.resolve(context));
       },
       post: (response) => new Observable(Promise.resolve(response)),
@@ -55,11 +53,6 @@ export async function* paginate<T>(
     yield* page.items;
     continueToken = page.metadata?._continue || undefined;
   } while (continueToken);
-}
-
-/** `group/version`, or `version` for the core group. */
-export function apiVersionOf(resource: Pick<ResourceType, 'group' | 'version'>): string {
-  return resource.group ? `${resource.group}/${resource.version}` : resource.version;
 }
 
 export interface ListOptions {
@@ -97,27 +90,6 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
   );
 }
 
-/** Accept header of a metadata-only LIST (Kubernetes API concepts: "Receiving resources as Tables or metadata only"). */
-export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
-
-/**
- * The REST path of `resource` (collection when `name` is omitted), as kube-apiserver serves it:
- * `/api/v1/...` for core, `/apis/<group>/<version>/...` otherwise.
- */
-export function resourcePath(
-  resource: ResourceType,
-  namespace: string | undefined,
-  name?: string,
-  subresource?: string,
-): string {
-  const parts = [resource.group ? `/apis/${resource.group}/${resource.version}` : `/api/${resource.version}`];
-  if (resource.namespaced && namespace) parts.push('namespaces', encodeURIComponent(namespace));
-  parts.push(resource.plural);
-  if (name !== undefined) parts.push(encodeURIComponent(name));
-  if (subresource) parts.push(subresource);
-  return parts.join('/');
-}
-
 /**
  * Yields the metadata of every object of `resource`, page by page, from metadata-only LISTs
  * (`PartialObjectMetadataList`, client-go's metadata client) parsed as plain JSON: no object body
@@ -131,31 +103,19 @@ export async function* listMetadataPaged(
   resource: ResourceType,
   options: ListOptions = {},
 ): AsyncGenerator<{ metadata?: { namespace?: string; name?: string } }> {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (!cluster) throw new Error('No active cluster!');
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kubeConfig },
-  });
+  const request = jsonRequester(kubeConfig);
   const path = resourcePath(resource, options.namespace);
   yield* paginate(async (continueToken) => {
-    const ctx = config.baseServer.makeRequestContext(path, HttpMethod.GET);
-    ctx.setHeaderParam('Accept', METADATA_LIST_ACCEPT);
-    ctx.setQueryParam('limit', String(options.limit ?? 500));
-    if (options.labelSelector) ctx.setQueryParam('labelSelector', options.labelSelector);
-    if (options.fieldSelector) ctx.setQueryParam('fieldSelector', options.fieldSelector);
-    if (continueToken) ctx.setQueryParam('continue', continueToken);
-    await kubeConfig.applySecurityAuthentication(ctx);
-    const response = await config.httpApi.send(ctx).toPromise();
-    const text = await response.body.text();
-    if (response.httpStatusCode < 200 || response.httpStatusCode > 299)
-      throw new ApiException(
-        response.httpStatusCode,
-        `HTTP-Code: ${response.httpStatusCode}\nMessage: GET ${path}\nBody: ${text}`,
-        text,
-        response.headers,
-      );
-    const page = JSON.parse(text) as {
+    const { body } = await request(HttpMethod.GET, path, {
+      accept: METADATA_LIST_ACCEPT,
+      query: {
+        limit: String(options.limit ?? 500),
+        labelSelector: options.labelSelector || undefined,
+        fieldSelector: options.fieldSelector || undefined,
+        continue: continueToken,
+      },
+    });
+    const page = body as {
       items?: { metadata?: { namespace?: string; name?: string } }[];
       metadata?: { continue?: string };
     };

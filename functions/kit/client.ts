@@ -8,51 +8,49 @@
  * TLS-verified the same way; errors are `ApiException`s carrying the HTTP status and the `Status`
  * body, as the generated clients throw them.
  */
-import {
-  ApiException,
-  createConfiguration,
-  HttpMethod,
-  type KubeConfig,
-  type KubernetesObject,
-  ServerConfiguration,
-} from '@kubernetes/client-node';
+import { HttpMethod, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { dryRunWriteOf, isDryRun } from '../k8s/dry-run.ts';
 import { apiStatusOf } from '../k8s/errors.ts';
-import { apiVersionOf, METADATA_LIST_ACCEPT, resourcePath } from '../k8s/list.ts';
+import {
+  apiVersionOf,
+  jsonRequester,
+  METADATA_LIST_ACCEPT,
+  type RequestOptions,
+  resourcePath,
+} from '../k8s/rest.ts';
 
-export { resourcePath } from '../k8s/list.ts';
+export { type RequestOptions, resourcePath } from '../k8s/rest.ts';
 
-export interface RequestOptions {
-  query?: Record<string, string | undefined>;
-  body?: unknown;
-  /** Content type of `body`; default `application/json`. */
-  contentType?: string;
-  /** Accept header; default `application/json`. */
-  accept?: string;
-}
-
-/** One API request; resolves with the decoded JSON body. @throws {ApiException} for a status ≥ 400 */
+/** One API request; resolves with the decoded JSON body. @throws {ApiException} for a status outside 2xx */
 export type Requester = (method: HttpMethod, path: string, options?: RequestOptions) => Promise<unknown>;
 
 /**
- * A {@link Requester} over `kubeConfig`'s current cluster and user. With a dry-run KubeConfig
- * (functions/k8s/dry-run.ts) every write is a server-side dry-run, and its logged write gets the
- * object before (one GET of it first; a create has none) and the API server's answer.
+ * A {@link Requester} over `kubeConfig`'s current cluster and user (functions/k8s/rest.ts). With a
+ * dry-run KubeConfig (functions/k8s/dry-run.ts) every write is a server-side dry-run, and its logged
+ * write gets the object before (one GET of it first; a create has none) and the API server's answer.
  * @throws {Error} without a current cluster
  */
 export function requester(kubeConfig: KubeConfig): Requester {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (!cluster) throw new Error('No active cluster!');
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kubeConfig },
-  });
-  const dryRun = isDryRun(kubeConfig);
-  const send: Requester = async (method, path, options = {}) => {
-    if (!dryRun || method === HttpMethod.GET || method === HttpMethod.POST)
-      return request(method, path, options);
+  const json = jsonRequester(kubeConfig);
+  if (!isDryRun(kubeConfig)) return async (method, path, options) => (await json(method, path, options)).body;
+  const request = async (
+    method: HttpMethod,
+    path: string,
+    options?: RequestOptions,
+    before?: KubernetesObject,
+  ): Promise<unknown> => {
+    const { body, context } = await json(method, path, options);
+    const write = dryRunWriteOf(context);
+    if (write) {
+      if (before) write.before = before;
+      if (method !== HttpMethod.DELETE) write.after = body as KubernetesObject;
+    }
+    return body;
+  };
+  return async (method, path, options) => {
+    if (method === HttpMethod.GET || method === HttpMethod.POST) return request(method, path, options);
     // The object as it is (a subresource's path answers its whole object, as kube-apiserver's does).
     const before = (await request(HttpMethod.GET, path.replace(/\/status$/, '')).catch((err) => {
       if (apiStatusOf(err) === 404) return undefined;
@@ -60,39 +58,6 @@ export function requester(kubeConfig: KubeConfig): Requester {
     })) as KubernetesObject | undefined;
     return request(method, path, options, before);
   };
-  const request = async (
-    method: HttpMethod,
-    path: string,
-    options: RequestOptions = {},
-    before?: KubernetesObject,
-  ): Promise<unknown> => {
-    const ctx = config.baseServer.makeRequestContext(path, method);
-    ctx.setHeaderParam('Accept', options.accept ?? 'application/json');
-    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) ctx.setQueryParam(k, v);
-    if (options.body !== undefined) {
-      ctx.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
-      ctx.setBody(JSON.stringify(options.body));
-    }
-    await kubeConfig.applySecurityAuthentication(ctx);
-    const response = await config.httpApi.send(ctx).toPromise();
-    const text = await response.body.text();
-    if (response.httpStatusCode >= 400) {
-      throw new ApiException(
-        response.httpStatusCode,
-        `HTTP-Code: ${response.httpStatusCode}\nMessage: ${method} ${path}\nBody: ${text}`,
-        text,
-        response.headers,
-      );
-    }
-    const answer = text ? JSON.parse(text) : undefined;
-    const write = dryRunWriteOf(ctx);
-    if (write) {
-      if (before) write.before = before;
-      if (method !== HttpMethod.DELETE) write.after = answer as KubernetesObject;
-    }
-    return answer;
-  };
-  return send;
 }
 
 /** What a LIST selects, and how much of each object it returns. */

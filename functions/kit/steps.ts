@@ -27,8 +27,8 @@ import { DEFAULT_CLUSTER, type Key, keyString } from '../contract/key.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
 import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
 import { FailedWritesError, isNotFound, TerminalError } from '../k8s/errors.ts';
-import { apiVersionOf } from '../k8s/list.ts';
 import { isControlledBy } from '../k8s/owner.ts';
+import { apiVersionOf } from '../k8s/rest.ts';
 import type { Logger } from '../log.ts';
 import {
   type ChildChange,

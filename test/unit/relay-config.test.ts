@@ -1,14 +1,10 @@
 // The relay's environment configuration and metadata cut-down.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { resourcePath } from '../../functions/k8s/rest.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 import { ConfigError, loadRelayConfig } from '../../relay/config.ts';
-import {
-  collectionPath,
-  LAST_APPLIED_ANNOTATION,
-  resourceName,
-  stripToMetadata,
-} from '../../relay/metadata.ts';
+import { LAST_APPLIED_ANNOTATION, resourceName, stripToMetadata } from '../../relay/metadata.ts';
 
 describe('loadRelayConfig', () => {
   it('applies the defaults, with local-project when the emulator is used', () => {
@@ -104,9 +100,9 @@ describe('loadRelayConfig', () => {
 
 describe('metadata', () => {
   it('builds collection paths and names', () => {
-    assert.equal(collectionPath(secrets), '/api/v1/secrets');
-    assert.equal(collectionPath(deployments, 'team-a'), '/apis/apps/v1/namespaces/team-a/deployments');
-    assert.equal(collectionPath(namespaces, 'ignored'), '/api/v1/namespaces');
+    assert.equal(resourcePath(secrets, undefined), '/api/v1/secrets');
+    assert.equal(resourcePath(deployments, 'team-a'), '/apis/apps/v1/namespaces/team-a/deployments');
+    assert.equal(resourcePath(namespaces, 'ignored'), '/api/v1/namespaces');
     assert.equal(resourceName(deployments), 'apps/v1/deployments');
   });
 
