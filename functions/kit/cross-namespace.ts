@@ -122,14 +122,20 @@ export function isPartialMetadata(object: KubernetesObject): boolean {
 }
 
 /**
- * True when a field manager other than the kit's ({@link FIELD_MANAGER}) owns a field of `object`
- * outside `metadata`, as its `managedFields` record (server-side field management: a manager owns
- * the fields it last changed): someone else wrote the child's content after the kit did.
+ * True when `object`'s `managedFields` show its content (the fields outside `metadata`) as the
+ * kit's ({@link FIELD_MANAGER}) alone: the kit's entry owns some of it and no other manager's owns
+ * any (server-side field management: a manager owns the fields it last changed). False when someone
+ * else wrote the content after the kit did, and when the managedFields were cleared (a write with
+ * `managedFields: [{}]` strips them all, kube-apiserver's managedfields reset): then nothing says
+ * who wrote it.
  */
-export function contentWrittenByOthers(object: KubernetesObject): boolean {
+export function contentWrittenByKitAlone(object: KubernetesObject): boolean {
   const entries = (object.metadata?.managedFields ?? []) as { manager?: string; fieldsV1?: object }[];
-  return entries.some(
-    (e) => e.manager !== FIELD_MANAGER && Object.keys(e.fieldsV1 ?? {}).some((f) => f !== 'f:metadata'),
+  const ownsContent = (e: { fieldsV1?: object }) =>
+    Object.keys(e.fieldsV1 ?? {}).some((f) => f !== 'f:metadata');
+  return (
+    entries.some((e) => e.manager === FIELD_MANAGER && ownsContent(e)) &&
+    !entries.some((e) => e.manager !== FIELD_MANAGER && ownsContent(e))
   );
 }
 
@@ -162,11 +168,18 @@ export function compareChild(
 /**
  * The PUT body bringing `live` to `desired`: `desired`'s members, labels and annotations on
  * `live`'s metadata (resourceVersion for optimistic concurrency, uid, annotations of others,
- * finalizers); `managedFields` left to the server; `live`'s other members (`immutable`) kept.
+ * finalizers); `live`'s other members (`immutable`) kept. `managedFields` are left to the server,
+ * except on an object that has none (someone cleared them): kube-apiserver records no update of
+ * such an object (managedfields `skipNonAppliedManager`), so nothing would ever show the content
+ * as the kit's again ({@link contentWrittenByKitAlone}) and every reconcile would read it whole.
+ * The body then carries the kit's `Update` entry for the members it sets, which the server takes
+ * as the object's managedFields and adds this update's fields to (managedfields: "directly
+ * updating managed fields").
  */
 export function updateBody(live: KubernetesObject, desired: KubernetesObject): KubernetesObject {
-  const { managedFields: _, ...metadata } = live.metadata ?? {};
+  const { managedFields, ...metadata } = live.metadata ?? {};
   const set = Object.fromEntries(members(desired).map((k) => [k, (desired as never)[k]]));
+  const untracked = (managedFields ?? []).length === 0;
   return {
     ...live,
     ...set,
@@ -176,6 +189,19 @@ export function updateBody(live: KubernetesObject, desired: KubernetesObject): K
       ...metadata,
       labels: desired.metadata?.labels,
       annotations: { ...live.metadata?.annotations, ...desired.metadata?.annotations },
+      ...(untracked
+        ? {
+            managedFields: [
+              {
+                manager: FIELD_MANAGER,
+                operation: 'Update',
+                apiVersion: desired.apiVersion,
+                fieldsType: 'FieldsV1',
+                fieldsV1: Object.fromEntries(Object.keys(set).map((k) => [`f:${k}`, {}])),
+              },
+            ],
+          }
+        : {}),
     },
   };
 }
@@ -412,8 +438,8 @@ export async function writeCrossNamespaceChildren(args: {
 /**
  * Lists `owner`'s children of `resource` (by its labels, in `namespace` or all namespaces: one
  * request; metadata only when `desired` is empty, since they can then only be pruned, or when the
- * tracking has a `contentHashAnnotation`, in which case an owned desired child whose content
- * someone else wrote ({@link contentWrittenByOthers}), or whose desired child carries no such
+ * tracking has a `contentHashAnnotation`, in which case an owned desired child whose content is
+ * not the kit's alone ({@link contentWrittenByKitAlone}), or whose desired child carries no such
  * annotation, is read whole: one GET each) and, when
  * some desired child is missing from that listing, the objects of the missing names (one LIST by
  * `metadata.name` field selector per name, filtered client-side as well), so that an object the
@@ -444,7 +470,7 @@ export async function observeCrossNamespaceChildren(args: {
         !want ||
         !isPartialMetadata(item) ||
         !isOwnedAcross(item, owner, tracking) ||
-        (want.metadata?.annotations?.[hash] !== undefined && !contentWrittenByOthers(item));
+        (want.metadata?.annotations?.[hash] !== undefined && contentWrittenByKitAlone(item));
       if (known) {
         whole.push(item);
         continue;

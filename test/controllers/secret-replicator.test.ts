@@ -152,6 +152,21 @@ describe('secret-replicator against an API server', () => {
     );
   });
 
+  it('restores a copy whose data was edited with its managedFields cleared (nothing says who wrote it)', async () => {
+    const [edited] = targets as [string];
+    await reconcile('db-creds');
+    const copy = (await read(edited, 'db-creds')) as V1Secret;
+    copy.data = { password: b64('tampered') };
+    // `[{}]` strips every managedFields entry (kube-apiserver's managedfields reset): the
+    // content-hash annotation still matches, and no other manager is seen to own the data.
+    copy.metadata = { ...copy.metadata, managedFields: [{}] };
+    await core.replaceNamespacedSecret({ namespace: edited, name: 'db-creds', body: copy });
+    assert.deepEqual((await read(edited, 'db-creds'))?.metadata?.managedFields ?? [], []);
+    await reconcile('db-creds');
+    assert.equal(unb64((await read(edited, 'db-creds'))?.data?.password), secretValue);
+    assert.equal((await reconcile('db-creds')).length, 3, 'converged again: 3 requests, no copy read whole');
+  });
+
   it('carries a source update to every copy from their metadata: no copy is read whole', async () => {
     await reconcile('db-creds');
     const src = await core.readNamespacedSecret({ namespace: sourceNs, name: 'db-creds' });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { FIELD_MANAGER } from '../../functions/k8s/custom-resource.ts';
+import { contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
 import {
   type CrossNamespaceTracking,
   compareChild,
@@ -80,6 +82,36 @@ describe('children in other namespaces: the diff', () => {
       compareChild(live('a', { immutable: true, data: { k: 'w' } }), marked, tracking),
       'recreate',
     );
+  });
+});
+
+describe('children in other namespaces: who wrote the content (managedFields)', () => {
+  const entry = (manager: string, fieldsV1: object) => ({ manager, operation: 'Update', fieldsV1 });
+  const withFields = (...managedFields: object[]) =>
+    ({ ...live('a'), metadata: { ...live('a').metadata, managedFields } }) as KubernetesObject;
+
+  test("the content is the kit's alone only when its entry owns some and no other manager's owns any", () => {
+    const kit = entry(FIELD_MANAGER, { 'f:data': { 'f:k': {} }, 'f:metadata': {} });
+    assert.equal(contentWrittenByKitAlone(withFields(kit)), true);
+    assert.equal(contentWrittenByKitAlone(withFields(kit, entry('kubectl', { 'f:metadata': {} }))), true);
+    assert.equal(contentWrittenByKitAlone(withFields(kit, entry('kubectl', { 'f:data': {} }))), false);
+    assert.equal(contentWrittenByKitAlone(withFields(entry(FIELD_MANAGER, { 'f:metadata': {} }))), false);
+    assert.equal(contentWrittenByKitAlone(withFields()), false, 'cleared managedFields say nothing');
+    assert.equal(contentWrittenByKitAlone(live('a')), false);
+  });
+
+  test("an update leaves managedFields to the server, but gives an object without any the kit's entry", () => {
+    const tracked = withFields(entry('kubectl', { 'f:data': {} }));
+    assert.equal(updateBody(tracked, child('a', { k: 'w' })).metadata?.managedFields, undefined);
+    assert.deepEqual(updateBody(withFields(), child('a', { k: 'w' })).metadata?.managedFields, [
+      {
+        manager: FIELD_MANAGER,
+        operation: 'Update',
+        apiVersion: 'v1',
+        fieldsType: 'FieldsV1',
+        fieldsV1: { 'f:data': {} },
+      },
+    ]);
   });
 });
 
