@@ -51,6 +51,7 @@ import { repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import {
   type AnyLocalStack,
+  FUNCTION_CONCURRENCY,
   FUNCTION_NODE_OPTIONS,
   functionsCli,
   type LocalCluster,
@@ -68,6 +69,7 @@ import { startRelay } from '../relay/relay.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../scripts/package-functions.ts';
 import { packageRelay } from '../scripts/package-relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 import {
   autopilotPodPerHour,
@@ -2291,6 +2293,100 @@ async function breakdownOn(kubeconfigPath: string, stateDir: string): Promise<vo
     unit: 'ms',
     baseline: { name: 'the same push straight to the server', value: quantiles(hops.direct).p50 },
   });
+
+  // The emulator's own push delivery, measured alone against an endpoint that answers after
+  // `answerMs` (a reconcile's time): how many pushes it has in flight at once while a backlog waits,
+  // and how long an isolated message waits between publish and push. (Its push loop, read from the
+  // emulator's classes: two loops per push subscription, each pulling one message and pushing it
+  // synchronously, sleeping 100 ms when nothing is pending.)
+  const answerMs = 20;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const pushedAt = new Map<string, number>();
+  const slow = createServer((req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    let body = '';
+    req.on('data', (d: Buffer) => {
+      body += d.toString();
+    });
+    req.on('end', () => {
+      const id = Buffer.from(JSON.parse(body).message.data, 'base64').toString();
+      pushedAt.set(id, performance.now());
+      setTimeout(() => {
+        inFlight--;
+        res.writeHead(204).end();
+      }, answerMs);
+    });
+  });
+  await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+  const slowAddress = slow.address();
+  const pushTopic = `bench-emulator-push-${Date.now()}`;
+  const [topic] = await pubsub.createTopic(pushTopic);
+  const [subscription] = await topic.createSubscription(pushTopic, {
+    pushConfig: {
+      pushEndpoint: `http://127.0.0.1:${typeof slowAddress === 'object' && slowAddress ? slowAddress.port : 0}/`,
+    },
+  });
+  const unbatched = pubsub.topic(pushTopic, { batching: { maxMessages: 1 } });
+  try {
+    const backlog = tiny ? 10 : 100;
+    const b0 = performance.now();
+    await Promise.all(
+      Array.from({ length: backlog }, (_, i) => unbatched.publishMessage({ data: Buffer.from(`b${i}`) })),
+    );
+    await waitFor(() => pushedAt.size >= backlog, { timeoutMs: 120_000, message: 'the backlog pushed' });
+    const backlogPerSecond = backlog / ((Math.max(...pushedAt.values()) - b0) / 1000);
+    const waits: number[] = [];
+    for (let i = 0; i < (tiny ? 5 : 30); i++) {
+      await sleep(Math.random() * 200); // isolated: at any phase of the push loops
+      const id = `i${i}`;
+      const t0 = performance.now();
+      await unbatched.publishMessage({ data: Buffer.from(id) });
+      await waitFor(() => pushedAt.has(id), {
+        timeoutMs: 60_000,
+        intervalMs: 5,
+        message: 'an isolated message pushed',
+      });
+      waits.push((pushedAt.get(id) as number) - t0);
+    }
+    figures.push(
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: pushes in flight at once while ${backlog} messages wait (endpoint answering in ${answerMs} ms)`,
+        value: maxInFlight,
+        unit: 'pushes',
+        baseline: {
+          name: "the function's request slots (one Cloud Run instance's concurrency)",
+          value: FUNCTION_CONCURRENCY,
+        },
+      },
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: backlog pushed per second (endpoint answering in ${answerMs} ms)`,
+        value: backlogPerSecond,
+        unit: 'msgs/s',
+        baseline: {
+          name: `${FUNCTION_CONCURRENCY} slots busy for ${answerMs} ms each`,
+          value: (FUNCTION_CONCURRENCY * 1000) / answerMs,
+        },
+      },
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: isolated message, publish accepted → pushed, median (n=${waits.length})`,
+        value: quantiles(waits).p50,
+        unit: 'ms',
+        baseline: {
+          name: 'a push straight to the server (the HTTP hop alone)',
+          value: quantiles(hops.direct).p50,
+        },
+      },
+    );
+  } finally {
+    await subscription.delete().catch(() => {});
+    await topic.delete().catch(() => {});
+    await new Promise((resolve) => slow.close(resolve));
+  }
 
   // Foo: each reconcile's trigger.
   const triggers = new Map<string, number>();
