@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { clusterId } from '../functions/contract/names.ts';
 import { DEFAULT_WATCH_SILENCE_TIMEOUT_MS } from './informer.ts';
+import { DEFAULT_MAX_IN_FLIGHT } from './pipeline.ts';
 import { DEFAULT_RETRY_BUFFER_KEYS } from './retry-buffer.ts';
 
 /** Default collapse window in ms (`RELAY_COLLAPSE_MS`). */
@@ -43,6 +44,7 @@ const envSchema = z
     RELAY_WATCH_SILENCE_TIMEOUT_MS: optional(z.coerce.number().int().min(1_000).max(3_600_000)),
     RELAY_RETRY_BUFFER_KEYS: optional(z.coerce.number().int().min(1).max(1_000_000)),
     RELAY_PUBLISH_TIMEOUT_MS: optional(z.coerce.number().int().min(100).max(600_000)),
+    RELAY_MAX_IN_FLIGHT: optional(z.coerce.number().int().min(1).max(100_000)),
     LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   })
   .superRefine(
@@ -78,6 +80,8 @@ export interface RelayConfig {
   retryBufferKeys: number;
   /** ms the Pub/Sub client may retry one publish before the key goes to the retry buffer. Default 30 000. */
   publishTimeoutMs: number;
+  /** Key publishes pending at once at most; the next wait in FIFO order. Default 1000. */
+  maxInFlight: number;
   logLevel: string;
 }
 
@@ -93,7 +97,8 @@ export class ConfigError extends Error {
  * `RELAY_COLLAPSE_MS` (ms, default 250), `RELAY_PORT` (default 8080),
  * `RELAY_WATCH_SILENCE_TIMEOUT_MS` (ms, 1 000–3 600 000, default 90 000: kube-apiserver bookmarks
  * about once a minute), `RELAY_RETRY_BUFFER_KEYS` (default 10 000), `RELAY_PUBLISH_TIMEOUT_MS` (ms,
- * 100–600 000, default 30 000), `LOG_LEVEL` (default `info`).
+ * 100–600 000, default 30 000), `RELAY_MAX_IN_FLIGHT` (publishes pending at once, 1–100 000, default
+ * 1000), `LOG_LEVEL` (default `info`).
  * @throws {ConfigError} listing each invalid variable.
  */
 export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
@@ -114,6 +119,7 @@ export function loadRelayConfig(env: NodeJS.ProcessEnv = process.env): RelayConf
     watchSilenceTimeoutMs: e.RELAY_WATCH_SILENCE_TIMEOUT_MS ?? DEFAULT_WATCH_SILENCE_TIMEOUT_MS,
     retryBufferKeys: e.RELAY_RETRY_BUFFER_KEYS ?? DEFAULT_RETRY_BUFFER_KEYS,
     publishTimeoutMs: e.RELAY_PUBLISH_TIMEOUT_MS ?? DEFAULT_PUBLISH_TIMEOUT_MS,
+    maxInFlight: e.RELAY_MAX_IN_FLIGHT ?? DEFAULT_MAX_IN_FLIGHT,
     logLevel: e.LOG_LEVEL ?? 'info',
   };
 }

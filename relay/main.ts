@@ -70,6 +70,7 @@ async function main(): Promise<void> {
       logger,
       informers: { watchSilenceTimeoutMs: config.watchSilenceTimeoutMs },
       retryBufferKeys: config.retryBufferKeys,
+      maxInFlight: config.maxInFlight,
     });
   } catch (err) {
     logger.fatal({ err }, 'relay failed to start');

@@ -45,16 +45,35 @@ export interface RelayMetrics {
   keysPending: Gauge;
   /** Sets where {@link RelayMetrics.keysPending} reads the number of keys in the collapse window. */
   trackPendingKeys(source: () => number): void;
+  /**
+   * Key publishes waiting for one of the relay's `RELAY_MAX_IN_FLIGHT` publishes to settle (read at
+   * scrape time from {@link RelayMetrics.trackWaitingPublishes}'s source), all controllers.
+   */
+  publishesWaiting: Gauge;
+  /** Sets where {@link RelayMetrics.publishesWaiting} reads the number of publishes waiting. */
+  trackWaitingPublishes(source: () => number): void;
 }
 
 /** Creates the relay's metrics in `registry` (default: a new one). */
 export function createRelayMetrics(registry: Registry = new Registry()): RelayMetrics {
   const registers = [registry];
   let pendingKeys = (): number => 0;
+  let waitingPublishes = (): number => 0;
   return {
     trackPendingKeys: (source) => {
       pendingKeys = source;
     },
+    trackWaitingPublishes: (source) => {
+      waitingPublishes = source;
+    },
+    publishesWaiting: new Gauge({
+      name: 'levelset_relay_publishes_waiting',
+      help: 'Key publishes waiting for one of the publishes in flight (RELAY_MAX_IN_FLIGHT) to settle.',
+      registers,
+      collect() {
+        this.set(waitingPublishes());
+      },
+    }),
     keysPending: new Gauge({
       name: 'levelset_relay_keys_pending',
       help: 'Keys waiting in the collapse window.',

@@ -12,6 +12,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
+import pLimit, { type LimitFunction } from 'p-limit';
 import type {
   Controller,
   MapContext,
@@ -114,7 +115,21 @@ export interface PipelineOptions {
   retryBufferKeys?: number;
   /** Backoff of the publish retry buffer (tests shorten it). */
   retryBackoff?: BackoffOptions;
+  /**
+   * Publishes pending at once at most (≥ 1); the next wait in FIFO order. Default
+   * {@link DEFAULT_MAX_IN_FLIGHT}.
+   */
+  maxInFlight?: number;
 }
+
+/**
+ * Default {@link PipelineOptions.maxInFlight}: 1000 publishes pending at once. A relay that starts
+ * on a large cluster emits every key of its first LIST on a leading edge; without a bound each
+ * became a pending `publishMessage` inside the Pub/Sub client at once (with ordering keys, each its
+ * own batch and Publish call), and 40 000 of them ran the relay out of its 256 MiB heap before the
+ * first was accepted. Figures: docs/architecture.md decision 34.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 1000;
 
 /**
  * Why a key is enqueued, for its `enqueue` span: a watch event (with the resource it came from), a
@@ -170,21 +185,34 @@ function isKey(k: unknown): k is MappedKey {
 /**
  * The event → key → message flow. Events go in with {@link KeyPipeline.handle}; each affected key is
  * queued in the collapser: the first event of a quiet key is published at once, repeats within the
- * window after it as one trailing message at the window's end.
+ * window after it as one trailing message at the window's end. At most
+ * {@link PipelineOptions.maxInFlight} publishes are pending at once; the collapser's emits
+ * beyond them wait in one FIFO, so publishes start in the order they were emitted, and the
+ * publishes of one key (a leading edge and the trailing edge after it) reach the Pub/Sub client in
+ * that order, as without the bound (its ordering key keeps them so).
  */
 export class KeyPipeline {
   readonly #options: PipelineOptions;
   readonly #collapser: Collapser<Queued>;
   /** Ordering key → the span of the key waiting for its trailing publish (collapsed events are its span events). */
   readonly #waiting = new Map<string, { span: Span; collapsed: number }>();
+  /** Every publish not settled yet: pending in the Pub/Sub client, or waiting for {@link #limit}. */
   readonly #inFlight = new Set<Promise<void>>();
+  /** Starts publishes in emit order, at most `maxInFlight` pending at once (p-limit: a FIFO). */
+  readonly #limit: LimitFunction;
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
   readonly #retry: RetryBuffer<ControllerKey>;
 
+  /** @throws {RangeError} when `maxInFlight` is not an integer ≥ 1 (and as the collapser, retry buffer). */
   constructor(options: PipelineOptions) {
     this.#options = options;
     this.#timers = options.timers ?? systemTimers;
+    const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    if (!(Number.isInteger(maxInFlight) && maxInFlight >= 1))
+      throw new RangeError('maxInFlight must be an integer >= 1');
+    // rejectOnClear: a publish that discard() drops before it started settles (its span ends).
+    this.#limit = pLimit({ concurrency: maxInFlight, rejectOnClear: true });
     const { metrics, logger } = options;
     this.#retry = new RetryBuffer<ControllerKey>({
       capacity: options.retryBufferKeys ?? DEFAULT_RETRY_BUFFER_KEYS,
@@ -217,6 +245,11 @@ export class KeyPipeline {
   /** Keys waiting in the collapse window for their trailing publish. */
   get pending(): number {
     return this.#collapser.size;
+  }
+
+  /** Publishes emitted but not started: waiting for one of the `maxInFlight` to settle. */
+  get waitingPublishes(): number {
+    return this.#limit.pendingCount;
   }
 
   #context(controller: string): MapContext {
@@ -352,7 +385,7 @@ export class KeyPipeline {
     const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;
     const labels = { controller: key.controller };
-    const p = (async () => {
+    const run = async () => {
       try {
         // The publish runs under the key's span: the Pub/Sub client's publish span is its child and
         // carries the trace in the message (functions/publish.ts).
@@ -378,12 +411,15 @@ export class KeyPipeline {
       } finally {
         span.end();
       }
-    })();
+    };
+    // Never rejects: `run` handles its own failure; a publish discard() dropped before it started
+    // only ends its span.
+    const p = this.#limit(run).catch(() => span.end());
     this.#inFlight.add(p);
     void p.finally(() => this.#inFlight.delete(p));
   }
 
-  /** Publishes every pending key now and waits until every publish has settled. */
+  /** Publishes every pending key now and waits until every publish (waiting ones too) has settled. */
   async flush(): Promise<void> {
     this.#collapser.flush();
     while (this.#inFlight.size) await Promise.allSettled([...this.#inFlight]);
@@ -394,8 +430,12 @@ export class KeyPipeline {
     return this.#retry.size;
   }
 
-  /** Drops pending keys (collapse window and retry buffer) without publishing them. */
+  /**
+   * Drops pending keys (collapse window, publishes waiting for a slot, retry buffer) without
+   * publishing them; publishes already started run on.
+   */
   discard(): void {
+    this.#limit.clearQueue();
     for (const { span } of this.#waiting.values()) span.end();
     this.#waiting.clear();
     this.#collapser.clear();

@@ -56,6 +56,8 @@ export interface RelayOptions {
   retryBufferKeys?: number;
   /** Backoff of the publish retry buffer; default 1 s doubling to 30 s. */
   retryBackoff?: BackoffOptions;
+  /** Key publishes pending at once at most (`RELAY_MAX_IN_FLIGHT`); default 1000 (`relay/pipeline.ts`). */
+  maxInFlight?: number;
   /** Metrics to record into; default: a fresh registry. */
   metrics?: RelayMetrics;
 }
@@ -142,9 +144,11 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     metrics,
     retryBufferKeys: options.retryBufferKeys,
     retryBackoff: options.retryBackoff,
+    maxInFlight: options.maxInFlight,
   });
 
   metrics.trackPendingKeys(() => pipeline.pending);
+  metrics.trackWaitingPublishes(() => pipeline.waitingPublishes);
 
   /** Controllers whose primary this plan watches and that declare spec indexes. */
   const indexedBy = (plan: InformerPlan) =>

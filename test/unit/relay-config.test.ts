@@ -19,6 +19,7 @@ describe('loadRelayConfig', () => {
       watchSilenceTimeoutMs: 90_000,
       retryBufferKeys: 10_000,
       publishTimeoutMs: 30_000,
+      maxInFlight: 1000,
       logLevel: 'info',
     });
   });
@@ -35,6 +36,7 @@ describe('loadRelayConfig', () => {
         RELAY_WATCH_SILENCE_TIMEOUT_MS: '5000',
         RELAY_RETRY_BUFFER_KEYS: '50',
         RELAY_PUBLISH_TIMEOUT_MS: '2000',
+        RELAY_MAX_IN_FLIGHT: '100',
         LOG_LEVEL: 'debug',
       }),
       {
@@ -48,6 +50,7 @@ describe('loadRelayConfig', () => {
         watchSilenceTimeoutMs: 5000,
         retryBufferKeys: 50,
         publishTimeoutMs: 2000,
+        maxInFlight: 100,
         logLevel: 'debug',
       },
     );
@@ -87,9 +90,16 @@ describe('loadRelayConfig', () => {
           RELAY_PORT: '70000',
           LOG_LEVEL: 'loud',
           LEVELSET_TOPIC: 'goog-keys',
+          RELAY_MAX_IN_FLIGHT: '0',
         }),
       (err: Error) => {
-        for (const name of ['RELAY_COLLAPSE_MS', 'RELAY_PORT', 'LOG_LEVEL', 'LEVELSET_TOPIC']) {
+        for (const name of [
+          'RELAY_COLLAPSE_MS',
+          'RELAY_PORT',
+          'LOG_LEVEL',
+          'LEVELSET_TOPIC',
+          'RELAY_MAX_IN_FLIGHT',
+        ]) {
           assert.match(err.message, new RegExp(`${name}: `));
         }
         return true;

@@ -288,3 +288,85 @@ describe('KeyPipeline', () => {
     assert.equal(pipeline.pending, 0);
   });
 });
+
+describe('KeyPipeline: publishes in flight', () => {
+  /** A pipeline whose publishes stay pending until the test releases them, one by one. */
+  function bounded(maxInFlight: number) {
+    const timers = new ManualTimers(Date.parse('2026-11-21T10:00:00.000Z'));
+    const metrics = createRelayMetrics();
+    /** Messages whose publish has started, in start order, each with its release. */
+    const started: { message: KeyMessage; release(): void }[] = [];
+    const routes = planInformers([widgetController()]).find((p) => p.resource === widgets)?.routes ?? [];
+    const pipeline = new KeyPipeline({
+      collapseMs: 250,
+      timers,
+      logger: createLogger('relay', { write: () => {} }),
+      metrics,
+      maxInFlight,
+      primaryKeys: () => [],
+      publish: (message) =>
+        new Promise((resolve) => {
+          started.push({ message, release: () => resolve(String(started.length)) });
+        }),
+    });
+    metrics.trackWaitingPublishes(() => pipeline.waitingPublishes);
+    const send = (event: WatchEvent) => pipeline.handle(routes, event);
+    const names = () => started.map((s) => `${s.message.name}@${s.message.enqueuedAt.slice(17)}`);
+    const waitingGauge = async () => (await metrics.publishesWaiting.get()).values[0]?.value;
+    return { timers, pipeline, send, started, names, waitingGauge };
+  }
+
+  it('starts at most maxInFlight publishes, the rest in emit order as others settle, each key in order; flush waits for all', async () => {
+    const { timers, pipeline, send, started, names, waitingGauge } = bounded(2);
+    for (let i = 1; i <= 5; i++) send({ type: 'ADDED', object: widget(`w${i}`) });
+    await settle();
+    assert.deepEqual(names(), ['w1@00.000Z', 'w2@00.000Z'], 'two publishes started, three wait');
+    assert.equal(pipeline.waitingPublishes, 3);
+    assert.equal(await waitingGauge(), 3);
+    // w1 changes again while its leading publish is in flight: its trailing publish (at the
+    // window's end) queues behind the three waiting ones and starts after them.
+    timers.advance(10);
+    send({ type: 'DELETED', object: widget('w1') });
+    timers.advance(240);
+    assert.equal(pipeline.waitingPublishes, 4);
+    let flushed = false;
+    const flushing = pipeline.flush().then(() => {
+      flushed = true;
+    });
+    started[1]?.release();
+    await settle();
+    assert.deepEqual(names().slice(2), ['w3@00.000Z'], 'one settled, the next in line started');
+    started[0]?.release();
+    started[2]?.release();
+    await settle();
+    assert.deepEqual(names().slice(3), ['w4@00.000Z', 'w5@00.000Z']);
+    assert.equal(pipeline.waitingPublishes, 1);
+    started[3]?.release();
+    await settle();
+    assert.deepEqual(names().slice(5), ['w1@00.010Z'], "w1's trailing publish, after its leading one");
+    assert.equal(pipeline.waitingPublishes, 0);
+    assert.equal(await waitingGauge(), 0);
+    assert.equal(flushed, false, 'flush waits for the publishes still pending');
+    started[4]?.release();
+    await settle();
+    assert.equal(flushed, false);
+    started[5]?.release();
+    await flushing;
+    assert.equal(started.length, 6);
+  });
+
+  it('discard drops the publishes waiting for a slot; those started run on', async () => {
+    const { pipeline, send, started, names } = bounded(1);
+    for (let i = 1; i <= 3; i++) send({ type: 'ADDED', object: widget(`w${i}`) });
+    await settle();
+    pipeline.discard();
+    assert.equal(pipeline.waitingPublishes, 0);
+    for (const s of started) s.release();
+    await pipeline.flush();
+    assert.deepEqual(names(), ['w1@00.000Z']);
+  });
+
+  it('refuses a bound that is not an integer >= 1', () => {
+    for (const maxInFlight of [0, 1.5, Number.NaN]) assert.throws(() => bounded(maxInFlight), RangeError);
+  });
+});
