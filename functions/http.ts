@@ -115,7 +115,7 @@ export function rejectRequest(req: Request, rules: RequestRules = {}): Rejection
  * (an async_hooks `init`, a destroy hook per resource) and enters and leaves it around each
  * callback: a promise-heavy reconcile paid about a fifth of its function's CPU for it
  * (`--cpu-prof`: node:domain, registerDestroyHook and async_hooks ≈ 14 % of the samples; 3.4-3.8
- * vs 2.8-2.9 ms CPU per converged Foo push, docs/architecture.md decision 34). Leaving the domain
+ * vs 2.8-2.9 ms CPU per converged Foo push, docs/architecture.md decision 35). Leaving the domain
  * changes one thing: a throw from a callback outside any promise chain now reaches
  * functions-framework's `uncaughtException` handler, which answers the request 500 and stops the
  * instance, as an unhandled rejection already does (Pub/Sub redelivers the key, and dead-letters

@@ -69,7 +69,7 @@ export async function freePort(): Promise<number> {
  * 2-core machine (G1, tiered compilation up to C2) the emulator spent 6-9 ms of CPU per pushed
  * message with a new ordering key, the largest share of the local serverless pipeline's CPU in
  * `npm run bench` (throughput: 10.2 s of 46 s for 300 Foos); with these, 3.5-4.3 ms, and 3.65 s in
- * the same throughput run (docs/architecture.md decision 34). Pub/Sub itself costs the cluster's
+ * the same throughput run (docs/architecture.md decision 35). Pub/Sub itself costs the cluster's
  * and the functions' CPU nothing, so the local stand-in should take as little of it as it can.
  */
 export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'] as const;
