@@ -107,6 +107,29 @@ export function rejectRequest(req: Request, rules: RequestRules = {}): Rejection
   return undefined;
 }
 
+/**
+ * Runs `handler` outside the `node:domain` functions-framework opens for each HTTP request
+ * (function_wrappers.js `wrapHttpFunction`: `domain.create().run(...)`, so that a throw in a
+ * callback answers that request 500 instead of stopping the instance). While a domain is active,
+ * Node's domain module marks every async resource created, every promise included, with it
+ * (an async_hooks `init`, a destroy hook per resource) and enters and leaves it around each
+ * callback: a promise-heavy reconcile paid about a fifth of its function's CPU for it
+ * (`--cpu-prof`: node:domain, registerDestroyHook and async_hooks ≈ 14 % of the samples; 3.4-3.8
+ * vs 2.8-2.9 ms CPU per converged Foo push, docs/architecture.md decision 35). Leaving the domain
+ * changes one thing: a throw from a callback outside any promise chain now reaches
+ * functions-framework's `uncaughtException` handler, which answers the request 500 and stops the
+ * instance, as an unhandled rejection already does (Pub/Sub redelivers the key, and dead-letters
+ * it after `maxDeliveryAttempts`). A handler's own rejection is still answered 500 by the framework.
+ */
+export function outsideRequestDomain<R>(
+  handler: (req: Request, res: Response) => R,
+): (req: Request, res: Response) => R {
+  return (req, res) => {
+    (process as { domain?: { exit(): void } | null }).domain?.exit();
+    return handler(req, res);
+  };
+}
+
 /** The function target this process serves, read as functions-framework reads it (`--target`, then `FUNCTION_TARGET`). */
 export function servedTarget(argv = process.argv.slice(2), env = process.env): string {
   const { values } = parseArgs({ args: argv, options: { target: { type: 'string' } }, strict: false });

@@ -64,6 +64,17 @@ export async function freePort(): Promise<number> {
 }
 
 /**
+ * The emulator's JVM flags (the launcher reads `CLOUD_PUBSUB_EMULATOR_OPTS`; one set in the
+ * environment wins): the serial collector and the C1 compiler alone. With the JVM's defaults on a
+ * 2-core machine (G1, tiered compilation up to C2) the emulator spent 6-9 ms of CPU per pushed
+ * message with a new ordering key, the largest share of the local serverless pipeline's CPU in
+ * `npm run bench` (throughput: 10.2 s of 46 s for 300 Foos); with these, 3.5-4.3 ms, and 3.65 s in
+ * the same throughput run (docs/architecture.md decision 35). Pub/Sub itself costs the cluster's
+ * and the functions' CPU nothing, so the local stand-in should take as little of it as it can.
+ */
+export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'] as const;
+
+/**
  * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 60 000).
  * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
  */
@@ -80,6 +91,10 @@ export async function startPubSubEmulator(
     {
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: false,
+      env: {
+        ...process.env,
+        CLOUD_PUBSUB_EMULATOR_OPTS: process.env.CLOUD_PUBSUB_EMULATOR_OPTS ?? EMULATOR_JVM_OPTIONS.join(' '),
+      },
     },
   );
   let stderr = '';
