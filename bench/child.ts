@@ -1,7 +1,7 @@
 /**
  * The benchmark's child processes, so that their memory is measured alone (bench/run.ts spawns them
- * with --expose-gc). Prints one JSON line on stdout. (The informer-RSS child is bench/informer-child.ts,
- * run from the relay's bundle.)
+ * with --expose-gc). Prints one JSON line on stdout. (The informer-RSS children are
+ * bench/metadata-informer-child.ts and bench/full-informer-child.ts, run bundled as the relay is.)
  *
  *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
  *   node --max-old-space-size=256 bench/child.ts reconcile --kubeconfig F --controller C --namespace NS

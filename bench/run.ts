@@ -66,8 +66,9 @@ import type { CollapseMode } from '../relay/collapse.ts';
 import { createRelayMetrics } from '../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../relay/pipeline.ts';
 import { startRelay } from '../relay/relay.ts';
+import { bundle } from '../scripts/bundle.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../scripts/package-functions.ts';
-import { packageRelay } from '../scripts/package-relay.ts';
+import { packageRelay, RELAY_EXTERNAL } from '../scripts/package-relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
 import { waitFor } from '../test/support/wait.ts';
 
@@ -1286,8 +1287,19 @@ async function memoryAndResync(): Promise<void> {
   // configuration (scripts/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they
   // load the relay's own chunks, started as the image starts it (its environment, RELAY_ENV), with
   // Terraform's V8 flags.
+  // The full-object baseline is bundled alike in a build of its own (bench/informer-child.ts: in
+  // the relay's build, client-node's whole API it imports would land in the relay's chunks).
   const relayBundle = mkdtempSync(join(tmpdir(), 'levelset-bench-relay-'));
-  await packageRelay({ out: relayBundle, extraEntryPoints: { 'bench-informer': 'bench/informer-child.ts' } });
+  await packageRelay({
+    out: relayBundle,
+    extraEntryPoints: { 'bench-informer': 'bench/metadata-informer-child.ts' },
+  });
+  await bundle({
+    root: repoRoot,
+    entryPoints: { 'bench-full-informer': 'bench/full-informer-child.ts' },
+    outdir: join(relayBundle, 'full'),
+    external: RELAY_EXTERNAL,
+  });
   symlinkSync(join(repoRoot, 'node_modules'), join(relayBundle, 'node_modules'), 'dir');
   const informerChild = async (script: string, argv: string[]) => {
     const { stdout } = await exec(process.execPath, ['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], {
@@ -1303,20 +1315,9 @@ async function memoryAndResync(): Promise<void> {
       log(`informer RSS at ${n}`);
       // Both informers run with the relay's deployed V8 flags (heap limit, young generation;
       // terraform/kubernetes.tf), so that the RSS is the one the relay's memory limit meets.
-      const informerArgs = (informer: 'metadata' | 'full') => [
-        '--informer',
-        informer,
-        '--kubeconfig',
-        local.kubeconfigPath,
-        '--namespace',
-        ns,
-        '--expect',
-        `${n}`,
-      ];
-      const informerRss = (informer: 'metadata' | 'full') =>
-        informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs(informer));
-      const meta = await informerRss('metadata');
-      const full = await informerRss('full');
+      const informerArgs = ['--kubeconfig', local.kubeconfigPath, '--namespace', ns, '--expect', `${n}`];
+      const meta = await informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs);
+      const full = await informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs);
       const MiB = 2 ** 20;
       const flags = RELAY_NODE_OPTIONS.join(' ');
       figures.push({
@@ -1332,8 +1333,8 @@ async function memoryAndResync(): Promise<void> {
         // Before the relay was bundled: the same child from the TypeScript sources (type stripping
         // stands in for tsc's JavaScript, which the image ran; both load every module file).
         const sources = await informerChild(
-          join(repoRoot, 'bench', 'informer-child.ts'),
-          informerArgs('metadata'),
+          join(repoRoot, 'bench', 'metadata-informer-child.ts'),
+          informerArgs,
         );
         figures.push(
           {

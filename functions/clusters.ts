@@ -18,7 +18,7 @@
  */
 import { delimiter } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULT_CLUSTER } from './contract/key.ts';
 import { clusterId } from './contract/names.ts';
 import { type AccessTokenSource, gkeEnvSchema, gkeKubeConfig, googleAccessTokens } from './gke-auth.ts';

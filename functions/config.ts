@@ -2,7 +2,7 @@
  * Environment configuration of the functions, validated with zod at first use.
  * Controller-specific settings live in each controller's module.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const functionsEnvSchema = z.object({
   /** Keys topic id. */

@@ -10,7 +10,7 @@
  * request and never stored in the KubeConfig, never logged.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Logger } from './log.ts';
 import { PooledKubeConfig } from './pooled-kubeconfig.ts';
 

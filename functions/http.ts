@@ -17,7 +17,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import type { Request, Response } from '@google-cloud/functions-framework';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Largest request body either function accepts, in bytes. A push envelope of a key message is under

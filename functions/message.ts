@@ -5,7 +5,7 @@
  * current state (edge-triggered, level-driven).
  */
 import { type Context, context, propagation, ROOT_CONTEXT, type TextMapGetter } from '@opentelemetry/api';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ControllerKey, DEFAULT_CLUSTER, orderingKeyOf } from './contract/key.ts';
 import { clusterId, controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
 

@@ -20,7 +20,7 @@
  * requeue was asked for; its push envelope's `subscription` is `requeue` (no Pub/Sub involved).
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type ControllerKey, orderingKeyOf } from './contract/key.ts';
 import type { Logger } from './log.ts';
 import {

@@ -6,7 +6,7 @@
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Controller, ResyncContext } from './contract/controller.ts';
 import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from './contract/key.ts';
 import { clusterId } from './contract/names.ts';

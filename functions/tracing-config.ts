@@ -2,7 +2,7 @@
  * Tracing's configuration (`LEVELSET_TRACING`, `LEVELSET_TRACE_FILE`, `LEVELSET_TRACE_SAMPLE_RATIO`,
  * zod-validated) and the shape of a running setup; functions/tracing.ts starts it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) =>
   z.preprocess((v) => (v === '' ? undefined : v), schema.optional());

@@ -186,7 +186,7 @@ export const FUNCTION_HEAP_MIB = 256;
  * {@link FUNCTION_HEAP_MIB}, and a young generation of at most 8 MiB per semi-space. Without the
  * second V8 grows the young generation while a resync lists and publishes, and keeps its pages:
  * a 100k-key resync peaked at 301 MiB RSS with the heap limit alone, 207 MiB with both
- * (`npm run bench`, resync), as the relay's (RELAY_NODE_OPTIONS).
+ * (`npm run bench`, resync). The relay's are capped lower still (RELAY_NODE_OPTIONS).
  */
 export const FUNCTION_NODE_OPTIONS = [
   `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
@@ -195,11 +195,14 @@ export const FUNCTION_NODE_OPTIONS = [
 
 /**
  * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS at the default
- * 512Mi memory limit (terraform/kubernetes.tf `relay_node_options`): a heap limit of half the limit,
- * and a young generation of at most 8 MiB per semi-space (V8 otherwise grows it to 64 MiB per
- * semi-space during a LIST of 100k objects and keeps the pages: `npm run bench`, relay memory).
+ * 512Mi memory limit (terraform/kubernetes.tf `relay_node_env`): a heap limit of half the limit,
+ * and a young generation of at most 4 MiB per semi-space (V8 otherwise grows it to 64 MiB per
+ * semi-space during a LIST of 100k objects and keeps the pages; with 8 MiB the relay kept ≈ 15 MiB
+ * of young generation after syncing 100k objects, with 4 MiB ≈ 8, at the same events/s:
+ * `npm run bench`, relay; docs/architecture.md decision 1). The functions keep 8 MiB
+ * ({@link FUNCTION_NODE_OPTIONS}).
  */
-export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=8'] as const;
+export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=4'] as const;
 
 /**
  * Requests the local `reconcile` serves at once, live and resync pushes together: Terraform's

@@ -18,7 +18,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { repoRoot } from './service.ts';
 
 /** The state directory: `LEVELSET_STATE_DIR`, default `<repository>/.levelset`. */

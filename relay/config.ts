@@ -1,7 +1,7 @@
 /**
  * The relay process's configuration, from the environment, validated with zod.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import { clusterId } from '../functions/contract/names.ts';
 import { DEFAULT_WATCH_SILENCE_TIMEOUT_MS } from './informer.ts';

@@ -11,7 +11,7 @@
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
  * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { startTracing } from '../functions/tracing.ts';

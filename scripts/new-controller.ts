@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { controllerName, dns1123Subdomain } from '../functions/contract/names.ts';
 import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
 import { type Field, type FieldType, isScalar } from './scaffold-fields.ts';
@@ -125,7 +125,7 @@ function apiTs(o: Names, spec: Field[]) {
  * The ${o.kind} API (\`${o.group}/${o.version}\`), as \`crd.yaml\` serves it, and the zod schema of its
  * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
 
 /** The primary resource: \`${o.plural}.${o.group}\`, ${o.scope === 'Cluster' ? 'cluster-scoped' : 'namespaced'}. */

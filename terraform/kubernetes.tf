@@ -21,8 +21,9 @@ locals {
   }
 
   # The relay's V8 flags: a heap limit of half its memory limit, stated rather than left to how Node
-  # reads the container's limit, and a young generation of at most 8 MiB per semi-space (V8
-  # otherwise grows it to 64 MiB per semi-space during a LIST of 100k objects and keeps the pages).
+  # reads the container's limit, and a young generation of at most 4 MiB per semi-space (V8
+  # otherwise grows it to 64 MiB per semi-space during a LIST of 100k objects and keeps the pages;
+  # with 8 MiB it kept ≈ 15 MiB, with 4 MiB ≈ 8: docs/architecture.md decision 1).
   # `npm run bench` measures the relay's informer with these (local/stack.ts RELAY_NODE_OPTIONS).
   # A limit not in Mi or Gi (or none) leaves Node's defaults.
   relay_memory_limit = coalesce(var.relay_resources.memory_limit, "none")
@@ -30,7 +31,7 @@ locals {
     ? tonumber(regex("^[0-9]+", local.relay_memory_limit)) * (endswith(local.relay_memory_limit, "Gi") ? 1024 : 1)
   : null)
   relay_node_env = local.relay_memory_mib == null ? {} : {
-    NODE_OPTIONS = "--max-old-space-size=${floor(local.relay_memory_mib / 2)} --max-semi-space-size=8"
+    NODE_OPTIONS = "--max-old-space-size=${floor(local.relay_memory_mib / 2)} --max-semi-space-size=4"
   }
 
   # What every cluster gets alike (modules/cluster's `levelset` input); only the cluster id differs.

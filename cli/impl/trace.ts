@@ -19,7 +19,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GoogleAuth } from 'google-auth-library';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, firstLine } from '../errors.ts';

@@ -4,7 +4,7 @@
  * accepts. The one definition of these rules: the key message, the controllers' specs and
  * configuration, the command line and the scaffold all use it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Longest DNS-1123 label (`validation.DNS1123LabelMaxLength`): namespace names, label-like names. */
 export const DNS1123_LABEL_MAX_LENGTH = 63;

@@ -5,7 +5,7 @@
  * condition says which `metadata.generation` it was computed from (`observedGeneration`).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** `True`, `False` or `Unknown` (metav1.ConditionStatus). */
 export const conditionStatusSchema = z.enum(['True', 'False', 'Unknown']);

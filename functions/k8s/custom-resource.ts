@@ -2,7 +2,7 @@
  * What every custom-resource controller reads the same way: the metadata schema of a namespaced
  * custom object, and Levelset's field manager. The kit (functions/kit/) reads and writes with them.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The parts of a namespaced custom object a reconcile reads (apimachinery `ObjectMeta` subset);

@@ -29,7 +29,7 @@
  * other cluster (docs/writing-a-controller.md, "Children in other clusters").
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import type {
   Controller,
   PolicyRule,

@@ -4,7 +4,7 @@
  * enter (`defineController`, and `npm run generate:manifests` for every registered controller), so
  * that a wrong shape is a clear error naming the controller and the rule, never a crash later.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { PolicyRule, Verb } from '../contract/controller.ts';
 
 /** The verbs a rule may grant (RBAC's, as `Verb` spells them). */

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import * as ff from '@google-cloud/functions-framework';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import { configmaps, customResource, defineController, isControlledBy } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { keyMessageSchema } from '../../functions/message.ts';

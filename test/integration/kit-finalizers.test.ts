@@ -18,7 +18,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   addFinalizer,
   configmaps,

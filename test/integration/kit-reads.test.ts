@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import { configmaps, customResource, defineController, secrets } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';

@@ -14,7 +14,7 @@ import {
   setHeaderOptions,
   type V1ConfigMap,
 } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   CONTROLLER_LABEL,
   configmaps,

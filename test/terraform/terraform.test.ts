@@ -313,6 +313,10 @@ describe('terraform/', () => {
       .exec(env)?.[1]
       ?.replace(/\$\{floor\(local\.relay_memory_mib \/ 2\)\}/, String(Number(limit) / 2));
     assert.deepEqual(flags?.split(' '), [...RELAY_NODE_OPTIONS]);
+    // deploy/relay.yaml (the plain manifests, 512Mi limit) states them too.
+    const manifest = readFileSync(join(REPO_ROOT, 'deploy', 'relay.yaml'), 'utf8');
+    const manifestFlags = /name: NODE_OPTIONS\s+value: ([^\n]*)/.exec(manifest)?.[1];
+    assert.deepEqual(manifestFlags?.trim().split(' '), [...RELAY_NODE_OPTIONS]);
   });
 
   test('the source archive comes from the packaged build and is named by its hash', () => {

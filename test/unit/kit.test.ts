@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import {

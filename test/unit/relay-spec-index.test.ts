@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { WatchEvent } from '../../functions/contract/controller.ts';
 import { configmaps, customResource, defineController, mapByIndex } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';

@@ -2,7 +2,7 @@
  * The ConfigMapBundle API (`examples.levelset.dev/v1alpha1`), as `crd.yaml` serves it, and the zod schema of its
  * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
 
 /** The primary resource: `configmapbundles.examples.levelset.dev`, namespaced. */

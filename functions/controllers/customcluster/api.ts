@@ -3,7 +3,7 @@
  * `crd.yaml` serves it, and the zod schemas a reconcile validates it with (defence in depth: the
  * CRD's openAPIV3Schema already rejects invalid specs with 422).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { customResource, type PrimaryObject } from '../../kit/index.ts';
 
 export const GROUP = 'sde.dev';

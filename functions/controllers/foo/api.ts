@@ -3,7 +3,7 @@
  * `crd.yaml` serves it, and the zod schema a reconcile validates its spec with (defence in depth:
  * the CRD's openAPIV3Schema already rejects most invalid specs with 422).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   customResource,
   dns1123Subdomain,

@@ -2,7 +2,7 @@
  * The Icecream API (`controller.nicoleh.io/v1alpha1`), as `crd.yaml` serves it, and the zod schema of its
  * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
 
 /** The primary resource: `icecreams.controller.nicoleh.io`, namespaced. */

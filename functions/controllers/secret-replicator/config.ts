@@ -2,7 +2,7 @@
  * Environment configuration of the `secret-replicator` controller, validated with zod on first use
  * and cached for the life of the process.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { dns1123Label } from '../../kit/index.ts';
 
 const commaList = z

@@ -3,7 +3,7 @@
  * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
 
 /** The primary resource: `topics.pubsub.levelset.dev`, namespaced. */
