@@ -1293,6 +1293,7 @@ async function memoryAndResync(): Promise<void> {
   await packageRelay({
     out: relayBundle,
     extraEntryPoints: { 'bench-informer': 'bench/metadata-informer-child.ts' },
+    inProcess: false,
   });
   await bundle({
     root: repoRoot,

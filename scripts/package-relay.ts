@@ -64,10 +64,17 @@ export interface PackageRelayOptions {
    * relative to `root` (the bench's informer children, so that they load what the relay loads).
    */
   extraEntryPoints?: Record<string, string>;
+  /**
+   * Also bundle {@link IN_PROCESS_ENTRY} (a second esbuild build, about as long as the first);
+   * default `true`, as the image ships both. The relay's tests and the bench, which run the relay
+   * alone, leave it out.
+   */
+  inProcess?: boolean;
 }
 
 /**
- * Bundles {@link RELAY_ENTRY}, {@link IN_PROCESS_ENTRY} (and `extraEntryPoints`) into `out`.
+ * Bundles {@link RELAY_ENTRY} (and `extraEntryPoints`), then {@link IN_PROCESS_ENTRY} unless
+ * `inProcess` is `false`, into `out`.
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
@@ -86,12 +93,13 @@ export async function packageRelay(options: PackageRelayOptions = {}): Promise<s
     outdir: out,
     external: RELAY_EXTERNAL,
   });
-  await bundle({
-    root,
-    entryPoints: { 'in-process': IN_PROCESS_ENTRY },
-    outdir: out,
-    external: RELAY_EXTERNAL,
-  });
+  if (options.inProcess ?? true)
+    await bundle({
+      root,
+      entryPoints: { 'in-process': IN_PROCESS_ENTRY },
+      outdir: out,
+      external: RELAY_EXTERNAL,
+    });
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
 }
 

@@ -33,7 +33,7 @@ describe('the relay bundle', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'levelset-relay-bundle-'));
-    await packageRelay({ out: dir });
+    await packageRelay({ out: dir, inProcess: false }); // the relay alone runs here
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // HTTPS with a CA, as a GKE control plane serves it: the relay's requests go through undici's
     // Agent with that CA (functions/pooled-kubeconfig.ts), as deployed.
