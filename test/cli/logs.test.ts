@@ -62,7 +62,10 @@ describe('levelset logs against the local stack', () => {
         spec: { deploymentName: 'web-nginx', replicas: 1 },
       },
     });
-    await waitFor(() => outcomes() >= 1, { message: 'a delivery of the Foo' });
+    // The first delivery of a stack just started: the function loads the controller on its first
+    // request. Under npm test's load (two files at once on 2 cores, e.g. beside the tiny bench) it
+    // once took over the default 20 s.
+    await waitFor(() => outcomes() >= 1, { message: 'a delivery of the Foo', timeoutMs: 60_000 });
   });
   after(async () => {
     follower?.kill('SIGTERM');
