@@ -70,6 +70,7 @@ import { bundle } from '../scripts/bundle.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../scripts/package-functions.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../scripts/package-relay.ts';
 import { CountingKubeConfig } from '../test/support/counting-kubeconfig.ts';
+import { sumSeries } from '../test/support/metrics.ts';
 import { waitFor } from '../test/support/wait.ts';
 
 import {
@@ -1128,12 +1129,7 @@ async function reconcileCost(): Promise<void> {
     // added for a second (client-go's metric names, relay/workqueue.ts).
     const queueState = async () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      const sum = (metric: string) =>
-        text
-          .split('\n')
-          .filter((l) => l.startsWith(`${metric}{`) || l.startsWith(`${metric} `))
-          .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-      return { depth: sum('workqueue_depth'), adds: sum('workqueue_adds_total') };
+      return { depth: sumSeries(text, 'workqueue_depth'), adds: sumSeries(text, 'workqueue_adds_total') };
     };
     for (let last = await queueState(); ; ) {
       await sleep(1000);

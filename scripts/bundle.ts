@@ -217,7 +217,8 @@ export interface BundleOptions {
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
 export async function bundle(options: BundleOptions): Promise<void> {
-  await build({
+  const { metafile } = await build({
+    metafile: true,
     absWorkingDir: options.root,
     entryPoints: Object.fromEntries(
       Object.entries(options.entryPoints).map(([name, path]) => [name, join(options.root, path)]),
@@ -240,8 +241,11 @@ export async function bundle(options: BundleOptions): Promise<void> {
     plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree, requireBuiltins, pinoCallerUnmapped],
   });
 
-  for (const file of walk(options.outdir)) {
-    if (!file.endsWith('.map')) continue;
+  // This build's maps only: another build may have written into the same directory
+  // (scripts/package-relay.ts), and its maps are done.
+  for (const output of Object.keys(metafile.outputs)) {
+    if (!output.endsWith('.map')) continue;
+    const file = join(options.root, output);
     const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
     if (map.sources.length > 0) {
       writeFileSync(file, JSON.stringify(map));

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { AppsV1Api } from '@kubernetes/client-node';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
@@ -21,9 +21,15 @@ import {
   WARM_COMPILE_CACHE,
 } from '../../scripts/package-functions.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 
-const foos = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
+const foos: CustomResource = {
+  group: 'samplecontroller.k8s.io',
+  version: 'v1alpha1',
+  plural: 'foos',
+  kind: 'Foo',
+};
 
 const pushBody = (namespace: string, name: string) =>
   JSON.stringify({
@@ -97,16 +103,9 @@ describe('the deployed functions bundle', () => {
         LOG_LEVEL: 'info',
       },
     });
-    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-    await custom.createNamespacedCustomObject({
-      ...foos,
-      namespace: ns,
-      body: {
-        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-        kind: 'Foo',
-        metadata: { name: 'bundled' },
-        spec: { deploymentName: 'bundled', replicas: 2 },
-      },
+    await customObjects(cluster.kubeConfig, foos, ns).create('bundled', {
+      deploymentName: 'bundled',
+      replicas: 2,
     });
 
     const res = await fetch(reconcile.url, {

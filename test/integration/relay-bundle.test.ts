@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Message, PubSub } from '@google-cloud/pubsub';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
@@ -19,9 +18,15 @@ import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
 import { packageRelay, RELAY_MAIN } from '../../scripts/package-relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 
-const foos = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
+const foos: CustomResource = {
+  group: 'samplecontroller.k8s.io',
+  version: 'v1alpha1',
+  plural: 'foos',
+  kind: 'Foo',
+};
 
 describe('the relay bundle', () => {
   let cluster: TestCluster;
@@ -88,16 +93,9 @@ describe('the relay bundle', () => {
       },
     });
     try {
-      const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
-      await custom.createNamespacedCustomObject({
-        ...foos,
-        namespace: ns,
-        body: {
-          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-          kind: 'Foo',
-          metadata: { name: 'bundled' },
-          spec: { deploymentName: 'bundled', replicas: 1 },
-        },
+      await customObjects(cluster.kubeConfig, foos, ns).create('bundled', {
+        deploymentName: 'bundled',
+        replicas: 1,
       });
       const key = await waitFor(
         () => keys.find((k) => k.controller === 'foo' && k.namespace === ns && k.name === 'bundled'),

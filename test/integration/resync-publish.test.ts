@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { createSubscriber } from '../../cli/pubsub.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
+import type { Controller, ResourceType } from '../../functions/contract/controller.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
@@ -56,22 +56,28 @@ describe('the resync publishes its keys batched, without ordering key', () => {
     await cluster?.stop();
   });
 
+  /** A controller the resync lists keys for (its primary) and nothing else. */
+  const listingOnly = (name: string, primary: ResourceType): Controller => ({
+    name,
+    primary,
+    watches: [],
+    rbac: [],
+    reconcile: async () => undefined,
+  });
+  /** The resync's publisher (RESYNC_PUBLISHING) on the resync topic, through `host`. */
+  const resyncPublisher = (host: string) =>
+    createKeyPublisher({
+      projectId: emulator.projectId,
+      topic: 'levelset-keys-resync',
+      emulatorHost: host,
+      ...RESYNC_PUBLISHING,
+    });
+
   it('sends many keys per publish request, none with an ordering key, and every key arrives', async () => {
     const [topic] = await pubsub.createTopic('levelset-keys-resync');
     const [subscription] = await topic.createSubscription('levelset-keys-resync-reconcile');
-    const controller: Controller = {
-      name: 'resync-publish',
-      primary: configmaps,
-      watches: [],
-      rbac: [],
-      reconcile: async () => undefined,
-    };
-    const publisher = createKeyPublisher({
-      projectId: emulator.projectId,
-      topic: 'levelset-keys-resync',
-      emulatorHost: proxy.host,
-      ...RESYNC_PUBLISHING,
-    });
+    const controller = listingOnly('resync-publish', configmaps);
+    const publisher = resyncPublisher(proxy.host);
     proxy.counts.clear();
     let report: Awaited<ReturnType<typeof resyncAll>>;
     try {
@@ -138,25 +144,14 @@ describe('the resync publishes its keys batched, without ordering key', () => {
     }
   });
   it('skips a controller whose resource is not served (the metadata-only LIST answers 404)', async () => {
-    const controller: Controller = {
-      name: 'not-served',
-      primary: {
-        group: 'absent.levelset.dev',
-        version: 'v1',
-        kind: 'Absent',
-        plural: 'absents',
-        namespaced: true,
-      },
-      watches: [],
-      rbac: [],
-      reconcile: async () => undefined,
-    };
-    const publisher = createKeyPublisher({
-      projectId: emulator.projectId,
-      topic: 'levelset-keys-resync',
-      emulatorHost: emulator.host,
-      ...RESYNC_PUBLISHING,
+    const controller = listingOnly('not-served', {
+      group: 'absent.levelset.dev',
+      version: 'v1',
+      kind: 'Absent',
+      plural: 'absents',
+      namespaced: true,
     });
+    const publisher = resyncPublisher(emulator.host);
     try {
       const report = await resyncAll(
         [controller],

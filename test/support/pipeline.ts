@@ -23,6 +23,7 @@ import {
 import { primaryEventPasses } from '../../relay/predicate.ts';
 import { startTestCluster, type TestCluster } from './cluster.ts';
 import { createLeastPrivilegedIdentities, type Identities } from './identities.ts';
+import { scrapeSum } from './metrics.ts';
 import { waitFor } from './wait.ts';
 
 /**
@@ -119,12 +120,7 @@ export function pushEnvelope(message: object, messageId = String(Date.now())): o
 export async function relayCounter(p: Pipeline, metric: string, labels: string): Promise<number> {
   const relay = p.stack.relay();
   if (!relay) throw new Error('the relay is not running');
-  const text = await (await fetch(new URL('/metrics', relay.url))).text();
-  let sum = 0;
-  for (const m of text.matchAll(new RegExp(`^${metric}(?:\\{([^}]*)\\})? (\\S+)`, 'gm'))) {
-    if ((m[1] ?? '').includes(labels)) sum += Number(m[2]);
-  }
-  return sum;
+  return scrapeSum(new URL('/metrics', relay.url), metric, labels);
 }
 
 /**
