@@ -8,14 +8,14 @@
  * Cost: one LIST by label per owned type (made before the reconcile, which reads it), and no write
  * when every desired child is converged: its values are live ({@link isSubset}) and Levelset's
  * field manager owns exactly its fields ({@link ownsExactly}). A created child costs a POST and a
- * PATCH of its managedFields; a changed one an apply (after the same PATCH once, for a child a create
+ * PATCH of its managedFields (a GET and the PATCH again when another writer got there first); a changed one an apply (after the same PATCH once, for a child a create
  * or an older Levelset left with an `Update` entry).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType, WatchEvent } from '../contract/controller.ts';
 import type { Key } from '../contract/key.ts';
 import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
-import { isConflict, TerminalError } from '../k8s/errors.ts';
+import { isConflict, isNotFound, TerminalError } from '../k8s/errors.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 import { apiVersionOf } from '../k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../k8s/tracing.ts';
@@ -176,6 +176,46 @@ function childSpan<T>(operation: ChildOperation, child: string, fn: () => Promis
   return inSpan(`child ${operation}`, { [ATTR.child]: child }, fn);
 }
 
+/** Attempts of {@link upgradeCreated}'s patch, as client-go's `retry.DefaultRetry` (5 steps). */
+const UPGRADE_ATTEMPTS = 5;
+
+/**
+ * Makes the fields `body` set on the just-created `created` the `Apply` fields of Levelset's manager
+ * (what the create set is what `body` sets: the rest of its `Update` entry is server defaults). The
+ * patch is conditional on the object's `resourceVersion`, and a built-in controller commonly writes a
+ * child right after its create (kube-controller-manager's Deployment controller updates the new
+ * Deployment's status within milliseconds), so a 409 Conflict re-reads the child and patches again,
+ * as client-go's `retry.RetryOnConflict`: the other writer's managedFields entry is kept, never
+ * overwritten. A child that is gone or no longer the same object (another UID) is left alone: the
+ * next reconcile sees it as it is.
+ * @throws API errors other than a conflict; the last 409 after {@link UPGRADE_ATTEMPTS} attempts
+ */
+async function upgradeCreated(
+  client: ResourceClient,
+  resource: ResourceType,
+  created: KubernetesObject,
+  body: KubernetesObject,
+): Promise<void> {
+  const { name = '', namespace } = created.metadata ?? {};
+  let live = created;
+  for (let attempt = 1; ; attempt++) {
+    const upgrade = upgradeManagedFieldsPatch(live, FIELD_MANAGER, body);
+    if (!upgrade) return;
+    try {
+      await client.patch(resource, namespace, name, upgrade, 'json');
+      return;
+    } catch (err) {
+      if (!isConflict(err) || attempt >= UPGRADE_ATTEMPTS) throw err;
+    }
+    const current = await client.get(resource, namespace, name).catch((err) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    if (!current || current.metadata?.uid !== created.metadata?.uid) return;
+    live = current;
+  }
+}
+
 /** What {@link reconcileChildren} did, for logs and the `Synced` Event: `created Deployment x`, … */
 export type ChildChange = `${'created' | 'updated' | 'pruned'} ${string}`;
 
@@ -235,10 +275,8 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       try {
         await childSpan('create', label, async () => {
           const created = await client.create(resource, body);
-          // What the create set is what this body sets: the rest of its Update entry is server defaults.
-          const upgrade = upgradeManagedFieldsPatch(created, FIELD_MANAGER, body);
           // A dry-run created nothing to patch.
-          if (upgrade && !client.dryRun) await client.patch(resource, namespace, name, upgrade, 'json');
+          if (!client.dryRun) await upgradeCreated(client, resource, created, body);
         });
         changes.push(`created ${label}`);
         continue;
