@@ -380,6 +380,49 @@ describe('kit: children, status, invalid specs, request counts', () => {
     assert.equal(ready(widget)?.observedGeneration, widget.metadata.generation);
   });
 
+  it("a child another writer changes right after its create still ends with the kit's Apply entry, and the writer's entry kept", async () => {
+    // What kube-controller-manager's Deployment controller does to a new Deployment: it writes the
+    // child between the kit's POST and its managedFields PATCH, whose resourceVersion is then stale.
+    const raced: string[] = [];
+    const kubeConfig = t.kubeConfig;
+    const authenticate = kubeConfig.applySecurityAuthentication.bind(kubeConfig);
+    kubeConfig.applySecurityAuthentication = async (context) => {
+      const name = new URL(context.getUrl()).pathname.match(/\/configmaps\/(race-\d)$/)?.[1];
+      if (context.getHttpMethod() === 'PATCH' && name && !raced.includes(name)) {
+        raced.push(name);
+        await core.patchNamespacedConfigMap(
+          {
+            namespace: ns,
+            name,
+            body: { metadata: { labels: { 'raced-by': 'other' } } },
+            fieldManager: 'other',
+          },
+          mergePatch,
+        );
+      }
+      return authenticate(context);
+    };
+    try {
+      await createWidget('race', { count: 1, value: 'r' });
+      const run = await reconcile('race');
+      assert.equal(run.error, undefined);
+      assert.deepEqual(raced, ['race-0'], 'the other writer got there first');
+      assert.deepEqual(
+        methods(run.requests.filter((r) => r.includes('/configmaps'))),
+        ['GET', 'POST', 'PATCH', 'GET', 'PATCH'],
+        `LIST, create, the stale patch (409), a fresh read and the patch again, no apply: ${run.requests.join(', ')}`,
+      );
+      const child = await core.readNamespacedConfigMap({ namespace: ns, name: 'race-0' });
+      const entries = (child.metadata?.managedFields ?? []).map((m) => `${m.manager}/${m.operation}`);
+      assert.ok(entries.includes(`${FIELD_MANAGER}/Apply`), entries.join(', '));
+      assert.ok(!entries.includes(`${FIELD_MANAGER}/Update`), entries.join(', '));
+      assert.ok(entries.includes('other/Update'), `the other writer's entry is kept: ${entries.join(', ')}`);
+      assert.equal(child.metadata?.labels?.['raced-by'], 'other');
+    } finally {
+      kubeConfig.applySecurityAuthentication = authenticate;
+    }
+  });
+
   it('a deleted object costs one GET', async () => {
     await custom.deleteNamespacedCustomObject({ ...plural, namespace: ns, name: 'taken' });
     const run = await reconcile('taken');
