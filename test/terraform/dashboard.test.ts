@@ -14,6 +14,9 @@ import * as z from 'zod';
 import { REPO_ROOT } from '../../scripts/generate-manifests.ts';
 import { block, loadModule, type Module, resolveDefault, resource, resourcesOf } from './hcl.ts';
 
+/** A Terraform expression as hcl2json writes it: `${...}`. */
+const ref = (expr: string): string => `\${${expr}}`;
+
 const TF_DIR = join(REPO_ROOT, 'terraform');
 const TEMPLATE = join(TF_DIR, 'dashboard.json.tftpl');
 
@@ -417,7 +420,7 @@ describe('terraform/ dashboard and SLOs', () => {
     const bounds = m.locals.get('delivery_delay_bounds_ms') as number[];
     assert.equal(
       block(block(metric, 'bucket_options'), 'explicit_buckets').bounds,
-      '${local.delivery_delay_bounds_ms}',
+      ref('local.delivery_delay_bounds_ms'),
     );
     const threshold = m.variables.get('delivery_slo_threshold_ms');
     assert.ok(bounds.includes(threshold?.default), 'the default threshold is a bucket bound');
@@ -441,25 +444,25 @@ describe('terraform/ dashboard and SLOs', () => {
 
   test('two SLOs on the custom service read this module metrics; targets are validated variables', () => {
     const service = resource(m, 'google_monitoring_custom_service', 'levelset');
-    assert.equal(service.service_id, '${var.name}');
+    assert.equal(service.service_id, ref('var.name'));
     const success = resource(m, 'google_monitoring_slo', 'reconcile_success');
     const delivery = resource(m, 'google_monitoring_slo', 'delivery');
     for (const slo of [success, delivery]) {
-      assert.equal(slo.service, '${google_monitoring_custom_service.levelset.service_id}');
-      assert.equal(slo.rolling_period_days, '${var.slo_rolling_period_days}');
+      assert.equal(slo.service, ref('google_monitoring_custom_service.levelset.service_id'));
+      assert.equal(slo.rolling_period_days, ref('var.slo_rolling_period_days'));
     }
-    assert.equal(success.goal, '${var.reconcile_success_slo_goal}');
-    assert.equal(delivery.goal, '${var.delivery_slo_goal}');
+    assert.equal(success.goal, ref('var.reconcile_success_slo_goal'));
+    assert.equal(delivery.goal, ref('var.delivery_slo_goal'));
     const ratio = block(block(success, 'request_based_sli'), 'good_total_ratio');
     assert.ok(String(ratio.total_service_filter).includes('local.reconcile_outcomes_type'));
     assert.match(String(ratio.bad_service_filter), /outcome\\?"=one_of\(\\?"error\\?",\\?"transient\\?"\)/);
     assert.equal(
       m.locals.get('reconcile_outcomes_type'),
-      'logging.googleapis.com/user/${google_logging_metric.reconcile_outcomes.name}',
+      `logging.googleapis.com/user/${ref('google_logging_metric.reconcile_outcomes.name')}`,
     );
     const cut = block(block(delivery, 'request_based_sli'), 'distribution_cut');
     assert.ok(String(cut.distribution_filter).includes('local.delivery_delay_type'));
-    assert.equal(block(cut, 'range').max, '${var.delivery_slo_threshold_ms}');
+    assert.equal(block(cut, 'range').max, ref('var.delivery_slo_threshold_ms'));
     for (const v of [
       'reconcile_success_slo_goal',
       'delivery_slo_goal',
@@ -492,15 +495,15 @@ describe('terraform/ dashboard and SLOs', () => {
       ['delivery_burn_rate', 'delivery'],
     ] as const) {
       const policy = resource(m, 'google_monitoring_alert_policy', alert);
-      assert.equal(policy.notification_channels, '${var.notification_channels}');
+      assert.equal(policy.notification_channels, ref('var.notification_channels'));
       const dynamic = policy.dynamic.conditions[0];
-      assert.equal(dynamic.for_each, '${local.slo_burn_rate_windows}');
+      assert.equal(dynamic.for_each, ref('local.slo_burn_rate_windows'));
       const threshold = block(dynamic.content[0], 'condition_threshold');
       assert.equal(
         threshold.filter,
         `select_slo_burn_rate("\${google_monitoring_slo.${slo}.name}", "\${conditions.value.lookback}")`,
       );
-      assert.equal(threshold.threshold_value, '${conditions.value.threshold}');
+      assert.equal(threshold.threshold_value, ref('conditions.value.threshold'));
       assert.ok(
         template.includes(`google_monitoring_alert_policy.${alert}.name`),
         `${alert} on the dashboard`,
