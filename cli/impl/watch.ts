@@ -267,27 +267,37 @@ export function frameOf(now: Scrape, then: Scrape | undefined): Frame {
   };
 }
 
-const OUTCOMES = ['success', 'requeue', 'transient', 'terminal', 'malformed', 'error'] as const;
-
-/** The frame as text: a table per controller and the stack's totals. */
+/** The frame as text: one row per controller, then the stack's totals. */
 export function renderFrame(frame: Frame, target: string): string {
-  const rate = (n: number | undefined) => (n ? n.toFixed(2) : '0');
+  /** `success 2.00/s, error 0.20/s` over the outcomes seen, `0/s` when none. */
+  const rates = (c: ControllerFigures) =>
+    Object.entries(c.perSecond)
+      .filter(([, n]) => n > 0)
+      .map(([o, n]) => `${o} ${n.toFixed(2)}/s`)
+      .join(', ') || '0/s';
+  const totals = (c: ControllerFigures) =>
+    Object.entries(c.total)
+      .map(([o, n]) => `${o} ${n}`)
+      .join(', ') || '0';
   const rows = frame.controllers.map((c) => [
     c.controller,
-    ...OUTCOMES.map((o) => `${rate(c.perSecond[o])} (${c.total[o] ?? 0})`),
-    c.p50Ms === undefined ? '-' : `${c.p50Ms}`,
-    c.p95Ms === undefined ? '-' : `${c.p95Ms}`,
+    rates(c),
+    totals(c),
+    c.p50Ms === undefined ? '-' : c.p50Ms,
+    c.p95Ms === undefined ? '-' : c.p95Ms,
     c.backlog,
     c.deadLettered,
     c.drift,
     c.published,
   ]);
-  const lines = [
+  const oldest = frame.oldestUnackedSeconds;
+  return [
     `${target} at ${frame.at}; rates and durations over the last ${frame.windowSeconds} s (Ctrl-C stops)`,
     table(
       [
         'controller',
-        ...OUTCOMES.map((o) => `${o}/s (total)`),
+        'reconciles by outcome',
+        'since start',
         'p50 ms',
         'p95 ms',
         'backlog',
@@ -298,11 +308,10 @@ export function renderFrame(frame: Frame, target: string): string {
       rows,
     ),
     `backlog ${frame.backlog ?? '-'} keys; oldest unacknowledged ${
-      frame.oldestUnackedSeconds === undefined ? '-' : formatDuration(frame.oldestUnackedSeconds * 1000)
-    }; dead letters ${frame.deadLettered ?? '-'} since the stack started`,
+      oldest === undefined ? '-' : formatDuration(oldest * 1000)
+    }; ${frame.deadLettered ?? '-'} dead letters since the stack started`,
     ...frame.notes.map((n) => `note: ${n}`),
-  ];
-  return lines.join('\n');
+  ].join('\n');
 }
 
 export interface WatchOptions {
