@@ -385,6 +385,11 @@ describe('levelset (the real binary against the local stack)', () => {
       assert.equal(typeof moved.backlog, 'number');
       assert.equal(moved.deadLettered, 0);
       assert.ok(frames().length >= 3, 'refreshed');
+      // The delivery SLO's measure: every delivery line of the function carries its delay, a number.
+      const watched = stack.reconcile.logs.filter(
+        (l) => l.reason === 'watch' && typeof l.outcome === 'string' && typeof l.deliveryDelayMs === 'number',
+      );
+      assert.ok(watched.length >= 3, 'deliveryDelayMs on the final lines of the watch keys');
     } finally {
       watch.child.kill('SIGTERM');
     }
