@@ -5,6 +5,7 @@
  * created once per instance, at first use.
  * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (functions/tracing.ts).
+ * `LEVELSET_METRICS_PORT`: serve the reconcile's Prometheus metrics there (functions/metrics.ts).
  *
  * Cold start: an instance serves one target, so what only `resync` needs (the resync, the Pub/Sub
  * publisher and its gRPC stack) is imported at its first request, not when `reconcile` starts
@@ -21,6 +22,7 @@ import { createClusterRegistry } from './clusters.ts';
 import { controllers } from './controllers/index.ts';
 import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { createLogger } from './log.ts';
+import { readMetricsPort, serveMetrics } from './metrics.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
 import { startTracing } from './tracing.ts';
@@ -36,6 +38,11 @@ const logger = createLogger('functions');
 const clusters = createClusterRegistry();
 
 const requestRules = readRequestRules();
+
+// The reconcile's Prometheus metrics on a port of their own, never the function's: only where a
+// scraper runs (the local stack, functions/metrics.ts); Cloud Run has the log-based metrics.
+const metricsPort = readMetricsPort();
+if (metricsPort !== undefined) await serveMetrics(metricsPort);
 
 /** The resync handler, with its publisher, built at the first resync request. */
 let resyncHandler: Promise<Handler> | undefined;

@@ -26,6 +26,7 @@ import {
   MalformedMessageError,
   traceContextOf,
 } from './message.ts';
+import { recordReconcile } from './metrics.ts';
 import type { Requeuer } from './requeue.ts';
 import { flushTraces } from './tracing.ts';
 
@@ -94,6 +95,16 @@ export async function reconcileRetryingConflicts(
   }
 }
 
+/** The options of {@link reconcileKey}, described there. */
+export interface ReconcileKeyOptions {
+  cluster?: string;
+  kubeConfig: (cluster: string) => KubeConfig | undefined;
+  clusters?: () => readonly string[];
+  log: Logger;
+  retriedBy: string;
+  reason?: EnqueueReason;
+}
+
 /** How {@link reconcileKey} ended, and the delay the reconcile asked for (`requeue`). */
 export interface KeyOutcome {
   outcome: Outcome;
@@ -112,20 +123,27 @@ export interface KeyOutcome {
  * @param options.clusters every cluster id of the registry (`ReconcileContext.clusters`); default none.
  * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
+ * Each delivery is also counted in the process's Prometheus metrics (functions/metrics.ts:
+ * `levelset_reconcile_total`, `levelset_reconcile_duration_seconds`, by controller and outcome).
  */
 export async function reconcileKey(
   controllers: ReadonlyMap<string, Controller>,
   controllerName: string,
   key: Key,
-  options: {
-    cluster?: string;
-    kubeConfig: (cluster: string) => KubeConfig | undefined;
-    clusters?: () => readonly string[];
-    log: Logger;
-    retriedBy: string;
-    reason?: EnqueueReason;
-  },
+  options: ReconcileKeyOptions,
 ): Promise<KeyOutcome> {
+  const { durationMs, ...result } = await reconcileKeyLogged(controllers, controllerName, key, options);
+  recordReconcile(controllers.has(controllerName) ? controllerName : 'unknown', result.outcome, durationMs);
+  return result;
+}
+
+/** {@link reconcileKey} without the metrics; also answers the final line's `durationMs` (none for `malformed`). */
+async function reconcileKeyLogged(
+  controllers: ReadonlyMap<string, Controller>,
+  controllerName: string,
+  key: Key,
+  options: ReconcileKeyOptions,
+): Promise<KeyOutcome & { durationMs?: number }> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const { log } = options;
@@ -165,32 +183,34 @@ export async function reconcileKey(
     const requeueAfterMs = result?.requeueAfterMs;
     const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
     const notFound = result?.notFound ? true : undefined;
+    const durationMs = elapsed();
     log.info(
-      { outcome, durationMs: elapsed(), requeueAfterMs, notFound },
+      { outcome, durationMs, requeueAfterMs, notFound },
       notFound ? 'not found: nothing to do' : 'reconciled',
     );
     recordDrift(controller.name, options.reason, result, log);
-    return requeueAfterMs !== undefined ? { outcome, requeueAfterMs } : { outcome };
+    return requeueAfterMs !== undefined ? { outcome, requeueAfterMs, durationMs } : { outcome, durationMs };
   } catch (err) {
     if (err instanceof TerminalError) {
       if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
+      const durationMs = elapsed();
       log.error(
         {
           outcome: 'terminal' satisfies Outcome,
-          durationMs: elapsed(),
+          durationMs,
           // `reason` is the delivery's (watch, resync, manual), on every line of the key.
           eventReason: err.reason,
           err: err.message,
         },
         'reconcile failed terminally; not retried',
       );
-      return { outcome: 'terminal' };
+      return { outcome: 'terminal', durationMs };
     }
     const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
     const line = { outcome, durationMs: elapsed(), err: errorText(err) };
     if (outcome === 'transient') log.warn(line, `reconcile failed; ${options.retriedBy} will retry`);
     else log.error(line, `reconcile failed unexpectedly; ${options.retriedBy} will retry, then dead-letter`);
-    return { outcome };
+    return { outcome, durationMs: line.durationMs };
   }
 }
 
@@ -227,6 +247,17 @@ export async function inDeliverySpan<T extends KeyOutcome>(
       }
     },
   );
+}
+
+/**
+ * Milliseconds from a key message's `enqueuedAt` (when the relay, the resync or an operator
+ * enqueued it; RFC 3339) to `now` (its delivery), never below 0 (the enqueuing clock may be ahead
+ * of this instance's). Every line of a delivery carries it as `deliveryDelayMs`, a number, so that
+ * Terraform's distribution metric `reconcile_delivery_delay` reads it (terraform/monitoring.tf, the
+ * delivery SLO). It grows with each retry of a failing key: a key reconciled late counts late.
+ */
+export function deliveryDelayMs(enqueuedAt: string, now: number = Date.now()): number {
+  return Math.max(0, Math.round(now - Date.parse(enqueuedAt)));
 }
 
 /**
@@ -283,6 +314,7 @@ export function createReconcileHandler(
       messageId,
       reason: message.reason,
       enqueuedAt: message.enqueuedAt,
+      deliveryDelayMs: deliveryDelayMs(message.enqueuedAt),
     });
     // Deliveries of one key are serialised within an instance, as a workqueue's processing set
     // does: Pub/Sub's ordering keys serialise them across instances, but the emulator's push does

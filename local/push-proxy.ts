@@ -74,6 +74,8 @@ export interface DeliveryStats {
   acknowledged: number;
   /** Messages dead-lettered by the proxy. */
   deadLettered: number;
+  /** {@link DeliveryStats.deadLettered} by the message's `controller` attribute (`?` when it has none). */
+  deadLetteredByController: Record<string, number>;
   /** Pushes answered 503 because the function's port refused the connection (not counted as attempts). */
   refused: number;
   /** Last push received from the emulator, whatever its outcome. */
@@ -178,6 +180,7 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     pushes: 0,
     acknowledged: 0,
     deadLettered: 0,
+    deadLetteredByController: {},
     refused: 0,
     lastPushAt: undefined,
     lastAcknowledgedAt: undefined,
@@ -275,6 +278,8 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
         return;
       }
       stats.deadLettered++;
+      const controller = message.attributes?.controller ?? '?';
+      stats.deadLetteredByController[controller] = (stats.deadLetteredByController[controller] ?? 0) + 1;
       settle(id);
       res.writeHead(204).end();
     })().catch(() => {
@@ -289,7 +294,11 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     url: `http://127.0.0.1:${port}/`,
-    stats: () => ({ ...stats, retrying: attempts.size }),
+    stats: () => ({
+      ...stats,
+      deadLetteredByController: { ...stats.deadLetteredByController },
+      retrying: attempts.size,
+    }),
     serveStatus: (provider) => {
       statusProvider = provider;
     },

@@ -349,6 +349,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
     };
     // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
     const reconcilePort = await freePort();
+    // The reconcile's Prometheus metrics (functions/metrics.ts) on a port of their own, kept across
+    // restarts of the function, which `levelset status --watch` reads.
+    const reconcileMetricsPort = await freePort();
     const functionsEnv = {
       LEVELSET_REQUEUE: 'local',
       LEVELSET_REQUEUE_URL: `http://127.0.0.1:${reconcilePort}/`,
@@ -376,7 +379,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
           `--source=${repoRoot}`,
         ],
         port,
-        env: { ...functionsEnv, ...traceEnv(target) },
+        env: {
+          ...functionsEnv,
+          ...traceEnv(target),
+          ...(target === 'reconcile' ? { LEVELSET_METRICS_PORT: String(reconcileMetricsPort) } : {}),
+        },
         onLog: functionLogs[target],
       });
       functions.set(target, service);
@@ -474,6 +481,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
         reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
         resyncUrl: functions.get('resync')?.url ?? resync.url,
         deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
+        reconcileMetricsUrl: `http://127.0.0.1:${reconcileMetricsPort}/metrics`,
         relayUrl: relays.get(first)?.url,
         ...(multiCluster
           ? {

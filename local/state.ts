@@ -44,6 +44,11 @@ export const stackStateSchema = z.object({
   resyncUrl: z.string(),
   /** `GET` answers the delivery watchdog's figures (local/watchdog.ts `DeliveryStatus`) as JSON. */
   deliveriesUrl: z.string().optional(),
+  /**
+   * The `reconcile` function's Prometheus metrics (functions/metrics.ts: reconciles by controller and
+   * outcome, their duration, drift), `GET` in text format.
+   */
+  reconcileMetricsUrl: z.string().optional(),
   /** `undefined` while the relay is stopped. With several clusters: the first cluster's relay. */
   relayUrl: z.string().optional(),
   /**

@@ -23,6 +23,8 @@ import type { PushProxy } from './push-proxy.ts';
 export interface DeliveryStatus {
   /** Keys published to the keys topic and not yet acknowledged nor dead-lettered. */
   backlog: number;
+  /** {@link DeliveryStatus.backlog} by the message's `controller` attribute (`?` when it has none). */
+  backlogByController: Record<string, number>;
   /** Publish time of the oldest key of the backlog. */
   oldestPublishedAt: number | undefined;
   /** The last push the emulator made (any outcome). */
@@ -32,6 +34,8 @@ export interface DeliveryStatus {
   /** Pushes acknowledged, dead-lettered so far. */
   delivered: number;
   deadLettered: number;
+  /** {@link DeliveryStatus.deadLettered} by controller (local/push-proxy.ts). */
+  deadLetteredByController: Record<string, number>;
   /** Stalls detected and recovered from. */
   recoveries: number;
 }
@@ -138,15 +142,21 @@ export async function startDeliveryWatchdog(options: DeliveryWatchdogOptions): P
   const status = (): DeliveryStatus => {
     const stats = options.pushProxy.stats();
     let oldest: number | undefined;
-    for (const p of pending.values())
+    const backlogByController: Record<string, number> = {};
+    for (const p of pending.values()) {
       if (oldest === undefined || p.publishedAt < oldest) oldest = p.publishedAt;
+      const controller = p.attributes.controller ?? '?';
+      backlogByController[controller] = (backlogByController[controller] ?? 0) + 1;
+    }
     return {
       backlog: pending.size,
+      backlogByController,
       oldestPublishedAt: oldest,
       lastPushAt: stats.lastPushAt,
       lastDeliveredAt: stats.lastAcknowledgedAt,
       delivered: stats.acknowledged,
       deadLettered: stats.deadLettered,
+      deadLetteredByController: stats.deadLetteredByController,
       recoveries,
     };
   };

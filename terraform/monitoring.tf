@@ -2,8 +2,11 @@
 # `logging.googleapis.com/labels` becomes the entry's labels (controller, key); the reconcile's final
 # line carries `outcome` (success | requeue | transient | terminal | malformed | error) and
 # `durationMs`; a key a resync found drifted adds one WARNING line with `drift: true`
-# (functions/drift.ts). Alerts: keys in the dead-letter subscription, relay publish failures, drift
-# the resync corrected (watch events the relay missed).
+# (functions/drift.ts); every line of a delivery carries `deliveryDelayMs`, from the key message's
+# `enqueuedAt` to its delivery (functions/reconcile.ts). Labels `controller` and `cluster` come from
+# the line's labels (functions/log.ts keyLogger). Alerts: keys in the dead-letter subscription, relay
+# publish failures, drift the resync corrected (watch events the relay missed). The dashboard and the
+# SLOs that read these metrics: dashboard.tf.
 
 locals {
   reconcile_log_filter = join(" AND ", [
@@ -53,6 +56,11 @@ resource "google_logging_metric" "reconcile_outcomes" {
       description = "The controller (key message's controller)."
     }
     labels {
+      key         = "cluster"
+      value_type  = "STRING"
+      description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
+    }
+    labels {
       key         = "outcome"
       value_type  = "STRING"
       description = "success, requeue, transient, terminal, malformed or error."
@@ -61,6 +69,7 @@ resource "google_logging_metric" "reconcile_outcomes" {
 
   label_extractors = {
     controller = "EXTRACT(labels.controller)"
+    cluster    = "EXTRACT(labels.cluster)"
     outcome    = "EXTRACT(jsonPayload.outcome)"
   }
 
@@ -86,6 +95,11 @@ resource "google_logging_metric" "reconcile_duration" {
       description = "The controller (key message's controller)."
     }
     labels {
+      key         = "cluster"
+      value_type  = "STRING"
+      description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
+    }
+    labels {
       key         = "outcome"
       value_type  = "STRING"
       description = "success, requeue, transient, terminal, malformed or error."
@@ -94,6 +108,7 @@ resource "google_logging_metric" "reconcile_duration" {
 
   label_extractors = {
     controller = "EXTRACT(labels.controller)"
+    cluster    = "EXTRACT(labels.cluster)"
     outcome    = "EXTRACT(jsonPayload.outcome)"
   }
 
@@ -102,6 +117,49 @@ resource "google_logging_metric" "reconcile_duration" {
       num_finite_buckets = 20
       growth_factor      = 2
       scale              = 5
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "reconcile_delivery_delay" {
+  project     = var.project_id
+  name        = "${var.name}/reconcile_delivery_delay"
+  description = "Levelset: ms from a key's enqueuedAt to its delivery to reconcile (deliveryDelayMs of the final line), for keys of watch events and operators; by controller and cluster."
+  # Only the final line of a delivery (outcome), and only the keys the delivery SLO is about: a
+  # resync's keys queue behind each other on purpose, a requeue's wait for their requeueAfterMs.
+  filter          = "${local.reconcile_log_filter} AND jsonPayload.deliveryDelayMs:* AND jsonPayload.reason=(\"watch\" OR \"manual\")"
+  value_extractor = "EXTRACT(jsonPayload.deliveryDelayMs)"
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "DISTRIBUTION"
+    unit         = "ms"
+    display_name = "Levelset key delivery delay"
+
+    labels {
+      key         = "controller"
+      value_type  = "STRING"
+      description = "The controller (key message's controller)."
+    }
+    labels {
+      key         = "cluster"
+      value_type  = "STRING"
+      description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
+    }
+  }
+
+  label_extractors = {
+    controller = "EXTRACT(labels.controller)"
+    cluster    = "EXTRACT(labels.cluster)"
+  }
+
+  # Explicit bounds, one of which is the delivery SLO's threshold (variable validation): the SLO's
+  # distribution cut counts whole buckets, so its threshold must be a bucket bound.
+  bucket_options {
+    explicit_buckets {
+      bounds = local.delivery_delay_bounds_ms
     }
   }
 
@@ -141,10 +199,16 @@ resource "google_logging_metric" "drift_corrected" {
       value_type  = "STRING"
       description = "The controller (key message's controller)."
     }
+    labels {
+      key         = "cluster"
+      value_type  = "STRING"
+      description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
+    }
   }
 
   label_extractors = {
     controller = "EXTRACT(labels.controller)"
+    cluster    = "EXTRACT(labels.cluster)"
   }
 
   depends_on = [google_project_service.apis]

@@ -90,7 +90,7 @@ output "controllers" {
 }
 
 output "console_links" {
-  description = "Google Cloud console pages of the deployment: functions, logs, traces, Pub/Sub, dead letters, scheduler, alerts, metrics, relay."
+  description = "Google Cloud console pages of the deployment: the dashboard, the SLOs, functions, logs, traces, Pub/Sub, dead letters, scheduler, alerts, metrics, relay."
   value = {
     reconcile_function       = "${local.console}/run/detail/${var.region}/${local.reconcile_function_name}/metrics?${local.project}"
     resync_function          = "${local.console}/run/detail/${var.region}/${local.resync_function_name}/metrics?${local.project}"
@@ -102,6 +102,8 @@ output "console_links" {
     dead_letter_subscription = "${local.console}/cloudpubsub/subscription/detail/${google_pubsub_subscription.dead_letter.name}?${local.project}"
     resync_job               = "${local.console}/cloudscheduler?${local.project}"
     alert_policies           = "${local.console}/monitoring/alerting/policies?${local.project}"
+    dashboard                = "${local.console}/monitoring/dashboards/custom/${element(split("/", google_monitoring_dashboard.levelset.id), 3)}?${local.project}"
+    slos                     = "${local.console}/monitoring/services?${local.project}"
     log_based_metrics        = "${local.console}/logs/metrics?${local.project}"
     relay_deployment         = "${local.console}/kubernetes/deployment/${local.primary_cluster.location}/${local.primary_cluster.name}/${var.relay_namespace}/levelset-relay/overview?${local.project}"
   }

@@ -426,6 +426,50 @@ variable "notification_channels" {
   }
 }
 
+variable "reconcile_success_slo_goal" {
+  description = "Goal of the reconcile success SLO: the share (0 to 1) of reconciles whose outcome is not error or transient, over slo_rolling_period_days (terraform/README.md, \"Dashboard and SLOs\")."
+  type        = number
+  default     = 0.99
+
+  validation {
+    condition     = var.reconcile_success_slo_goal > 0 && var.reconcile_success_slo_goal <= 0.9999
+    error_message = "reconcile_success_slo_goal must be above 0 and at most 0.9999 (Cloud Monitoring's bounds for an SLO goal)."
+  }
+}
+
+variable "delivery_slo_goal" {
+  description = "Goal of the key delivery SLO: the share (0 to 1) of watch and manual keys delivered to reconcile within delivery_slo_threshold_ms of their enqueuedAt, over slo_rolling_period_days."
+  type        = number
+  default     = 0.98
+
+  validation {
+    condition     = var.delivery_slo_goal > 0 && var.delivery_slo_goal <= 0.9999
+    error_message = "delivery_slo_goal must be above 0 and at most 0.9999 (Cloud Monitoring's bounds for an SLO goal)."
+  }
+}
+
+variable "delivery_slo_threshold_ms" {
+  description = "A key is delivered in time when it reaches reconcile within this many ms of its enqueuedAt. One of the delivery-delay metric's bucket bounds: 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000."
+  type        = number
+  default     = 10000
+
+  validation {
+    condition     = contains([100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000], var.delivery_slo_threshold_ms)
+    error_message = "delivery_slo_threshold_ms must be a bucket bound of the delivery-delay metric: 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000 or 3600000."
+  }
+}
+
+variable "slo_rolling_period_days" {
+  description = "Days of the rolling window over which both SLOs are measured and their error budgets spent."
+  type        = number
+  default     = 28
+
+  validation {
+    condition     = var.slo_rolling_period_days >= 1 && var.slo_rolling_period_days <= 30 && floor(var.slo_rolling_period_days) == var.slo_rolling_period_days
+    error_message = "slo_rolling_period_days must be a whole number of days from 1 to 30 (Cloud Monitoring's rolling periods)."
+  }
+}
+
 # ---------------------------------------------------------------------------------------------------
 # Topic controller (opt-in)
 # ---------------------------------------------------------------------------------------------------

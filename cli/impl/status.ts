@@ -230,6 +230,12 @@ async function deadLetterCount(target: Target, limit: number): Promise<number> {
 
 export interface StatusArgs {
   'relay-url'?: string;
+  /** Refresh the dashboard's figures of the local stack in place (cli/impl/watch.ts). */
+  watch?: boolean;
+  /** Seconds between refreshes with `watch`. */
+  interval?: number;
+  /** Seconds the rates and quantiles of `watch` cover. */
+  window?: number;
   /** Whose relay to check in a multi-cluster local stack; default the first cluster's. */
   cluster?: string;
   output: string;
@@ -239,7 +245,10 @@ export interface StatusArgs {
 
 const COUNT_LIMIT = 1000;
 
-/** Runs `levelset status`; sets exit code 1 when the relay is not ready or keys are dead-lettered. */
+/**
+ * Runs `levelset status`; sets exit code 1 when the relay is not ready or keys are dead-lettered.
+ * With `watch`, refreshes the local stack's figures until SIGINT or SIGTERM, then exits 0.
+ */
 export async function runStatus(argv: StatusArgs): Promise<void> {
   const target = await resolveTarget(argv);
   const clusters = target.stack?.clusters;
@@ -251,6 +260,21 @@ export async function runStatus(argv: StatusArgs): Promise<void> {
   const relayUrl =
     argv['relay-url'] ??
     (argv.cluster !== undefined && clusters ? clusters[argv.cluster]?.relayUrl : target.stack?.relayUrl);
+  if (argv.watch) {
+    const { watchStatus } = await import('./watch.ts');
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    process.once('SIGINT', abort);
+    process.once('SIGTERM', abort);
+    await watchStatus(target, {
+      interval: argv.interval ?? 2,
+      window: argv.window ?? 60,
+      output: argv.output,
+      relayUrl,
+      signal: stop.signal,
+    });
+    return;
+  }
   const [relay, keys, deadLetters, drifted] = await Promise.all([
     relayUrl ? relayStatus(relayUrl) : Promise.resolve(undefined),
     backlog(target),

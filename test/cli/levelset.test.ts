@@ -249,8 +249,9 @@ describe('levelset (the real binary against the local stack)', () => {
       const args = example
         .split(/\s+/)
         .map((a) => a.replace(new RegExp(`^${DEMO_NAMESPACE}/`), `${namespace}/`))
-        // `logs -f` follows until interrupted: the lines so far are the example's answer here.
-        .filter((a) => a !== '-f' && a !== '--follow');
+        // `logs -f` follows and `status --watch` refreshes until interrupted: their first answer
+        // (the lines so far, one status) is the example's answer here; `--watch` has a test of its own.
+        .filter((a) => a !== '-f' && a !== '--follow' && a !== '--watch');
       const run = await cli(args);
       // `conditions` and `plan` exit 1 when something is not Ready or would change (a gate): here
       // the Foo's Deployment has no available replica, which both say.
@@ -319,6 +320,82 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.match(run.stdout, /delivered\s+last /);
     assert.match(run.stdout, /drift\s+\d+ keys corrected by the resync since the stack started/);
     assert.match(run.stdout, /dead letters\s+0 in /);
+  });
+
+  test('status --watch: the figures of every refresh are read from the stack and move with the work', async () => {
+    type Frame = {
+      windowSeconds: number;
+      controllers: {
+        controller: string;
+        perSecond: Record<string, number>;
+        total: Record<string, number>;
+        p50Ms?: number;
+        p95Ms?: number;
+        backlog: number;
+        published: number;
+      }[];
+      backlog?: number;
+      deadLettered?: number;
+      notes: string[];
+    };
+    const watch = spawnCli(['status', '--watch', '-o', 'json', '--interval', '0.5', '--window', '30'], {
+      LEVELSET_STATE_DIR: stateDir,
+    });
+    // One JSON frame per line; a line still being written is not a frame yet.
+    let out = '';
+    watch.child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const frames = (): Frame[] =>
+      out
+        .split('\n')
+        .slice(0, -1)
+        .map((line) => JSON.parse(line) as Frame);
+    const replicator = (f: Frame | undefined) =>
+      f?.controllers.find((c) => c.controller === 'secret-replicator');
+    try {
+      const first = await waitFor(() => frames()[0], { message: 'a first frame' });
+      assert.deepEqual(first.notes, [], 'every source answers');
+      const before = replicator(first);
+      const reconciled = before?.total.success ?? 0;
+      const published = before?.published ?? 0;
+      // Work: three new source Secrets, each reconciled by secret-replicator.
+      const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+      for (const name of ['watch-a', 'watch-b', 'watch-c'])
+        await core.createNamespacedSecret({
+          namespace,
+          body: { metadata: { name }, stringData: { k: name } },
+        });
+      const moved = await waitFor(
+        () =>
+          frames().find((f) => {
+            const r = replicator(f);
+            return r &&
+              (r.total.success ?? 0) >= reconciled + 3 &&
+              r.published >= published + 3 &&
+              (r.perSecond.success ?? 0) > 0
+              ? f
+              : undefined;
+          }),
+        { timeoutMs: 30_000, message: 'a frame with the three reconciles' },
+      );
+      const r = replicator(moved);
+      assert.ok(r?.p50Ms !== undefined && r.p95Ms !== undefined && r.p50Ms <= r.p95Ms, JSON.stringify(r));
+      assert.ok(moved.windowSeconds > 0 && moved.windowSeconds <= 31, `window ${moved.windowSeconds}`);
+      assert.equal(typeof moved.backlog, 'number');
+      assert.equal(moved.deadLettered, 0);
+      assert.ok(frames().length >= 3, 'refreshed');
+      // The delivery SLO's measure: every delivery line of the function carries its delay, a number.
+      const watched = stack.reconcile.logs.filter(
+        (l) => l.reason === 'watch' && typeof l.outcome === 'string' && typeof l.deliveryDelayMs === 'number',
+      );
+      assert.ok(watched.length >= 3, 'deliveryDelayMs on the final lines of the watch keys');
+    } finally {
+      watch.child.kill('SIGTERM');
+    }
+    const run = await watch.done;
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stderr, '');
   });
 
   test('dead-letters list shows a dead-lettered key without acking it; replay republishes and acks it', {

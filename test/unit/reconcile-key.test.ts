@@ -2,7 +2,8 @@
  * `reconcileKey`, the per-delivery core both modes share: a key must name an object of the
  * primary's scope (else `malformed`, never reconciled), and the final line of a delivery is one
  * JSON object with each field once (a terminal line carries the delivery's `reason` and the
- * error's `eventReason`).
+ * error's `eventReason`); each delivery is counted in the process's Prometheus metrics, by
+ * controller and outcome, with the final line's duration.
  */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
@@ -14,7 +15,14 @@ import { DRIFT_CORRECTED_METRIC, driftCorrected } from '../../functions/drift.ts
 import { TerminalError } from '../../functions/k8s/errors.ts';
 import { createLogger, keyLogger } from '../../functions/log.ts';
 import type { EnqueueReason } from '../../functions/message.ts';
-import { reconcileKey } from '../../functions/reconcile.ts';
+import {
+  RECONCILE_DURATION_METRIC,
+  RECONCILE_TOTAL_METRIC,
+  reconcileDuration,
+  reconcileTotal,
+  serveMetrics,
+} from '../../functions/metrics.ts';
+import { deliveryDelayMs, reconcileKey } from '../../functions/reconcile.ts';
 
 /** A logger whose raw lines (text, as written) are collected. */
 function capture() {
@@ -162,5 +170,62 @@ describe('reconcileKey', () => {
     assert.deepEqual(result, { outcome: 'malformed' });
     assert.deepEqual(calls, []);
     assert.match(lines.at(-1) ?? '', /unknown cluster \\"elsewhere\\": message dropped/);
+  });
+
+  it('counts each delivery by controller and outcome, with the duration of its final line; /metrics serves them', async () => {
+    const total = async (outcome: string) =>
+      (await reconcileTotal.get()).values.find(
+        (v) => v.labels.controller === 'fake' && v.labels.outcome === outcome,
+      )?.value ?? 0;
+    const observed = async (outcome: string) =>
+      (await reconcileDuration.get()).values.find(
+        (v) =>
+          v.metricName === `${RECONCILE_DURATION_METRIC}_count` &&
+          v.labels.controller === 'fake' &&
+          v.labels.outcome === outcome,
+      )?.value ?? 0;
+    const before = { success: await total('success'), terminal: await total('terminal') };
+    const durations = { success: await observed('success'), malformed: await observed('malformed') };
+    const key = { namespace: 'ns', name: 'a' };
+    const ok = await run(
+      fake(true, async () => undefined),
+      key,
+    );
+    await run(
+      fake(true, async () => {
+        throw new TerminalError('InvalidSpec', 'no');
+      }),
+      key,
+    );
+    await run(
+      fake(true, async () => undefined),
+      { namespace: '', name: 'a' },
+    );
+    assert.equal(await total('success'), before.success + 1);
+    assert.equal(await total('terminal'), before.terminal + 1);
+    assert.equal(await observed('success'), durations.success + 1);
+    assert.equal(await observed('malformed'), durations.malformed, 'a malformed line has no duration');
+    const final = JSON.parse(ok.lines.at(-1) ?? '{}') as { durationMs?: number };
+    assert.equal(typeof final.durationMs, 'number');
+
+    const { server, port } = await serveMetrics(0);
+    try {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      assert.match(
+        text,
+        new RegExp(`^${RECONCILE_TOTAL_METRIC}\\{controller="fake",outcome="success"\\} \\d+$`, 'm'),
+      );
+      assert.match(text, new RegExp(`^${DRIFT_CORRECTED_METRIC}`, 'm'));
+      assert.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`, { method: 'POST' })).status, 405);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('deliveryDelayMs: ms from enqueuedAt to delivery, never negative', () => {
+    const enqueuedAt = '2026-01-01T00:00:00.000Z';
+    assert.equal(deliveryDelayMs(enqueuedAt, Date.parse(enqueuedAt) + 1234.4), 1234);
+    assert.equal(deliveryDelayMs(enqueuedAt, Date.parse(enqueuedAt) - 500), 0, 'a clock ahead of ours');
   });
 });
