@@ -138,24 +138,16 @@ export function ownedChildren(scope: ChildScope, types: readonly OwnedType[]): C
     async converge(object, desired) {
       // Gone or being deleted: garbage collection removes them.
       if (!object || going(object)) return nothing();
-      const children = desired?.children?.filter((c) => types.some((t) => isOfType(c, t.resource)));
-      if (!children) return nothing();
-      return {
-        changes: await reconcileChildren({
-          client,
-          controller,
-          owner: object,
-          owned: listings,
-          desired: children,
-        }),
-        pruning: false,
-      };
+      const wanted = desired?.children?.filter((c) => types.some((t) => isOfType(c, t.resource)));
+      if (!wanted) return nothing();
+      const input = { client, controller, owner: object, owned: listings, desired: wanted };
+      return { changes: await reconcileChildren(input), pruning: false };
     },
   };
 }
 
-/** A type whose children live in other namespaces, with its tracking (`inOtherNamespaces`). */
-type TrackedType = OwnedType & { tracking: CrossNamespaceTracking };
+/** A type whose children live in other namespaces, its tracking (`inOtherNamespaces`), and its LIST if sent already. */
+type TrackedType = OwnedType & { tracking: CrossNamespaceTracking; listed?: Promise<KubernetesObject[]> };
 
 /**
  * Children in other namespaces, in `scope.onlyNamespace` alone when the key names one. A type whose
@@ -166,22 +158,19 @@ type TrackedType = OwnedType & { tracking: CrossNamespaceTracking };
  */
 export function childrenInOtherNamespaces(scope: ChildScope, types: readonly TrackedType[]): ChildSet {
   const { client, key, onlyNamespace: namespace } = scope;
-  const listed = types.map((type) => {
-    if (type.tracking.contentHashAnnotation === undefined) return undefined;
-    const list = listOwnedAcross({ ...type, client, owner: key, namespace, metadataOnly: true });
-    list.catch(() => undefined); // read, and thrown, by `converge`; never unhandled
-    return list;
+  const tracked = types.map((type) => {
+    if (type.tracking.contentHashAnnotation === undefined) return type;
+    const listed = listOwnedAcross({ ...type, client, owner: key, namespace, metadataOnly: true });
+    listed.catch(() => undefined); // read, and thrown, by `converge`; never unhandled
+    return { ...type, listed };
   });
   return {
     async converge(object, desired) {
       if (object && !desired?.children) return nothing();
-      const children = going(object)
-        ? []
-        : (desired?.children ?? []).filter(
-            (c) => namespace === undefined || c.metadata?.namespace === namespace,
-          );
+      const inScope = (c: KubernetesObject) => namespace === undefined || c.metadata?.namespace === namespace;
+      const children = going(object) ? [] : (desired?.children ?? []).filter(inScope);
       const wanted = { children, retainNamespaces: desired?.retainNamespaces };
-      return convergeAcross(scope, client, object, wanted, types, listed);
+      return convergeAcross(scope, client, object, wanted, tracked);
     },
   };
 }
@@ -206,23 +195,8 @@ export function childrenInOtherClusters(scope: ChildScope, types: readonly Track
         try {
           const kubeConfig = ctx.clusters.kubeConfig(id);
           if (!kubeConfig) throw new Error(`unknown cluster "${id}"`);
-          const wanted = {
-            children: going(object) ? [] : (there?.children ?? []),
-            retainNamespaces: there?.retainNamespaces,
-          };
-          const inCluster = types.map((t) => ({
-            ...t,
-            tracking: trackingInCluster(t.tracking, ctx.cluster),
-          }));
-          const done = await convergeAcross(
-            scope,
-            resourceClient(kubeConfig),
-            object,
-            wanted,
-            inCluster,
-            [],
-            id,
-          );
+          const wanted = { ...there, children: going(object) ? [] : (there?.children ?? []) };
+          const done = await convergeAcross(scope, resourceClient(kubeConfig), object, wanted, types, id);
           add(all, done);
         } catch (err) {
           ctx.log.warn(
@@ -239,7 +213,7 @@ export function childrenInOtherClusters(scope: ChildScope, types: readonly Track
 
 /**
  * Converges `scope.key`'s children of each tracked type through `client` (another cluster's for
- * `cluster`) to `wanted.children` of that type (cross-namespace.ts: observe, plan, write), and
+ * `cluster`, marked with the primary's: {@link trackingInCluster}) to `wanted.children` of that type (cross-namespace.ts: observe, plan, write), and
  * reports: a conflict (an object of a child's name that the owner does not own) is an ERROR log
  * line per place and one Warning `ErrResourceExists` Event on the primary naming the namespaces;
  * the other namespaces still converge, and it is not retried.
@@ -253,7 +227,6 @@ async function convergeAcross(
   object: PrimaryObject | undefined,
   wanted: { children: readonly KubernetesObject[]; retainNamespaces?: readonly string[] },
   types: readonly TrackedType[],
-  listed: readonly (Promise<KubernetesObject[]> | undefined)[],
   cluster?: string,
 ): Promise<Converged> {
   const { key, ctx } = scope;
@@ -261,15 +234,11 @@ async function convergeAcross(
   const namespace = scope.onlyNamespace; // never set for other clusters
   const out = nothing();
   const failures: FailedWrite[] = [];
-  for (const [i, { resource, tracking }] of types.entries()) {
+  for (const { resource, listed, ...type } of types) {
+    const tracking = cluster === undefined ? type.tracking : trackingInCluster(type.tracking, ctx.cluster);
     const desired = wanted.children.filter((c) => isOfType(c, resource));
     const common = { client, resource, owner: key, tracking };
-    const observed = await observeCrossNamespaceChildren({
-      ...common,
-      desired,
-      namespace,
-      listed: listed[i],
-    });
+    const observed = await observeCrossNamespaceChildren({ ...common, desired, namespace, listed });
     const plan = planCrossNamespaceChildren({
       owner: key,
       tracking,

@@ -445,10 +445,8 @@ export function listOwnedAcross(args: {
   metadataOnly: boolean;
 }): Promise<KubernetesObject[]> {
   const { client, resource, owner, tracking, namespace, metadataOnly } = args;
-  return client.list(resource, namespace, {
-    labelSelector: selectorOf(tracking.labels(owner)),
-    metadataOnly,
-  });
+  const labelSelector = selectorOf(tracking.labels(owner));
+  return client.list(resource, namespace, { labelSelector, metadataOnly });
 }
 
 /**
@@ -479,17 +477,14 @@ export async function observeCrossNamespaceChildren(args: {
   let listed = await (args.listed ?? listOwnedAcross({ ...args, metadataOnly }));
   if (hash !== undefined && desired.length > 0) {
     const wanted = new Map(desired.map((d) => [placeOf(d), d]));
-    const known = (item: KubernetesObject) => {
+    const whole = await mapLimit(listed, CROSS_NAMESPACE_CONCURRENCY, async (item) => {
       const want = wanted.get(placeOf(item));
-      return (
+      const known =
         !want ||
         !isPartialMetadata(item) ||
         !isOwnedAcross(item, owner, tracking) ||
-        (want.metadata?.annotations?.[hash] !== undefined && contentWrittenByKitAlone(item))
-      );
-    };
-    const whole = await mapLimit(listed, CROSS_NAMESPACE_CONCURRENCY, async (item) => {
-      if (known(item)) return [item];
+        (want.metadata?.annotations?.[hash] !== undefined && contentWrittenByKitAlone(item));
+      if (known) return [item];
       try {
         return [await client.get(resource, item.metadata?.namespace, item.metadata?.name ?? '')];
       } catch (err) {

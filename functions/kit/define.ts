@@ -239,10 +239,9 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       if (deleting && def.finalize) {
         // A TerminalError keeps the finalizer: nothing outside the cluster is leaked silently.
         const parsed = schema.safeParse(object.spec ?? {});
-        const spec = parsed.success ? parsed.data : undefined;
         const reads = readsFor(def.name, rbac, client, key.namespace);
         const { kubeConfig, dryRun = false } = ctx;
-        const input = { key, object, spec, ...reads, log, events, kubeConfig, dryRun };
+        const input = { key, object, spec: parsed.data, ...reads, log, events, kubeConfig, dryRun };
         return await finalizePrimary({
           controller: def.name,
           primary: def.primary,
