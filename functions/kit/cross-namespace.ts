@@ -38,10 +38,10 @@ import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
 import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../k8s/errors.ts';
 import { type CrossNamespaceTracking, selectorOf } from './children.ts';
 import type { ResourceClient } from './client.ts';
-import { forEachLimit } from './concurrency.ts';
+import { forEachLimit, mapLimit } from './concurrency.ts';
 
-/** Writes in flight at once for one reconcile's children in other namespaces. */
-export const CROSS_NAMESPACE_WRITE_CONCURRENCY = 8;
+/** Requests in flight at once for one reconcile's children of one type in other namespaces (writes; reads by name). */
+export const CROSS_NAMESPACE_CONCURRENCY = 8;
 
 /**
  * True when `object` is a child of `owner`: the owner's labels and its annotation, both; with a
@@ -332,7 +332,7 @@ function namespaceUnavailable(err: unknown): boolean {
 }
 
 /**
- * Performs the writes of `plan`, at most {@link CROSS_NAMESPACE_WRITE_CONCURRENCY} at once; every
+ * Performs the writes of `plan`, at most {@link CROSS_NAMESPACE_CONCURRENCY} at once; every
  * failure is recorded in the result, none is thrown. A create answered 409 AlreadyExists (someone
  * created the object since the LIST) re-reads it and decides by ownership, once.
  */
@@ -429,21 +429,36 @@ export async function writeCrossNamespaceChildren(args: {
         if (await remove(o)) done.deleted.push(placeOf(o));
       }),
     ],
-    CROSS_NAMESPACE_WRITE_CONCURRENCY,
+    CROSS_NAMESPACE_CONCURRENCY,
     (write) => write(),
   );
   return done;
 }
 
+/** LISTs `owner`'s children of `resource` by its labels, in `namespace` or all namespaces: one request. */
+export function listOwnedAcross(args: {
+  client: ResourceClient;
+  resource: ResourceType;
+  owner: Key;
+  tracking: CrossNamespaceTracking;
+  namespace?: string;
+  metadataOnly: boolean;
+}): Promise<KubernetesObject[]> {
+  const { client, resource, owner, tracking, namespace, metadataOnly } = args;
+  const labelSelector = selectorOf(tracking.labels(owner));
+  return client.list(resource, namespace, { labelSelector, metadataOnly });
+}
+
 /**
- * Lists `owner`'s children of `resource` (by its labels, in `namespace` or all namespaces: one
- * request; metadata only when `desired` is empty, since they can then only be pruned, or when the
- * tracking has a `contentHashAnnotation`, in which case an owned desired child whose content is
- * not the kit's alone ({@link contentWrittenByKitAlone}), or whose desired child carries no such
- * annotation, is read whole: one GET each) and, when
- * some desired child is missing from that listing, the objects of the missing names (one LIST by
- * `metadata.name` field selector per name, filtered client-side as well), so that an object the
- * owner does not own is found without a failed create.
+ * Observes `owner`'s children of `resource`: the listing by its labels ({@link listOwnedAcross}; or
+ * `listed`, that LIST already sent: metadata only when `desired` is empty, since they can then only
+ * be pruned, or when the tracking has a `contentHashAnnotation`, in which case an owned desired
+ * child whose content is not the kit's alone ({@link contentWrittenByKitAlone}), or whose desired
+ * child carries no such annotation, is read whole: one GET each) and, when some desired child is
+ * missing from that listing, the objects of the missing names (one LIST by `metadata.name` field
+ * selector per name, filtered client-side as well), so that an object the owner does not own is
+ * found without a failed create. The GETs, then the LISTs by name, go out together, at most
+ * {@link CROSS_NAMESPACE_CONCURRENCY} at once.
  * @returns the listing, then the objects found by name
  * @throws API errors as thrown (retried)
  */
@@ -454,41 +469,36 @@ export async function observeCrossNamespaceChildren(args: {
   tracking: CrossNamespaceTracking;
   desired: readonly KubernetesObject[];
   namespace?: string;
+  listed?: Promise<KubernetesObject[]>;
 }): Promise<KubernetesObject[]> {
   const { client, resource, owner, tracking, desired, namespace } = args;
   const hash = tracking.contentHashAnnotation;
-  let listed = await client.list(resource, namespace, {
-    labelSelector: selectorOf(tracking.labels(owner)),
-    metadataOnly: desired.length === 0 || hash !== undefined,
-  });
+  const metadataOnly = desired.length === 0 || hash !== undefined;
+  let listed = await (args.listed ?? listOwnedAcross({ ...args, metadataOnly }));
   if (hash !== undefined && desired.length > 0) {
     const wanted = new Map(desired.map((d) => [placeOf(d), d]));
-    const whole: KubernetesObject[] = [];
-    for (const item of listed) {
+    const whole = await mapLimit(listed, CROSS_NAMESPACE_CONCURRENCY, async (item) => {
       const want = wanted.get(placeOf(item));
       const known =
         !want ||
         !isPartialMetadata(item) ||
         !isOwnedAcross(item, owner, tracking) ||
         (want.metadata?.annotations?.[hash] !== undefined && contentWrittenByKitAlone(item));
-      if (known) {
-        whole.push(item);
-        continue;
-      }
+      if (known) return [item];
       try {
-        whole.push(await client.get(resource, item.metadata?.namespace, item.metadata?.name ?? ''));
+        return [await client.get(resource, item.metadata?.namespace, item.metadata?.name ?? '')];
       } catch (err) {
-        if (!isNotFound(err)) throw err; // gone since the LIST: looked up by name below
+        if (!isNotFound(err)) throw err;
+        return []; // gone since the LIST: looked up by name below
       }
-    }
-    listed = whole;
+    });
+    listed = whole.flat();
   }
   const seen = new Set(listed.map(placeOf));
   const missing = new Set(desired.filter((d) => !seen.has(placeOf(d))).map((d) => d.metadata?.name ?? ''));
-  const others: KubernetesObject[] = [];
-  for (const name of missing) {
+  const others = await mapLimit([...missing], CROSS_NAMESPACE_CONCURRENCY, async (name) => {
     const found = await client.list(resource, namespace, { fieldSelector: `metadata.name=${name}` });
-    others.push(...found.filter((o) => o.metadata?.name === name));
-  }
-  return [...listed, ...others];
+    return found.filter((o) => o.metadata?.name === name);
+  });
+  return [...listed, ...others.flat()];
 }

@@ -4,29 +4,23 @@
  * desired children and status; it returns the {@link Controller} the registry lists, with its
  * watches (map functions included) and its RBAC derived from what it declares.
  *
- * Every reconcile then runs the same steps (steps.ts, one function each), the way controller-runtime
- * reconcilers are written by hand: GET the primary (gone → done: garbage collection removes its
- * children); while it is being deleted, call `finalize` (when declared) until done and remove the
- * controller's finalizer (finalizers.ts); validate its spec (invalid → `Ready=False/InvalidSpec` +
- * Warning Event, no retry);
- * LIST each owned type by label (one request per type); call the reconcile; create/apply/prune the
- * children (none while the object is being deleted; the finalizer is added first when `finalize` is
- * declared); write the status through the `status` subresource when it changed, with `Ready` and
- * `observedGeneration` (Kubernetes API conventions: conditions); record a `Synced` Event when
- * something changed. A converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's
- * own reads, and no write.
- *
- * Children in other namespaces (owned `inOtherNamespaces`, cross-namespace.ts) are listed after the
- * reconcile, by label across namespaces, and written whole; no garbage collector removes them, so
- * the kit prunes them also when the primary is gone (`notFound` once none is left). A primary pinned
- * to a namespace (`namespace`) makes a key in another namespace name its children there alone.
+ * Every reconcile then runs the same steps (steps.ts, one function each), in one function that reads
+ * top to bottom, the way a controller-runtime reconciler is written by hand: GET the primary (gone →
+ * done: garbage collection removes its children); while it is being deleted, call `finalize` (when
+ * declared) until done and remove the controller's finalizer (finalizers.ts); validate its spec
+ * (invalid → `Ready=False/InvalidSpec` + Warning Event, no retry); observe its children; call the
+ * reconcile; converge the children (the finalizer is added first when `finalize` is declared); write
+ * the status through the `status` subresource when it changed, with `Ready` and `observedGeneration`
+ * (Kubernetes API conventions: conditions); record a `Synced` Event when something changed. A
+ * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write.
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
  *
- * Children in other clusters (a tracking with a `clusterAnnotation`): the reconcile returns them
- * by cluster (`Desired.otherClusters`, reading there through `ReconcileInput.clusters`), and the kit
- * converges them in each other cluster of the runtime's registry after the primary's own, marked
- * with the primary's cluster; when the primary is gone or being deleted it prunes them in every
- * other cluster (docs/writing-a-controller.md, "Children in other clusters").
+ * Children come in sets of three kinds (child-sets.ts), each observed and converged its own way: in
+ * the primary's namespace (owner references), in other namespaces (owned `inOtherNamespaces`,
+ * tracked by label; pruned by the kit also when the primary is gone: `notFound` once none is left),
+ * and in other clusters (a tracking with a `clusterAnnotation`: the reconcile returns them by cluster
+ * in `Desired.otherClusters`; docs/writing-a-controller.md, "Children in other clusters"). A primary
+ * pinned to a namespace (`namespace`) makes a key in another namespace name its children there alone.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
@@ -43,6 +37,7 @@ import type {
 import type { Key } from '../contract/key.ts';
 import { TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
@@ -50,7 +45,6 @@ import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSel
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
 import {
-  applyChildren,
   type Desired,
   desiredConditions,
   ensureFinalizer,
@@ -59,10 +53,7 @@ import {
   finalizePrimary,
   getPrimary,
   INVALID_SPEC,
-  listChildren,
-  type PrimaryObject,
   type ReconcileInput,
-  reconcileChildrenAcross,
   reconcileInput,
   recordSynced,
   resultOf,
@@ -197,7 +188,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
 ): Controller {
   const schema = (def.spec ?? z.unknown()) as Schema;
   const given = def.namespace;
-  const pinned = typeof given === 'function' ? given : given !== undefined ? () => given : undefined;
+  const primaryNamespaceOf =
+    typeof given === 'function' ? given : given !== undefined ? () => given : undefined;
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
@@ -208,130 +200,60 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       : []),
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
+  const childSets = childSetsOf(owns);
 
   /**
-   * A key outside the pinned namespace names no primary: its children in other namespaces are a
-   * former primary's (the namespace changed) and are pruned; then the primary of that name in the
-   * pinned namespace converges its children in the key's namespace alone.
+   * The reconcile of one key, top to bottom: GET the primary (the children's reads that need the
+   * key alone go out with it); gone → prune what no garbage collector removes; being deleted with
+   * `finalize` → finalize; invalid spec → `Ready=False/InvalidSpec`; observe the children; the
+   * controller's reconcile; converge the children; write the status; record `Synced`; a
+   * `TerminalError` → `Ready=False/<reason>`. A key outside the primary's pinned namespace names no
+   * primary: its children are a former primary's (the namespace changed) and are pruned first; then
+   * the primary of that name converges its children in the key's namespace alone.
    */
-  async function reconcile(key: Key, ctx: ReconcileContext): Promise<Result> {
-    const home = pinned?.();
-    if (home === undefined || key.namespace === home) return reconcileKey(key, ctx);
-    const client = resourceClient(ctx.kubeConfig);
+  async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
-    const former = await reconcileChildrenAcross({
-      client,
-      owns,
-      key,
-      object: undefined,
-      desired: undefined,
-      log,
-      events,
-    });
-    const formerElsewhere = await acrossClusters(key, ctx, undefined, undefined);
-    if (former.failed) throw former.failed;
-    if (formerElsewhere.failed) throw formerElsewhere.failed;
-    return reconcileKey({ namespace: home, name: key.name }, ctx, key.namespace);
-  }
-
-  /** Whether some owned type has children in other clusters (a tracking with a `clusterAnnotation`). */
-  const inOtherClusters = owns.some((o) => o.inOtherNamespaces?.clusterAnnotation !== undefined);
-
-  /**
-   * Step 5c: children in other clusters (types whose tracking declares a `clusterAnnotation`), in
-   * each other cluster of `ctx.clusters` in turn ({@link reconcileChildrenAcross} with `remote`):
-   * those of `desired.otherClusters[id]`; every owned one pruned when the primary is gone or being
-   * deleted (the LIST by label in each other cluster finds them: level-driven, no finalizer); a
-   * cluster `desired.otherClusters` leaves out is left alone, without a request. Nothing without
-   * `ctx.clusters` (single cluster, a plan, the in-process mode). A cluster that fails (its LIST, its
-   * KubeConfig, a write) does not stop the others.
-   * @returns the changes, whether something was found to prune, and the first failure (the caller
-   *   throws it once it has reported the rest: retried)
-   */
-  async function acrossClusters(
-    key: Key,
-    ctx: ReconcileContext,
-    object: PrimaryObject | undefined,
-    desired: Desired | undefined,
-  ): Promise<{ changes: ChildChange[]; pruning: boolean; failed?: unknown }> {
-    const out: { changes: ChildChange[]; pruning: boolean; failed?: unknown } = {
-      changes: [],
-      pruning: false,
-    };
-    if (!inOtherClusters || !ctx.clusters || ctx.dryRun) return out;
-    const going = !object || Boolean(object.metadata.deletionTimestamp);
-    for (const id of ctx.clusters.ids) {
-      if (id === ctx.cluster || (!going && !desired?.otherClusters?.[id])) continue;
-      try {
-        const kubeConfig = ctx.clusters.kubeConfig(id);
-        if (!kubeConfig) throw new Error(`unknown cluster "${id}"`);
-        const done = await reconcileChildrenAcross({
-          client: resourceClient(kubeConfig),
-          owns,
-          key,
-          object,
-          desired,
-          remote: { cluster: id, ownerCluster: ctx.cluster },
-          log: ctx.log,
-          events: ctx.events,
-        });
-        out.changes.push(...done.changes);
-        out.pruning ||= done.pruning;
-        if (done.failed) out.failed ??= done.failed;
-      } catch (err) {
-        ctx.log.warn(
-          { cluster: id, err: err instanceof Error ? err.message : String(err) },
-          'children in another cluster not converged',
-        );
-        out.failed ??= err;
-      }
+    const client = resourceClient(ctx.kubeConfig);
+    const childrenOf = (key: Key, onlyNamespace?: string) =>
+      childSets.map((childSet) => childSet({ client, controller: def.name, key, onlyNamespace, ctx }));
+    const primaryNamespace = primaryNamespaceOf?.();
+    const outsidePrimaryNamespace =
+      primaryNamespace !== undefined && requested.namespace !== primaryNamespace;
+    if (outsidePrimaryNamespace) {
+      const former = await convergeChildren(childrenOf(requested), undefined, undefined);
+      if (former.failed) throw former.failed;
     }
-    return out;
-  }
-
-  async function reconcileKey(key: Key, ctx: ReconcileContext, onlyNamespace?: string): Promise<Result> {
-    const client = resourceClient(ctx.kubeConfig);
-    const { log, events } = ctx;
-    const across = (object: PrimaryObject | undefined, desired: Desired | undefined) =>
-      reconcileChildrenAcross({ client, owns, key, object, desired, onlyNamespace, log, events });
-    const object = await getPrimary(client, def.primary, key);
+    const key = outsidePrimaryNamespace ? { namespace: primaryNamespace, name: requested.name } : requested;
+    const onlyNamespace = outsidePrimaryNamespace ? requested.namespace : undefined;
+    const getting = getPrimary(client, def.primary, key);
+    const children = childrenOf(key, onlyNamespace);
+    const object = await getting;
     if (!object) {
-      // Deleted: garbage collection removes its children, but not those in other namespaces or
-      // other clusters.
-      const gone = await across(undefined, undefined);
-      const goneElsewhere =
-        onlyNamespace === undefined ? await acrossClusters(key, ctx, undefined, undefined) : undefined;
-      if (gone.failed) throw gone.failed;
-      if (goneElsewhere?.failed) throw goneElsewhere.failed;
-      return gone.pruning || goneElsewhere?.pruning ? {} : { notFound: true };
+      const pruned = await convergeChildren(children, undefined, undefined);
+      if (pruned.failed) throw pruned.failed;
+      return pruned.pruning ? {} : { notFound: true };
     }
     const deleting = Boolean(object.metadata.deletionTimestamp);
     const status = statusWriter(client, def.primary, object);
-    const reads = readsFor(def.name, rbac, client, key.namespace);
-    if (deleting && def.finalize) {
-      const parsed = schema.safeParse(object.spec ?? {});
-      const spec = parsed.success ? parsed.data : undefined;
-      try {
-        const { kubeConfig } = ctx;
-        const input = { key, object, spec, ...reads, log, events, kubeConfig, dryRun: ctx.dryRun ?? false };
+    try {
+      if (deleting && def.finalize) {
+        // A TerminalError keeps the finalizer: nothing outside the cluster is leaked silently.
+        const parsed = schema.safeParse(object.spec ?? {});
+        const reads = readsFor(def.name, rbac, client, key.namespace);
+        const { kubeConfig, dryRun = false } = ctx;
+        const input = { key, object, spec: parsed.data, ...reads, log, events, kubeConfig, dryRun };
         return await finalizePrimary({
           controller: def.name,
           primary: def.primary,
           input,
           finalize: def.finalize,
         });
-      } catch (err) {
-        // The finalizer stays: nothing outside the cluster is leaked silently.
-        if (err instanceof TerminalError && !err.object)
-          return status.fail(err.reason, err.message, err.cause);
-        throw err;
       }
-    }
-    const valid = validatePrimary(object, schema, { controller: def.name, owns });
-    if ('invalid' in valid) return status.fail(INVALID_SPEC, valid.invalid);
-    if (def.finalize && !deleting) await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
-    try {
-      const listings = await listChildren(client, def.name, owns, object);
+      const valid = validatePrimary(object, schema, { controller: def.name, owns });
+      if ('invalid' in valid) return await status.fail(INVALID_SPEC, valid.invalid);
+      if (def.finalize && !deleting)
+        await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
+      const listings = (await Promise.all(children.map((c) => c.observe?.(object) ?? []))).flat();
       const input = reconcileInput({
         ...ctx,
         controller: def.name,
@@ -345,21 +267,13 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         client,
       });
       const desired = (await def.reconcile(input)) ?? {};
-      // Being deleted: garbage collection removes the children; none is created or applied now.
-      const changes = deleting ? [] : await applyChildren(client, def.name, object, listings, desired);
-      const elsewhere = await across(object, desired);
-      changes.push(...elsewhere.changes);
-      // A key naming one namespace converges that namespace of this cluster alone.
-      const otherClusters =
-        onlyNamespace === undefined ? await acrossClusters(key, ctx, object, desired) : undefined;
-      changes.push(...(otherClusters?.changes ?? []));
+      const converged = await convergeChildren(children, object, desired);
+      const { changes } = converged;
       if (changes.length > 0) log.info({ changes }, 'children converged');
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
       const changed = wrote || changes.length > 0;
-      const message = typeof synced === 'function' ? synced(changes) : synced;
-      await recordSynced(events, object, message, changed);
-      if (elsewhere.failed) throw elsewhere.failed;
-      if (otherClusters?.failed) throw otherClusters.failed;
+      await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);
+      if (converged.failed) throw converged.failed;
       return changed ? { ...resultOf(desired), changed } : resultOf(desired);
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
@@ -368,12 +282,21 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
   }
 
   // The primary's own watch; pinned to a namespace, it watches that one (read at each use).
-  const self = pinned
+  const self = primaryNamespaceOf
     ? (event: WatchEvent, c: Parameters<MapFunction>[1]) =>
-        event.object.metadata?.namespace === pinned() ? mapToSelf(event, c) : []
+        event.object.metadata?.namespace === primaryNamespaceOf() ? mapToSelf(event, c) : []
     : mapToSelf;
   const primaryWatch: Watch = { resource: def.primary, map: self };
-  if (pinned) Object.defineProperty(primaryWatch, 'namespace', { get: pinned, enumerable: true });
+  if (primaryNamespaceOf)
+    Object.defineProperty(primaryWatch, 'namespace', { get: primaryNamespaceOf, enumerable: true });
+  const watchOf = ({ resource, labelSelector, namespace, predicate, readsStatus, map }: SecondaryWatch) => ({
+    resource,
+    ...(labelSelector ? { labelSelector } : {}),
+    ...(namespace ? { namespace } : {}),
+    ...(predicate ? { predicate } : {}),
+    ...(readsStatus ? { readsStatus } : {}),
+    map: map ?? toPrimary,
+  });
 
   return {
     name: def.name,
@@ -382,21 +305,14 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     readyCondition: def.primary.statusSubresource !== false,
     watches: [
       primaryWatch,
-      ...owns.map((o) => ({
-        resource: o.resource,
-        ...(o.watchSelector ? { labelSelector: o.watchSelector } : {}),
-        ...(o.predicate ? { predicate: o.predicate } : {}),
-        ...(o.readsStatus ? { readsStatus: o.readsStatus } : {}),
-        map: o.map ?? (o.inOtherNamespaces ? mapToOwnerAnnotation(o.inOtherNamespaces) : toPrimary),
-      })),
-      ...watches.map((w) => ({
-        resource: w.resource,
-        ...(w.labelSelector ? { labelSelector: w.labelSelector } : {}),
-        ...(w.namespace ? { namespace: w.namespace } : {}),
-        ...(w.predicate ? { predicate: w.predicate } : {}),
-        ...(w.readsStatus ? { readsStatus: w.readsStatus } : {}),
-        map: w.map ?? toPrimary,
-      })),
+      ...owns.map((o) =>
+        watchOf({
+          ...o,
+          labelSelector: o.watchSelector,
+          map: o.map ?? (o.inOtherNamespaces ? mapToOwnerAnnotation(o.inOtherNamespaces) : toPrimary),
+        }),
+      ),
+      ...watches.map(watchOf),
     ],
     rbac,
     ...(def.indexes ? { indexes: compileIndexes(schema, def.indexes) } : {}),

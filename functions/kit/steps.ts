@@ -7,10 +7,9 @@
  *    declared → {@link finalizePrimary} instead of the steps below; without → the steps below, but
  *    no child is written. Otherwise, with `finalize` declared, {@link ensureFinalizer} first.
  * 2. {@link validatePrimary}: parse its spec and check that its children can be labelled.
- * 3. {@link listChildren}: LIST each owned type by label, one request per type.
+ * 3. Observe the children: each kind of child set its own way (child-sets.ts).
  * 4. {@link reconcileInput}: what the controller's own reconcile is given; it returns the {@link Desired} state.
- * 5. {@link applyChildren}: create, apply and prune the children (children.ts); children in other
- *    namespaces: {@link reconcileChildrenAcross} (cross-namespace.ts), also when the primary is gone.
+ * 5. Converge the children to it (child-sets.ts), also when the primary is gone.
  * 6. {@link desiredConditions}, {@link nextStatus}, {@link StatusWriter}: write the status when it changed.
  * 7. {@link recordSynced}: a Normal `Synced` Event when something changed.
  */
@@ -26,28 +25,12 @@ import type {
 import { DEFAULT_CLUSTER, type Key, keyString } from '../contract/key.ts';
 import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
 import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
-import { FailedWritesError, isNotFound, TerminalError } from '../k8s/errors.ts';
+import { isNotFound, TerminalError } from '../k8s/errors.ts';
 import { isControlledBy } from '../k8s/owner.ts';
 import { apiVersionOf } from '../k8s/rest.ts';
 import type { Logger } from '../log.ts';
-import {
-  type ChildChange,
-  childLabels,
-  ERR_RESOURCE_EXISTS,
-  invalidLabelValues,
-  type OwnedType,
-  type Owner,
-  reconcileChildren,
-  selectorOf,
-} from './children.ts';
+import { childLabels, invalidLabelValues, type OwnedType } from './children.ts';
 import { type ResourceClient, resourceClient } from './client.ts';
-import {
-  type CrossNamespaceChanges,
-  observeCrossNamespaceChildren,
-  planCrossNamespaceChildren,
-  trackingInCluster,
-  writeCrossNamespaceChildren,
-} from './cross-namespace.ts';
 import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 import { type Reads, readsFor } from './reads.ts';
 
@@ -311,30 +294,6 @@ export function validatePrimary<Schema extends z.ZodType>(
 }
 
 /**
- * Step 3: LISTs `owner`'s children of each owned type by their labels, in `owner`'s namespace, one
- * request per type (in parallel); children in other namespaces are listed after the reconcile
- * ({@link reconcileChildrenAcross}). The listing may include objects `owner` does not control (someone
- * else's object with the same labels): {@link applyChildren} and {@link reconcileInput}'s `owned` tell them apart.
- */
-export async function listChildren(
-  client: ResourceClient,
-  controller: string,
-  owns: readonly OwnedType[],
-  owner: Owner,
-): Promise<ChildListing[]> {
-  return Promise.all(
-    owns
-      .filter((type) => !type.inOtherNamespaces)
-      .map(async (type) => ({
-        type,
-        listed: await client.list(type.resource, owner.metadata.namespace, {
-          labelSelector: selectorOf(childLabels(controller, type, owner)),
-        }),
-      })),
-  );
-}
-
-/**
  * Step 4: what the controller's reconcile is given: the object, its parsed spec, the children it
  * controls of each owned type, and reads (`list`, `get`, `patchMetadata`) checked against its RBAC
  * (`rbac`, reads.ts).
@@ -409,24 +368,6 @@ export function clustersInput(args: {
   };
 }
 
-/**
- * Step 5: converges the children to `desired.children` ({@link reconcileChildren}); none when the
- * reconcile returned no `children` (its children are left alone).
- * @returns the changes made (`[]`: nothing written)
- * @throws as {@link reconcileChildren}
- */
-export async function applyChildren(
-  client: ResourceClient,
-  controller: string,
-  owner: Owner,
-  listings: readonly ChildListing[],
-  desired: Desired,
-): Promise<ChildChange[]> {
-  const children = desired.children?.filter((c) => listings.some((l) => isOfType(c, l.type.resource)));
-  if (!children) return [];
-  return reconcileChildren({ client, controller, owner, owned: listings, desired: children });
-}
-
 /** Whether `object` is of `resource` (its apiVersion and kind). */
 export function isOfType(object: KubernetesObject, resource: ResourceType): boolean {
   return object.apiVersion === apiVersionOf(resource) && object.kind === resource.kind;
@@ -435,124 +376,6 @@ export function isOfType(object: KubernetesObject, resource: ResourceType): bool
 /** An Event's `regarding`: apiVersion, kind and metadata, never the object's data or spec. */
 export function regardingOf(object: PrimaryObject | KubernetesObject): KubernetesObject {
   return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata } as KubernetesObject;
-}
-
-/**
- * Step 5b: converges `owner`'s children of each type owned `inOtherNamespaces` (cross-namespace.ts):
- * LIST them by label (in `onlyNamespace`, else every namespace; metadata only when none is desired),
- * LIST the objects of missing children's names, write what differs, and report. With `desired`
- * `undefined` (the reconcile returned no `children`) they are left alone; with `object` undefined
- * (the primary is gone, or the key cannot name one) or being deleted, none is desired and every
- * owned one is pruned: no garbage collector does it. A conflict (an object of a child's name that
- * the owner does not own) is an ERROR log line per place and one Warning `ErrResourceExists` Event
- * on the primary naming the namespaces; the other namespaces still converge, and it is not retried.
- * @returns the changes, whether any owned child was found to prune (`pruning`), and, when some
- *   writes failed, the {@link FailedWritesError} the caller throws once it has reported the rest (retried)
- * @throws API errors of the LISTs (retried)
- */
-export async function reconcileChildrenAcross(args: {
-  client: ResourceClient;
-  owns: readonly OwnedType[];
-  key: Key;
-  object: PrimaryObject | undefined;
-  desired: Desired | undefined;
-  onlyNamespace?: string;
-  /**
-   * Converge the children in another cluster instead (`client` reaches it): `cluster` is its id,
-   * `ownerCluster` the primary's. Only types whose tracking declares a `clusterAnnotation`; the
-   * desired children are `desired.otherClusters[cluster]` (absent: left alone, unless the primary
-   * is gone or being deleted: pruned); the Warning Event is recorded in the primary's cluster.
-   */
-  remote?: { cluster: string; ownerCluster: string };
-  log: Logger;
-  events: EventRecorder;
-}): Promise<{ changes: ChildChange[]; pruning: boolean; failed?: FailedWritesError }> {
-  const { client, key, object, remote, log } = args;
-  const onlyNamespace = remote ? undefined : args.onlyNamespace;
-  const changes: ChildChange[] = [];
-  let pruning = false;
-  const failures: CrossNamespaceChanges['failures'] = [];
-  const there = remote?.cluster;
-  const wanted = remote ? args.desired?.otherClusters?.[remote.cluster] : args.desired;
-  for (const type of args.owns) {
-    const declared = type.inOtherNamespaces;
-    if (!declared || (remote && declared.clusterAnnotation === undefined)) continue;
-    const tracking = remote ? trackingInCluster(declared, remote.ownerCluster) : declared;
-    const gone = !object || Boolean(object.metadata.deletionTimestamp);
-    // No children returned: left alone (in another cluster: unless the primary is going).
-    if (object && !wanted?.children && !(remote && gone)) continue;
-    const desired = gone
-      ? []
-      : (wanted?.children ?? []).filter(
-          (c) =>
-            isOfType(c, type.resource) &&
-            (onlyNamespace === undefined || c.metadata?.namespace === onlyNamespace),
-        );
-    const common = { client, resource: type.resource, owner: key, tracking };
-    const observed = await observeCrossNamespaceChildren({ ...common, desired, namespace: onlyNamespace });
-    const plan = planCrossNamespaceChildren({
-      owner: key,
-      tracking,
-      desired,
-      observed,
-      retainNamespaces: wanted?.retainNamespaces,
-    });
-    pruning ||= plan.delete.length > 0;
-    const done = await writeCrossNamespaceChildren({ ...common, plan });
-    const kind = type.resource.kind;
-    const inCluster = there ? { cluster: there } : {};
-    for (const place of done.conflicts) {
-      const [namespace, name] = place.split('/');
-      log.error(
-        { ...inCluster, namespace, name, eventReason: ERR_RESOURCE_EXISTS },
-        `${kind} exists and is not managed by Levelset; not written`,
-      );
-    }
-    if (object && done.conflicts.length > 0) {
-      const namespaces = done.conflicts.map((p) => p.split('/')[0]);
-      const shown = namespaces.slice(0, 10).join(', ');
-      const more = namespaces.length > 10 ? ` and ${namespaces.length - 10} more` : '';
-      const names = [...new Set(done.conflicts.map((p) => p.split('/')[1]))].join(', ');
-      const where = there ? `in cluster ${there} ` : '';
-      await args.events.record(
-        regardingOf(object),
-        'Warning',
-        ERR_RESOURCE_EXISTS,
-        `${kind} ${names} already exists and is not managed by Levelset ${where}in namespace(s) ${shown}${more}`,
-      );
-    }
-    for (const [verb, places] of [
-      ['created', done.created],
-      ['updated', [...done.updated, ...done.recreated]],
-      ['pruned', done.deleted],
-    ] as const)
-      for (const place of places) changes.push(`${verb} ${kind} ${there ? `${there}:` : ''}${place}`);
-    const counts = {
-      ...inCluster,
-      kind,
-      created: done.created.length,
-      updated: done.updated.length,
-      recreated: done.recreated.length,
-      deleted: done.deleted.length,
-      unchanged: plan.unchanged.length,
-      conflicts: done.conflicts.length,
-      skipped: done.skipped.length,
-      failed: done.failures.length,
-    };
-    const what = there ? 'children in another cluster' : 'children in other namespaces';
-    if (counts.created + counts.updated + counts.recreated + counts.deleted + counts.failed > 0)
-      log.info(counts, `${what} converged`);
-    else log.debug(counts, `${what} unchanged`);
-    failures.push(...done.failures);
-  }
-  const failed =
-    failures.length > 0
-      ? new FailedWritesError(
-          `children of ${keyString(key)} in ${there ? `cluster ${there}` : 'other namespaces'}`,
-          failures,
-        )
-      : undefined;
-  return { changes, pruning, ...(failed ? { failed } : {}) };
 }
 
 /** `{observedGeneration}` of `object`, or `{}` when it has no generation. */

@@ -4,8 +4,8 @@ import type { V1Namespace, V1Secret } from '@kubernetes/client-node';
 import type { SecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   CONTENT_HASH_ANNOTATION,
+  COPIES,
   COPY_LABEL,
-  compareCopy,
   contentHash,
   copyLabelValue,
   copySelectorFor,
@@ -13,7 +13,6 @@ import {
   isCopyOf,
   parseReplicateTo,
   planReplicas,
-  planTarget,
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
@@ -21,6 +20,7 @@ import {
   sourceKeyOf,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
+import { compareChild, planChild } from '../../functions/kit/index.ts';
 
 const config: SecretReplicatorConfig = {
   sourceNamespace: 'levelset-system',
@@ -238,62 +238,65 @@ describe('parseReplicateTo / selectTargets', () => {
   });
 });
 
-describe('compareCopy / planTarget', () => {
+describe("a copy's step, as the kit plans it (compareChild / planChild with COPIES)", () => {
   const desired = desiredCopy(source(), key, 'team-a');
 
   test('a converged copy is unchanged, even with extra annotations of others', () => {
     const copy = observedCopy('team-a');
     (copy.metadata?.annotations ?? {})['kubectl.kubernetes.io/last-applied-configuration'] = '{}';
-    assert.equal(compareCopy(copy, desired), 'unchanged');
+    assert.equal(compareChild(copy, desired, COPIES), 'unchanged');
   });
 
   test('hand edits of data, labels or our annotations need an update', () => {
     const data = observedCopy('team-a');
     data.data = { ...data.data, password: 'aGFja2Vk' };
-    assert.equal(compareCopy(data, desired), 'update');
+    assert.equal(compareChild(data, desired, COPIES), 'update');
     const removedKey = observedCopy('team-a');
     removedKey.data = { password: 'czNjcjN0' };
-    assert.equal(compareCopy(removedKey, desired), 'update');
+    assert.equal(compareChild(removedKey, desired, COPIES), 'update');
     const label = observedCopy('team-a');
     (label.metadata?.labels ?? {}).extra = 'x';
-    assert.equal(compareCopy(label, desired), 'update');
+    assert.equal(compareChild(label, desired, COPIES), 'update');
     const version = observedCopy('team-a');
     (version.metadata?.annotations ?? {})[SOURCE_VERSION_ANNOTATION] = '41';
-    assert.equal(compareCopy(version, desired), 'update');
+    assert.equal(compareChild(version, desired, COPIES), 'update');
   });
 
   test('a type change or a data change of an immutable copy needs a recreate', () => {
-    assert.equal(compareCopy({ ...observedCopy('team-a'), type: 'kubernetes.io/tls' }, desired), 'recreate');
-    const immutable = { ...observedCopy('team-a'), immutable: true };
-    assert.equal(compareCopy(immutable, desired), 'unchanged');
-    assert.equal(compareCopy({ ...immutable, data: { x: 'eQ==' } }, desired), 'recreate');
+    const retyped: V1Secret = { ...observedCopy('team-a'), type: 'kubernetes.io/tls' };
+    assert.equal(compareChild(retyped, desired, COPIES), 'recreate');
+    const immutable: V1Secret = { ...observedCopy('team-a'), immutable: true };
+    assert.equal(compareChild(immutable, desired, COPIES), 'unchanged');
+    const changed: V1Secret = { ...immutable, data: { x: 'eQ==' } };
+    assert.equal(compareChild(changed, desired, COPIES), 'recreate');
   });
 
   test('the update body carries the current resourceVersion and uid, keeps others’ annotations, drops managedFields', () => {
     const current = observedCopy('team-a', source(), '99');
     (current.metadata?.annotations ?? {})['other/note'] = 'keep';
     current.data = { password: 'aGFja2Vk' };
-    const step = planTarget(key, desired, current);
+    const step = planChild(key, COPIES, desired, current);
     assert.equal(step.op, 'update');
     if (step.op !== 'update') return;
     assert.equal(step.desired.metadata?.resourceVersion, '99');
     assert.equal(step.desired.metadata?.uid, 'uid-team-a');
     assert.equal(step.desired.metadata?.managedFields, undefined);
     assert.equal(step.desired.metadata?.annotations?.['other/note'], 'keep');
-    assert.deepEqual(step.desired.data, desired.data);
+    assert.deepEqual((step.desired as V1Secret).data, desired.data);
     assert.deepEqual(step.desired.metadata?.labels, desired.metadata?.labels);
   });
 
   test('a recreate body is fresh (no resourceVersion)', () => {
-    const step = planTarget(key, desired, { ...observedCopy('team-a'), type: 'kubernetes.io/tls' });
+    const retyped: V1Secret = { ...observedCopy('team-a'), type: 'kubernetes.io/tls' };
+    const step = planChild(key, COPIES, desired, retyped);
     assert.equal(step.op, 'recreate');
     if (step.op !== 'recreate') return;
     assert.equal(step.desired.metadata?.resourceVersion, undefined);
   });
 
   test('absent → create; not owned → conflict', () => {
-    assert.equal(planTarget(key, desired, undefined).op, 'create');
-    assert.equal(planTarget(key, desired, foreign('team-a')).op, 'conflict');
+    assert.equal(planChild(key, COPIES, desired, undefined).op, 'create');
+    assert.equal(planChild(key, COPIES, desired, foreign('team-a')).op, 'conflict');
   });
 });
 
@@ -325,7 +328,7 @@ describe('planReplicas', () => {
       ['team-a', 'team-b', 'team-c'],
     );
     for (const c of plan.update) {
-      assert.deepEqual(c.desired.data, { password: 'bmV3' });
+      assert.deepEqual((c.desired as V1Secret).data, { password: 'bmV3' });
       assert.equal(c.desired.metadata?.annotations?.[SOURCE_VERSION_ANNOTATION], '43');
       assert.equal(c.desired.metadata?.resourceVersion, '7');
     }

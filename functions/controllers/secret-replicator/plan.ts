@@ -15,14 +15,13 @@ import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
 import {
+  type CrossNamespacePlan,
   type CrossNamespaceTracking,
-  compareChild,
   isDNS1123Label,
   isDNS1123Subdomain,
   isOwnedAcross,
   type Key,
   ownerClusterOf,
-  planChild,
   planCrossNamespaceChildren,
   TerminalError,
 } from '../../kit/index.ts';
@@ -316,40 +315,6 @@ export function desiredCopies(
   };
 }
 
-/** A change of an owned copy: what is there (`current`) and what to write (`desired`). */
-export interface CopyChange {
-  current: V1Secret;
-  desired: V1Secret;
-}
-
-/** A target namespace holding a Secret of the source's name that Levelset does not own. */
-export interface Conflict {
-  namespace: string;
-  name: string;
-}
-
-/** What a reconcile must write for one source; every list is sorted by namespace. */
-export interface ReplicaPlan {
-  /** Namespaces that should hold a copy. */
-  targets: string[];
-  /** Copies to create (no Secret of that name observed in the namespace). */
-  create: V1Secret[];
-  /** Owned copies to replace in place: `desired` is the PUT body, carrying `current`'s resourceVersion. */
-  update: CopyChange[];
-  /**
-   * Owned copies that cannot be updated in place (`type` differs: immutable field; or the copy is
-   * `immutable: true` and its data differs): delete `current` with uid+resourceVersion
-   * preconditions, then create `desired` (a fresh body, no resourceVersion).
-   */
-  recreate: CopyChange[];
-  /** Owned copies outside the targets (delete with uid+resourceVersion preconditions). */
-  delete: V1Secret[];
-  /** Targets blocked by a Secret Levelset does not own: reported, never touched. */
-  conflicts: Conflict[];
-  /** Targets whose copy is already converged. */
-  unchanged: string[];
-}
-
 /** The inputs of {@link planReplicas}: everything a reconcile observed. */
 export interface PlanInput {
   /** The source key (the reconcile's key). */
@@ -372,7 +337,8 @@ export interface PlanInput {
  * `planCrossNamespaceChildren`), for one source:
  *
  * - target without a Secret of that name → create;
- * - target with an owned copy → unchanged, update, or recreate (see {@link ReplicaPlan.recreate});
+ * - target with an owned copy → unchanged, update (a PUT body on its resourceVersion), or recreate
+ *   (`type` differs: an immutable field; or the copy is `immutable: true` and its data differs);
  * - target with a Secret Levelset does not own → conflict (never written);
  * - owned copy outside the targets → delete, except in a Terminating namespace (left to the
  *   namespace's deletion);
@@ -381,7 +347,7 @@ export interface PlanInput {
  * @throws {TerminalError} reason `InvalidReplicateTo` before any change is planned, when the
  *   source's {@link REPLICATE_TO_ANNOTATION} is invalid.
  */
-export function planReplicas(input: PlanInput): ReplicaPlan {
+export function planReplicas(input: PlanInput): CrossNamespacePlan & { targets: string[] } {
   const { key } = input;
   const desired = desiredCopies(key, input.source, input.namespaces ?? [], input.config);
   const plan = planCrossNamespaceChildren({
@@ -392,32 +358,5 @@ export function planReplicas(input: PlanInput): ReplicaPlan {
     retainNamespaces: desired.retainNamespaces,
   });
   const targets = desired.children.map((c) => c.metadata?.namespace ?? '');
-  return { targets, ...plan } as ReplicaPlan;
-}
-
-/** The step one target namespace needs; see {@link planTarget}. */
-export type TargetStep =
-  | { op: 'create'; desired: V1Secret }
-  | { op: 'conflict'; current: V1Secret }
-  | { op: 'unchanged'; current: V1Secret }
-  | { op: 'update' | 'recreate'; current: V1Secret; desired: V1Secret };
-
-/**
- * The step that brings one target namespace to `desired` (from {@link desiredCopy}), given the
- * Secret of that name observed there (`undefined`: none), as the kit decides it (`planChild`). For
- * `update`, `desired` is the PUT body (our content on `current`'s metadata and resourceVersion);
- * for `recreate`, a fresh body.
- */
-export function planTarget(key: Key, desired: V1Secret, current: V1Secret | undefined): TargetStep {
-  return planChild(key, COPIES, desired, current) as TargetStep;
-}
-
-/**
- * How an owned copy differs from its desired state, as the kit compares children in other
- * namespaces (`compareChild`): `unchanged`, `update` (labels, data or our annotations differ;
- * annotations added by others are tolerated) or `recreate` (type differs, or the copy is immutable
- * and its data differs).
- */
-export function compareCopy(current: V1Secret, desired: V1Secret): 'unchanged' | 'update' | 'recreate' {
-  return compareChild(current, desired, COPIES);
+  return { targets, ...plan };
 }

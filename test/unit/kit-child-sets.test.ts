@@ -1,0 +1,159 @@
+// The kit's child sets (functions/kit/child-sets.ts), each alone against a recording fake client:
+// when each one reads, what it writes, and what it leaves alone. Against an API server:
+// test/integration/kit.test.ts (owned), kit-cross-namespace.test.ts, multi-cluster-secrets.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import {
+  type ChildScope,
+  childrenInOtherClusters,
+  childrenInOtherNamespaces,
+  convergeChildren,
+  ownedChildren,
+} from '../../functions/kit/child-sets.ts';
+import type { CrossNamespaceTracking, ResourceClient } from '../../functions/kit/index.ts';
+import { configmaps, deployments } from '../../functions/kit/index.ts';
+import type { PrimaryObject } from '../../functions/kit/steps.ts';
+import { createLogger } from '../../functions/log.ts';
+
+const primary = (deleting = false): PrimaryObject => ({
+  apiVersion: 'test.levelset.dev/v1',
+  kind: 'Widget',
+  metadata: { name: 'w', namespace: 'ns', uid: 'uid-1', ...(deleting ? { deletionTimestamp: 'now' } : {}) },
+});
+const tracking: CrossNamespaceTracking = {
+  labels: (owner) => ({ 'test/owner': owner.name }),
+  ownerAnnotation: 'test/origin',
+  contentHashAnnotation: 'test/hash',
+  clusterAnnotation: 'test/cluster',
+};
+const copy = (namespace: string): KubernetesObject => ({
+  apiVersion: 'v1',
+  kind: 'PartialObjectMetadata',
+  metadata: {
+    name: 'w',
+    namespace,
+    uid: `uid-${namespace}`,
+    resourceVersion: '1',
+    labels: { 'test/owner': 'w' },
+    annotations: { 'test/origin': 'ns/w' },
+  },
+});
+
+/** A client answering LISTs with `listed`, recording every request as `VERB where`. */
+function fakeClient(listed: KubernetesObject[] = []) {
+  const requests: string[] = [];
+  const client = {
+    dryRun: false,
+    list: async (r: { plural: string }, namespace: string | undefined, q?: { labelSelector?: string }) => {
+      requests.push(`LIST ${r.plural} ${namespace ?? '*'} ${q?.labelSelector ?? ''}`);
+      return listed;
+    },
+    delete: async (r: { plural: string }, o: KubernetesObject) => {
+      requests.push(`DELETE ${r.plural} ${o.metadata?.namespace}/${o.metadata?.name}`);
+      return true;
+    },
+  } as unknown as ResourceClient;
+  return { client, requests };
+}
+const records: string[] = [];
+const scope = (client: ResourceClient, more: Partial<ChildScope> = {}): ChildScope => ({
+  client,
+  controller: 'widget',
+  key: { namespace: 'ns', name: 'w' },
+  ctx: {
+    cluster: 'a',
+    log: createLogger('test', { write: () => undefined }),
+    events: { record: async (_o, type, reason) => void records.push(`${type} ${reason}`) },
+  },
+  ...more,
+});
+
+describe('ownedChildren: in the primary namespace, by owner references', () => {
+  it("lists each type by the owner's UID once the primary is read, and writes nothing while it is being deleted", async () => {
+    const { client, requests } = fakeClient();
+    const set = ownedChildren(scope(client), [{ resource: deployments }]);
+    assert.deepEqual(requests, [], 'the LIST needs the UID: nothing before observe');
+    const [listing] = (await set.observe?.(primary())) ?? [];
+    assert.equal(listing?.type.resource, deployments);
+    assert.deepEqual(requests, [
+      'LIST deployments ns levelset.dev/controller=widget,levelset.dev/owner=uid-1',
+    ]);
+    const child = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } };
+    assert.deepEqual(await set.converge(primary(true), { children: [child] }), {
+      changes: [],
+      pruning: false,
+    });
+    assert.deepEqual(await set.converge(undefined, undefined), { changes: [], pruning: false });
+    assert.equal(requests.length, 1, 'garbage collection removes them: no write');
+  });
+});
+
+describe('childrenInOtherNamespaces: tracked by label, pruned by the kit', () => {
+  it("sends a hash-tracked type's LIST (metadata only) at once, beside the primary's GET", async () => {
+    const { client, requests } = fakeClient();
+    childrenInOtherNamespaces(scope(client), [{ resource: configmaps, tracking }]);
+    assert.deepEqual(requests, ['LIST configmaps * test/owner=w']);
+  });
+
+  it('a key naming one namespace lists there alone', () => {
+    const { client, requests } = fakeClient();
+    childrenInOtherNamespaces(scope(client, { onlyNamespace: 'team-a' }), [
+      { resource: configmaps, tracking },
+    ]);
+    assert.deepEqual(requests, ['LIST configmaps team-a test/owner=w']);
+  });
+
+  it('the primary gone: every owned child pruned, from that one LIST; no children returned: left alone', async () => {
+    const gone = fakeClient([copy('team-a'), copy('team-b')]);
+    const set = childrenInOtherNamespaces(scope(gone.client), [{ resource: configmaps, tracking }]);
+    const done = await convergeChildren([set], undefined, undefined);
+    assert.equal(done.pruning, true);
+    assert.deepEqual(done.changes, ['pruned ConfigMap team-a/w', 'pruned ConfigMap team-b/w']);
+    assert.deepEqual(gone.requests.slice(1).sort(), [
+      'DELETE configmaps team-a/w',
+      'DELETE configmaps team-b/w',
+    ]);
+    assert.equal(gone.requests.filter((r) => r.startsWith('LIST')).length, 1);
+
+    const alone = fakeClient([copy('team-a')]);
+    const kept = childrenInOtherNamespaces(scope(alone.client), [{ resource: configmaps, tracking }]);
+    assert.deepEqual(await kept.converge(primary(), {}), { changes: [], pruning: false });
+    assert.ok(!alone.requests.some((r) => r.startsWith('DELETE')));
+  });
+});
+
+describe('childrenInOtherClusters: the same in each other cluster', () => {
+  const clusters = (ids: string[]) => ({ ids, kubeConfig: () => undefined });
+
+  it('nothing without clusters, for a key naming one namespace, or for a cluster the reconcile left out', async () => {
+    const { client, requests } = fakeClient();
+    const types = [{ resource: configmaps, tracking }];
+    const none = childrenInOtherClusters(scope(client), types);
+    assert.deepEqual(await none.converge(undefined, undefined), { changes: [], pruning: false });
+    const one = scope(client, { onlyNamespace: 'team-a' });
+    one.ctx = { ...one.ctx, clusters: clusters(['a', 'b']) };
+    assert.deepEqual(await childrenInOtherClusters(one, types).converge(undefined, undefined), {
+      changes: [],
+      pruning: false,
+    });
+    const all = scope(client);
+    all.ctx = { ...all.ctx, clusters: clusters(['a', 'b']) };
+    assert.deepEqual(await childrenInOtherClusters(all, types).converge(primary(), { otherClusters: {} }), {
+      changes: [],
+      pruning: false,
+    });
+    assert.deepEqual(requests, []);
+  });
+
+  it('a cluster that cannot be reached is returned as the failure, not thrown: the others still converge', async () => {
+    const { client } = fakeClient();
+    const s = scope(client);
+    s.ctx = { ...s.ctx, clusters: clusters(['a', 'b', 'c']) };
+    const done = await childrenInOtherClusters(s, [{ resource: configmaps, tracking }]).converge(
+      undefined,
+      undefined,
+    );
+    assert.match(String(done.failed), /unknown cluster "b"/);
+  });
+});
