@@ -20,7 +20,7 @@ import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/
 import { apiVersionOf } from '../k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
-import { ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
+import { isEmptyValue, ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
 import type { MapFunction } from './map.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
@@ -148,10 +148,12 @@ export function childLabels(controller: string, type: OwnedType, owner: Owner): 
  * applied away): whether an apply would change an object's values after defaulting is not knowable
  * client-side, so what the controller sets is compared. A value the API server normalises (a
  * quantity `500m` stored as `0.5`) must be written in its normal form or it is re-applied on every
- * reconcile (harmless, but not a no-op).
+ * reconcile (harmless, but not a no-op). An empty map or list matches an absent member
+ * ({@link isEmptyValue}).
  */
 export function isSubset(desired: unknown, live: unknown): boolean {
   if (desired === undefined) return true;
+  if ((live === undefined || live === null) && isEmptyValue(desired)) return true;
   if (desired === null) return live === null || live === undefined;
   if (Array.isArray(desired)) {
     return (

@@ -95,6 +95,16 @@ function itemOf(items: unknown[], element: string): unknown {
   return undefined;
 }
 
+/**
+ * Whether `value` is an empty map or list: the same as no value at all once it has been stored, since
+ * Go serializes a map or slice field tagged `omitempty` (a ConfigMap's `data`, most of the API's
+ * optional lists and maps) not at all when it is empty: kube-apiserver answers a ConfigMap created with
+ * `data: {}` without `data` (k8s.io/api core/v1 types.go).
+ */
+export function isEmptyValue(value: unknown): boolean {
+  return Array.isArray(value) ? value.length === 0 : isObject(value) && Object.keys(value).length === 0;
+}
+
 /** The members of `value` that an object sets: non-null, and not stripped (apiVersion, kind, server-owned metadata). */
 function members(value: Record<string, unknown>, path: readonly string[]): [string, unknown][] {
   return Object.entries(value).filter(([k, v]) => {
@@ -148,7 +158,8 @@ export function coversFields(fields: FieldsV1, value: unknown, path: readonly st
   if (isObject(value)) {
     return members(value, path).every(([k, v]) => {
       const child = fields[`f:${k}`];
-      return child !== undefined && coversFields(child, v, [...path, k]);
+      // A create records no field for an empty map or list ({@link isEmptyValue}); an apply does.
+      return child !== undefined ? coversFields(child, v, [...path, k]) : isEmptyValue(v);
     });
   }
   return true;

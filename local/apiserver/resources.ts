@@ -295,6 +295,19 @@ function validatePodSpec(spec: unknown, path: string): FieldError[] {
   return errs;
 }
 
+/**
+ * Drops the members of `fields` that hold an empty map: Go serializes a `map[…]…` field tagged
+ * `omitempty` (a ConfigMap's or a Secret's `data`, `binaryData`) not at all when it is empty, so
+ * kube-apiserver never answers `data: {}`, whatever the request sent (k8s.io/api core/v1 types.go).
+ */
+function omitEmptyMaps(obj: KubeObject, fields: readonly string[]): void {
+  for (const field of fields) {
+    const v = obj[field];
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0)
+      delete obj[field];
+  }
+}
+
 /** Secrets and ConfigMaps marked `immutable: true` keep their data (core validation ValidateSecretUpdate/ValidateConfigMapUpdate). */
 function validateImmutable(fields: string[]) {
   return (obj: KubeObject, old?: KubeObject): FieldError[] => {
@@ -586,13 +599,17 @@ export function builtinResources(): ResourceType[] {
             obj.data = data;
             delete obj.stringData;
           }
+          omitEmptyMaps(obj, ['data']);
         },
         validate: (obj, old) => [...validateSecretSize(obj), ...validateImmutable(['data'])(obj, old)],
       },
     ),
     core(
       { plural: 'configmaps', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] },
-      { validate: validateImmutable(['data', 'binaryData']) },
+      {
+        defaults: (obj) => omitEmptyMaps(obj, ['data', 'binaryData']),
+        validate: validateImmutable(['data', 'binaryData']),
+      },
     ),
     core(
       { plural: 'events', kind: 'Event', namespaced: true, shortNames: ['ev'], fieldLabels: eventFields },

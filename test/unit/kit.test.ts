@@ -68,6 +68,14 @@ describe('isSubset: what the kit compares to skip an apply', () => {
     assert.equal(isSubset({ a: null }, {}), true);
     assert.equal(isSubset({ a: { b: 1 } }, { a: 'x' }), false);
   });
+
+  it('takes an empty map or list for an absent one (Go omitempty: the API server answers none)', () => {
+    assert.equal(isSubset({ data: {} }, {}), true);
+    assert.equal(isSubset({ spec: { items: [] } }, { spec: {} }), true);
+    assert.equal(isSubset({ data: {} }, { data: { a: '1' } }), true, 'a subset, as any map of fewer members');
+    assert.equal(isSubset({ spec: { items: [] } }, { spec: { items: [1] } }), false, 'a shorter list');
+    assert.equal(isSubset({ data: { a: '1' } }, {}), false);
+  });
 });
 
 describe('mapThroughControllers', () => {

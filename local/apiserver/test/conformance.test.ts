@@ -355,6 +355,32 @@ describe('built-in types and metadata', () => {
     assert.ok(Number(list.metadata?.resourceVersion) >= (rc as number));
   });
 
+  test('an empty data map is not stored: a ConfigMap or Secret created or updated with data {} answers none (omitempty)', async () => {
+    const ns = await cluster.createNamespace('omitempty');
+    const cm = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'c' },
+      data: {},
+      binaryData: {},
+    });
+    assert.equal(cm.status, 201);
+    assert.equal('data' in cm.json, false, JSON.stringify(cm.json));
+    assert.equal('binaryData' in cm.json, false);
+    const secret = await raw(kc, 'POST', `/api/v1/namespaces/${ns}/secrets`, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 's' },
+      data: {},
+    });
+    assert.equal('data' in secret.json, false, JSON.stringify(secret.json));
+    const updated = await raw(kc, 'PUT', `/api/v1/namespaces/${ns}/configmaps/c`, { ...cm.json, data: {} });
+    assert.equal(updated.status, 200);
+    assert.equal('data' in updated.json, false);
+    const read = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps/c`);
+    assert.equal('data' in read.json, false);
+  });
+
   test('generateName appends 5 random characters', async () => {
     const ns = await cluster.createNamespace('gen');
     const a = await core.createNamespacedConfigMap({
