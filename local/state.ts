@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { repoRoot } from './service.ts';
+import { type LogLine, repoRoot } from './service.ts';
 
 /** The state directory: `LEVELSET_STATE_DIR`, default `<repository>/.levelset`. */
 export function stateDirectory(env: NodeJS.ProcessEnv = process.env): string {
@@ -144,6 +144,62 @@ export function createLogFile(
     close: () => {
       if (fd !== undefined) closeSync(fd);
       fd = undefined;
+    },
+  };
+}
+
+/**
+ * The files of one stack in `dir`, none when `dir` is `undefined`: a log file per service (each line
+ * also to `onLog`), a trace file per service with `tracing`, and the state file. `logs` closes the
+ * log files and `state` removes the state file, each stopped in its place of the stack's stop order.
+ */
+export function createStackFiles(
+  dir: string | undefined,
+  tracing: boolean,
+  onLog: ((service: string, line: LogLine) => void) | undefined,
+) {
+  const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
+  const traceFiles = new Map<string, string>();
+  return {
+    /** The log of `service`: its file, created now, and `onLog`. */
+    log(service: string): (line: LogLine) => void {
+      const file = dir ? createLogFile(dir, service) : undefined;
+      if (file) logFiles.set(service, file);
+      return (line) => {
+        file?.append(line);
+        onLog?.(service, line);
+      };
+    },
+    /** The tracing environment of `service`: its own file (a previous stack's spans removed), every trace exported. */
+    traceEnv(service: string): Record<string, string> {
+      if (!tracing || !dir) return {};
+      const file = traceFilePath(dir, service);
+      if (!traceFiles.has(service)) rmSync(file, { force: true });
+      traceFiles.set(service, file);
+      return { LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: file, LEVELSET_TRACE_SAMPLE_RATIO: '1' };
+    },
+    /** Writes the state file: `state`, this process, the log and the trace files. */
+    write(state: Omit<StackState, 'pid' | 'startedAt' | 'logs' | 'traces'>): void {
+      if (!dir) return;
+      const logs = Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path]));
+      const traces = tracing ? { traces: Object.fromEntries(traceFiles) } : {};
+      writeStackState(dir, {
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        ...state,
+        logs,
+        ...traces,
+      });
+    },
+    logs: {
+      stop: async () => {
+        for (const file of logFiles.values()) file.close();
+      },
+    },
+    state: {
+      stop: async () => {
+        if (dir) removeStackState(dir);
+      },
     },
   };
 }
