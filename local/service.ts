@@ -31,9 +31,7 @@ export interface Service {
 }
 
 /** The URL of a service listening on `port` of 127.0.0.1: `http://127.0.0.1:PORT/`. */
-export function serviceUrl(port: number): string {
-  return `http://127.0.0.1:${port}/`;
-}
+export const serviceUrl = (port: number): string => `http://127.0.0.1:${port}/`;
 
 export interface ServiceOptions {
   /** A label for messages, e.g. `reconcile`. */

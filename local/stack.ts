@@ -220,12 +220,7 @@ export const RESYNC_PUSH_CONCURRENCY = 4;
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
   repoRoot,
-  'node_modules',
-  '@google-cloud',
-  'functions-framework',
-  'build',
-  'src',
-  'main.js',
+  'node_modules/@google-cloud/functions-framework/build/src/main.js',
 );
 
 /**
@@ -243,9 +238,6 @@ export class ResyncInterruptedError extends Error {
   override readonly name = 'ResyncInterruptedError';
 }
 
-/** A service running one Node process of the stack (local/service.ts); `start(env)` adds `env` to its environment. */
-type ProcessService = Launcher<Service, [env?: Record<string, string>]>;
-
 /**
  * A relay's process (the in-process mode's too), on a new port at each start (`RELAY_PORT`), ready
  * once `/readyz` answers; `env(extra)` is its environment at each start.
@@ -255,7 +247,7 @@ function relayProcess(
   args: string[],
   env: (extra: Record<string, string>) => Record<string, string>,
   onLog: (line: LogLine) => void,
-): ProcessService {
+): Launcher<Service, [extra?: Record<string, string>]> {
   return new Launcher(async (extra = {}) => {
     const port = await freePort();
     const ownEnv = { ...env(extra), RELAY_PORT: String(port) };
@@ -277,17 +269,9 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
   };
   const relay = relayProcess('in-process', [join(repoRoot, 'relay', 'in-process-main.ts')], () => env, onLog);
   if (options.relay ?? true) await relay.start();
-  const [startRelay, stopRelay] = [() => relay.start(), () => relay.stop()];
+  const [running, startRelay, stop] = [() => relay.running, () => relay.start(), () => relay.stop()];
   const killRelay = async () => relay.release()?.kill();
-  return {
-    mode: 'in-process',
-    relay: () => relay.running,
-    startRelay,
-    stopRelay,
-    killRelay,
-    env,
-    stop: stopRelay,
-  };
+  return { mode: 'in-process', relay: running, startRelay, stopRelay: stop, killRelay, env, stop };
 }
 
 type StackFiles = ReturnType<typeof createStackFiles>;
@@ -306,7 +290,7 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
     ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
   };
   const source = `--source=${repoRoot}`;
-  const functionService = (name: 'reconcile' | 'resync'): ProcessService => {
+  const functionService = (name: 'reconcile' | 'resync') => {
     const [port, onLog] = [ports[name], files.log(name)];
     const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
     return new Launcher(() =>

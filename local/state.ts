@@ -125,30 +125,6 @@ export function readStackState(dir: string): StackState | undefined {
 }
 
 /**
- * A writer of `<dir>/logs/<service>.jsonl`: truncates the file once at creation, keeps it open, and
- * writes one JSON line per call (synchronously, so a reader sees a line as soon as it was logged).
- * After `close()`, lines are dropped (a service logging while the stack stops).
- */
-export function createLogFile(
-  dir: string,
-  service: string,
-): { path: string; append(line: object): void; close(): void } {
-  const path = logFilePath(dir, service);
-  mkdirSync(join(dir, 'logs'), { recursive: true });
-  let fd: number | undefined = openSync(path, 'w');
-  return {
-    path,
-    append: (line) => {
-      if (fd !== undefined) writeSync(fd, `${JSON.stringify(line)}\n`);
-    },
-    close: () => {
-      if (fd !== undefined) closeSync(fd);
-      fd = undefined;
-    },
-  };
-}
-
-/**
  * The files of one stack in `dir`, none when `dir` is `undefined`: a log file per service (each line
  * also to `onLog`), a trace file per service with `tracing`, and the state file. `logs` closes the
  * log files and `state` removes the state file, each stopped in its place of the stack's stop order.
@@ -158,15 +134,27 @@ export function createStackFiles(
   tracing: boolean,
   onLog: ((service: string, line: LogLine) => void) | undefined,
 ) {
-  const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
+  /** Each service's log file, by how to close it. */
+  const logFiles = new Map<string, () => void>();
   const traceFiles = new Map<string, string>();
   return {
-    /** The log of `service`: its file, created now, and `onLog`. */
+    /**
+     * The log of `service`: each line to `onLog` and to its log file, truncated now and kept open,
+     * one JSON line written synchronously (a reader sees a line as soon as it was logged); lines
+     * logged after the stop of `logs` (a service logging while the stack stops) are dropped.
+     */
     log(service: string): (line: LogLine) => void {
-      const file = dir ? createLogFile(dir, service) : undefined;
-      if (file) logFiles.set(service, file);
+      let fd: number | undefined;
+      if (dir) {
+        mkdirSync(join(dir, 'logs'), { recursive: true });
+        fd = openSync(logFilePath(dir, service), 'w');
+        logFiles.set(service, () => {
+          if (fd !== undefined) closeSync(fd);
+          fd = undefined;
+        });
+      }
       return (line) => {
-        file?.append(line);
+        if (fd !== undefined) writeSync(fd, `${JSON.stringify(line)}\n`);
         onLog?.(service, line);
       };
     },
@@ -181,19 +169,14 @@ export function createStackFiles(
     /** Writes the state file: `state`, this process, the log and the trace files. */
     write(state: Omit<StackState, 'pid' | 'startedAt' | 'logs' | 'traces'>): void {
       if (!dir) return;
-      const logs = Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path]));
+      const logs = Object.fromEntries([...logFiles.keys()].map((name) => [name, logFilePath(dir, name)]));
       const traces = tracing ? { traces: Object.fromEntries(traceFiles) } : {};
-      writeStackState(dir, {
-        pid: process.pid,
-        startedAt: new Date().toISOString(),
-        ...state,
-        logs,
-        ...traces,
-      });
+      const header = { pid: process.pid, startedAt: new Date().toISOString() };
+      writeStackState(dir, { ...header, ...state, logs, ...traces });
     },
     logs: {
       stop: async () => {
-        for (const file of logFiles.values()) file.close();
+        for (const close of logFiles.values()) close();
       },
     },
     state: {
