@@ -113,10 +113,8 @@ export function rejectRequest(req: Request, rules: RequestRules = {}): Rejection
  * callback answers that request 500 instead of stopping the instance). While a domain is active,
  * Node's domain module marks every async resource created, every promise included, with it
  * (an async_hooks `init`, a destroy hook per resource) and enters and leaves it around each
- * callback: a promise-heavy reconcile paid about a fifth of its function's CPU for it
- * (`--cpu-prof`: node:domain, registerDestroyHook and async_hooks ≈ 14 % of the samples; 3.4-3.8
- * vs 2.8-2.9 ms CPU per converged Foo push, docs/architecture.md decision 35). Leaving the domain
- * changes one thing: a throw from a callback outside any promise chain now reaches
+ * callback, which a promise-heavy reconcile pays for with a large share of its CPU. Leaving the
+ * domain changes one thing: a throw from a callback outside any promise chain now reaches
  * functions-framework's `uncaughtException` handler, which answers the request 500 and stops the
  * instance, as an unhandled rejection already does (Pub/Sub redelivers the key, and dead-letters
  * it after `maxDeliveryAttempts`). A handler's own rejection is still answered 500 by the framework.

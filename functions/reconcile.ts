@@ -9,13 +9,13 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
-import { ApiException, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { type Attributes, type Context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
 import { DEFAULT_CLUSTER, type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
-import { isConflict, isTransient, TerminalError } from './k8s/errors.ts';
+import { errorText, isConflict, isTransient, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
 import { ATTR, inSpan, SPAN, tracer } from './k8s/tracing.ts';
 import { keyLogger, type Logger } from './log.ts';
@@ -49,26 +49,6 @@ export interface ReconcileHandlerDeps {
   requestRules?: RequestRules;
   /** Delivers a key again when its reconcile asks (`requeueAfterMs`); default: none (the next resync). */
   requeuer?: Requeuer;
-}
-
-/**
- * A one-line description of an error for logs: for API errors `<code> <reason>: <message>` from
- * the `Status` body, never the request or response headers.
- */
-export function errorText(err: unknown): string {
-  if (err instanceof ApiException) {
-    let body: unknown = err.body;
-    if (typeof body === 'string') {
-      try {
-        body = JSON.parse(body);
-      } catch {
-        // not JSON: keep the code only
-      }
-    }
-    const status = body as { reason?: string; message?: string } | undefined;
-    return `${err.code} ${status?.reason ?? ''}: ${status?.message ?? ''}`.trim();
-  }
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Attempts of a reconcile that lost an optimistic-concurrency race, before answering 500. */

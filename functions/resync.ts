@@ -11,13 +11,12 @@ import type { Controller, ResyncContext } from './contract/controller.ts';
 import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from './contract/key.ts';
 import { clusterId } from './contract/names.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
-import { isNotFound } from './k8s/errors.ts';
+import { errorText, isNotFound } from './k8s/errors.ts';
 import { listMetadataPaged } from './k8s/list.ts';
 import { ATTR, SPAN, tracer } from './k8s/tracing.ts';
 import type { Logger } from './log.ts';
 import { keyMessageOf } from './message.ts';
 import type { KeyPublisher, KeyPublisherOptions } from './publish.ts';
-import { errorText } from './reconcile.ts';
 import { flushTraces } from './tracing.ts';
 
 /**

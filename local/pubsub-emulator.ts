@@ -65,12 +65,9 @@ export async function freePort(): Promise<number> {
 
 /**
  * The emulator's JVM flags (the launcher reads `CLOUD_PUBSUB_EMULATOR_OPTS`; one set in the
- * environment wins): the serial collector and the C1 compiler alone. With the JVM's defaults on a
- * 2-core machine (G1, tiered compilation up to C2) the emulator spent 6-9 ms of CPU per pushed
- * message with a new ordering key, the largest share of the local serverless pipeline's CPU in
- * `npm run bench` (throughput: 10.2 s of 46 s for 300 Foos); with these, 3.5-4.3 ms, and 3.65 s in
- * the same throughput run (docs/architecture.md decision 35). Pub/Sub itself costs the cluster's
- * and the functions' CPU nothing, so the local stand-in should take as little of it as it can.
+ * environment wins): the serial collector and the C1 compiler alone, which halve the CPU the
+ * emulator spends per pushed message. Pub/Sub itself costs the cluster's and the functions' CPU
+ * nothing, so the local stand-in should take as little of it as it can.
  */
 export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'] as const;
 
@@ -152,7 +149,7 @@ export interface KeysTopologyOptions {
   maximumBackoffSeconds?: number;
   /**
    * Message ordering on the push subscription; default `true` (the live keys'). `false` for the
-   * resync's, whose keys carry no ordering key (terraform/pubsub.tf, docs/architecture.md decision 33).
+   * resync's, whose keys carry no ordering key (terraform/pubsub.tf).
    */
   messageOrdering?: boolean;
 }

@@ -30,6 +30,9 @@ export interface Service {
   kill(): Promise<void>;
 }
 
+/** The URL of a service listening on `port` of 127.0.0.1: `http://127.0.0.1:PORT/`. */
+export const serviceUrl = (port: number): string => `http://127.0.0.1:${port}/`;
+
 export interface ServiceOptions {
   /** A label for messages, e.g. `reconcile`. */
   name: string;
@@ -106,7 +109,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       await gone;
     }
   };
-  const url = `http://127.0.0.1:${options.port}/`;
+  const url = serviceUrl(options.port);
   const ready = options.readyPath
     ? () => answers(new URL(options.readyPath ?? '/', url).href)
     : () => portOpen(options.port);

@@ -7,14 +7,12 @@
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
  * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
-import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
+import { Composition, Launcher, type LocalService } from './composition.ts';
 import {
   ensureKeysTopology,
   freePort,
@@ -23,9 +21,9 @@ import {
   type PubSubEmulator,
   startPubSubEmulator,
 } from './pubsub-emulator.ts';
-import { type PushProxy, startPushProxy } from './push-proxy.ts';
-import { type LogLine, repoRoot, type Service, startService } from './service.ts';
-import { createLogFile, removeStackState, traceFilePath, writeStackState } from './state.ts';
+import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
+import { type LogLine, repoRoot, type Service, serviceUrl, startService } from './service.ts';
+import { createStackFiles } from './state.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
 /** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
@@ -183,10 +181,9 @@ export const FUNCTION_HEAP_MIB = 256;
 /**
  * The functions' V8 flags, as Terraform sets them in NODE_OPTIONS at the default 512Mi
  * (terraform/functions.tf, which adds `--enable-source-maps` for the bundle): the heap limit
- * {@link FUNCTION_HEAP_MIB}, and a young generation of at most 8 MiB per semi-space. Without the
- * second V8 grows the young generation while a resync lists and publishes, and keeps its pages:
- * a 100k-key resync peaked at 301 MiB RSS with the heap limit alone, 207 MiB with both
- * (`npm run bench`, resync). The relay's are capped lower still (RELAY_NODE_OPTIONS).
+ * {@link FUNCTION_HEAP_MIB}, and a young generation of at most 8 MiB per semi-space, because V8
+ * otherwise grows it while a resync lists and publishes, and keeps its pages. The relay's are
+ * capped lower still (RELAY_NODE_OPTIONS).
  */
 export const FUNCTION_NODE_OPTIONS = [
   `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
@@ -196,11 +193,8 @@ export const FUNCTION_NODE_OPTIONS = [
 /**
  * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS at the default
  * 512Mi memory limit (terraform/kubernetes.tf `relay_node_env`): a heap limit of half the limit,
- * and a young generation of at most 4 MiB per semi-space (V8 otherwise grows it to 64 MiB per
- * semi-space during a LIST of 100k objects and keeps the pages; with 8 MiB the relay kept ≈ 15 MiB
- * of young generation after syncing 100k objects, with 4 MiB ≈ 8, at the same events/s:
- * `npm run bench`, relay; docs/architecture.md decision 1). The functions keep 8 MiB
- * ({@link FUNCTION_NODE_OPTIONS}).
+ * and a young generation of at most 4 MiB per semi-space, because V8 otherwise grows it during a
+ * LIST of many objects and keeps the pages. The functions keep 8 MiB ({@link FUNCTION_NODE_OPTIONS}).
  */
 export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=4'] as const;
 
@@ -213,11 +207,10 @@ export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space
 export const FUNCTION_CONCURRENCY = 8;
 
 /**
- * The environment the relay's image sets (relay/Dockerfile `ENV`): at most 2 glibc malloc arenas
- * (glibc's default is 8 per core, one per thread that allocates: Node's libuv and V8 worker
- * threads each keep the pages of a 100k-object LIST's buffers in an arena of their own; ≈ 15 MiB of
- * the relay's RSS at 100k watched objects, `npm run bench`, relay memory). The local relay and
- * the bench's informer children run with it too.
+ * The environment the relay's image sets (relay/Dockerfile `ENV`): at most 2 glibc malloc arenas,
+ * because glibc's default (8 per core, one per thread that allocates) lets Node's libuv and V8
+ * worker threads each keep the pages of a large LIST's buffers in an arena of their own. The local
+ * relay and the bench's informer children run with it too.
  */
 export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
 
@@ -227,52 +220,8 @@ export const RESYNC_PUSH_CONCURRENCY = 4;
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
   repoRoot,
-  'node_modules',
-  '@google-cloud',
-  'functions-framework',
-  'build',
-  'src',
-  'main.js',
+  'node_modules/@google-cloud/functions-framework/build/src/main.js',
 );
-
-/** Starts the in-process mode's process, tagging its outcome lines `reconcile` and the others `relay`. */
-async function startInProcessStack(options: LocalStackOptions): Promise<InProcessStack> {
-  const env: Record<string, string> = {
-    ...options.env,
-    KUBECONFIG: options.inProcessKubeconfigPath ?? options.kubeconfigPath,
-    LEVELSET_RESYNC_INTERVAL_MS: String(options.resyncIntervalMs ?? 0),
-    ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
-  };
-  let relay: Service | undefined;
-  const startRelay = async () => {
-    if (relay) return relay;
-    const port = await freePort();
-    relay = await startService({
-      name: 'in-process',
-      args: [join(repoRoot, 'relay', 'in-process-main.ts')],
-      port,
-      env: { ...env, RELAY_PORT: String(port) },
-      readyPath: '/readyz',
-      onLog: (line) => {
-        const service = (line.serviceContext as { service?: string } | undefined)?.service;
-        options.onLog?.(service === 'levelset-functions' ? 'reconcile' : 'relay', line);
-      },
-    });
-    return relay;
-  };
-  const stopRelay = async () => {
-    const r = relay;
-    relay = undefined;
-    await r?.stop();
-  };
-  if (options.relay ?? true) await startRelay();
-  const killRelay = async () => {
-    const r = relay;
-    relay = undefined;
-    await r?.kill();
-  };
-  return { mode: 'in-process', relay: () => relay, startRelay, stopRelay, killRelay, env, stop: stopRelay };
-}
 
 /**
  * The header functions-framework sets on the answer it gives a request in flight when its process
@@ -290,6 +239,167 @@ export class ResyncInterruptedError extends Error {
 }
 
 /**
+ * A relay's process (the in-process mode's too), on a new port at each start (`RELAY_PORT`), ready
+ * once `/readyz` answers; `env(extra)` is its environment at each start.
+ */
+function relayProcess(
+  name: string,
+  args: string[],
+  env: (extra: Record<string, string>) => Record<string, string>,
+  onLog: (line: LogLine) => void,
+): Launcher<Service, [extra?: Record<string, string>]> {
+  return new Launcher(async (extra = {}) => {
+    const port = await freePort();
+    const ownEnv = { ...env(extra), RELAY_PORT: String(port) };
+    return startService({ name, args, port, env: ownEnv, readyPath: '/readyz', onLog });
+  });
+}
+
+/** Starts the in-process mode's process, tagging its outcome lines `reconcile` and the others `relay`. */
+async function startInProcessStack(options: LocalStackOptions): Promise<InProcessStack> {
+  const env: Record<string, string> = {
+    ...options.env,
+    KUBECONFIG: options.inProcessKubeconfigPath ?? options.kubeconfigPath,
+    LEVELSET_RESYNC_INTERVAL_MS: String(options.resyncIntervalMs ?? 0),
+    ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
+  };
+  const onLog = (line: LogLine) => {
+    const service = (line.serviceContext as { service?: string } | undefined)?.service;
+    options.onLog?.(service === 'levelset-functions' ? 'reconcile' : 'relay', line);
+  };
+  const relay = relayProcess('in-process', [join(repoRoot, 'relay', 'in-process-main.ts')], () => env, onLog);
+  if (options.relay ?? true) await relay.start();
+  const [running, startRelay, stop] = [() => relay.running, () => relay.start(), () => relay.stop()];
+  const killRelay = async () => relay.release()?.kill();
+  return { mode: 'in-process', relay: running, startRelay, stopRelay: stop, killRelay, env, stop };
+}
+
+type StackFiles = ReturnType<typeof createStackFiles>;
+
+/** The `reconcile` and `resync` functions under functions-framework, each on a port of its own for good. */
+async function functionServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
+  const ports = { reconcile: await freePort(), resync: await freePort() };
+  // The reconcile's Prometheus metrics (functions/metrics.ts) on a port of their own, kept across
+  // restarts of the function, which `levelset status --watch` reads.
+  const metricsPort = await freePort();
+  const urls = {
+    reconcile: serviceUrl(ports.reconcile),
+    resync: serviceUrl(ports.resync),
+    reconcileMetrics: `${serviceUrl(metricsPort)}metrics`,
+  };
+  const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
+  const functionsEnv = {
+    // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
+    LEVELSET_REQUEUE: 'local',
+    LEVELSET_REQUEUE_URL: urls.reconcile,
+    ...env,
+    KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
+    ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
+  };
+  const source = `--source=${repoRoot}`;
+  const functionService = (name: 'reconcile' | 'resync') => {
+    const [port, onLog] = [ports[name], files.log(name)];
+    const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
+    const metrics = name === 'reconcile' ? { LEVELSET_METRICS_PORT: String(metricsPort) } : {};
+    const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
+    return new Launcher(() => startService({ name, args, port, env: ownEnv, onLog }));
+  };
+  return { reconcile: functionService('reconcile'), resync: functionService('resync'), urls };
+}
+
+/**
+ * A push subscription of `topic` to `reconcile` through a push proxy of its own (local/push-proxy.ts):
+ * `start` starts the proxy unless it runs, then creates what is missing of the topic and the
+ * subscription pushing to it (all of it, after the emulator's restart).
+ */
+function pushSubscription(
+  { host: emulatorHost, projectId }: PubSubEmulator,
+  topic: string,
+  proxy: Pick<PushProxyOptions, 'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots'>,
+  messageOrdering?: boolean,
+) {
+  const topology = keysTopologyNames(projectId, topic);
+  const { deadLetterTopic, subscription } = topology;
+  const topologyOptions = { projectId, emulatorHost, topic, messageOrdering };
+  const proxyService = new Launcher(() =>
+    startPushProxy({ ...proxy, emulatorHost, projectId, deadLetterTopic, subscription }),
+  );
+  return {
+    topology,
+    async start(): Promise<PushProxy> {
+      const running = await proxyService.start();
+      await ensureKeysTopology({ ...topologyOptions, pushEndpoint: running.url });
+      return running;
+    },
+    stop: () => proxyService.stop(),
+  };
+}
+
+/**
+ * A relay per cluster, each with its id and kubeconfig. Without {@link LocalStackOptions.clusters},
+ * the one relay `relay` of the `default` cluster, with the relay's identity.
+ */
+function relayServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
+  const kubeconfigPath = options.relayKubeconfigPath ?? options.kubeconfigPath;
+  const clusters = options.clusters?.length
+    ? options.clusters.map((c) => ({ ...c, name: `relay-${c.id}`, env: { RELAY_CLUSTER: c.id } }))
+    : [{ id: DEFAULT_CLUSTER, kubeconfigPath, name: 'relay', env: {} }];
+  const args = [...RELAY_NODE_OPTIONS, join(repoRoot, 'cli', 'levelset.ts'), 'relay'];
+  return clusters.map((c) => {
+    const relayEnv = (extra: Record<string, string>) => {
+      const own = { ...extra, KUBECONFIG: c.kubeconfigPath, ...c.env };
+      return { ...RELAY_ENV, ...env, ...files.traceEnv('relay'), ...own };
+    };
+    return { ...c, service: relayProcess(c.name, args, relayEnv, files.log(c.name)) };
+  });
+}
+
+/**
+ * POSTs to the `resync` function at `url`, as Cloud Scheduler does.
+ * @throws {ResyncInterruptedError} when a signal stopped the function meanwhile
+ * @throws {Error} on a non-2xx answer or one that is not JSON
+ */
+async function callResync(url: string): Promise<ResyncReport> {
+  const res = await fetch(url, { method: 'POST' });
+  const text = await res.text();
+  if (res.headers.get(FUNCTION_STATUS_HEADER) === 'crash' && /^Received SIG[A-Z]+$/.test(text))
+    throw new ResyncInterruptedError(text);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`resync answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+  }
+  if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
+  return body as ResyncReport;
+}
+
+/**
+ * The resync timer, Cloud Scheduler's stand-in: `runResync` every `intervalMs` (0: never), its report
+ * or failure to `onResync`, except of a resync the stop or a signal interrupted.
+ */
+function resyncTimer(
+  intervalMs: number,
+  runResync: () => Promise<ResyncReport>,
+  onResync: ((report: ResyncReport | Error) => void) | undefined,
+): LocalService {
+  let timer: NodeJS.Timeout | undefined;
+  let stopping = false;
+  const report = (result: ResyncReport | Error) => {
+    if (!stopping && !(result instanceof ResyncInterruptedError)) onResync?.(result);
+  };
+  return {
+    start: async () => {
+      if (intervalMs) timer = setInterval(() => void runResync().then(report, report), intervalMs).unref();
+    },
+    stop: async () => {
+      stopping = true;
+      clearInterval(timer);
+    },
+  };
+}
+
+/**
  * Starts the pipeline. On failure, whatever was started is stopped again.
  * @throws {Error} from the part that failed to start (emulator missing, port taken, …).
  */
@@ -299,346 +409,147 @@ export async function startLocalStack(
 export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack>;
 export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack> {
   if (options.mode === 'in-process') return startInProcessStack(options);
-  const started: { stop(): Promise<void> }[] = [];
-  const stopAll = async () => {
-    for (const s of started.reverse()) await s.stop().catch(() => {});
-    started.length = 0;
-  };
+  const services = new Composition();
   try {
-    let emulator = await startPubSubEmulator();
-    const emulatorRef = { stop: () => emulator.stop() };
-    started.push(emulatorRef);
-    const topic = options.topic ?? 'levelset-keys';
-    const clusters: LocalCluster[] = options.clusters?.length
-      ? options.clusters
-      : [{ id: DEFAULT_CLUSTER, kubeconfigPath: options.kubeconfigPath }];
-    const multiCluster = options.clusters !== undefined && options.clusters.length > 0;
-    const env: Record<string, string> = {
-      ...options.env,
-      KUBECONFIG: options.kubeconfigPath,
-      PUBSUB_EMULATOR_HOST: emulator.host,
-      GOOGLE_CLOUD_PROJECT: emulator.projectId,
-      LEVELSET_TOPIC: topic,
-      ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
-    };
-    const tracing = options.stateDir !== undefined && (options.tracing ?? true);
-    const traceFiles = new Map<string, string>();
-    /** The tracing environment of one service: its own file, every trace exported. */
-    const traceEnv = (service: string): Record<string, string> => {
-      if (!tracing || !options.stateDir) return {};
-      const file = traceFilePath(options.stateDir, service);
-      if (!traceFiles.has(service)) {
-        rmSync(file, { force: true }); // a previous stack's spans
-        traceFiles.set(service, file);
-      }
-      return { LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: file, LEVELSET_TRACE_SAMPLE_RATIO: '1' };
-    };
-    const logFiles = new Map<string, ReturnType<typeof createLogFile>>();
-    started.push({
-      stop: async () => {
-        for (const file of logFiles.values()) file.close();
-      },
-    });
-    const log = (name: string) => {
-      const file = options.stateDir ? createLogFile(options.stateDir, name) : undefined;
-      if (file) logFiles.set(name, file);
-      return (line: LogLine) => {
-        file?.append(line);
-        options.onLog?.(name, line);
-      };
-    };
-    // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
-    const reconcilePort = await freePort();
-    // The reconcile's Prometheus metrics (functions/metrics.ts) on a port of their own, kept across
-    // restarts of the function, which `levelset status --watch` reads.
-    const reconcileMetricsPort = await freePort();
-    const functionsEnv = {
-      LEVELSET_REQUEUE: 'local',
-      LEVELSET_REQUEUE_URL: `http://127.0.0.1:${reconcilePort}/`,
-      ...env,
-      KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
-      ...(multiCluster
-        ? {
-            LEVELSET_CLUSTERS: JSON.stringify(
-              clusters.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath })),
-            ),
-          }
-        : {}),
-    };
-    const functions = new Map<string, Service>();
-    const functionLogs = { reconcile: log('reconcile'), resync: log('resync') };
-    const startFunction = async (target: 'reconcile' | 'resync', port?: number) => {
-      port ??= target === 'reconcile' ? reconcilePort : await freePort();
-      const service = await startService({
-        name: target,
-        args: [
-          ...FUNCTION_NODE_OPTIONS,
-          functionsCli,
-          `--target=${target}`,
-          `--port=${port}`,
-          `--source=${repoRoot}`,
-        ],
-        port,
-        env: {
-          ...functionsEnv,
-          ...traceEnv(target),
-          ...(target === 'reconcile' ? { LEVELSET_METRICS_PORT: String(reconcileMetricsPort) } : {}),
-        },
-        onLog: functionLogs[target],
-      });
-      functions.set(target, service);
-      return service;
-    };
-    started.push({
-      stop: async () => void (await Promise.all([...functions.values()].map((f) => f.stop()))),
-    });
-    const [reconcile, resync] = await Promise.all([startFunction('reconcile'), startFunction('resync')]);
-    const names = keysTopologyNames(emulator.projectId, topic);
-    // One instance's request slots, shared by the live and the resync subscriptions' pushes.
-    const instanceSlots = pLimit(options.reconcileConcurrency ?? FUNCTION_CONCURRENCY);
-    const pushProxy = await startPushProxy({
-      target: reconcile.url,
-      emulatorHost: emulator.host,
-      projectId: emulator.projectId,
-      deadLetterTopic: names.deadLetterTopic,
-      subscription: names.subscription,
-      maxDeliveryAttempts: options.maxDeliveryAttempts,
-      instanceSlots,
-    });
-    started.push(pushProxy);
-    const ensureTopology = () =>
-      ensureKeysTopology({
-        projectId: emulator.projectId,
-        emulatorHost: emulator.host,
-        topic,
-        pushEndpoint: pushProxy.url,
-      });
-    const topology = await ensureTopology();
-    // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
-    // function through a proxy of its own that bounds its push rate.
-    const resyncTopic = resyncTopicOf(topic);
-    const resyncNames = keysTopologyNames(emulator.projectId, resyncTopic);
-    const resyncPushProxy = await startPushProxy({
-      target: reconcile.url,
-      emulatorHost: emulator.host,
-      projectId: emulator.projectId,
-      deadLetterTopic: resyncNames.deadLetterTopic,
-      subscription: resyncNames.subscription,
-      maxDeliveryAttempts: options.maxDeliveryAttempts,
-      maxConcurrentPushes: options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY,
-      instanceSlots,
-    });
-    started.push(resyncPushProxy);
-    const ensureResyncTopology = () =>
-      ensureKeysTopology({
-        projectId: emulator.projectId,
-        emulatorHost: emulator.host,
-        topic: resyncTopic,
-        pushEndpoint: resyncPushProxy.url,
-        // Its keys carry no ordering key (functions/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
-        messageOrdering: false,
-      });
-    const resyncTopology = await ensureResyncTopology();
-    const watchdog = await startDeliveryWatchdog({
-      emulatorHost: emulator.host,
-      projectId: emulator.projectId,
-      topic,
-      pushProxy,
-      functionUrl: () => functions.get('reconcile')?.url ?? reconcile.url,
-      recreateSubscription: async () => {
-        const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
-        try {
-          await pubsub
-            .subscription(topology.subscription)
-            .delete()
-            .catch((err: { code?: number }) => {
-              if (err.code !== 5) throw err; // NOT_FOUND: already gone
-            });
-        } finally {
-          await pubsub.close();
-        }
-        await ensureTopology();
-      },
-      stallMs: options.deliveryStallMs,
-      onStall: options.onDeliveryStall,
-    });
-    started.push(watchdog);
-    pushProxy.serveStatus(() => watchdog.status());
-
-    const relays = new Map<string, Service>();
-    const first = clusters[0]?.id ?? DEFAULT_CLUSTER;
-    const relayName = (cluster: string) => (multiCluster ? `relay-${cluster}` : 'relay');
-    const relayLogs = new Map(clusters.map((c) => [c.id, log(relayName(c.id))]));
-    const writeState = () => {
-      if (!options.stateDir) return;
-      writeStackState(options.stateDir, {
-        pid: process.pid,
-        startedAt: new Date().toISOString(),
-        kubeconfigPath: options.kubeconfigPath,
-        emulatorHost: emulator.host,
-        projectId: emulator.projectId,
-        topology,
-        reconcileUrl: functions.get('reconcile')?.url ?? reconcile.url,
-        resyncUrl: functions.get('resync')?.url ?? resync.url,
-        deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
-        reconcileMetricsUrl: `http://127.0.0.1:${reconcileMetricsPort}/metrics`,
-        relayUrl: relays.get(first)?.url,
-        ...(multiCluster
-          ? {
-              clusters: Object.fromEntries(
-                clusters.map((c) => [
-                  c.id,
-                  { kubeconfigPath: c.kubeconfigPath, relayUrl: relays.get(c.id)?.url },
-                ]),
-              ),
-            }
-          : {}),
-        logs: Object.fromEntries([...logFiles].map(([name, file]) => [name, file.path])),
-        ...(tracing ? { traces: Object.fromEntries(traceFiles) } : {}),
-      });
-    };
-    const clusterOf = (id: string | undefined): LocalCluster => {
-      const found = clusters.find((c) => c.id === (id ?? first));
-      if (!found) throw new Error(`unknown cluster "${id}": one of ${clusters.map((c) => c.id).join(', ')}`);
-      return found;
-    };
-    const startRelay = async (extraEnv: Record<string, string> = {}, id?: string) => {
-      const cluster = clusterOf(id);
-      const running = relays.get(cluster.id);
-      if (running) return running;
-      const port = await freePort();
-      const relay = await startService({
-        name: relayName(cluster.id),
-        args: [...RELAY_NODE_OPTIONS, join(repoRoot, 'cli', 'levelset.ts'), 'relay'],
-        port,
-        env: {
-          ...RELAY_ENV,
-          ...env,
-          ...traceEnv('relay'),
-          ...extraEnv,
-          KUBECONFIG: multiCluster
-            ? cluster.kubeconfigPath
-            : (options.relayKubeconfigPath ?? options.kubeconfigPath),
-          ...(multiCluster ? { RELAY_CLUSTER: cluster.id } : {}),
-          RELAY_PORT: String(port),
-        },
-        readyPath: '/readyz',
-        onLog: relayLogs.get(cluster.id),
-      });
-      relays.set(cluster.id, relay);
-      writeState();
-      return relay;
-    };
-    const stopRelay = async (id?: string) => {
-      const ids = id === undefined ? [...relays.keys()] : [clusterOf(id).id];
-      const stopping = ids.map((i) => relays.get(i));
-      for (const i of ids) relays.delete(i);
-      await Promise.all(stopping.map((r) => r?.stop()));
-      writeState();
-    };
-    // A relay that started is stopped again when another part fails to start.
-    started.push({
-      stop: async () => {
-        const running = [...relays.values()];
-        relays.clear();
-        await Promise.all(running.map((r) => r.stop()));
-      },
-    });
-    // The relays start side by side: one cluster's slow start does not hold the others back.
-    if (options.relay ?? true) {
-      const starts = await Promise.allSettled(clusters.map((c) => startRelay({}, c.id)));
-      const failed = starts.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-      if (failed) throw failed.reason;
-    } else writeState();
-
-    const runResync = async (): Promise<ResyncReport> => {
-      const res = await fetch(service('resync').url, { method: 'POST' });
-      const text = await res.text();
-      if (res.headers.get(FUNCTION_STATUS_HEADER) === 'crash' && /^Received SIG[A-Z]+$/.test(text))
-        throw new ResyncInterruptedError(text);
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new Error(`resync answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
-      }
-      if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
-      return body as ResyncReport;
-    };
-    let timer: NodeJS.Timeout | undefined;
-    let stopping = false;
-    if (options.resyncIntervalMs) {
-      timer = setInterval(() => {
-        runResync().then(
-          (report) => {
-            if (!stopping) options.onResync?.(report);
-          },
-          (err: Error) => {
-            if (!stopping && !(err instanceof ResyncInterruptedError)) options.onResync?.(err);
-          },
-        );
-      }, options.resyncIntervalMs);
-      timer.unref();
-    }
-    const service = (name: 'reconcile' | 'resync') => {
-      const f = functions.get(name);
-      if (!f) throw new Error(`${name} is not running`);
-      return f;
-    };
-    const ports = { reconcile: reconcile.port, resync: resync.port };
-    return {
-      mode: 'serverless',
-      get emulator() {
-        return emulator;
-      },
-      topology,
-      pushProxy,
-      resyncTopology,
-      resyncPushProxy,
-      watchdog,
-      get reconcile() {
-        return service('reconcile');
-      },
-      get resync() {
-        return service('resync');
-      },
-      clusters: clusters.map((c) => c.id),
-      relay: (id) => relays.get(clusterOf(id).id),
-      startRelay,
-      stopRelay,
-      async killRelay(id) {
-        const cluster = clusterOf(id).id;
-        const r = relays.get(cluster);
-        relays.delete(cluster);
-        await r?.kill();
-      },
-      async restartFunction(name, restartOptions = {}) {
-        const running = functions.get(name);
-        await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
-        functions.delete(name);
-        if (!restartOptions.killOnly) await startFunction(name, ports[name]);
-      },
-      async stopEmulator() {
-        await emulator.stop();
-      },
-      async startEmulator() {
-        emulator = await startPubSubEmulator({ port: Number(emulator.host.split(':')[1]) });
-        await ensureTopology();
-        await ensureResyncTopology();
-      },
-      runResync,
-      env,
-      async stop() {
-        stopping = true;
-        if (timer) clearInterval(timer);
-        await stopRelay();
-        if (options.stateDir) removeStackState(options.stateDir);
-        await stopAll();
-      },
-    };
+    return await startServerlessStack(options, services);
   } catch (err) {
-    if (options.stateDir) removeStackState(options.stateDir);
-    await stopAll();
+    await services.stop();
     throw err;
   }
+}
+
+/**
+ * Starts the serverless stack's services into `services`, in this order (the stop's is the reverse):
+ * the emulator, the functions, the keys' and the resync's push subscriptions, the delivery watchdog,
+ * a relay per cluster, the resync timer.
+ */
+async function startServerlessStack(options: LocalStackOptions, services: Composition): Promise<LocalStack> {
+  // Started again (fault injection) on the same port, so that every address of it stays valid.
+  let emulator: PubSubEmulator | undefined;
+  const emulatorService = new Launcher(async () => {
+    emulator = await startPubSubEmulator(emulator && { port: Number(emulator.host.split(':')[1]) });
+    return emulator;
+  });
+  const started = await services.launch(emulatorService);
+  const topic = options.topic ?? 'levelset-keys';
+  const env: Record<string, string> = {
+    ...options.env,
+    KUBECONFIG: options.kubeconfigPath,
+    PUBSUB_EMULATOR_HOST: started.host,
+    GOOGLE_CLOUD_PROJECT: started.projectId,
+    LEVELSET_TOPIC: topic,
+    ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
+  };
+  const tracing = options.stateDir !== undefined && (options.tracing ?? true);
+  const files = createStackFiles(options.stateDir, tracing, options.onLog);
+  services.add(files.logs);
+  const functions = await functionServices(options, env, files);
+  await services.start(functions.reconcile, functions.resync);
+  const proxy = {
+    target: functions.urls.reconcile,
+    maxDeliveryAttempts: options.maxDeliveryAttempts,
+    // One instance's request slots, shared by the live and the resync subscriptions' pushes.
+    instanceSlots: pLimit(options.reconcileConcurrency ?? FUNCTION_CONCURRENCY),
+  };
+  const keys = pushSubscription(started, topic, proxy);
+  const pushProxy = await services.launch(keys);
+  // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
+  // function through a proxy of its own that bounds its push rate; its keys carry no ordering key
+  // (functions/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
+  const maxConcurrentPushes = options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY;
+  const resync = pushSubscription(started, resyncTopicOf(topic), { ...proxy, maxConcurrentPushes }, false);
+  const resyncPushProxy = await services.launch(resync);
+  const watchdog = await services.launch(() =>
+    startDeliveryWatchdog({
+      emulatorHost: started.host,
+      projectId: started.projectId,
+      topic,
+      pushProxy,
+      functionUrl: () => functions.urls.reconcile,
+      pushSubscription: keys.topology.subscription,
+      createPushSubscription: () => keys.start(),
+      stallMs: options.deliveryStallMs,
+      onStall: options.onDeliveryStall,
+    }),
+  );
+  pushProxy.serveStatus(() => watchdog.status());
+  services.add(files.state);
+  const relays = relayServices(options, env, files);
+  // The relays start side by side: one cluster's slow start does not hold the others back.
+  if (options.relay ?? true) await services.start(...relays.map((r) => r.service));
+  else services.add(...relays.map((r) => r.service));
+  const relayOf = (id: string | undefined) => {
+    const found = id === undefined ? relays[0] : relays.find((r) => r.id === id);
+    if (!found) throw new Error(`unknown cluster "${id}": one of ${relays.map((r) => r.id).join(', ')}`);
+    return found;
+  };
+  const writeState = () => {
+    const clusters = relays.map((r) => [
+      r.id,
+      { kubeconfigPath: r.kubeconfigPath, relayUrl: r.service.running?.url },
+    ]);
+    files.write({
+      kubeconfigPath: options.kubeconfigPath,
+      emulatorHost: started.host,
+      projectId: started.projectId,
+      topology: keys.topology,
+      reconcileUrl: functions.urls.reconcile,
+      resyncUrl: functions.urls.resync,
+      deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
+      reconcileMetricsUrl: functions.urls.reconcileMetrics,
+      relayUrl: relays[0]?.service.running?.url,
+      ...(options.clusters?.length ? { clusters: Object.fromEntries(clusters) } : {}),
+    });
+  };
+  const functionOf = (name: 'reconcile' | 'resync') => {
+    const running = functions[name].running;
+    if (!running) throw new Error(`${name} is not running`);
+    return running;
+  };
+  const runResync = () => callResync(functionOf('resync').url);
+  await services.start(resyncTimer(options.resyncIntervalMs ?? 0, runResync, options.onResync));
+  writeState();
+  return {
+    mode: 'serverless',
+    get emulator() {
+      return emulator ?? started;
+    },
+    topology: keys.topology,
+    pushProxy,
+    resyncTopology: resync.topology,
+    resyncPushProxy,
+    watchdog,
+    get reconcile() {
+      return functionOf('reconcile');
+    },
+    get resync() {
+      return functionOf('resync');
+    },
+    clusters: relays.map((r) => r.id),
+    relay: (id) => relayOf(id).service.running,
+    async startRelay(extraEnv = {}, id) {
+      const relay = await relayOf(id).service.start(extraEnv);
+      writeState();
+      return relay;
+    },
+    async stopRelay(id) {
+      await Promise.all((id === undefined ? relays : [relayOf(id)]).map((r) => r.service.stop()));
+      writeState();
+    },
+    killRelay: async (id) => relayOf(id).service.release()?.kill(),
+    async restartFunction(name, restartOptions = {}) {
+      const running = functions[name].release();
+      await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
+      if (!restartOptions.killOnly) await functions[name].start();
+    },
+    stopEmulator: () => emulatorService.stop(),
+    async startEmulator() {
+      await emulatorService.start();
+      await keys.start();
+      await resync.start();
+    },
+    runResync,
+    env,
+    stop: () => services.stop(),
+  };
 }

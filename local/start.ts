@@ -11,15 +11,16 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
-import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
+import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
+import { Composition } from './composition.ts';
 import { crossClusterDemo, seedDemo } from './demo.ts';
 import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
-import { type LocalStack, startLocalStack } from './stack.ts';
+import { startLocalStack } from './stack.ts';
 import { readStackState, removeStackState, stackProcessAlive, stackStatePath } from './state.ts';
 import { topicDemo } from './topic-demo.ts';
 
@@ -62,48 +63,37 @@ export function devClusterId(n: number): string {
 export async function runDev(options: DevOptions): Promise<void> {
   process.env.METADATA_SERVER_DETECTION ??= 'none';
   const logLevel = options.logLevel ?? 'info';
-  const env = {
-    KUBECONFIG: options.kubeconfig,
-    LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace,
-    LEVELSET_RESYNC_INTERVAL_MS: options.resyncIntervalMs,
-    RELAY_COLLAPSE_MS: options.collapseMs,
-    LEVELSET_LOG_FORMAT: options.logFormat,
-  };
+  const kubeconfigFile = options.kubeconfig ?? join(homedir(), '.kube', 'config');
   const say = (line: string) => process.stdout.write(`${line}\n`);
 
   /** The kubeconfig of a cluster that answers `/version` within 3 s, or undefined. */
   async function reachableCluster(): Promise<{ path: string; server: string; version: string } | undefined> {
-    const path = env.KUBECONFIG ?? join(homedir(), '.kube', 'config');
-    if (!existsSync(path)) return undefined;
+    if (!existsSync(kubeconfigFile)) return undefined;
     try {
       const kc = new KubeConfig();
-      kc.loadFromFile(path);
+      kc.loadFromFile(kubeconfigFile);
       const version = await Promise.race([
         kc.makeApiClient(VersionApi).getCode(),
         new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000).unref()),
       ]);
-      return { path, server: kc.getCurrentCluster()?.server ?? '?', version: version.gitVersion };
+      return {
+        path: kubeconfigFile,
+        server: kc.getCurrentCluster()?.server ?? '?',
+        version: version.gitVersion,
+      };
     } catch {
       return undefined;
     }
   }
 
-  let apiserver: LocalApiServer | undefined;
-  /** The embedded API servers of clusters 2..N (`--clusters N`). */
-  const moreApiservers: LocalApiServer[] = [];
-  let stack: LocalStack | undefined;
-  let simulatedNode: { stop(): Promise<void> } | undefined;
-  const moreNodes: { stop(): Promise<void> }[] = [];
+  // Started in order, stopped in the reverse: the stack, the simulated nodes, the API servers.
+  const services = new Composition();
   let stopping = false;
   async function shutdown(code: number) {
     if (stopping) return;
     stopping = true;
     say('\nstopping: relay (flushes pending keys), functions, Pub/Sub emulator, API server…');
-    await simulatedNode?.stop().catch(() => {});
-    for (const node of moreNodes) await node.stop().catch(() => {});
-    await stack?.stop().catch((err: Error) => say(`  ${err.message}`));
-    await apiserver?.stop().catch((err: Error) => say(`  ${err.message}`));
-    for (const a of moreApiservers) await a.stop().catch((err: Error) => say(`  ${err.message}`));
+    await services.stop((err) => say(`  ${err.message}`));
     say('stopped.');
     process.exit(code);
   }
@@ -135,96 +125,78 @@ export async function runDev(options: DevOptions): Promise<void> {
       );
     }
     const clusterCount = options.clusters ?? 1;
-    if (!(Number.isInteger(clusterCount) && clusterCount >= 1 && clusterCount <= 9))
-      throw new Error(`--clusters must be a whole number from 1 to 9, not ${clusterCount}`);
     if (clusterCount > 1 && options.cluster === 'kubeconfig')
       throw new Error('--clusters 2 or more runs embedded API servers: use --cluster auto or embedded');
     const external =
       options.cluster === 'embedded' || clusterCount > 1 ? undefined : await reachableCluster();
-    if (!external && options.cluster === 'kubeconfig') {
+    if (!external && options.cluster === 'kubeconfig')
       throw new Error(
-        `no cluster answered in ${env.KUBECONFIG ?? join(homedir(), '.kube', 'config')}: check KUBECONFIG, or use --cluster embedded`,
+        `no cluster answered in ${kubeconfigFile}: check KUBECONFIG, or use --cluster embedded`,
       );
-    }
-    let kubeconfigPath: string;
-    if (external) {
-      kubeconfigPath = external.path;
-      say(`  cluster          ${external.server} (${external.version}) from ${external.path}`);
-    } else {
-      mkdirSync(options.stateDir, { recursive: true });
-      apiserver = await startLocalApiServer({ kubeconfigPath: join(options.stateDir, 'kubeconfig') });
-      kubeconfigPath = apiserver.kubeconfigPath;
+    const kubeconfigOf = (n: number) =>
+      join(options.stateDir, n === 1 ? 'kubeconfig' : `kubeconfig-${devClusterId(n)}`);
+    const kubeconfigPath = external?.path ?? kubeconfigOf(1);
+    /** The embedded clusters (none with `external`), each with a kubeconfig of its own. */
+    const embedded: { id: string; kubeconfigPath: string; kubeConfig: PooledKubeConfig }[] = [];
+    if (external) say(`  cluster          ${external.server} (${external.version}) from ${external.path}`);
+    else mkdirSync(options.stateDir, { recursive: true });
+    for (let n = 1; !external && n <= clusterCount; n++) {
+      const [id, path] = [devClusterId(n), kubeconfigOf(n)];
+      const apiserver = await services.launch(() => startLocalApiServer({ kubeconfigPath: path }));
       say(
         clusterCount > 1
-          ? `  cluster          ${devClusterId(1)}: embedded local API server at ${apiserver.url}`
+          ? `  cluster          ${id}: embedded local API server at ${apiserver.url}`
           : `  cluster          embedded local API server at ${apiserver.url} (no cluster answered in KUBECONFIG)`,
       );
-      for (let n = 2; n <= clusterCount; n++) {
-        const more = await startLocalApiServer({
-          kubeconfigPath: join(options.stateDir, `kubeconfig-${devClusterId(n)}`),
-        });
-        moreApiservers.push(more);
-        say(`  cluster          ${devClusterId(n)}: embedded local API server at ${more.url}`);
-      }
+      const kubeConfig = new PooledKubeConfig();
+      kubeConfig.loadFromFile(path);
+      embedded.push({ id, kubeconfigPath: path, kubeConfig });
     }
-    const clusters =
-      clusterCount > 1
-        ? [kubeconfigPath, ...moreApiservers.map((a) => a.kubeconfigPath)].map((path, i) => ({
-            id: devClusterId(i + 1),
-            kubeconfigPath: path,
-          }))
-        : undefined;
+    const clusters = clusterCount > 1 ? embedded : undefined;
     for (const c of clusters ?? [{ id: '', kubeconfigPath }])
       say(
         `  kubeconfig       ${c.id ? `${c.id}: ` : ''}${c.kubeconfigPath}    try: kubectl --kubeconfig ${c.kubeconfigPath} get secrets -A`,
       );
-    const controllerEnv: Record<string, string> = {
-      LEVELSET_SOURCE_NAMESPACE: env.LEVELSET_SOURCE_NAMESPACE,
-      LOG_LEVEL: logLevel,
-    };
     const pretty = createPrettyLog({ level: logLevel });
-    const kubeConfig = new PooledKubeConfig();
-    kubeConfig.loadFromFile(kubeconfigPath);
-    if (apiserver) {
-      // No kubelet, scheduler or Deployment/ReplicaSet controllers in the embedded cluster: simulate them.
-      simulatedNode = await startSimulatedNode(kubeConfig, createLogger('local'));
-      say(
-        '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
-      );
-      if (options.demo) await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'before');
-      for (const more of moreApiservers) {
-        const kc = new PooledKubeConfig();
-        kc.loadFromFile(more.kubeconfigPath);
-        moreNodes.push(await startSimulatedNode(kc, createLogger('local')));
-        if (options.demo) await seedDemo(kc, env.LEVELSET_SOURCE_NAMESPACE, 'before');
-      }
-    }
-    stack = await startLocalStack({
-      kubeconfigPath,
-      clusters,
-      env: controllerEnv,
-      collapseMs: env.RELAY_COLLAPSE_MS,
-      resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS,
-      stateDir: options.stateDir,
-      onLog: (service, line) => {
-        if (env.LEVELSET_LOG_FORMAT === 'json') say(JSON.stringify({ service, ...line }));
-        else for (const text of pretty.lines(service, line)) say(text);
-      },
-      onDeliveryStall: (report) =>
+    const kubeConfig = embedded[0]?.kubeConfig ?? new PooledKubeConfig();
+    if (external) kubeConfig.loadFromFile(kubeconfigPath);
+    // No kubelet, scheduler or Deployment/ReplicaSet controllers in an embedded cluster: simulate them.
+    for (const cluster of embedded) {
+      await services.launch(() => startSimulatedNode(cluster.kubeConfig, createLogger('local')));
+      if (cluster === embedded[0])
         say(
-          `watchdog    ${report.republished} keys published but nothing delivered for ${Math.round(report.silentMs / 1000)} s while reconcile answers: re-created the push subscription and re-published them`,
-        ),
-      onResync: (report) => {
-        if (stopping) return; // a resync cut short by the stop is no failure
-        say(
-          report instanceof Error
-            ? `resync      failed: ${report.message}`
-            : `resync      published ${report.published} keys (${Object.entries(report.controllers)
-                .map(([name, c]) => `${name}: ${c.published}`)
-                .join(', ')})`,
+          '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
         );
-      },
-    });
+      if (options.demo) await seedDemo(cluster.kubeConfig, options.sourceNamespace, 'before');
+    }
+    const stack = await services.launch(() =>
+      startLocalStack({
+        kubeconfigPath,
+        clusters,
+        env: { LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace, LOG_LEVEL: logLevel },
+        collapseMs: options.collapseMs,
+        resyncIntervalMs: options.resyncIntervalMs,
+        stateDir: options.stateDir,
+        onLog: (service, line) => {
+          if (options.logFormat === 'json') say(JSON.stringify({ service, ...line }));
+          else for (const text of pretty.lines(service, line)) say(text);
+        },
+        onDeliveryStall: (report) =>
+          say(
+            `watchdog    ${report.republished} keys published but nothing delivered for ${Math.round(report.silentMs / 1000)} s while reconcile answers: re-created the push subscription and re-published them`,
+          ),
+        onResync: (report) => {
+          if (stopping) return; // a resync cut short by the stop is no failure
+          say(
+            report instanceof Error
+              ? `resync      failed: ${report.message}`
+              : `resync      published ${report.published} keys (${Object.entries(report.controllers)
+                  .map(([name, c]) => `${name}: ${c.published}`)
+                  .join(', ')})`,
+          );
+        },
+      }),
+    );
     say(
       `  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`,
     );
@@ -232,14 +204,14 @@ export async function runDev(options: DevOptions): Promise<void> {
       `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,
     );
     say(
-      `  resync           ${stack.resync.url} (${env.LEVELSET_RESYNC_INTERVAL_MS ? `every ${env.LEVELSET_RESYNC_INTERVAL_MS / 1000} s` : 'no timer: levelset resync'})`,
+      `  resync           ${stack.resync.url} (${options.resyncIntervalMs ? `every ${options.resyncIntervalMs / 1000} s` : 'no timer: levelset resync'})`,
     );
     for (const id of clusters ? stack.clusters : [undefined])
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
       );
     say(
-      `  source namespace ${env.LEVELSET_SOURCE_NAMESPACE}: every Secret there is copied to every other namespace`,
+      `  source namespace ${options.sourceNamespace}: every Secret there is copied to every other namespace`,
     );
     if (clusters)
       say(
@@ -247,26 +219,17 @@ export async function runDev(options: DevOptions): Promise<void> {
       );
     say(`  state            ${options.stateDir} (levelset status, reconcile, resync, dead-letters use it)`);
     say('Ctrl-C stops everything.\n');
-    if (apiserver && options.demo) {
-      await seedDemo(kubeConfig, env.LEVELSET_SOURCE_NAMESPACE, 'after', say);
+    if (embedded.length > 0 && options.demo) {
+      await seedDemo(kubeConfig, options.sourceNamespace, 'after', say);
       await topicDemo(kubeConfig, stack.emulator.host, say);
-      const [first, second] = clusters ?? [];
-      if (first && second) {
-        const kc2 = new PooledKubeConfig();
-        kc2.loadFromFile(second.kubeconfigPath);
-        await crossClusterDemo(
-          { id: first.id, kubeConfig, kubeconfigPath: first.kubeconfigPath },
-          { id: second.id, kubeConfig: kc2, kubeconfigPath: second.kubeconfigPath },
-          env.LEVELSET_SOURCE_NAMESPACE,
-          say,
-        );
-      }
+      const [first, second] = clusters ? embedded : [];
+      if (first && second) await crossClusterDemo(first, second, options.sourceNamespace, say);
     } else {
       const core = kubeConfig.makeApiClient(CoreV1Api);
       const sources = await core
-        .listNamespacedSecret({ namespace: env.LEVELSET_SOURCE_NAMESPACE })
+        .listNamespacedSecret({ namespace: options.sourceNamespace })
         .catch(() => undefined);
-      say(`watching: ${sources?.items.length ?? 0} source Secrets in ${env.LEVELSET_SOURCE_NAMESPACE}`);
+      say(`watching: ${sources?.items.length ?? 0} source Secrets in ${options.sourceNamespace}`);
     }
   } catch (err) {
     say(`levelset: could not start: ${err instanceof Error ? err.message : String(err)}`);

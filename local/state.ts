@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { repoRoot } from './service.ts';
+import { type LogLine, repoRoot } from './service.ts';
 
 /** The state directory: `LEVELSET_STATE_DIR`, default `<repository>/.levelset`. */
 export function stateDirectory(env: NodeJS.ProcessEnv = process.env): string {
@@ -130,25 +130,64 @@ export function readStackState(dir: string): StackState | undefined {
 }
 
 /**
- * A writer of `<dir>/logs/<service>.jsonl`: truncates the file once at creation, keeps it open, and
- * writes one JSON line per call (synchronously, so a reader sees a line as soon as it was logged).
- * After `close()`, lines are dropped (a service logging while the stack stops).
+ * The files of one stack in `dir`, none when `dir` is `undefined`: a log file per service (each line
+ * also to `onLog`), a trace file per service with `tracing`, and the state file. `logs` closes the
+ * log files and `state` removes the state file, each stopped in its place of the stack's stop order.
  */
-export function createLogFile(
-  dir: string,
-  service: string,
-): { path: string; append(line: object): void; close(): void } {
-  const path = logFilePath(dir, service);
-  mkdirSync(join(dir, 'logs'), { recursive: true });
-  let fd: number | undefined = openSync(path, 'w');
+export function createStackFiles(
+  dir: string | undefined,
+  tracing: boolean,
+  onLog: ((service: string, line: LogLine) => void) | undefined,
+) {
+  /** Each service's log file, by how to close it. */
+  const logFiles = new Map<string, () => void>();
+  const traceFiles = new Map<string, string>();
   return {
-    path,
-    append: (line) => {
-      if (fd !== undefined) writeSync(fd, `${JSON.stringify(line)}\n`);
+    /**
+     * The log of `service`: each line to `onLog` and to its log file, truncated now and kept open,
+     * one JSON line written synchronously (a reader sees a line as soon as it was logged); lines
+     * logged after the stop of `logs` (a service logging while the stack stops) are dropped.
+     */
+    log(service: string): (line: LogLine) => void {
+      let fd: number | undefined;
+      if (dir) {
+        mkdirSync(join(dir, 'logs'), { recursive: true });
+        fd = openSync(logFilePath(dir, service), 'w');
+        logFiles.set(service, () => {
+          if (fd !== undefined) closeSync(fd);
+          fd = undefined;
+        });
+      }
+      return (line) => {
+        if (fd !== undefined) writeSync(fd, `${JSON.stringify(line)}\n`);
+        onLog?.(service, line);
+      };
     },
-    close: () => {
-      if (fd !== undefined) closeSync(fd);
-      fd = undefined;
+    /** The tracing environment of `service`: its own file (a previous stack's spans removed), every trace exported. */
+    traceEnv(service: string): Record<string, string> {
+      if (!tracing || !dir) return {};
+      const file = traceFilePath(dir, service);
+      if (!traceFiles.has(service)) rmSync(file, { force: true });
+      traceFiles.set(service, file);
+      return { LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: file, LEVELSET_TRACE_SAMPLE_RATIO: '1' };
+    },
+    /** Writes the state file: `state`, this process, the log and the trace files. */
+    write(state: Omit<StackState, 'pid' | 'startedAt' | 'logs' | 'traces'>): void {
+      if (!dir) return;
+      const logs = Object.fromEntries([...logFiles.keys()].map((name) => [name, logFilePath(dir, name)]));
+      const traces = tracing ? { traces: Object.fromEntries(traceFiles) } : {};
+      const header = { pid: process.pid, startedAt: new Date().toISOString() };
+      writeStackState(dir, { ...header, ...state, logs, ...traces });
+    },
+    logs: {
+      stop: async () => {
+        for (const close of logFiles.values()) close();
+      },
+    },
+    state: {
+      stop: async () => {
+        if (dir) removeStackState(dir);
+      },
     },
   };
 }

@@ -56,8 +56,10 @@ export interface DeliveryWatchdogOptions {
   pushProxy: PushProxy;
   /** The `reconcile` function's URL: a stall is only declared while it answers HTTP. */
   functionUrl: () => string;
-  /** Deletes and re-creates the keys push subscription (same configuration). */
-  recreateSubscription: () => Promise<void>;
+  /** Full name of the keys push subscription, which a stall deletes. */
+  pushSubscription: string;
+  /** Creates the keys push subscription again (same configuration), after a stall deleted it. */
+  createPushSubscription: () => Promise<unknown>;
   /** A backlog not pushed for this long is a stall; ms, default 30 000 (3 × the local maximum backoff). */
   stallMs?: number;
   /** How often to check, ms; default 1 000. */
@@ -170,7 +172,13 @@ export async function startDeliveryWatchdog(options: DeliveryWatchdogOptions): P
     if (s.lastPushAt !== undefined && now - s.lastPushAt < stallMs) return;
     if (!(await answersHttp(options.functionUrl()))) return; // down: nothing could be delivered anyway
     const stalled = [...pending];
-    await options.recreateSubscription();
+    await pubsub
+      .subscription(options.pushSubscription)
+      .delete()
+      .catch((err: { code?: number }) => {
+        if (err.code !== 5) throw err; // NOT_FOUND: already gone
+      });
+    await options.createPushSubscription();
     for (const [id, p] of stalled) {
       try {
         await topic.publishMessage({

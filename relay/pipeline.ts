@@ -126,8 +126,7 @@ export interface PipelineOptions {
  * Default {@link PipelineOptions.maxInFlight}: 1000 publishes pending at once. A relay that starts
  * on a large cluster emits every key of its first LIST on a leading edge; without a bound each
  * became a pending `publishMessage` inside the Pub/Sub client at once (with ordering keys, each its
- * own batch and Publish call), and 40 000 of them ran the relay out of its 256 MiB heap before the
- * first was accepted. Figures: docs/architecture.md decision 34.
+ * own batch and Publish call), and tens of thousands of them ran the relay out of its heap.
  */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 

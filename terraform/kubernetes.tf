@@ -22,8 +22,7 @@ locals {
 
   # The relay's V8 flags: a heap limit of half its memory limit, stated rather than left to how Node
   # reads the container's limit, and a young generation of at most 4 MiB per semi-space (V8
-  # otherwise grows it to 64 MiB per semi-space during a LIST of 100k objects and keeps the pages;
-  # with 8 MiB it kept ≈ 15 MiB, with 4 MiB ≈ 8: docs/architecture.md decision 1).
+  # otherwise grows it during a LIST of many objects and keeps the pages).
   # `npm run bench` measures the relay's informer with these (local/stack.ts RELAY_NODE_OPTIONS).
   # A limit not in Mi or Gi (or none) leaves Node's defaults.
   relay_memory_limit = coalesce(var.relay_resources.memory_limit, "none")

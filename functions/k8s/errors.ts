@@ -1,6 +1,7 @@
 /**
  * How a reconcile failure is answered (docs/architecture.md "functions/"): terminal failures are acknowledged
- * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`).
+ * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`). How one is described
+ * in a log line ({@link errorText}).
  */
 import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
 
@@ -85,4 +86,24 @@ export function isTransient(err: unknown): boolean {
   const status = apiStatusOf(err);
   if (status === undefined) return true;
   return status === 409 || status === 429 || status === 408 || status >= 500;
+}
+
+/**
+ * A one-line description of an error for logs: for API errors `<code> <reason>: <message>` from
+ * the `Status` body, never the request or response headers.
+ */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiException) {
+    let body: unknown = err.body;
+    if (typeof body === 'string') {
+      try {
+        body = JSON.parse(body);
+      } catch {
+        // not JSON: keep the code only
+      }
+    }
+    const status = body as { reason?: string; message?: string } | undefined;
+    return `${err.code} ${status?.reason ?? ''}: ${status?.message ?? ''}`.trim();
+  }
+  return err instanceof Error ? err.message : String(err);
 }
