@@ -22,11 +22,9 @@ export interface KeyPublisherOptions {
    */
   ordering?: boolean;
   /**
-   * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` or `maxMilliseconds` per
-   * publish request. Default with ordering: 1 message, so a message is sent at once. With message
-   * ordering the client batches per ordering key, and every key has its own, which the relay has
-   * already collapsed: a batch would only hold a key back for `maxMilliseconds` (the library's
-   * default 10 ms) and never carry another. Default without ordering: {@link UNORDERED_BATCHING}.
+   * Client-side batching (Pub/Sub publisher settings): up to `maxMessages` or `maxMilliseconds` (ms)
+   * per publish request. Default with ordering: {@link ORDERED_BATCHING}. Default without
+   * ordering: {@link UNORDERED_BATCHING}.
    */
   batching?: { maxMessages?: number; maxMilliseconds?: number };
   /**
@@ -44,6 +42,18 @@ export interface KeyPublisherOptions {
    */
   tracing?: boolean;
 }
+
+/**
+ * Batching of messages with an ordering key: 1 message, sent at once, and 0 ms. With message
+ * ordering the client batches per ordering key, and every key has its own, which the relay has
+ * already collapsed: a batch of more would only hold a key back and never carry another. The
+ * client still holds a key's next message while its previous publish is in flight (that is the
+ * per-key order), and then waited out what was left of `maxMilliseconds` since that message
+ * arrived: with the library's 10 ms, a trailing edge right behind its leading one took 1.5× as
+ * long to be accepted (docs/architecture.md decision 37); 0 sends it as soon as the previous one
+ * is accepted.
+ */
+export const ORDERED_BATCHING = { maxMessages: 1, maxMilliseconds: 0 } as const;
 
 /**
  * Batching of messages without ordering key: up to 1000 messages (Pub/Sub's limit per publish
@@ -92,7 +102,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
     ...(emulatorHost ? emulatorClientOptions(emulatorHost) : {}),
   });
   const ordering = options.ordering ?? true;
-  const batching = ordering ? { maxMessages: 1, maxMilliseconds: 10 } : UNORDERED_BATCHING;
+  const batching = ordering ? ORDERED_BATCHING : UNORDERED_BATCHING;
   const topic = pubsub.topic(options.topic, {
     messageOrdering: ordering,
     batching: {

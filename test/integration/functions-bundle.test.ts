@@ -60,9 +60,9 @@ describe('the deployed functions bundle', () => {
     await packageFunctions({ out: dir });
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // What the buildpack's gcp-build does after npm ci: fill the compile cache (WARM_COMPILE_CACHE).
-    // npm test's global setup disables Node's compile cache for every process (test/support/temp-check.ts):
-    // not for this one, whose job is to fill it.
-    const { NODE_DISABLE_COMPILE_CACHE: _disabled, ...env } = process.env;
+    // npm test's global setup gives every process its own compile cache (test/support/temp-check.ts),
+    // which module.enableCompileCache() would keep using: not this one, whose job is to fill the package's.
+    const { NODE_COMPILE_CACHE: _testCache, NODE_DISABLE_COMPILE_CACHE: _disabled, ...env } = process.env;
     execFileSync(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir, env });
     cluster = await startTestCluster();
     ns = await cluster.createNamespace('bundle');

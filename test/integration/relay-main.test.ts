@@ -82,7 +82,9 @@ describe('relay/main.ts', () => {
             const res = await fetch(`http://127.0.0.1:${port}/readyz`);
             return res.status === 200;
           },
-          { message: 'relay /readyz 200' },
+          // A process start from the TypeScript sources, as local/service.ts gives one (30 s) and
+          // more: on 2 cores shared with another test file's stack it took over 20 s.
+          { timeoutMs: 60_000, message: 'relay /readyz 200' },
         );
         const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
         assert.match(metrics, /levelset_relay_informer_synced\{resource="[^"]+"\} 1/);
