@@ -12,10 +12,10 @@
  *   info, so that `kubectl get nodes` lists them) and its Lease in `kube-node-lease`, renewed every
  *   10 s as kubelet's heartbeat.
  * - Scheduler: every Pod without a node (whoever created it: a ReplicaSet, or a controller such as
- *   Customcluster directly) is bound to the node with the fewest Pods, through `pods/binding` as
- *   kube-scheduler binds.
+ *   Customcluster directly) is bound to the node with the fewest Pods among those its `nodeSelector`
+ *   fits, through `pods/binding` as kube-scheduler binds; a Pod no node fits stays Pending.
  * - Kubelet: Pods bound to a simulated node go `Running` (Ready, with an IP and a running, ready status
- *   per container).
+ *   per container); one being deleted is removed for good at once (its containers stop at once).
  *
  * `npm start` runs it on the embedded cluster; the Icecream end-to-end test runs it there too (on a
  * real cluster the real controllers do this). Each object is synced from a fresh read, one sync per
@@ -267,10 +267,19 @@ export async function startSimulatedNode(
 
   let nextPodIp = 0;
   const runPod = (pod: V1Pod) => {
-    const { name, namespace, deletionTimestamp } = pod.metadata ?? {};
+    const { name, namespace, deletionTimestamp, uid } = pod.metadata ?? {};
     const node = pod.spec?.nodeName;
-    if (!name || !namespace || deletionTimestamp || pod.status?.phase === 'Running') return;
-    if (!node || !(NODE_NAMES as readonly string[]).includes(node)) return; // not bound to a simulated node
+    if (!name || !namespace || !node || !(NODE_NAMES as readonly string[]).includes(node)) return;
+    if (deletionTimestamp) {
+      // kubelet, once the containers of a Pod being deleted have stopped, removes it for good (a
+      // grace period of 0, on its UID): until then the Pod stays Terminating, and its namespace too.
+      core
+        // In the body: a DELETE with one reads its options from it alone (handlers/delete.go).
+        .deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } })
+        .catch(ignore);
+      return;
+    }
+    if (pod.status?.phase === 'Running') return;
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return;
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const ip = `10.244.0.${(nextPodIp++ % 254) + 1}`;
@@ -365,7 +374,11 @@ export async function startSimulatedNode(
     const load = (node: string) =>
       cached.filter((p) => p.spec?.nodeName === node).length +
       [...binding.values()].filter((n) => n === node).length;
-    const nodeName = [...NODE_NAMES].sort((a, b) => load(a) - load(b))[0] ?? NODE_NAMES[0];
+    // kube-scheduler's NodeAffinity filter, for `spec.nodeSelector`: a Pod no node fits stays Pending.
+    const selector = Object.entries(pod.spec?.nodeSelector ?? {});
+    const fits = (node: string) => selector.every(([k, v]) => nodes.get(node)?.metadata?.labels?.[k] === v);
+    const nodeName = NODE_NAMES.filter(fits).sort((a, b) => load(a) - load(b))[0];
+    if (!nodeName) return;
     binding.set(key, nodeName);
     core
       .createNamespacedPodBinding({

@@ -3,7 +3,8 @@
  * server runs admission, defaulting, the patch or apply and validation, and answers the object it
  * would store, without storing it. {@link dryRunKubeConfig} wraps a KubeConfig so that every
  * POST/PUT/PATCH/DELETE any client makes with it (client-node's generated APIs, KubernetesObjectApi,
- * the kit's ResourceClient, the Event recorder) carries `dryRun=All` and is logged: what
+ * the kit's ResourceClient, the Event recorder) carries `dryRun=All` (a DELETE with a body in its
+ * `DeleteOptions` as well, where kube-apiserver reads it then) and is logged: what
  * `levelset plan` needs, and nothing a reconcile writes through it can persist.
  *
  * The kit's ResourceClient (functions/kit/client.ts) adds to each of its writes the object as it was
@@ -56,7 +57,17 @@ export function dryRunKubeConfig(kubeConfig: KubeConfig): { kubeConfig: KubeConf
     if (!WRITE_METHODS.has(method)) return;
     context.setQueryParam('dryRun', 'All');
     const contentType = context.getHeaders()['Content-Type'];
-    const body = context.getBody();
+    let body = context.getBody();
+    if (method === 'DELETE' && body !== undefined && body !== '') {
+      // kube-apiserver reads a DELETE's options from its body when it has one and ignores the query
+      // then (endpoints/handlers/delete.go DeleteResource): the dry-run must be in the body too, or
+      // the object is deleted for real.
+      const options = decodeBody(body);
+      if (options === null || typeof options !== 'object')
+        throw new Error(`a DELETE's body is not DeleteOptions: ${String(body).slice(0, 100)}`);
+      body = JSON.stringify({ ...options, dryRun: ['All'] });
+      context.setBody(body);
+    }
     const write: DryRunWrite = {
       method,
       path: new URL(context.getUrl()).pathname,

@@ -497,16 +497,15 @@ async function route(
     }
     case 'delete': {
       const opts = writeOptions(url, req);
-      const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
-      const options = deleteOptions(url, body);
-      if (options.dryRun?.includes('All')) opts.dryRun = true;
+      const options = deleteOptions(url, decode(await readBody(req), mediaType(req)) as DeleteOptions);
+      opts.dryRun = options.dryRun?.includes('All') ?? false;
       const result = registry.delete(t, namespace, name, options, opts);
       if (result.object) return send(res, 200, render(result.object), rep);
       return send(res, 200, result.status, rep);
     }
     case 'deletecollection': {
       const opts = writeOptions(url, req);
-      const body = (decode(await readBody(req), mediaType(req)) ?? {}) as DeleteOptions;
+      const options = deleteOptions(url, decode(await readBody(req), mediaType(req)) as DeleteOptions);
       const items = registry.deleteCollection(
         t,
         namespace,
@@ -514,8 +513,8 @@ async function route(
           labelSelector: url.searchParams.get('labelSelector') ?? undefined,
           fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
         },
-        deleteOptions(url, body),
-        opts,
+        options,
+        { ...opts, dryRun: options.dryRun?.includes('All') ?? false },
       );
       const wireItems = t.custom ? items : items.map(({ apiVersion: _a, kind: _k, ...o }) => o);
       return send(
@@ -535,14 +534,22 @@ async function route(
   }
 }
 
-function deleteOptions(url: URL, body: DeleteOptions): DeleteOptions {
-  const out: DeleteOptions = { ...body };
+/**
+ * A DELETE's options: its body when it has one, else its query parameters, never both: kube-apiserver's
+ * handlers (endpoints/handlers/delete.go DeleteResource, DeleteCollection) decode the body and read
+ * the query only when the body is empty, so `?gracePeriodSeconds=0` beside a body is ignored.
+ */
+function deleteOptions(url: URL, body: DeleteOptions | undefined): DeleteOptions {
+  if (body !== undefined) return body;
+  const out: DeleteOptions = {};
   const policy = url.searchParams.get('propagationPolicy');
   if (policy) out.propagationPolicy = policy;
   const grace = url.searchParams.get('gracePeriodSeconds');
   if (grace) out.gracePeriodSeconds = Number(grace);
   const orphan = url.searchParams.get('orphanDependents');
   if (orphan) out.orphanDependents = TRUE_VALUES.has(orphan);
+  const dryRun = url.searchParams.getAll('dryRun');
+  if (dryRun.length > 0) out.dryRun = dryRun;
   return out;
 }
 

@@ -177,6 +177,23 @@ describe('levelset plan', () => {
     );
   });
 
+  it('a DELETE with DeleteOptions in its body through the dry-run KubeConfig deletes nothing', async () => {
+    // kube-apiserver reads a DELETE's options from its body and then ignores `?dryRun=All`.
+    const kept = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'kept' } } });
+    const { kubeConfig, writes } = dryRunKubeConfig(cluster.kubeConfig);
+    await kubeConfig.makeApiClient(CoreV1Api).deleteNamespacedConfigMap({
+      namespace,
+      name: 'kept',
+      body: { preconditions: { uid: kept.metadata?.uid } },
+    });
+    const after = await core.readNamespacedConfigMap({ namespace, name: 'kept' });
+    assert.equal(after.metadata?.uid, kept.metadata?.uid, 'still there');
+    assert.deepEqual(
+      writes.map((w) => [w.method, w.path]),
+      [['DELETE', `/api/v1/namespaces/${namespace}/configmaps/kept`]],
+    );
+  });
+
   it('refuses a malformed key with exit 2', async () => {
     const run = await levelset('foo', 'no-namespace');
     assert.equal(run.code, 2);

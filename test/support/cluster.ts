@@ -24,7 +24,10 @@ export interface TestCluster {
   kubeconfigPath: string;
   /** The local API server, when the test runs against it; `undefined` on a real cluster. */
   local?: LocalApiServer;
-  /** Deletes the namespaces made by {@link TestCluster.createNamespace}, stops a local server. */
+  /**
+   * Deletes the namespaces made by {@link TestCluster.createNamespace} and, on a real cluster, waits
+   * (deadline 120 s) until they are gone; stops a local server.
+   */
   stop(): Promise<void>;
   /**
    * Creates a namespace with a unique name (`<prefix>-<random>`) labelled `levelset.dev/test=true`.
@@ -130,6 +133,23 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
         return;
       }
       await Promise.allSettled(created.map((name) => core.deleteNamespace({ name })));
+      // A real cluster is shared by the test files, which run one after the other there
+      // (scripts/test.ts): the next file's relay and watches must not see this file's objects go,
+      // so the namespaces are waited for until the namespace controller has emptied and removed them.
+      await waitFor(
+        async () => {
+          const left = await Promise.all(
+            created.map((name) =>
+              core.readNamespace({ name }).then(
+                () => name,
+                (err: { code?: number }) => (err.code === 404 ? undefined : name),
+              ),
+            ),
+          );
+          return left.every((name) => name === undefined);
+        },
+        { timeoutMs: 120_000, intervalMs: 250, message: `namespaces ${created.join(', ')} to be deleted` },
+      );
     },
   };
 }

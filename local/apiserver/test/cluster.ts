@@ -72,6 +72,21 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
         return;
       }
       await Promise.allSettled(created.map((name) => core.deleteNamespace({ name })));
+      // Test files run one after the other on a real cluster: the next one must not see these go.
+      await waitFor(
+        async () =>
+          (
+            await Promise.all(
+              created.map((name) =>
+                core.readNamespace({ name }).then(
+                  () => false,
+                  (err: { code?: number }) => err.code === 404,
+                ),
+              ),
+            )
+          ).every(Boolean),
+        { timeoutMs: 120_000, intervalMs: 250, message: `namespaces ${created.join(', ')} to be deleted` },
+      );
     },
   };
 }
