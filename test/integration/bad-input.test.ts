@@ -8,8 +8,11 @@
 import assert from 'node:assert/strict';
 import { type IncomingHttpHeaders, request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
+import { resyncTopicOf } from '../../functions/config.ts';
 import { MAX_BODY_BYTES } from '../../functions/http.ts';
-import { freePort } from '../../local/pubsub-emulator.ts';
+import { emulatorClientOptions } from '../../functions/publish.ts';
+import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { functionsCli } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -116,6 +119,7 @@ const malformed: [string, Delivery, number?][] = [
 
 describe('malformed deliveries and requests', () => {
   let cluster: TestCluster;
+  let emulator: PubSubEmulator | undefined;
   let reconcile: Service;
   let resync: Service;
   const errors = (s: Service) => s.logs.filter((l) => l.severity === 'ERROR');
@@ -130,6 +134,14 @@ describe('malformed deliveries and requests', () => {
 
   before(async () => {
     cluster = await startTestCluster();
+    // A real cluster holds objects whose keys the resync publishes (the local server starts empty):
+    // there the functions get a Pub/Sub of their own with the resync's topic, as the local stack gives them.
+    if (!cluster.local) {
+      emulator = await startPubSubEmulator();
+      const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
+      await pubsub.createTopic(resyncTopicOf('levelset-keys'));
+      await pubsub.close();
+    }
     const start = async (target: string) => {
       const port = await freePort();
       return startService({
@@ -141,6 +153,9 @@ describe('malformed deliveries and requests', () => {
           GOOGLE_CLOUD_PROJECT: 'local-project',
           LEVELSET_FUNCTIONS_TOKEN: token,
           LEVELSET_SOURCE_NAMESPACE: 'levelset-system',
+          ...(emulator
+            ? { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId }
+            : {}),
         },
       });
     };
@@ -149,7 +164,7 @@ describe('malformed deliveries and requests', () => {
 
   after(async () => {
     await Promise.all([reconcile?.stop(), resync?.stop()]);
-    await cluster?.stop();
+    await Promise.all([cluster?.stop(), emulator?.stop()]);
   });
 
   it(`answers each of ${malformed.length} malformed deliveries 204 (another method: 405) with exactly one ERROR line, and stays up`, async () => {
