@@ -29,6 +29,7 @@ import {
   orderingKeyOf,
 } from '../functions/contract/key.ts';
 import { isDNS1123Label } from '../functions/contract/names.ts';
+import { isPrimaryWatch } from '../functions/contract/watch-predicates.ts';
 import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
@@ -55,13 +56,6 @@ export interface InformerPlan {
   namespace?: string;
   labelSelector?: string;
   routes: Route[];
-}
-
-/** Whether `watch` lists+watches the controller's primary resource (same group and plural). */
-export function isPrimaryWatch(controller: Controller, watch: Watch): boolean {
-  return (
-    watch.resource.group === controller.primary.group && watch.resource.plural === controller.primary.plural
-  );
 }
 
 /**

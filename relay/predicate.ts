@@ -1,59 +1,14 @@
 /**
  * Which watch events enqueue a key: the events of a controller's PRIMARY resource, and those of a
- * secondary watch that declares what it reads of an object's status (`Watch.readsStatus`).
- *
- * controller-runtime's `GenerationChangedPredicate` (drop updates whose `metadata.generation` did
- * not change, i.e. status-only writes), or'ed with its `LabelChangedPredicate` and
- * `AnnotationChangedPredicate`, plus deletionTimestamp, finalizers and ownerReferences, which a
- * reconcile also acts on and which do not bump the generation. Without this a controller that
- * writes its own status would re-enqueue itself forever.
+ * secondary watch that declares what it reads of an object's status (`Watch.readsStatus`). The
+ * predicates themselves are the contract's (functions/contract/watch-predicates.ts, shared with the
+ * kit's test helper `keysFor`); here, what the relay's informer recorded of each object's status.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { WatchEvent } from '../functions/contract/controller.ts';
+import { statusEventPassesWith } from '../functions/contract/watch-predicates.ts';
 
-/** The metadata fields whose change enqueues a key even when the generation is unchanged. */
-export const SIGNIFICANT_METADATA = [
-  'labels',
-  'annotations',
-  'deletionTimestamp',
-  'finalizers',
-  'ownerReferences',
-] as const;
-
-/** `undefined`, `null`, `{}` and `[]` all mean "none" in Kubernetes metadata. */
-function normalise(value: unknown): unknown {
-  if (value === null || value === undefined) return undefined;
-  if (Array.isArray(value)) return value.length ? value : undefined;
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'object') return Object.keys(value).length ? value : undefined;
-  return value;
-}
-
-function metadataOf(o: KubernetesObject | undefined): Record<string, unknown> {
-  return (o?.metadata ?? {}) as Record<string, unknown>;
-}
-
-/**
- * Whether a primary's watch event should enqueue its key.
- *
- * Drops exactly the `MODIFIED` events where the object has a generation (`metadata.generation` set:
- * types with a status subresource or CRDs; Secrets, Namespaces have none, so every update counts),
- * the generation equals the previous one in the relay's cache, and none of
- * {@link SIGNIFICANT_METADATA} changed. `ADDED`, `DELETED`, and `MODIFIED` without a cached
- * `oldObject` always pass.
- * @returns `true` to enqueue, `false` to drop.
- */
-export function primaryEventPasses(event: WatchEvent): boolean {
-  if (event.type !== 'MODIFIED' || !event.oldObject) return true;
-  const now = metadataOf(event.object);
-  const old = metadataOf(event.oldObject);
-  if (now.generation === undefined || now.generation === null) return true;
-  if (now.generation !== old.generation) return true;
-  return SIGNIFICANT_METADATA.some(
-    (field) => !isDeepStrictEqual(normalise(now[field]), normalise(old[field])),
-  );
-}
+export { primaryEventPasses, SIGNIFICANT_METADATA } from '../functions/contract/watch-predicates.ts';
 
 /** The JSON of what the watches of an informer read of a cached object's status (`Watch.readsStatus`). */
 const statusReads = new WeakMap<KubernetesObject, string>();
@@ -69,19 +24,11 @@ export function statusReadOf(object: KubernetesObject): string | undefined {
 }
 
 /**
- * Whether an event of a secondary watch that declares `readsStatus` should enqueue its keys
- * (controller-runtime's `GenerationChangedPredicate` or'ed with a predicate on the status fields
- * the reconcile reads): drops exactly the `MODIFIED` events that {@link primaryEventPasses} drops
- * (same generation, no significant metadata change) AND whose status read is recorded, before and
- * after, and unchanged: a Deployment's `observedGeneration` or `readyReplicas` moving when its
- * owner reads `availableReplicas` alone. Without a recorded read on either side (the informer did
- * not see the whole object) the event passes: nothing is dropped on what was not compared.
+ * The status predicate (functions/contract/watch-predicates.ts `statusEventPassesWith`) on the
+ * status reads the informer recorded ({@link recordStatusRead}): without a recorded read on either
+ * side (the informer did not see the whole object) the event passes.
  * @returns `true` to enqueue, `false` to drop.
  */
 export function statusEventPasses(event: WatchEvent): boolean {
-  if (event.type !== 'MODIFIED' || !event.oldObject) return true;
-  const now = statusReadOf(event.object);
-  const old = statusReadOf(event.oldObject);
-  if (now === undefined || old === undefined || now !== old) return true;
-  return primaryEventPasses(event);
+  return statusEventPassesWith(event, statusReadOf);
 }

@@ -73,7 +73,7 @@ export interface Watch {
    * `availableReplicas`), for a secondary watch (a child or another resource): the relay then lists
    * and watches whole objects of this resource, keeps the JSON of this value beside the cached
    * metadata (never the body), and drops a `MODIFIED` event that changes neither the generation,
-   * the significant metadata (relay/predicate.ts `SIGNIFICANT_METADATA`) nor this value
+   * the significant metadata (watch-predicates.ts `SIGNIFICANT_METADATA`) nor this value
    * (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and cheap;
    * one that throws lets every event pass. Omitted: every event of the watch passes.
    */

@@ -6,12 +6,26 @@
  *   const cluster = await startTestCluster();            // test/support/cluster.ts
  *   const t = reconcilerForTest(icecream, cluster.kubeconfigPath);
  *   const run = await t.reconcile({ namespace, name });  // → { requests, result, error }
- *   assert.deepEqual(run.requests, ['GET /apis/…/icecreams/x', 'GET /apis/apps/v1/…/deployments', …]);
+ *   assert.deepEqual(writesOf(run.requests), []);       // a converged reconcile only reads
+ *   const runs = await t.converge({ namespace, name });  // reconcile until one writes nothing
+ *
+ * and which keys a watch event enqueues, as the relay computes them:
+ *
+ *   keysFor(icecream, { type: 'MODIFIED', object: deployment, oldObject: before }); // → [{ namespace, name }]
  */
-import type { RequestContext } from '@kubernetes/client-node';
+import type { KubernetesObject, RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { Controller, ReconcileContext, Result } from '../contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key } from '../contract/key.ts';
+import type {
+  Controller,
+  MapContext,
+  ReconcileContext,
+  ResourceType,
+  Result,
+  WatchEvent,
+} from '../contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from '../contract/key.ts';
+import { isDNS1123Label } from '../contract/names.ts';
+import { isPrimaryWatch, primaryEventPasses, statusEventPassesWith } from '../contract/watch-predicates.ts';
 import { TerminalError } from '../k8s/errors.ts';
 import { createEventRecorder } from '../k8s/events.ts';
 import type { Logger } from '../log.ts';
@@ -47,9 +61,23 @@ export interface ReconcileRun {
   error?: TerminalError;
 }
 
+/** The requests of `requests` (`METHOD path` strings, as {@link CountingKubeConfig} records them) that write: all but GETs. */
+export function writesOf(requests: readonly string[]): string[] {
+  return requests.filter((r) => !r.startsWith('GET '));
+}
+
 export interface ReconcilerForTest {
   /** Reconciles `key` once; throws what a retry would answer (anything but a TerminalError). */
   reconcile(key: Key): Promise<ReconcileRun>;
+  /**
+   * Reconciles `key` until a reconcile makes no write (a converged reconcile only reads), at most
+   * `tries` times (default 5): on a real cluster other writers (the Deployment controller, kubelet)
+   * move what a reconcile reads after the first one, and each move is one more reconcile that writes.
+   * @returns every run, oldest first; the last one made no write
+   * @throws {Error} when a run ends in a TerminalError, or when all `tries` runs wrote (the last one's
+   *   requests named); and what {@link ReconcilerForTest.reconcile} throws
+   */
+  converge(key: Key, tries?: number): Promise<ReconcileRun[]>;
   kubeConfig: CountingKubeConfig;
   /**
    * With `options.otherClusters`: each other cluster's request-recording KubeConfig, by id (its
@@ -102,21 +130,111 @@ export function reconcilerForTest(
         }
       : {}),
   };
+  const reconcile = async (key: Key): Promise<ReconcileRun> => {
+    kubeConfig.requests = [];
+    for (const kc of others.values()) kc.requests = [];
+    try {
+      const result = await controller.reconcile(key, ctx);
+      return { requests: kubeConfig.requests, result };
+    } catch (err) {
+      if (!(err instanceof TerminalError)) throw err;
+      if (err.object) await ctx.events.record(err.object, 'Warning', err.reason, err.message);
+      return { requests: kubeConfig.requests, error: err };
+    }
+  };
   return {
     kubeConfig,
     otherKubeConfigs: others,
     ctx,
-    async reconcile(key) {
-      kubeConfig.requests = [];
-      for (const kc of others.values()) kc.requests = [];
-      try {
-        const result = await controller.reconcile(key, ctx);
-        return { requests: kubeConfig.requests, result };
-      } catch (err) {
-        if (!(err instanceof TerminalError)) throw err;
-        if (err.object) await ctx.events.record(err.object, 'Warning', err.reason, err.message);
-        return { requests: kubeConfig.requests, error: err };
+    reconcile,
+    async converge(key, tries = 5) {
+      const runs: ReconcileRun[] = [];
+      for (let i = 0; i < tries; i++) {
+        const run = await reconcile(key);
+        runs.push(run);
+        if (run.error) throw new Error(`${keyString(key)}: reconcile ${i + 1} failed: ${run.error.message}`);
+        const writes = [
+          ...writesOf(run.requests),
+          ...[...others.values()].flatMap((kc) => writesOf(kc.requests)),
+        ];
+        if (writes.length === 0) return runs;
       }
+      const last = runs.at(-1)?.requests ?? [];
+      throw new Error(`${keyString(key)}: still writing after ${tries} reconciles: ${last.join(', ')}`);
     },
   };
+}
+
+/**
+ * The keys a watch event enqueues for `controller`, as the relay computes them (relay/pipeline.ts
+ * `KeyPipeline.keysFor`), for each of the controller's watches of the event's resource: the
+ * primary predicate on a watch of the primary resource, or the status predicate on a secondary
+ * watch that declares `readsStatus` (functions/contract/watch-predicates.ts), then the watch's own
+ * `predicate`, then its `map`; duplicates removed, and a key's `cluster` kept only when it names
+ * another cluster than the context's.
+ *
+ * Differences from the relay, for a test: the event's objects are whole objects (the relay's
+ * informer reads `readsStatus` from the whole object and hands on metadata), and each watch's
+ * `readsStatus` is compared alone (the relay combines those of the watches an informer serves); a
+ * predicate or map that throws, or an invalid key, throws here (the relay logs it and drops the
+ * event or key), so that the test sees the defect.
+ * @param options.resource the watched resource, by group and plural; default: the controller's
+ *   watched resource whose group and kind are `event.object`'s `apiVersion` and `kind`
+ * @param options.context the relay's caches as a map reads them ({@link MapContext}); default: an
+ *   empty cache of the `default` cluster
+ * @returns the keys, `[]` when the event enqueues nothing
+ * @throws {Error} when no watch of the controller matches the resource, and as above
+ */
+export function keysFor(
+  controller: Controller,
+  event: WatchEvent,
+  options: { resource?: Pick<ResourceType, 'group' | 'plural'>; context?: Partial<MapContext> } = {},
+): MappedKey[] {
+  const [group, version] = (event.object.apiVersion ?? '').includes('/')
+    ? (event.object.apiVersion ?? '').split('/')
+    : ['', event.object.apiVersion];
+  const watches = controller.watches.filter((w) =>
+    options.resource
+      ? w.resource.group === options.resource.group && w.resource.plural === options.resource.plural
+      : w.resource.group === group && w.resource.kind === event.object.kind,
+  );
+  if (watches.length === 0)
+    throw new Error(
+      `controller ${controller.name} watches no ${options.resource ? `${options.resource.plural}.${options.resource.group}` : `${event.object.kind} of ${group}/${version}`}`,
+    );
+  const cluster = options.context?.cluster ?? DEFAULT_CLUSTER;
+  const context: MapContext = {
+    cluster,
+    primaryKeys: () => [],
+    get: () => undefined,
+    byIndex: () => [],
+    ...options.context,
+  };
+  const keys = new Map<string, MappedKey>();
+  for (const watch of watches) {
+    const readOf = (object: KubernetesObject) => {
+      try {
+        return JSON.stringify(watch.readsStatus?.(object)) ?? 'undefined';
+      } catch {
+        return undefined; // as the relay: a readsStatus that throws lets every event pass
+      }
+    };
+    const passes = isPrimaryWatch(controller, watch)
+      ? primaryEventPasses(event)
+      : !watch.readsStatus || statusEventPassesWith(event, readOf);
+    if (!passes || (watch.predicate && !watch.predicate(event))) continue;
+    for (const k of watch.map(event, context)) {
+      if (
+        !(typeof k?.name === 'string' && k.name && typeof k.namespace === 'string') ||
+        (k.cluster !== undefined && !isDNS1123Label(k.cluster))
+      )
+        throw new Error(
+          `controller ${controller.name}: its map returned an invalid key ${JSON.stringify(k)}`,
+        );
+      const key: MappedKey = { namespace: k.namespace, name: k.name };
+      if (k.cluster !== undefined && k.cluster !== cluster) key.cluster = k.cluster;
+      keys.set(`${key.cluster ?? ''}|${keyString(key)}`, key);
+    }
+  }
+  return [...keys.values()];
 }

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import type { WatchEvent } from '../../functions/contract/controller.ts';
 import {
   type Customcluster,
   customclusterResource,
@@ -19,6 +20,7 @@ import {
 } from '../../functions/controllers/customcluster/desired.ts';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
 import { newControllerRef } from '../../functions/k8s/owner.ts';
+import { keysFor } from '../../functions/kit/testing.ts';
 
 const root = new URL('../../', import.meta.url);
 // biome-ignore lint/suspicious/noExplicitAny: CRD documents are walked as plain JSON.
@@ -232,9 +234,8 @@ describe('customcluster status', () => {
   });
 });
 
-describe('customcluster watches', () => {
-  const ctx = { primaryKeys: () => [] };
-  const [primary, pods] = customclusterController.watches;
+describe("customcluster watches (the keys an event enqueues: the kit's keysFor)", () => {
+  const pods = { group: '', plural: 'pods' };
   const meta = (
     ownerReferences?: NonNullable<KubernetesObject['metadata']>['ownerReferences'],
   ): KubernetesObject => ({
@@ -242,15 +243,19 @@ describe('customcluster watches', () => {
   });
 
   it('maps a Customcluster to its own key', () => {
-    assert.deepEqual(
-      primary?.map({ type: 'ADDED', object: { metadata: { name: 'cpod-f', namespace: 'team-a' } } }, ctx),
-      [{ namespace: 'team-a', name: 'cpod-f' }],
-    );
+    const object = {
+      apiVersion: 'sde.dev/v1alpha1',
+      kind: 'Customcluster',
+      metadata: { name: 'cpod-f', namespace: 'team-a' },
+    };
+    assert.deepEqual(keysFor(customclusterController, { type: 'ADDED', object }), [
+      { namespace: 'team-a', name: 'cpod-f' },
+    ]);
   });
 
   it('maps a pod to its controlling Customcluster; drops others', () => {
-    assert.equal(pods?.resource.plural, 'pods');
-    assert.equal(pods?.labelSelector, 'controller');
+    const watch = customclusterController.watches.find((w) => w.resource.plural === 'pods');
+    assert.equal(watch?.labelSelector, 'controller');
     const ref = {
       apiVersion: 'sde.dev/v1alpha1',
       kind: 'Customcluster',
@@ -258,17 +263,15 @@ describe('customcluster watches', () => {
       uid: 'u',
       controller: true,
     };
-    assert.deepEqual(pods?.map({ type: 'DELETED', object: meta([ref]) }, ctx), [
+    const keys = (event: WatchEvent) => keysFor(customclusterController, event, { resource: pods });
+    assert.deepEqual(keys({ type: 'DELETED', object: meta([ref]) }), [
       { namespace: 'team-a', name: 'cpod-f' },
     ]);
-    assert.deepEqual(pods?.map({ type: 'MODIFIED', object: meta([{ ...ref, controller: false }]) }, ctx), []);
+    assert.deepEqual(keys({ type: 'MODIFIED', object: meta([{ ...ref, controller: false }]) }), []);
     assert.deepEqual(
-      pods?.map(
-        { type: 'MODIFIED', object: meta([{ ...ref, kind: 'ReplicaSet', apiVersion: 'apps/v1' }]) },
-        ctx,
-      ),
+      keys({ type: 'MODIFIED', object: meta([{ ...ref, kind: 'ReplicaSet', apiVersion: 'apps/v1' }]) }),
       [],
     );
-    assert.deepEqual(pods?.map({ type: 'MODIFIED', object: meta() }, ctx), []);
+    assert.deepEqual(keys({ type: 'MODIFIED', object: meta() }), []);
   });
 });

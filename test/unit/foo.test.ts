@@ -15,9 +15,7 @@ import {
 import { newDeployment, readyFromDeployment } from '../../functions/controllers/foo/desired.ts';
 import { fooController } from '../../functions/controllers/foo/index.ts';
 import { FIELD_MANAGER } from '../../functions/kit/index.ts';
-import { createLogger } from '../../functions/log.ts';
-import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
-import { recordStatusRead } from '../../relay/predicate.ts';
+import { keysFor } from '../../functions/kit/testing.ts';
 
 const root = new URL('../../', import.meta.url);
 const readYaml = (path: string) => parse(readFileSync(new URL(path, root), 'utf8'));
@@ -171,13 +169,12 @@ describe('foo desired state', () => {
   });
 });
 
-describe('foo watches', () => {
-  const ctx = { primaryKeys: () => [] };
-  const [primary, deployments] = fooController.watches;
+describe("foo watches (the keys an event enqueues, as the relay computes them: the kit's keysFor)", () => {
   const event = (object: KubernetesObject, type: WatchEvent['type'] = 'MODIFIED'): WatchEvent => ({
     type,
     object,
   });
+  const deployments = { group: 'apps', plural: 'deployments' };
   const controlledBy = (kind: string, apiVersion: string): KubernetesObject => ({
     apiVersion: 'meta.k8s.io/v1',
     kind: 'PartialObjectMetadata',
@@ -189,25 +186,35 @@ describe('foo watches', () => {
   });
 
   it('maps a Foo to its own key', () => {
-    assert.deepEqual(primary?.map(event({ metadata: { name: 'f', namespace: 'team-a' } }), ctx), [
-      { namespace: 'team-a', name: 'f' },
-    ]);
-    assert.deepEqual(primary?.resource, fooResource);
+    assert.deepEqual(
+      keysFor(fooController, event({ metadata: { name: 'f', namespace: 'team-a' } }), {
+        resource: fooResource,
+      }),
+      [{ namespace: 'team-a', name: 'f' }],
+    );
   });
 
   it('maps a Deployment to the key of its controlling Foo, tombstones included', () => {
-    assert.equal(deployments?.resource.plural, 'deployments');
     const obj = controlledBy('Foo', 'samplecontroller.k8s.io/v1alpha1');
-    assert.deepEqual(deployments?.map(event(obj), ctx), [{ namespace: 'team-a', name: 'owner-foo' }]);
-    assert.deepEqual(deployments?.map(event(obj, 'DELETED'), ctx), [
+    assert.deepEqual(keysFor(fooController, event(obj), { resource: deployments }), [
+      { namespace: 'team-a', name: 'owner-foo' },
+    ]);
+    assert.deepEqual(keysFor(fooController, event(obj, 'DELETED'), { resource: deployments }), [
       { namespace: 'team-a', name: 'owner-foo' },
     ]);
   });
 
   it('drops Deployments controlled by something else, or by nothing', () => {
-    assert.deepEqual(deployments?.map(event(controlledBy('ReplicaSet', 'apps/v1')), ctx), []);
-    assert.deepEqual(deployments?.map(event(controlledBy('Foo', 'other.example/v1')), ctx), []);
-    assert.deepEqual(deployments?.map(event({ metadata: { name: 'd', namespace: 'team-a' } }), ctx), []);
+    for (const obj of [
+      controlledBy('ReplicaSet', 'apps/v1'),
+      controlledBy('Foo', 'other.example/v1'),
+      { metadata: { name: 'd', namespace: 'team-a' } },
+    ])
+      assert.deepEqual(
+        keysFor(fooController, event(obj), { resource: deployments }),
+        [],
+        JSON.stringify(obj),
+      );
   });
 
   it('asks for what its reconcile does (RBAC)', () => {
@@ -220,16 +227,7 @@ describe('foo watches', () => {
   });
 });
 
-describe("the foo controller's Deployment watch, through the relay's pipeline", () => {
-  const pipeline = new KeyPipeline({
-    collapseMs: 0,
-    publish: async () => 'm',
-    primaryKeys: () => [],
-    logger: createLogger('test', { write: () => {} }),
-  });
-  const route = planInformers([fooController])
-    .flatMap((p) => p.routes)
-    .find((r) => r.watch.resource.plural === 'deployments');
+describe("the foo controller's Deployment watch: its predicates (keysFor)", () => {
   const owner = {
     apiVersion: 'samplecontroller.k8s.io/v1alpha1',
     kind: 'Foo',
@@ -237,36 +235,28 @@ describe("the foo controller's Deployment watch, through the relay's pipeline", 
     uid: 'u1',
     controller: true,
   };
-  /** A Deployment of the Foo `web`, as the relay's informer hands it on (status read recorded). */
+  /** A Deployment of the Foo `web`. */
   const deployment = (
     rv: string,
     generation: number,
     available: number | undefined,
     managers: string[] = [],
-  ) => {
-    const d: KubernetesObject & { status?: object } = {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: {
-        name: 'web',
-        namespace: 'ns',
-        resourceVersion: rv,
-        generation,
-        ownerReferences: [owner],
-        ...(managers.length
-          ? { managedFields: managers.map((manager) => ({ manager, operation: 'Update' })) }
-          : {}),
-      },
-      ...(available !== undefined ? { status: { availableReplicas: available } } : {}),
-    };
-    recordStatusRead(d, JSON.stringify([route?.watch.readsStatus?.(d) ?? null]));
-    return d;
-  };
-  const keys = (event: WatchEvent) => (route ? pipeline.keysFor(route, event) : []);
-
-  it('declares both predicates', () => {
-    assert.ok(route?.watch.predicate && route.watch.readsStatus);
+  ): KubernetesObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: 'web',
+      namespace: 'ns',
+      resourceVersion: rv,
+      generation,
+      ownerReferences: [owner],
+      ...(managers.length
+        ? { managedFields: managers.map((manager) => ({ manager, operation: 'Update' })) }
+        : {}),
+    },
+    ...(available !== undefined ? { status: { availableReplicas: available } } : {}),
   });
+  const keys = (event: WatchEvent) => keysFor(fooController, event);
 
   it('maps nothing for the echo of its own create, and the Foo for a Deployment another writer created', () => {
     assert.deepEqual(keys({ type: 'ADDED', object: deployment('1', 1, undefined, [FIELD_MANAGER]) }), []);
@@ -292,5 +282,19 @@ describe("the foo controller's Deployment watch, through the relay's pipeline", 
       { namespace: 'ns', name: 'web' },
     ]);
     assert.deepEqual(keys({ type: 'DELETED', object: scaled }), [{ namespace: 'ns', name: 'web' }]);
+  });
+
+  it("maps nothing for its own Foo's status-only update (the primary predicate)", () => {
+    const foo = (rv: string, available: number): KubernetesObject =>
+      ({
+        apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+        kind: 'Foo',
+        metadata: { name: 'web', namespace: 'ns', resourceVersion: rv, generation: 1 },
+        status: { availableReplicas: available },
+      }) as KubernetesObject;
+    assert.deepEqual(
+      keysFor(fooController, { type: 'MODIFIED', object: foo('2', 1), oldObject: foo('1', 0) }),
+      [],
+    );
   });
 });
