@@ -1,0 +1,179 @@
+/**
+ * Section `resync-priority`: Foo replicas changed → Deployment updated while a resync's backlog is
+ * pending, through the serverless pipeline: with no resync (baseline); with `priorityBacklog` resync
+ * keys pending on the resync's own topic (as now); and with the same backlog on the live keys topic
+ * (as before). The backlog is keys of Foos that do not exist (each reconcile one GET), published by
+ * the resync (`resyncAll`), with the resync's publisher on its own topic.
+ *
+ * One run's p50 over a handful of changes swings with the machine's load (2 shared cores: the
+ * backlog's reconciles, the emulator and the API server compete with the live change for them), so
+ * the section makes `priorityRuns` runs, each on a stack of its own with its baseline measured just
+ * before its backlog, and reports the median run's ratio with the spread of all.
+ */
+import type { Controller } from '../../functions/contract/controller.ts';
+import { controllers as registry } from '../../functions/controllers/index.ts';
+import { createKeyPublisher } from '../../functions/publish.ts';
+import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
+import { type LocalStack, startLocalStack } from '../../local/stack.ts';
+import type { ApiServer, Section, SectionEnv } from '../environment.ts';
+import { type Figure, quantiles } from '../report.ts';
+import { FOOS, merge, now, quiet, watchObjects } from '../support.ts';
+
+/** A live change not converged within this counts as this, ms. */
+const TIMEOUT_MS = 60_000;
+
+/** One run's p50s (ms) and how many resync keys were reconciled during its own-topic changes. */
+interface Run {
+  idle: number;
+  ownTopic: number;
+  liveTopic: number;
+  ownDrained: number;
+  n: number;
+}
+
+export const resyncPriority: Section = {
+  name: 'resync-priority',
+  async run(env) {
+    const api = await env.apiServer();
+    const runs: Run[] = [];
+    for (let i = 0; i < env.sizes.priorityRuns; i++) runs.push(await oneRun(env, api, i));
+    return priorityFigures(env, runs);
+  },
+};
+
+async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run> {
+  const { sizes } = env;
+  const ns = `bench-priority-${run}`;
+  await api.createNs(ns);
+  const stack = await startLocalStack({ mode: 'serverless', kubeconfigPath: api.kubeconfigPath, env: {} });
+  const deployments = watchObjects(api.kc, '/apis/apps/v1/deployments');
+  await deployments.ready;
+  try {
+    const names = Array.from({ length: sizes.rotation }, (_, k) => `p-${k}`);
+    for (const name of names) await api.createFoo(ns, name);
+    const replicasAre = (name: string, r: number) => () =>
+      (deployments.get(ns, name) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
+    for (const name of names) await deployments.until(replicasAre(name, 1));
+    let change = 0;
+    const changes = async (): Promise<number[]> => {
+      const ms: number[] = [];
+      for (let i = 0; i < sizes.priorityChanges; i++) {
+        change++;
+        const name = names[change % names.length] as string;
+        // A value the Foo does not have yet: it changes every time its name comes round again.
+        const r = (Math.floor(change / names.length) % 4) + 2;
+        const t0 = now();
+        await api.custom.patchNamespacedCustomObject(
+          { ...FOOS, namespace: ns, name, body: { spec: { replicas: r } } },
+          merge,
+        );
+        const at = await deployments.until(replicasAre(name, r), TIMEOUT_MS).catch(() => undefined);
+        ms.push(at === undefined ? TIMEOUT_MS : at - t0);
+      }
+      return ms;
+    };
+    env.log(`resync priority, run ${run + 1}: no resync`);
+    const idle = await changes();
+    env.log(`resync priority, run ${run + 1}: ${sizes.priorityBacklog} keys on the resync topic`);
+    const ackedBefore = stack.resyncPushProxy.stats().acknowledged;
+    await backlog(env, api, stack, stack.resyncTopology.topic, ns, 'own', RESYNC_PUBLISHING);
+    const own = await changes();
+    const ownDrained = stack.resyncPushProxy.stats().acknowledged - ackedBefore;
+    env.log(`resync priority, run ${run + 1}: ${sizes.priorityBacklog} keys on the live topic (as before)`);
+    await backlog(env, api, stack, stack.topology.topic, ns, 'shared', { ordering: true });
+    const shared = await changes();
+    return {
+      idle: quantiles(idle).p50,
+      ownTopic: quantiles(own).p50,
+      liveTopic: quantiles(shared).p50,
+      ownDrained,
+      n: own.length,
+    };
+  } finally {
+    deployments.stop();
+    await stack.stop();
+  }
+}
+
+/**
+ * Publishes the backlog by the resync itself (resyncAll), its keys listed by a `foo` controller whose
+ * listKeys names Foos that do not exist: on the resync's topic with the resync's publisher
+ * (RESYNC_PUBLISHING: no ordering key, batched), on the live topic with the live keys' (an ordering
+ * key per key), as the resync published before it had a topic of its own.
+ */
+async function backlog(
+  env: SectionEnv,
+  api: ApiServer,
+  stack: LocalStack,
+  topicName: string,
+  ns: string,
+  tag: string,
+  options: { ordering?: boolean },
+): Promise<void> {
+  const { sizes } = env;
+  const fooController = registry.find((c) => c.name === 'foo') as Controller;
+  const publisher = createKeyPublisher({
+    projectId: stack.emulator.projectId,
+    topic: topicName.split('/').pop() as string,
+    emulatorHost: stack.emulator.host,
+    logger: quiet,
+    ...options,
+  });
+  try {
+    const report = await resyncAll(
+      [
+        {
+          ...fooController,
+          listKeys: async function* () {
+            for (let i = 0; i < sizes.priorityBacklog; i++)
+              yield { namespace: ns, name: `absent-${tag}-${i}` };
+          },
+        },
+      ],
+      api.kc,
+      publisher,
+      quiet,
+    );
+    if (report.published !== sizes.priorityBacklog)
+      throw new Error(
+        `backlog: ${report.published} of ${sizes.priorityBacklog} keys published: ${JSON.stringify(report.controllers)}`,
+      );
+  } finally {
+    await publisher.close();
+  }
+}
+
+/** The median run (by its own-topic ratio) as the figures, every run's ratios as the spread. */
+function priorityFigures(env: SectionEnv, runs: Run[]) {
+  const { sizes } = env;
+  const byRatio = [...runs].sort((a, b) => a.ownTopic / a.idle - b.ownTopic / b.idle);
+  const median = byRatio[Math.floor((byRatio.length - 1) / 2)] as Run;
+  const ratios = (of: (r: Run) => number) => runs.map((r) => `${(of(r) / r.idle).toFixed(2)}×`).join(', ');
+  const of =
+    runs.length > 1
+      ? `the median of ${runs.length} runs (each run's ratio: ${ratios((r) => r.ownTopic)})`
+      : 'one run';
+  const figures: Figure[] = [
+    {
+      section: 'resync-priority',
+      name: `Foo replicas changed while ${sizes.priorityBacklog} resync keys are pending (own topic) → Deployment updated, p50 of ${median.n} changes; ${of}`,
+      value: median.ownTopic,
+      unit: 'ms',
+      baseline: { name: 'no resync running, the same run', value: median.idle },
+      target: { text: '≤ 2×', met: median.ownTopic <= 2 * median.idle },
+    },
+    {
+      section: 'resync-priority',
+      name: `the same with the backlog on the live keys topic (before: one subscription), p50 of ${median.n}${runs.length > 1 ? `; each run's ratio: ${ratios((r) => r.liveTopic)}` : ''}`,
+      value: median.liveTopic,
+      unit: 'ms',
+      baseline: { name: 'no resync running, the same run', value: median.idle },
+    },
+  ];
+  return {
+    figures,
+    notes: [
+      `resync priority: ${runs.map((r) => r.ownDrained).join(', ')} of ${sizes.priorityBacklog} resync keys were reconciled while the ${median.n} live changes of each own-topic run converged; a live change not converged within ${TIMEOUT_MS / 1000} s counts as ${TIMEOUT_MS / 1000} s.`,
+    ],
+  };
+}
