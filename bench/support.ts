@@ -122,16 +122,14 @@ export function createFoo(client: CustomObjectsApi, namespace: string, name: str
   });
 }
 
-/** `kubectl apply`s the CRD of each controller in `controllers` (functions/controllers/<name>/crd.yaml). */
+/** `kubectl apply`s the CRD of each controller in `controllers` (functions/controllers/<name>/crd.yaml), in one call. */
 export async function applyCrds(kubeconfigPath: string, controllers: readonly string[]): Promise<void> {
-  for (const crd of controllers)
-    await exec('kubectl', [
-      '--kubeconfig',
-      kubeconfigPath,
-      'apply',
-      '-f',
-      join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml'),
-    ]);
+  await exec('kubectl', [
+    '--kubeconfig',
+    kubeconfigPath,
+    'apply',
+    ...controllers.flatMap((crd) => ['-f', join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml')]),
+  ]);
 }
 
 /** Waits until `list` answers (a CRD just applied is served); throws after 30 s. */

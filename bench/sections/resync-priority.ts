@@ -12,12 +12,14 @@
  */
 import type { Controller } from '../../functions/contract/controller.ts';
 import { controllers as registry } from '../../functions/controllers/index.ts';
+import { LABELS } from '../../functions/log.ts';
 import { createKeyPublisher } from '../../functions/publish.ts';
 import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { type Figure, quantiles } from '../report.ts';
 import { FOOS, merge, now, quiet, watchObjects } from '../support.ts';
+import { type DeliveryLine, recordBusWaits, type TimedChange } from './bus-wait.ts';
 
 /** A live change not converged within this counts as this, ms. */
 const TIMEOUT_MS = 60_000;
@@ -27,6 +29,8 @@ interface Run {
   idle: number;
   ownTopic: number;
   liveTopic: number;
+  /** The bus's wait (published → pushed) and the rest, p50, idle and during the own-topic backlog. */
+  split: { idleWait: number; ownWait: number; idleRest: number; ownRest: number };
   ownDrained: number;
   n: number;
 }
@@ -45,7 +49,18 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
   const { sizes } = env;
   const ns = `bench-priority-${run}`;
   await api.createNs(ns);
-  const stack = await startLocalStack({ mode: 'serverless', kubeconfigPath: api.kubeconfigPath, env: {} });
+  const delivered: DeliveryLine[] = [];
+  const stack = await startLocalStack({
+    mode: 'serverless',
+    kubeconfigPath: api.kubeconfigPath,
+    env: { LOG_LEVEL: 'info' },
+    onLog: (service, line) => {
+      const labels = line[LABELS] as DeliveryLine['labels'];
+      if (service === 'reconcile' && typeof line.outcome === 'string' && labels?.controller === 'foo')
+        delivered.push({ line, labels });
+    },
+  });
+  const published = await recordBusWaits(stack, delivered);
   const deployments = watchObjects(api.kc, '/apis/apps/v1/deployments');
   await deployments.ready;
   try {
@@ -55,8 +70,8 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
       (deployments.get(ns, name) as { spec?: { replicas?: number } } | undefined)?.spec?.replicas === r;
     for (const name of names) await deployments.until(replicasAre(name, 1));
     let change = 0;
-    const changes = async (): Promise<number[]> => {
-      const ms: number[] = [];
+    const changes = async (): Promise<TimedChange[]> => {
+      const ms: TimedChange[] = [];
       for (let i = 0; i < sizes.priorityChanges; i++) {
         change++;
         const name = names[change % names.length] as string;
@@ -68,7 +83,7 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
           merge,
         );
         const at = await deployments.until(replicasAre(name, r), TIMEOUT_MS).catch(() => undefined);
-        ms.push(at === undefined ? TIMEOUT_MS : at - t0);
+        ms.push({ controller: 'foo', key: `${ns}/${name}`, t0, at: at ?? t0 + TIMEOUT_MS });
       }
       return ms;
     };
@@ -82,14 +97,27 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
     env.log(`resync priority, run ${run + 1}: ${sizes.priorityBacklog} keys on the live topic (as before)`);
     await backlog(env, api, stack, stack.topology.topic, ns, 'shared', { ordering: true });
     const shared = await changes();
+    const p50 = (cs: TimedChange[]) => quantiles(cs.map((c) => c.at - c.t0)).p50;
+    const waits = await published.waits([...idle, ...own]);
+    const waitP50 = (cs: TimedChange[]) =>
+      quantiles(cs.filter((c) => waits.has(c)).map((c) => waits.get(c) as number)).p50;
+    const restP50 = (cs: TimedChange[]) =>
+      quantiles(cs.filter((c) => waits.has(c)).map((c) => c.at - c.t0 - (waits.get(c) as number))).p50;
     return {
-      idle: quantiles(idle).p50,
-      ownTopic: quantiles(own).p50,
-      liveTopic: quantiles(shared).p50,
+      idle: p50(idle),
+      ownTopic: p50(own),
+      liveTopic: p50(shared),
+      split: {
+        idleWait: waitP50(idle),
+        ownWait: waitP50(own),
+        idleRest: restP50(idle),
+        ownRest: restP50(own),
+      },
       ownDrained,
       n: own.length,
     };
   } finally {
+    await published.stop();
     deployments.stop();
     await stack.stop();
   }
@@ -168,6 +196,20 @@ function priorityFigures(env: SectionEnv, runs: Run[]) {
       value: median.liveTopic,
       unit: 'ms',
       baseline: { name: 'no resync running, the same run', value: median.idle },
+    },
+    {
+      section: 'resync-priority',
+      name: "the same run's own-topic changes: the bus's wait (the emulator's publishTime → the reconcile started), p50",
+      value: median.split.ownWait,
+      unit: 'ms',
+      baseline: { name: 'no resync running', value: median.split.idleWait },
+    },
+    {
+      section: 'resync-priority',
+      name: "the same run's own-topic changes: Levelset's own time (end to end − the bus's wait), p50",
+      value: median.split.ownRest,
+      unit: 'ms',
+      baseline: { name: 'no resync running', value: median.split.idleRest },
     },
   ];
   return {
