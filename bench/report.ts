@@ -187,7 +187,7 @@ export function cloudPushEstimate(emulatorMs: number | undefined): string {
       ? "The emulator's own figure was not measured in this run."
       : `The emulator measured ${round(emulatorMs)} ms here (isolated message, publish accepted → pushed, median).`;
   return [
-    '**A push through Cloud Pub/Sub (estimated, not measured).** ' + measured,
+    `**A push through Cloud Pub/Sub (estimated, not measured).** ${measured}`,
     "What the bus adds in the cloud, from Pub/Sub's documentation: its push subscriptions guide says the Pub/Sub server sends each message as an HTTPS request to the endpoint and adjusts the rate of push requests to the rate of successful answers, so there is no idle sleep between a publish and its push such as the emulator's 100 ms; its guide to troubleshooting a topic separates publish latency from end-to-end delivery latency and warns that a topic with little traffic may take longer to initialise its resources; the guide to monitoring push subscriptions names the metrics that measure the wait (the subscription's push request latencies and delivery latency health score). Neither Google's documentation nor any published benchmark we could check gives a figure for publish → push on a push subscription, so none is quoted here.",
     "Estimate: a quiet key's wait in the cloud is Pub/Sub's internal hand-off plus one HTTPS request within the region, without the emulator's 0–100 ms wake-up spread; we expect it at or below the emulator's median here and its spread far narrower, but it is an expectation. To know it, read the published → pushed segment of a key traced on a deployed stack (the breakdown above, on Google Cloud), or the subscription's push request latencies in Cloud Monitoring.",
   ].join('\n\n');
