@@ -93,8 +93,9 @@ async function runMode(
       delivered.push({ line, labels });
     },
   });
-  const published = stack.mode === 'serverless' ? await recordBusWaits(stack, delivered) : undefined;
+  let published: Awaited<ReturnType<typeof recordBusWaits>> | undefined;
   try {
+    if (stack.mode === 'serverless') published = await recordBusWaits(stack, delivered);
     // Changes go to `rotation` objects in turn, so that one object changes again only after the
     // relay's collapse window has passed: each change is an isolated change (bursts are the
     // collapse section's). Secrets: each source copied into every target namespace.

@@ -71,10 +71,11 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
         delivered.push({ line, labels });
     },
   });
-  const published = await recordBusWaits(stack, delivered);
+  let published: Awaited<ReturnType<typeof recordBusWaits>> | undefined;
   const deployments = watchObjects(api.kc, '/apis/apps/v1/deployments');
-  await deployments.ready;
   try {
+    published = await recordBusWaits(stack, delivered);
+    await deployments.ready;
     const names = Array.from({ length: sizes.rotation }, (_, k) => `p-${k}`);
     for (const name of names) await api.createFoo(ns, name);
     const replicasAre = (name: string, r: number) => () =>
@@ -128,7 +129,7 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
       n: own.length,
     };
   } finally {
-    await published.stop();
+    await published?.stop();
     deployments.stop();
     await stack.stop();
   }
