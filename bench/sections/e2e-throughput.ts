@@ -182,7 +182,7 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
     for (const q of ['p50', 'p95', 'p99'] as const)
       figures.push({
         section: 'e2e',
-        name: `${label}, ${q} (n=${a.n}; serverless bounded by the emulator's push loop)`,
+        name: `${label}, ${q} (n=${a.n}; serverless bounded by the emulator's push loop: 2 synchronous loops per subscription, 100 ms idle sleep)`,
         value: a[q],
         unit: 'ms',
         baseline: { name: 'in-process', value: b[q] },
