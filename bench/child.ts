@@ -1,5 +1,5 @@
 /**
- * The benchmark's child processes, so that their memory is measured alone (bench/run.ts spawns them
+ * The benchmark's child processes, so that their memory is measured alone (bench/sections/ spawns them
  * with --expose-gc). Prints one JSON line on stdout. (The informer-RSS children are
  * bench/metadata-informer-child.ts and bench/full-informer-child.ts, run bundled as the relay is.)
  *

@@ -1,5 +1,5 @@
 /**
- * What the benchmark's informer-RSS children share (bench/run.ts, relay memory): each child is
+ * What the benchmark's informer-RSS children share (bench/sections/memory-resync.ts): each child is
  * bundled as the relay is deployed and started with the relay's V8 flags (local/stack.ts
  * RELAY_NODE_OPTIONS) and environment (RELAY_ENV), as relay/Dockerfile runs it:
  * bench/metadata-informer-child.ts beside relay/main.ts by scripts/package-relay.ts (the relay

@@ -1,5 +1,5 @@
 // npm run bench on tiny sizes, once, so that the benchmark cannot rot: it must run end to end and
-// write every section. No timing is asserted (benchmarks are not tests); only that the figures are
+// write every section (each section's code runs; its tiny sizes measure nothing worth reading). No timing is asserted (benchmarks are not tests); only that the figures are
 // sane: the cost section prices every shipped controller, the fleet section has its ratios.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -80,7 +80,28 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
       assert.match(ratio(f), /^[0-9.]+×$/, `fleet: ${f.name} has a ratio`);
     }
     assert.equal(results.fleet.foosPerCluster, results.sizes.fleetFoos);
+    // Every section ran alone on its own API server, and none failed.
+    assert.ok(!results.notes.some((n: string) => /^section .* failed/.test(n)), results.notes.join('\n'));
+    // Issue 34's rows: Levelset's own time beside the in-process end to end, with its targets.
+    for (const kind of ['Secret change', 'Foo change'])
+      for (const q of ['p50', 'p95']) {
+        const f = results.figures.find(
+          (x: Figure) =>
+            x.section === 'e2e' && x.name.startsWith(`${kind}: Levelset's own time`) && x.name.includes(q),
+        );
+        assert.ok(
+          f?.target && f.baseline?.name === 'in-process end to end',
+          `${kind}: own time ${q} with its target`,
+        );
+      }
+    for (const re of [/relay saw → Pub\/Sub accepted the key/, /reconcile: reads/])
+      assert.ok(
+        results.figures.some((f: Figure) => f.section === 'breakdown' && re.test(f.name) && f.target),
+        `breakdown: ${re} with its target`,
+      );
     const report = readFileSync(join(out, 'report.md'), 'utf8');
+    assert.match(report, /A push through Cloud Pub\/Sub \(estimated, not measured\)/);
+    assert.doesNotMatch(report, /https?:\/\//, 'the report links nothing outside the repository');
     assert.match(report, /\| controller \| CPU ms \/ reconcile/, 'the per-controller cost table');
     for (const c of controllers) assert.match(report, new RegExp(`^\\| ${c.name} \\| `, 'm'), c.name);
     assert.match(report, /baseline = 2 namespaces\./, "the API-cost text names this run's baseline");

@@ -1,0 +1,263 @@
+/**
+ * What a bench section runs against, and the sizes it runs at. A section is a function from a
+ * {@link SectionEnv} to a {@link SectionOutput}; the driver (bench/run.ts) starts only what a section
+ * asks for: a local API server of its own ({@link SectionEnv.apiServer}, empty but for the CRDs, so
+ * that a section measures the same alone (`--only`) as in a full run), and the Pub/Sub emulator
+ * ({@link SectionEnv.emulator}, one per run, started at the first section that asks).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PubSub } from '@google-cloud/pubsub';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
+import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
+import type { PubSubEmulator } from '../local/pubsub-emulator.ts';
+import { repoRoot } from '../local/service.ts';
+import type { CostRow } from './cost.ts';
+import type { Figure, Series } from './report.ts';
+import { applyCrds, createFoo, log, quiet } from './support.ts';
+
+/** ConfigMaps watched by the informer-RSS children of a full run. */
+export const FULL_RSS_SIZES = [10_000, 100_000] as const;
+
+/** How much each section does; {@link sizesFor}. */
+export interface Sizes {
+  /** Sequential changes per kind (Secret, Foo) and mode in the e2e section. */
+  e2eChanges: number;
+  /** Objects changed in turn, so that one changes again only after the relay's collapse window. */
+  rotation: number;
+  /** Target namespaces of the replicated Secret. */
+  targets: number;
+  /** Foos created at once (throughput). */
+  foos: number;
+  /** Isolated changes, each mode (collapse). */
+  isolated: number;
+  /** Updates to one object within ~1 s (collapse). */
+  burst: number;
+  objects: number;
+  objectUpdates: number;
+  /** The relay's collapse window, ms. */
+  collapseMs: number;
+  rssSmall: number;
+  rssLarge: number;
+  coldStarts: number;
+  /** Resync keys pending while live changes are made (resync-priority). */
+  priorityBacklog: number;
+  /** Live changes per run (resync-priority). */
+  priorityChanges: number;
+  /** Runs of the resync-priority measurement, each on a stack of its own; its figures are their medians. */
+  priorityRuns: number;
+  pipelineEvents: number;
+  publishKeys: number;
+  tracedReconciles: number;
+  topics: number;
+  fleetFoos: number;
+  /** Namespace counts of the API-cost section. */
+  namespaces: number[];
+  /** Reconciles per controller and state in the cost section's function process. */
+  costReconciles: number;
+  /** In-process pod idle time the cost section reads its CPU over, ms. */
+  costIdleMs: number;
+  /** Traced Secret changes, and Foos created at once, in the breakdown section. */
+  tracedChanges: number;
+  tracedFoos: number;
+  /** Pushes through the push proxy and straight (breakdown). */
+  pushes: number;
+  /** Messages of the emulator's push backlog, and isolated messages (breakdown). */
+  pushBacklog: number;
+  isolatedPushes: number;
+}
+
+/**
+ * Tiny sizes (npm test runs the bench once at these: every section's code runs, nothing is
+ * measured to be read) or the full ones.
+ */
+export function sizesFor(tiny: boolean): Sizes {
+  return tiny
+    ? {
+        e2eChanges: 4,
+        rotation: 2,
+        targets: 2,
+        foos: 5,
+        isolated: 4,
+        burst: 50,
+        objects: 3,
+        objectUpdates: 10,
+        collapseMs: 250,
+        rssSmall: 50,
+        rssLarge: 200,
+        coldStarts: 1,
+        priorityBacklog: 100,
+        priorityChanges: 3,
+        priorityRuns: 1,
+        pipelineEvents: 5000,
+        publishKeys: 200,
+        tracedReconciles: 20,
+        topics: 3,
+        fleetFoos: 3,
+        namespaces: [2, 4, 8],
+        costReconciles: 5,
+        costIdleMs: 1000,
+        tracedChanges: 4,
+        tracedFoos: 5,
+        pushes: 20,
+        pushBacklog: 10,
+        isolatedPushes: 5,
+      }
+    : {
+        e2eChanges: 200,
+        // objects changed in turn: one changes again 16 changes later, beyond the serverless
+        // relay's 250 ms window
+        rotation: 16,
+        targets: 3,
+        foos: 1000,
+        isolated: 50,
+        burst: 1000,
+        objects: 100,
+        objectUpdates: 50,
+        collapseMs: 250,
+        rssSmall: FULL_RSS_SIZES[0],
+        rssLarge: FULL_RSS_SIZES[1],
+        coldStarts: 5,
+        priorityBacklog: 5_000,
+        priorityChanges: 20,
+        priorityRuns: 3,
+        pipelineEvents: 200_000,
+        publishKeys: 5_000,
+        tracedReconciles: 1000,
+        topics: 20,
+        fleetFoos: 200,
+        namespaces: [10, 100, 1000],
+        costReconciles: 200,
+        costIdleMs: 10_000,
+        tracedChanges: 100,
+        tracedFoos: 200,
+        pushes: 500,
+        pushBacklog: 100,
+        isolatedPushes: 30,
+      };
+}
+
+/** A local API server in a process of its own, with the bench's clients of it. */
+export interface ApiServer {
+  kubeconfigPath: string;
+  kc: PooledKubeConfig;
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  createNs(name: string, labels?: Record<string, string>): Promise<unknown>;
+  /** Creates Foo `name` in `namespace` (1 replica, its Deployment named alike). */
+  createFoo(namespace: string, name: string): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+/** The emulator the run shares, a client of it, and a key publisher on a topic created for it. */
+export interface Emulator {
+  emulator: PubSubEmulator;
+  pubsub: PubSub;
+  /** Creates `topic` and the relay's key publisher (functions/publish.ts) on it. */
+  publisherOnNewTopic(topic: string): Promise<ReturnType<typeof createKeyPublisher>>;
+}
+
+export interface SectionEnv {
+  tiny: boolean;
+  sizes: Sizes;
+  log(line: string): void;
+  /** This section's API server (started at the first call, with the Foo, CustomCluster and IceCream CRDs). */
+  apiServer(): Promise<ApiServer>;
+  /** Another API server, empty but for those CRDs, stopped with the section (e.g. the fleet's second cluster). */
+  anotherApiServer(): Promise<ApiServer>;
+  /** The run's Pub/Sub emulator (started at the first call of the run). */
+  emulator(): Promise<Emulator>;
+}
+
+/** What a section measured. */
+export interface SectionOutput {
+  figures: Figure[];
+  notes?: string[];
+  /** Latency samples for the report's CDF chart. */
+  chart?: Series[];
+  /** The cost section's per-controller rows (results.json `cost`). */
+  cost?: CostRow[];
+  /** The fleet section's two configurations (results.json `fleet`). */
+  fleet?: Record<string, unknown>;
+}
+
+export interface Section {
+  /** Its `--only` name. */
+  name: string;
+  run(env: SectionEnv): Promise<SectionOutput>;
+}
+
+/** The CRDs every API server of the bench gets (the controllers whose objects the sections create). */
+const BENCH_CRDS = ['foo', 'customcluster', 'icecream'] as const;
+
+/**
+ * Starts the local API server in a process of its own (its sockets do not count against the bench
+ * process's open-file limit: thousands of short requests per second), applies the bench's CRDs and
+ * makes the clients.
+ */
+export async function startApiServer(): Promise<ApiServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-apiserver-'));
+  const kubeconfigPath = join(dir, 'kubeconfig');
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'local', 'apiserver', 'main.ts'), '--kubeconfig', kubeconfigPath, '--history', '20000'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  log(`local API server: pid ${child.pid}; bench: pid ${process.pid}`);
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('KUBECONFIG=')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`local apiserver exited with ${code}`)));
+    });
+    await applyCrds(kubeconfigPath, BENCH_CRDS);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
+  kc.loadFromFile(kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  return {
+    kubeconfigPath,
+    kc,
+    core,
+    custom,
+    createNs: (name, labels = {}) => core.createNamespace({ body: { metadata: { name, labels } } }),
+    createFoo: (namespace, name) => createFoo(custom, namespace, name),
+    stop,
+  };
+}
+
+/** Wraps a started emulator with a client and a publisher factory. */
+export function emulatorEnv(emulator: PubSubEmulator): Emulator {
+  const pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
+  return {
+    emulator,
+    pubsub,
+    publisherOnNewTopic: async (topic) => {
+      await pubsub.createTopic(topic);
+      return createKeyPublisher({
+        projectId: emulator.projectId,
+        topic,
+        emulatorHost: emulator.host,
+        logger: quiet,
+      });
+    },
+  };
+}

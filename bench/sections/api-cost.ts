@@ -1,0 +1,106 @@
+/** Section `api-cost`: requests per no-op reconcile, counted at the client. */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Controller } from '../../functions/contract/controller.ts';
+import { controllers as registry } from '../../functions/controllers/index.ts';
+import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
+import { CountingKubeConfig } from '../../test/support/counting-kubeconfig.ts';
+import type { ApiServer, Section, SectionEnv } from '../environment.ts';
+import type { Figure } from '../report.ts';
+import { pool, quiet } from '../support.ts';
+
+/** Each custom-resource controller's object: its spec from the tutorials. */
+const SPECS: Record<string, Record<string, unknown>> = {
+  foo: { deploymentName: 'cost', replicas: 1 },
+  customcluster: { message: 'hi', count: 2 },
+  icecream: { deploymentName: 'cost-icecream', replicas: 1 },
+};
+
+export const apiCost: Section = {
+  name: 'api-cost',
+  async run(env) {
+    env.log('api cost');
+    const api = await env.apiServer();
+    const counting = new CountingKubeConfig();
+    counting.loadFromFile(api.kubeconfigPath);
+    const byName = new Map(registry.map((c) => [c.name, c]));
+    /** Requests of the third reconcile of `key` (the first two converge it). */
+    const requests = async (name: string, key: { namespace: string; name: string }) => {
+      const controller = byName.get(name) as Controller;
+      const ctx = {
+        cluster: 'default',
+        kubeConfig: counting as KubeConfig,
+        log: quiet,
+        events: createEventRecorder(counting, name, quiet),
+      };
+      await controller.reconcile(key, ctx).catch(() => undefined); // converge
+      await controller.reconcile(key, ctx).catch(() => undefined);
+      counting.requests.length = 0;
+      await controller.reconcile(key, ctx);
+      return counting.requests.length;
+    };
+    const figures: Figure[] = byName.has('secret-replicator') ? await replicatorCost(env, api, requests) : [];
+    // The custom-resource controllers: one converged object each.
+    await api.createNs('bench-cost-crs');
+    for (const [name, spec] of Object.entries(SPECS)) {
+      const primary = byName.get(name)?.primary;
+      if (!primary) continue;
+      await api.custom.createNamespacedCustomObject({
+        group: primary.group,
+        version: primary.version,
+        plural: primary.plural,
+        namespace: 'bench-cost-crs',
+        body: {
+          apiVersion: `${primary.group}/${primary.version}`,
+          kind: primary.kind,
+          metadata: { name: 'cost' },
+          spec,
+        },
+      });
+      figures.push({
+        section: 'api-cost',
+        name: `${name}, no-op reconcile`,
+        value: await requests(name, { namespace: 'bench-cost-crs', name: 'cost' }),
+        unit: 'requests',
+      });
+    }
+    return { figures };
+  },
+};
+
+/** The replicator's no-op reconcile at growing namespace counts (its source namespace comes from the environment). */
+async function replicatorCost(
+  env: SectionEnv,
+  api: ApiServer,
+  requests: (name: string, key: { namespace: string; name: string }) => Promise<number>,
+): Promise<Figure[]> {
+  const { sizes } = env;
+  process.env.LEVELSET_SOURCE_NAMESPACE = 'bench-source';
+  await api.createNs('bench-source');
+  let made = 0;
+  const perNs: number[] = [];
+  for (const n of sizes.namespaces) {
+    await pool(
+      Array.from({ length: n - made }, (_, i) => `bench-cost-${made + i}`),
+      20,
+      (ns) => api.createNs(ns),
+    );
+    made = n;
+    await api.core.createNamespacedSecret({
+      namespace: 'bench-source',
+      body: {
+        metadata: { name: `cost-${n}`, annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-cost-.*' } },
+        data: { v: 'eA==' },
+      },
+    });
+    perNs.push(await requests('secret-replicator', { namespace: 'bench-source', name: `cost-${n}` }));
+  }
+  return sizes.namespaces.map((n, i) => ({
+    section: 'api-cost',
+    name: `secret-replicator, no-op reconcile, ${n} namespaces`,
+    value: perNs[i] as number,
+    unit: 'requests',
+    baseline: { name: `${sizes.namespaces[0]} namespaces`, value: perNs[0] as number },
+    target: { text: 'constant', met: perNs[i] === perNs[0] },
+  }));
+}

@@ -1,0 +1,169 @@
+/**
+ * The breakdown section's push path alone: the local push proxy's own hop (ours, local only: Cloud
+ * Run is pushed to directly), and the emulator's push delivery against an endpoint that answers
+ * after a reconcile's time: pushes in flight while a backlog waits, and an isolated message's wait
+ * between publish and push. (Its push loop, read from the emulator's classes: two loops per push
+ * subscription, each pulling one message and pushing it synchronously, sleeping 100 ms when nothing
+ * is pending; docs/architecture.md decision 6.)
+ */
+import { createServer, type Server } from 'node:http';
+import { startPushProxy } from '../../local/push-proxy.ts';
+import { FUNCTION_CONCURRENCY } from '../../local/stack.ts';
+import { waitFor } from '../../test/support/wait.ts';
+import type { SectionEnv } from '../environment.ts';
+import { type Figure, quantiles } from '../report.ts';
+import { sleep } from '../support.ts';
+
+/** The endpoint's answer time in the emulator measurement, ms (a reconcile's). */
+const ANSWER_MS = 20;
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+};
+
+export async function pushFigures(env: SectionEnv): Promise<Figure[]> {
+  const { direct, figure } = await proxyHop(env);
+  return [figure, ...(await emulatorPush(env, direct))];
+}
+
+/** A push to the proxy in front of a server that answers 204 at once, vs to that server (ms each). */
+async function proxyHop(env: SectionEnv): Promise<{ direct: number; figure: Figure }> {
+  const { emulator } = await env.emulator();
+  const answer = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  const direct = await listen(answer);
+  const proxy = await startPushProxy({
+    target: direct,
+    emulatorHost: emulator.host,
+    projectId: emulator.projectId,
+    deadLetterTopic: `projects/${emulator.projectId}/topics/bench-breakdown-dead-letters`,
+    subscription: `projects/${emulator.projectId}/subscriptions/bench-breakdown`,
+  });
+  const push = async (url: string, i: number) => {
+    const t0 = performance.now();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        message: { data: Buffer.from('{}').toString('base64'), messageId: String(i), attributes: {} },
+        subscription: 'bench-breakdown',
+      }),
+    });
+    await res.arrayBuffer();
+    return performance.now() - t0;
+  };
+  const hops = { proxy: [] as number[], direct: [] as number[] };
+  try {
+    for (let i = 0; i < env.sizes.pushes; i++) {
+      hops.proxy.push(await push(proxy.url, i));
+      hops.direct.push(await push(direct, i));
+    }
+  } finally {
+    await proxy.stop();
+    await new Promise((resolve) => answer.close(resolve));
+  }
+  const directMs = quantiles(hops.direct).p50;
+  return {
+    direct: directMs,
+    figure: {
+      section: 'breakdown',
+      name: `a push through the local push proxy (emulator → proxy → function), median of ${env.sizes.pushes}`,
+      value: quantiles(hops.proxy).p50,
+      unit: 'ms',
+      baseline: { name: 'the same push straight to the server', value: directMs },
+    },
+  };
+}
+
+/** The emulator's push subscription against an endpoint answering in {@link ANSWER_MS}; `directMs`: the HTTP hop alone. */
+async function emulatorPush(env: SectionEnv, directMs: number): Promise<Figure[]> {
+  const { sizes } = env;
+  const { pubsub } = await env.emulator();
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const pushedAt = new Map<string, number>();
+  const slow = createServer((req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    let body = '';
+    req.on('data', (d: Buffer) => {
+      body += d.toString();
+    });
+    req.on('end', () => {
+      const id = Buffer.from(JSON.parse(body).message.data, 'base64').toString();
+      pushedAt.set(id, performance.now());
+      setTimeout(() => {
+        inFlight--;
+        res.writeHead(204).end();
+      }, ANSWER_MS);
+    });
+  });
+  const pushEndpoint = await listen(slow);
+  const pushTopic = `bench-emulator-push-${Date.now()}`;
+  const [topic] = await pubsub.createTopic(pushTopic);
+  const [subscription] = await topic.createSubscription(pushTopic, { pushConfig: { pushEndpoint } });
+  const unbatched = pubsub.topic(pushTopic, { batching: { maxMessages: 1 } });
+  try {
+    const b0 = performance.now();
+    await Promise.all(
+      Array.from({ length: sizes.pushBacklog }, (_, i) =>
+        unbatched.publishMessage({ data: Buffer.from(`b${i}`) }),
+      ),
+    );
+    await waitFor(() => pushedAt.size >= sizes.pushBacklog, {
+      timeoutMs: 120_000,
+      message: 'the backlog pushed',
+    });
+    const backlogPerSecond = sizes.pushBacklog / ((Math.max(...pushedAt.values()) - b0) / 1000);
+    const waits: number[] = [];
+    for (let i = 0; i < sizes.isolatedPushes; i++) {
+      await sleep(Math.random() * 200); // isolated: at any phase of the push loops
+      const id = `i${i}`;
+      const t0 = performance.now();
+      await unbatched.publishMessage({ data: Buffer.from(id) });
+      await waitFor(() => pushedAt.has(id), {
+        timeoutMs: 60_000,
+        intervalMs: 5,
+        message: 'an isolated message pushed',
+      });
+      waits.push((pushedAt.get(id) as number) - t0);
+    }
+    return [
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: pushes in flight at once while ${sizes.pushBacklog} messages wait (endpoint answering in ${ANSWER_MS} ms)`,
+        value: maxInFlight,
+        unit: 'pushes',
+        baseline: {
+          name: "the function's request slots (one Cloud Run instance's concurrency)",
+          value: FUNCTION_CONCURRENCY,
+        },
+      },
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: backlog pushed per second (endpoint answering in ${ANSWER_MS} ms)`,
+        value: backlogPerSecond,
+        unit: 'msgs/s',
+        baseline: {
+          name: `${FUNCTION_CONCURRENCY} slots busy for ${ANSWER_MS} ms each`,
+          value: (FUNCTION_CONCURRENCY * 1000) / ANSWER_MS,
+        },
+      },
+      {
+        section: 'breakdown',
+        name: `Pub/Sub emulator push subscription: isolated message, publish accepted → pushed, median (n=${waits.length})`,
+        value: quantiles(waits).p50,
+        unit: 'ms',
+        baseline: { name: 'a push straight to the server (the HTTP hop alone)', value: directMs },
+      },
+    ];
+  } finally {
+    await subscription.delete().catch(() => {});
+    await topic.delete().catch(() => {});
+    await new Promise((resolve) => slow.close(resolve));
+  }
+}

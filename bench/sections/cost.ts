@@ -1,0 +1,358 @@
+/**
+ * Section `cost`: cost per million reconciles (bench/cost.ts), for each shipped controller: its
+ * reconcile run as the `reconcile` function runs it (`reconcileKey`), in a function process of its
+ * own (bench/child.ts `reconcile`: what functions/index.ts loads, Terraform's heap limit), CPU time
+ * from that process's `process.cpuUsage()`, wall time, memory from its own RSS, converged and
+ * changing; priced at Cloud Run's request-based prices on Terraform's defaults (1 vCPU, 512 MiB,
+ * concurrency 8), beside an always-on in-process controller pod (`relay/in-process-main.ts`, its
+ * idle CPU and RSS read from /proc) priced as a GKE Autopilot Pod, and each controller's break-even
+ * rate.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import type { Controller } from '../../functions/contract/controller.ts';
+import { controllers as registry } from '../../functions/controllers/index.ts';
+import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { repoRoot } from '../../local/service.ts';
+import { FUNCTION_NODE_OPTIONS } from '../../local/stack.ts';
+import { sumSeries } from '../../test/support/metrics.ts';
+import {
+  autopilotPodPerHour,
+  billedSeconds,
+  breakEvenPerHour,
+  type CostRow,
+  cloudRunPerMillion,
+  PRICES,
+  type ReconcileCost,
+  TERRAFORM_DEFAULTS,
+} from '../cost.ts';
+import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
+import type { Figure } from '../report.ts';
+import { applyCrds, exec, lastJsonLine, procStatusKib, sleep, waitForServed } from '../support.ts';
+
+/** One controller's reconcile as measured in its function process (bench/child.ts `reconcile`). */
+interface MeasuredReconcile {
+  converged: ReconcileCost;
+  changing: ReconcileCost;
+  outcomes: Record<string, number>;
+  /** The first failed outcome's log line, if any. */
+  firstFailure?: string;
+  rss: number;
+  peakRss: number;
+}
+
+/** Each shipped controller's object (created here), and two specs the changing reconciles alternate. */
+interface Subject {
+  controller: string;
+  namespace: string;
+  body: Record<string, unknown>;
+  patches: Record<string, unknown>[];
+}
+
+const NS = 'bench-cost-model';
+const SOURCE_NS = 'bench-cost-source';
+
+const SUBJECTS: Subject[] = [
+  {
+    controller: 'secret-replicator',
+    namespace: SOURCE_NS,
+    body: {
+      metadata: { annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-cost-copy-.*' } },
+      data: { v: 'MA==' },
+    },
+    patches: [{ data: { v: 'MQ==' } }, { data: { v: 'Mg==' } }],
+  },
+  {
+    controller: 'foo',
+    namespace: NS,
+    body: { spec: { deploymentName: 'cost-foo', replicas: 1 } },
+    patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
+  },
+  {
+    controller: 'customcluster',
+    namespace: NS,
+    body: { spec: { message: 'hi', count: 2 } },
+    patches: [{ spec: { count: 3 } }, { spec: { count: 2 } }],
+  },
+  {
+    controller: 'icecream',
+    namespace: NS,
+    body: { spec: { deploymentName: 'cost-icecream', replicas: 1 } },
+    patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
+  },
+  {
+    controller: 'configmap-bundle',
+    namespace: NS,
+    body: { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
+    patches: [
+      {
+        spec: {
+          sources: [
+            { namespace: NS, name: 'cost-source-a' },
+            { namespace: NS, name: 'cost-source-b' },
+          ],
+        },
+      },
+      { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
+    ],
+  },
+  {
+    controller: 'topic',
+    namespace: NS,
+    // Labels would be the cheapest change, but the emulator cannot update a topic's labels.
+    body: { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
+    patches: [
+      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 30 }] } },
+      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
+    ],
+  },
+];
+
+export const reconcileCost: Section = {
+  name: 'cost',
+  async run(env) {
+    env.log('cost per million reconciles');
+    const api = await env.apiServer();
+    const bus = await env.emulator();
+    await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic']);
+    await api.createNs(NS);
+    await api.createNs(SOURCE_NS);
+    for (let i = 0; i < env.sizes.targets; i++) await api.createNs(`bench-cost-copy-${i}`);
+    for (const [name, v] of [
+      ['cost-source-a', 'a'],
+      ['cost-source-b', 'b'],
+    ] as const)
+      await api.core.createNamespacedConfigMap({
+        namespace: NS,
+        body: { metadata: { name }, data: { [name]: v } },
+      });
+    const notes: string[] = [];
+    const measured = new Map<string, MeasuredReconcile>();
+    for (const s of SUBJECTS) {
+      if (!registry.some((c) => c.name === s.controller)) continue;
+      const m = await measureInFunctionProcess(env, api, bus, s);
+      const failed = Object.keys(m.outcomes).filter((o) => o !== 'success' && o !== 'requeue');
+      if (failed.length)
+        notes.push(
+          `cost: ${s.controller}'s reconciles answered ${JSON.stringify(m.outcomes)} (not all success; first: ${m.firstFailure?.slice(0, 400)})`,
+        );
+      measured.set(s.controller, m);
+    }
+    const pod = await idleInProcessPod(env, api, bus);
+    notes.push(
+      `cost: prices of ${PRICES.asOf} (${PRICES.source}); bench/cost.ts, docs/operations.md "What it costs".`,
+    );
+    return { ...priced(measured, pod), notes };
+  },
+};
+
+/** Creates `s`'s object and runs its reconciles in a function process of their own (bench/child.ts). */
+async function measureInFunctionProcess(
+  env: SectionEnv,
+  api: ApiServer,
+  bus: Emulator,
+  s: Subject,
+): Promise<MeasuredReconcile> {
+  const controller = registry.find((c) => c.name === s.controller) as Controller;
+  const p = controller.primary;
+  const head = {
+    apiVersion: p.group ? `${p.group}/${p.version}` : p.version,
+    kind: p.kind,
+    metadata: { name: 'cost', namespace: s.namespace },
+  };
+  if (p.group)
+    await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace: s.namespace }));
+  await KubernetesObjectApi.makeApiClient(api.kc).create({
+    ...head,
+    ...s.body,
+    metadata: { ...head.metadata, ...(s.body.metadata as object | undefined) },
+  } as KubernetesObject);
+  env.log(`cost: ${s.controller}`);
+  const { stdout } = await exec(
+    process.execPath,
+    [
+      ...FUNCTION_NODE_OPTIONS,
+      join(repoRoot, 'bench', 'child.ts'),
+      'reconcile',
+      '--kubeconfig',
+      api.kubeconfigPath,
+      '--controller',
+      s.controller,
+      '--namespace',
+      s.namespace,
+      '--name',
+      'cost',
+      '--count',
+      String(env.sizes.costReconciles),
+      '--object',
+      JSON.stringify(head),
+      '--patches',
+      JSON.stringify(s.patches),
+    ],
+    {
+      maxBuffer: 1 << 20,
+      env: {
+        ...process.env,
+        KUBECONFIG: api.kubeconfigPath,
+        LEVELSET_TRACING: 'off',
+        LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
+        PUBSUB_EMULATOR_HOST: bus.emulator.host,
+        GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
+      },
+    },
+  );
+  return lastJsonLine<MeasuredReconcile>(stdout);
+}
+
+/**
+ * The always-on alternative: the in-process mode (every controller) once idle, its CPU (cores)
+ * over `costIdleMs` and its RSS (MiB) read from /proc.
+ */
+async function idleInProcessPod(
+  env: SectionEnv,
+  api: ApiServer,
+  bus: Emulator,
+): Promise<{ cores: number; rssMib: number }> {
+  const port = await freePort();
+  const pod = spawn(process.execPath, [join(repoRoot, 'relay', 'in-process-main.ts')], {
+    env: {
+      ...process.env,
+      KUBECONFIG: api.kubeconfigPath,
+      RELAY_PORT: String(port),
+      LOG_LEVEL: 'warn',
+      LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
+      PUBSUB_EMULATOR_HOST: bus.emulator.host,
+      GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) break;
+      if (Date.now() > deadline) throw new Error('the in-process mode did not get ready in 60 s');
+      await sleep(250);
+    }
+    // Ready means its informers have synced; their initial LIST still queues every existing key,
+    // and working through them is start-up, not idling. Idle = every workqueue empty and no key
+    // added for a second (client-go's metric names, relay/workqueue.ts).
+    const queueState = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return { depth: sumSeries(text, 'workqueue_depth'), adds: sumSeries(text, 'workqueue_adds_total') };
+    };
+    for (let last = await queueState(); ; ) {
+      await sleep(1000);
+      const state = await queueState();
+      if (state.depth === 0 && state.adds === last.adds) break;
+      if (Date.now() > deadline + 120_000)
+        throw new Error(`the in-process mode did not go idle: ${JSON.stringify(state)}`);
+      last = state;
+    }
+    // /proc/<pid>/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
+    const ticks = () => {
+      const fields = readFileSync(`/proc/${pod.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return Number(fields[11]) + Number(fields[12]);
+    };
+    const idleMs = env.sizes.costIdleMs;
+    const t0 = ticks();
+    await sleep(idleMs);
+    return {
+      cores: (ticks() - t0) / 100 / (idleMs / 1000),
+      rssMib: procStatusKib(pod.pid as number, 'VmRSS') / 1024,
+    };
+  } finally {
+    const exited = new Promise((r) => pod.once('exit', r));
+    pod.kill('SIGTERM');
+    await exited;
+  }
+}
+
+/** The cost rows and figures of the measured controllers beside the idle pod. */
+function priced(
+  measured: Map<string, MeasuredReconcile>,
+  pod: { cores: number; rssMib: number },
+): { figures: Figure[]; cost: CostRow[] } {
+  const st = TERRAFORM_DEFAULTS;
+  const podPerHour = autopilotPodPerHour(pod.cores, pod.rssMib / 1024);
+  const money = (x: number) => Math.round(x * 100) / 100;
+  const ms = (x: number) => Math.round(x * 1e5) / 100;
+  const shape = `${st.vcpu} vCPU, ${st.memoryGib * 1024} MiB, concurrency ${st.concurrency}`;
+  const figures: Figure[] = [];
+  const cost: CostRow[] = [];
+  for (const [controller, m] of measured) {
+    const billedConv = billedSeconds(m.converged, st);
+    const billedChg = billedSeconds(m.changing, st);
+    const row: CostRow = {
+      controller,
+      cpuMs: { converged: ms(m.converged.cpuSeconds), changing: ms(m.changing.cpuSeconds) },
+      wallMs: { converged: ms(m.converged.wallSeconds), changing: ms(m.changing.wallSeconds) },
+      billedMs: { busy: ms(billedConv.busy), isolated: ms(billedConv.isolated) },
+      perMillion: {
+        convergedBusy: money(cloudRunPerMillion(billedConv.busy, st)),
+        convergedIsolated: money(cloudRunPerMillion(billedConv.isolated, st)),
+        changingBusy: money(cloudRunPerMillion(billedChg.busy, st)),
+        changingIsolated: money(cloudRunPerMillion(billedChg.isolated, st)),
+      },
+      breakEvenPerHour: {
+        isolated: Math.round(breakEvenPerHour(cloudRunPerMillion(billedConv.isolated, st), podPerHour)),
+        busy: Math.round(breakEvenPerHour(cloudRunPerMillion(billedConv.busy, st), podPerHour)),
+      },
+      rssMib: Math.round(m.rss / 2 ** 20),
+      peakRssMib: Math.round(m.peakRss / 2 ** 20),
+    };
+    cost.push(row);
+    const f = (name: string, value: number, unit: string, baseline?: Figure['baseline']): Figure => ({
+      section: 'cost',
+      name: `${controller}: ${name}`,
+      value,
+      unit,
+      ...(baseline ? { baseline } : {}),
+    });
+    figures.push(
+      f('CPU time per reconcile (function process, process.cpuUsage), converged', row.cpuMs.converged, 'ms', {
+        name: 'changing (the object changed before each)',
+        value: row.cpuMs.changing,
+      }),
+      f('wall time per reconcile, converged', row.wallMs.converged, 'ms', {
+        name: 'changing',
+        value: row.wallMs.changing,
+      }),
+      f(`billed time per converged reconcile, busy instance (${shape})`, row.billedMs.busy, 'ms', {
+        name: 'isolated (billed alone, rounded up to 100 ms)',
+        value: row.billedMs.isolated,
+      }),
+      f('Cloud Run $ per million reconciles, converged, busy instance', row.perMillion.convergedBusy, '$', {
+        name: 'isolated',
+        value: row.perMillion.convergedIsolated,
+      }),
+      f('Cloud Run $ per million reconciles, changing, busy instance', row.perMillion.changingBusy, '$', {
+        name: 'isolated',
+        value: row.perMillion.changingIsolated,
+      }),
+      f(
+        'break-even rate, converged, isolated (below it serverless costs less than the pod)',
+        row.breakEvenPerHour.isolated,
+        'reconciles/hour',
+        { name: 'busy instance', value: row.breakEvenPerHour.busy },
+      ),
+      f('function process peak RSS (its own maxRSS)', row.peakRssMib, 'MiB', {
+        name: 'the configured memory Cloud Run bills',
+        value: st.memoryGib * 1024,
+      }),
+    );
+  }
+  figures.push({
+    section: 'cost',
+    name: `always-on in-process pod on GKE Autopilot (idle ${Math.round(pod.cores * 1000)} mCPU, RSS ${Math.round(pod.rssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
+    value: Math.round(podPerHour * 730 * 100) / 100,
+    unit: '$/month',
+  });
+  return { figures, cost };
+}

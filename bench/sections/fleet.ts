@@ -1,0 +1,160 @@
+/**
+ * Section `fleet`: the fleet's saving (issue 24): the same workload (N Foos created at once in each
+ * of two clusters → all Ready) served by one deployment of the functions for both clusters vs one
+ * deployment per cluster; the function processes' total peak RSS and the reconciles/s of each.
+ */
+import { LABELS } from '../../functions/log.ts';
+import { startSimulatedNode } from '../../local/simulated-node.ts';
+import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
+import type { ApiServer, Section, SectionEnv } from '../environment.ts';
+import type { Figure } from '../report.ts';
+import {
+  isReady,
+  now,
+  type ObjectWatch,
+  pool,
+  procStatusKib,
+  quiet,
+  sleep,
+  waitForFoosServed,
+  watchObjects,
+} from '../support.ts';
+
+interface Configuration {
+  seconds: number;
+  reconciles: number;
+  perSecond: number;
+  functionsPeakMib: number;
+  reconcilePeakMib: number;
+  reconcileRssMib: number;
+}
+
+export const fleet: Section = {
+  name: 'fleet',
+  async run(env) {
+    env.log('fleet');
+    const servers = [await env.apiServer(), await env.anotherApiServer()];
+    const clusters: LocalCluster[] = servers.map((server, i) => ({
+      id: `fleet-${'ab'[i]}`,
+      kubeconfigPath: server.kubeconfigPath,
+    }));
+    const started: { stop(): unknown }[] = [];
+    try {
+      for (const server of servers) await waitForFoosServed(server.kc);
+      for (const server of servers) started.push(await startSimulatedNode(server.kc, quiet));
+      const watches = servers.map((s) => watchObjects(s.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'));
+      started.push(...watches);
+      await Promise.all(watches.map((w) => w.ready));
+      const apart = await runConfiguration(
+        env,
+        'apart',
+        clusters.map((c) => [c]),
+        servers,
+        watches,
+      );
+      const together = await runConfiguration(env, 'together', [clusters], servers, watches);
+      return {
+        figures: fleetFigures(env, together, apart),
+        fleet: { foosPerCluster: env.sizes.fleetFoos, oneForBoth: together, onePerCluster: apart },
+      };
+    } finally {
+      for (const s of started.reverse()) await s.stop();
+    }
+  },
+};
+
+/** One configuration: `deployments` stacks side by side, each serving its clusters. */
+async function runConfiguration(
+  env: SectionEnv,
+  label: string,
+  deployments: LocalCluster[][],
+  servers: ApiServer[],
+  watches: ObjectWatch[],
+): Promise<Configuration> {
+  env.log(`fleet: ${label}`);
+  const ns = `bench-fleet-${label}`;
+  const names = Array.from({ length: env.sizes.fleetFoos }, (_, i) => `fleet-${i}`);
+  for (const s of servers) await s.createNs(ns);
+  let reconciles = 0;
+  const stacks: LocalStack[] = [];
+  try {
+    for (const d of deployments)
+      stacks.push(
+        await startLocalStack({
+          kubeconfigPath: (d[0] as LocalCluster).kubeconfigPath,
+          clusters: d,
+          env: { LOG_LEVEL: 'info' },
+          onLog: (service, line) => {
+            const labels = line[LABELS] as { controller?: string } | undefined;
+            if (service === 'reconcile' && labels?.controller === 'foo' && typeof line.outcome === 'string')
+              reconciles++;
+          },
+        }),
+      );
+    const readyIn = (w: ObjectWatch) => {
+      let n = 0;
+      for (const o of w.all()) if (o.metadata?.namespace === ns && isReady(o)) n++;
+      return n;
+    };
+    const t0 = now();
+    await Promise.all(servers.map((s) => pool(names, 25, (name) => s.createFoo(ns, name))));
+    await Promise.all(watches.map((w) => w.until(() => readyIn(w) === names.length, 600_000)));
+    const seconds = (now() - t0) / 1000;
+    await sleep(1000); // let in-flight reconciles log their outcome
+    const sumMib = (pids: number[], field: string) =>
+      pids.reduce((sum, pid) => sum + procStatusKib(pid, field), 0) / 1024;
+    const reconcilePids = stacks.map((st) => st.reconcile.pid);
+    const functionPids = stacks.flatMap((st) => [st.reconcile.pid, st.resync.pid]);
+    return {
+      seconds,
+      reconciles,
+      perSecond: reconciles / seconds,
+      functionsPeakMib: sumMib(functionPids, 'VmHWM'),
+      reconcilePeakMib: sumMib(reconcilePids, 'VmHWM'),
+      reconcileRssMib: sumMib(reconcilePids, 'VmRSS'),
+    };
+  } finally {
+    for (const st of stacks) await st.stop();
+  }
+}
+
+function fleetFigures(env: SectionEnv, together: Configuration, apart: Configuration): Figure[] {
+  const base = (value: number) => ({ name: 'one deployment per cluster (2 × 1)', value });
+  const round = (x: number) => Math.round(x * 10) / 10;
+  const work = `${env.sizes.fleetFoos} Foos per cluster created → all Ready`;
+  const f = (name: string, value: number, unit: string, baseline: number): Figure => ({
+    section: 'fleet',
+    name,
+    value,
+    unit,
+    baseline: base(baseline),
+  });
+  return [
+    f(
+      `function processes (reconcile + resync), total peak RSS, one deployment serving 2 clusters; ${work}`,
+      Math.round(together.functionsPeakMib),
+      'MiB',
+      Math.round(apart.functionsPeakMib),
+    ),
+    f(
+      'reconcile function processes, total peak RSS',
+      Math.round(together.reconcilePeakMib),
+      'MiB',
+      Math.round(apart.reconcilePeakMib),
+    ),
+    f(
+      'reconcile function processes, total RSS after the workload',
+      Math.round(together.reconcileRssMib),
+      'MiB',
+      Math.round(apart.reconcileRssMib),
+    ),
+    f(
+      'Foo reconciles per second (both clusters)',
+      round(together.perSecond),
+      'reconciles/s',
+      round(apart.perSecond),
+    ),
+    f('time until every Foo of both clusters is Ready', round(together.seconds), 's', round(apart.seconds)),
+    f('Foo reconciles run (both clusters)', together.reconciles, 'reconciles', apart.reconciles),
+  ];
+}

@@ -1,0 +1,146 @@
+/**
+ * Section `topic`: the Topic controller (functions/controllers/topic): the requests of a no-op
+ * reconcile, to Kubernetes (counted by the KubeConfig) and to Pub/Sub (counted on the wire by a
+ * proxy in front of the emulator), beside a Topic without subscription and a Foo; then, through the
+ * serverless pipeline, the time from a Topic's delete to the object gone (finalize: subscription and
+ * topic deleted, finalizer removed), beside a Foo's (no finalizer) in the same stack.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Controller } from '../../functions/contract/controller.ts';
+import { controllers as registry } from '../../functions/controllers/index.ts';
+import { createEventRecorder } from '../../functions/k8s/events.ts';
+import { startGrpcProxy } from '../../local/grpc-proxy.ts';
+import { startLocalStack } from '../../local/stack.ts';
+import { CountingKubeConfig } from '../../test/support/counting-kubeconfig.ts';
+import type { ApiServer, Section, SectionEnv } from '../environment.ts';
+import { type Figure, quantiles } from '../report.ts';
+import { applyCrds, FOOS, isReady, now, quiet, waitForServed, watchObjects } from '../support.ts';
+
+const TOPICS = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics' } as const;
+
+const createTopicObject = (api: ApiServer, namespace: string, name: string, spec: object) =>
+  api.custom.createNamespacedCustomObject({
+    ...TOPICS,
+    namespace,
+    body: { apiVersion: 'pubsub.levelset.dev/v1alpha1', kind: 'Topic', metadata: { name }, spec },
+  });
+
+export const topicCosts: Section = {
+  name: 'topic',
+  async run(env) {
+    env.log('topic');
+    const api = await env.apiServer();
+    await applyCrds(api.kubeconfigPath, ['topic']);
+    const figures = await noOpCosts(env, api);
+    figures.push(...(await deleteToGone(env, api)));
+    return { figures };
+  },
+};
+
+async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
+  const { emulator } = await env.emulator();
+  const counter = await startGrpcProxy(emulator.host);
+  // The controller's Pub/Sub client is made at its first use in this process: through the counter.
+  const emulatorHost = process.env.PUBSUB_EMULATOR_HOST;
+  process.env.PUBSUB_EMULATOR_HOST = counter.host;
+  try {
+    const ns = 'bench-cost-topic';
+    await api.createNs(ns);
+    await waitForServed(() => api.custom.listNamespacedCustomObject({ ...TOPICS, namespace: ns }));
+    const counting = new CountingKubeConfig();
+    counting.loadFromFile(api.kubeconfigPath);
+    const noOp = async (controller: Controller, name: string) => {
+      const ctx = {
+        cluster: 'default',
+        kubeConfig: counting as KubeConfig,
+        log: quiet,
+        events: createEventRecorder(counting, controller.name, quiet),
+      };
+      await controller.reconcile({ namespace: ns, name }, ctx); // finalizer, create
+      await controller.reconcile({ namespace: ns, name }, ctx); // status settles
+      counting.requests.length = 0;
+      counter.counts.clear();
+      await controller.reconcile({ namespace: ns, name }, ctx);
+      return { kubernetes: counting.requests.length, pubsub: counter.total() };
+    };
+    await createTopicObject(api, ns, 'bare', {});
+    await createTopicObject(api, ns, 'with-sub', {
+      subscriptions: [{ id: 'bench-with-sub', ackDeadlineSeconds: 20 }],
+    });
+    await api.createFoo(ns, 'cost');
+    const topicController = registry.find((c) => c.name === 'topic') as Controller;
+    const bare = await noOp(topicController, 'bare');
+    const withSub = await noOp(topicController, 'with-sub');
+    const fooCost = await noOp(registry.find((c) => c.name === 'foo') as Controller, 'cost');
+    return [
+      {
+        section: 'topic',
+        name: 'Topic, no-op reconcile: requests to Kubernetes',
+        value: withSub.kubernetes,
+        unit: 'requests',
+        baseline: { name: 'Foo, no-op reconcile', value: fooCost.kubernetes },
+      },
+      {
+        section: 'topic',
+        name: 'Topic with 1 subscription, no-op reconcile: requests to Pub/Sub',
+        value: withSub.pubsub,
+        unit: 'requests',
+        baseline: { name: 'Topic without subscription', value: bare.pubsub },
+      },
+    ];
+  } finally {
+    await counter.close();
+    if (emulatorHost === undefined) delete process.env.PUBSUB_EMULATOR_HOST;
+    else process.env.PUBSUB_EMULATOR_HOST = emulatorHost;
+  }
+}
+
+/** Delete → gone through the serverless pipeline (the stack's own emulator), Topics and Foos in turn. */
+async function deleteToGone(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
+  const ns = 'bench-topic-delete';
+  await api.createNs(ns);
+  const stack = await startLocalStack({ mode: 'serverless', kubeconfigPath: api.kubeconfigPath, env: {} });
+  const topicWatch = watchObjects(api.kc, '/apis/pubsub.levelset.dev/v1alpha1/topics');
+  const fooWatch = watchObjects(api.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos');
+  await Promise.all([topicWatch.ready, fooWatch.ready]);
+  try {
+    const topicGone: number[] = [];
+    const fooGone: number[] = [];
+    for (let i = 0; i < env.sizes.topics; i++) {
+      const name = `t-${i}`;
+      await createTopicObject(api, ns, name, { subscriptions: [{ id: `bench-delete-${i}` }] });
+      await topicWatch.until(() => isReady(topicWatch.get(ns, name)));
+      const started = now();
+      await api.custom.deleteNamespacedCustomObject({ ...TOPICS, namespace: ns, name });
+      topicGone.push((await topicWatch.until(() => !topicWatch.get(ns, name))) - started);
+
+      await api.createFoo(ns, `f-${i}`);
+      await fooWatch.until(() => Boolean(fooWatch.get(ns, `f-${i}`)));
+      const fooStarted = now();
+      await api.custom.deleteNamespacedCustomObject({ ...FOOS, namespace: ns, name: `f-${i}` });
+      fooGone.push((await fooWatch.until(() => !fooWatch.get(ns, `f-${i}`))) - fooStarted);
+    }
+    const t = quantiles(topicGone);
+    const f = quantiles(fooGone);
+    return [
+      {
+        section: 'topic',
+        name: `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
+        value: Math.round(t.p50),
+        unit: 'ms',
+        baseline: { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
+      },
+      {
+        section: 'topic',
+        name: `Topic delete → object gone, p95 of ${t.n}`,
+        value: Math.round(t.p95),
+        unit: 'ms',
+        baseline: { name: 'Foo delete → gone (no finalizer), p95', value: Math.round(f.p95) },
+      },
+    ];
+  } finally {
+    topicWatch.stop();
+    fooWatch.stop();
+    await stack.stop();
+  }
+}

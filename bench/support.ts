@@ -1,0 +1,168 @@
+/**
+ * Small helpers the bench's sections share: timing, a bounded pool, a cluster-wide watch that
+ * resolves waiters, Foo creation, CRDs, /proc reads. Nothing here starts a process.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+import { createLogger } from '../functions/log.ts';
+import { repoRoot } from '../local/service.ts';
+
+export const exec = promisify(execFile);
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Wall-clock time in ms since the epoch, with performance.now()'s resolution. */
+export const now = () => performance.timeOrigin + performance.now();
+/** Request options for a JSON merge patch. */
+export const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** A logger that writes nothing (the bench's in-process relays and pipelines). */
+export const quiet = createLogger('bench', { write: () => {} });
+
+const started = performance.now();
+/** A progress line on stderr, with the seconds since the bench started. */
+export const log = (s: string) =>
+  process.stderr.write(`[bench ${Math.round((performance.now() - started) / 1000)}s] ${s}\n`);
+
+/** Runs `fn` with at most `concurrency` calls at once over `items`. */
+export async function pool<T>(
+  items: readonly T[],
+  concurrency: number,
+  fn: (item: T) => Promise<unknown>,
+): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (i < items.length) await fn(items[i++] as T);
+    }),
+  );
+}
+
+/** A cluster-wide watch that resolves waiters when a predicate on the latest objects holds. */
+export function watchObjects(kc: KubeConfig, path: string) {
+  const objects = new Map<string, KubernetesObject>();
+  const waiters = new Set<{ check: () => boolean; resolve: (t: number) => void }>();
+  let abort: { abort(): void } | undefined;
+  const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace}/${o.metadata?.name}`;
+  let stopped = false;
+  const onEvent = (type: string, o: KubernetesObject) => {
+    if (type === 'BOOKMARK') return;
+    if (type === 'DELETED') objects.delete(keyOf(o));
+    else objects.set(keyOf(o), o);
+    const t = now();
+    for (const w of waiters)
+      if (w.check()) {
+        waiters.delete(w);
+        w.resolve(t);
+      }
+  };
+  // Bookmarks keep an idle watch alive (undici ends a response body silent for 300 s); a watch that
+  // ends anyway is started again (without resourceVersion: every current object comes as ADDED).
+  const start = (): Promise<void> =>
+    new Watch(kc)
+      .watch(path, { allowWatchBookmarks: true }, onEvent, () => {
+        if (!stopped) setTimeout(() => void start(), 100);
+      })
+      .then((c) => {
+        abort = c;
+      });
+  const ready = start();
+  return {
+    ready,
+    get: (ns: string, name: string) => objects.get(`${ns}/${name}`),
+    all: () => objects.values(),
+    /** Resolves with the time (ms since the epoch) at which `check` first held. */
+    until(check: () => boolean, timeoutMs = 60_000): Promise<number> {
+      if (check()) return Promise.resolve(now());
+      return new Promise((resolve, reject) => {
+        const w = { check, resolve };
+        waiters.add(w);
+        setTimeout(() => {
+          if (waiters.delete(w)) reject(new Error(`timed out watching ${path}`));
+        }, timeoutMs).unref();
+      });
+    },
+    stop: () => {
+      stopped = true;
+      abort?.abort();
+    },
+  };
+}
+
+export type ObjectWatch = ReturnType<typeof watchObjects>;
+
+/** Whether `o`'s Ready condition is True (a Foo's, a Topic's). */
+export function isReady(o: KubernetesObject | undefined): boolean {
+  const conditions = (o as { status?: { conditions?: { type: string; status: string }[] } } | undefined)
+    ?.status?.conditions;
+  return Boolean(conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+}
+
+/** The Foo group/version/plural, for CustomObjectsApi calls. */
+export const FOOS = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' } as const;
+
+/** Creates Foo `name` in `namespace` through `client`, naming a Deployment of the same name with 1 replica. */
+export function createFoo(client: CustomObjectsApi, namespace: string, name: string) {
+  return client.createNamespacedCustomObject({
+    ...FOOS,
+    namespace,
+    body: {
+      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+      kind: 'Foo',
+      metadata: { name },
+      spec: { deploymentName: name, replicas: 1 },
+    },
+  });
+}
+
+/** `kubectl apply`s the CRD of each controller in `controllers` (functions/controllers/<name>/crd.yaml), in one call. */
+export async function applyCrds(kubeconfigPath: string, controllers: readonly string[]): Promise<void> {
+  await exec('kubectl', [
+    '--kubeconfig',
+    kubeconfigPath,
+    'apply',
+    ...controllers.flatMap((crd) => ['-f', join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml')]),
+  ]);
+}
+
+/** Waits until `list` answers (a CRD just applied is served); throws after 30 s. */
+export async function waitForServed(list: () => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (
+      await list().then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    await sleep(100);
+  }
+  throw new Error('the CRD was not served in time');
+}
+
+/** Waits until the Foo CRD of the API server `kc` talks to is served. */
+export function waitForFoosServed(kc: KubeConfig): Promise<void> {
+  return waitForServed(() => kc.makeApiClient(CustomObjectsApi).listClusterCustomObject(FOOS));
+}
+
+/** A field of /proc/<pid>/status in KiB (e.g. `VmRSS`, `VmHWM`: the peak RSS); 0 when unreadable. */
+export function procStatusKib(pid: number, field: string): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return Number(m?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** The last line of a child's stdout, parsed (bench/child.ts and the informer children print one JSON line). */
+export function lastJsonLine<T = Record<string, unknown>>(stdout: string): T {
+  return JSON.parse(stdout.trim().split('\n').at(-1) as string) as T;
+}
