@@ -144,9 +144,6 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
 
   it('a key of cluster A never writes to cluster B', async () => {
     await createFoo(B, 'only-b', 2);
-    const before = await waitFor(() => deployment(B, 'only-b'), {
-      message: 'Deployment only-b in cluster B',
-    });
     await waitFor(
       () =>
         outcomes().some(
@@ -154,6 +151,10 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
         ),
       { message: "cluster B's key only-b reconciled" },
     );
+    // Read once its reconcile is over: the create's own managedFields patch comes after the POST.
+    const before = await waitFor(() => deployment(B, 'only-b'), {
+      message: 'Deployment only-b in cluster B',
+    });
     // Cluster A's key of the same namespace/name: its Foo does not exist there.
     const res = await fetch(stack.reconcile.url, {
       method: 'POST',
