@@ -1,11 +1,12 @@
 // Children in other clusters, the pure parts: the kit's ownership marks across clusters, the
-// replicator's cluster selection and its watch map back to the source's cluster, and the relay
-// publishing a key a map named for another cluster (a v2 message, ordered as that cluster's key).
+// replicator's cluster selection and its watch map back to the source's cluster. (The relay
+// publishing a key a map named for another cluster is the relay's own test, in
+// test/unit/relay-kit-controllers.test.ts.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
 import type { MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
-import { createSecretReplicator, SECRETS } from '../../functions/controllers/secret-replicator/index.ts';
+import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   COPIES,
   COPY_LABEL,
@@ -25,10 +26,6 @@ import {
   trackingInCluster,
 } from '../../functions/kit/cross-namespace.ts';
 import { mapToOwnerAnnotation } from '../../functions/kit/map.ts';
-import { createLogger } from '../../functions/log.ts';
-import { encodeKeyMessage, type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
-import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
-import { ManualTimers } from '../support/manual-timers.ts';
 
 const source = { namespace: 'shared', name: 'db' };
 const sourceSecret = (annotations: Record<string, string> = {}): V1Secret => ({
@@ -168,56 +165,5 @@ describe("the replicator's copy watch in a target cluster", () => {
   it("a copy of this cluster's source keeps the in-cluster rules", () => {
     assert.deepEqual(map('MODIFIED', copy()), [source]);
     assert.deepEqual(map('DELETED', copy()), [{ namespace: 'team', name: 'db' }]);
-  });
-});
-
-describe('the relay publishes a key a map named for another cluster', () => {
-  const controller = {
-    name: 'replica',
-    primary: SECRETS,
-    rbac: [],
-    watches: [
-      {
-        resource: SECRETS,
-        map: (e: WatchEvent) => [
-          { namespace: 'shared', name: e.object.metadata?.name ?? '', cluster: 'cluster-a' },
-          { namespace: 'shared', name: 'mine', cluster: 'cluster-b' },
-          { namespace: 'shared', name: 'bad', cluster: 'Not A Cluster' },
-        ],
-      },
-    ],
-    reconcile: async () => undefined,
-  };
-
-  it('v2 message naming that cluster; its own cluster stays v2 of its own; an invalid cluster is dropped, logged', async () => {
-    const timers = new ManualTimers(Date.parse('2026-11-25T10:00:00.000Z'));
-    const published: KeyMessage[] = [];
-    const logs: { message: string }[] = [];
-    const pipeline = new KeyPipeline({
-      cluster: 'cluster-b',
-      collapseMs: 250,
-      timers,
-      logger: createLogger('relay', { write: (s: string) => void logs.push(JSON.parse(s)) }),
-      primaryKeys: () => [],
-      publish: async (m) => {
-        published.push(m);
-        return String(published.length);
-      },
-    });
-    const [plan] = planInformers([controller]);
-    const object = { apiVersion: 'v1', kind: 'Secret', metadata: { namespace: 'team', name: 'db' } };
-    pipeline.handle(plan?.routes ?? [], { type: 'MODIFIED', object });
-    await pipeline.flush();
-    const messages = published.map((m) => keyMessageSchema.parse(m));
-    assert.deepEqual(messages.map((m) => [m.v, 'cluster' in m ? m.cluster : 'default', m.name]).sort(), [
-      [2, 'cluster-a', 'db'],
-      [2, 'cluster-b', 'mine'],
-    ]);
-    assert.ok(logs.some((l) => l.message === 'watch map returned an invalid key'));
-    // Pub/Sub orders it as that cluster's key, and its attributes name that cluster.
-    const encoded = published
-      .map((m) => encodeKeyMessage(m))
-      .find((e) => e.attributes.cluster === 'cluster-a');
-    assert.equal(encoded?.orderingKey, 'cluster-a/replica/shared/db');
   });
 });

@@ -1,12 +1,13 @@
 // The kit's pure parts: the no-op rule (desired ⊆ live), map functions through controller
-// references (and the relay's MapContext.get that feeds them), derived RBAC and watches, and the
-// pure steps of defineController's reconcile (the steps that read and write run in test/integration/kit.test.ts).
+// references (and the MapContext.get that feeds them, through the kit's keysFor), derived RBAC
+// and watches, and the pure steps of defineController's reconcile (the steps that read and write
+// run in test/integration/kit.test.ts). How the relay plans informers for and pipes events to a
+// kit controller is the relay's own test (test/unit/relay-kit-controllers.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
 import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
 import {
   configmaps,
   customResource,
@@ -26,8 +27,7 @@ import {
   resultOf,
   validatePrimary,
 } from '../../functions/kit/steps.ts';
-import { createLogger } from '../../functions/log.ts';
-import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+import { keysFor } from '../../functions/kit/testing.ts';
 import { functionsRules } from '../../scripts/generate-manifests.ts';
 
 const widgets = customResource({ group: 'test.levelset.dev', version: 'v1', kind: 'Widget' });
@@ -109,7 +109,7 @@ describe('mapThroughControllers', () => {
     assert.deepEqual(mapThroughControllers(widgets, 2)(event(pod), ctx), []);
   });
 
-  it("is fed by the relay's caches: KeyPipeline passes MapContext.get through to its lookup", () => {
+  it("maps a kit controller's Pod event through the cache MapContext.get reads (keysFor)", () => {
     const controller = defineController({
       name: 'widget',
       primary: widgets,
@@ -119,20 +119,14 @@ describe('mapThroughControllers', () => {
       reconcile: () => ({}),
     });
     const asked: string[] = [];
-    const pipeline = new KeyPipeline({
-      collapseMs: 0,
-      logger: createLogger('relay', { write: () => {} }),
-      primaryKeys: () => [],
-      lookup: (name, r, k: Key) => {
-        asked.push(`${name}:${r.kind}/${k.name}`);
-        return cache.get(`${r.kind}/${k.namespace}/${k.name}`);
-      },
-      publish: async () => '1',
-    });
-    const route = planInformers([controller]).find((p) => p.resource === pods)?.routes[0];
-    assert.ok(route, 'a route for the pods watch');
-    assert.deepEqual(pipeline.keysFor(route, event(pod)), [{ namespace: 'ns', name: 'w' }]);
-    assert.deepEqual(asked, ['widget:ReplicaSet/rs', 'widget:Deployment/d']);
+    const get: MapContext['get'] = (r, k) => {
+      asked.push(`${r.kind}/${k.name}`);
+      return cache.get(`${r.kind}/${k.namespace}/${k.name}`);
+    };
+    const podEvent = event({ apiVersion: 'v1', kind: 'Pod', ...pod });
+    assert.deepEqual(keysFor(controller, podEvent, { context: { get } }), [{ namespace: 'ns', name: 'w' }]);
+    assert.deepEqual(asked, ['ReplicaSet/rs', 'Deployment/d']);
+    assert.deepEqual(keysFor(controller, podEvent), [], 'an empty cache maps to nothing');
   });
 });
 
@@ -347,26 +341,21 @@ describe('predicates on secondary watches (WithPredicates)', () => {
     ],
     reconcile: () => ({}),
   });
-  const pipelineFor = (lines: string[] = []) =>
-    new KeyPipeline({
-      collapseMs: 0,
-      logger: createLogger('relay', { write: (l: string) => void lines.push(l) }),
-      primaryKeys: () => [],
-      publish: async () => '1',
-    });
-  const route = planInformers([controller]).find((p) => p.resource === pods)?.routes[0];
-  const pod = (phase: string) => ({ metadata: { name: 'p', namespace: 'ns' }, status: { phase } });
-
-  it('drops the events the predicate refuses, before the map', () => {
-    assert.ok(route);
-    const pipeline = pipelineFor();
-    const changed: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Pending') };
-    const same: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Running') };
-    assert.deepEqual(pipeline.keysFor(route, changed), [{ namespace: 'ns', name: 'w' }]);
-    assert.deepEqual(pipeline.keysFor(route, same), []);
+  const pod = (phase: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'ns' },
+    status: { phase },
   });
 
-  it('a predicate that throws drops the event with an error line', () => {
+  it('drops the events the predicate refuses, before the map', () => {
+    const changed: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Pending') };
+    const same: WatchEvent = { type: 'MODIFIED', object: pod('Running'), oldObject: pod('Running') };
+    assert.deepEqual(keysFor(controller, changed), [{ namespace: 'ns', name: 'w' }]);
+    assert.deepEqual(keysFor(controller, same), []);
+  });
+
+  it("a predicate that throws is the test's error (the relay drops the event: test/unit/relay-kit-controllers.test.ts)", () => {
     const throwing = defineController({
       name: 'widget',
       primary: widgets,
@@ -381,10 +370,6 @@ describe('predicates on secondary watches (WithPredicates)', () => {
       ],
       reconcile: () => ({}),
     });
-    const r = planInformers([throwing]).find((p) => p.resource === pods)?.routes[0];
-    assert.ok(r);
-    const lines: string[] = [];
-    assert.deepEqual(pipelineFor(lines).keysFor(r, event(pod('Running'))), []);
-    assert.match(lines.join(''), /watch predicate threw: event dropped/);
+    assert.throws(() => keysFor(throwing, event(pod('Running'))), /boom/);
   });
 });

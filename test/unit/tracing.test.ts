@@ -1,17 +1,17 @@
 // Tracing's pieces without a pipeline: the environment, the export decision by outcome and ratio,
-// the relay's enqueue span with collapsed events, the trace context a requeue carries, the trace
-// fields of a log line. One SDK is registered for this file's process (the in-memory exporter).
+// the trace context a requeue carries, the trace fields of a log line (the relay's enqueue span is
+// the relay's own test, test/unit/relay-tracing.test.ts). One SDK is registered for this file's
+// process (the in-memory exporter).
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import { context, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import {
   InMemorySpanExporter,
   NodeTracerProvider,
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
-import type { ResourceType } from '../../functions/contract/controller.ts';
 import { ATTR, SPAN, tracer } from '../../functions/k8s/tracing.ts';
 import { createLogger } from '../../functions/log.ts';
 import { decodePushEnvelope, TRACE_CONTEXT_ATTRIBUTE, traceContextOf } from '../../functions/message.ts';
@@ -19,8 +19,6 @@ import { inDeliverySpan } from '../../functions/reconcile.ts';
 import { requeueEnvelope } from '../../functions/requeue.ts';
 import { readTracingConfig } from '../../functions/tracing-config.ts';
 import { OutcomeSpanProcessor } from '../../functions/tracing-sdk.ts';
-import { KeyPipeline } from '../../relay/pipeline.ts';
-import { ManualTimers } from '../support/manual-timers.ts';
 
 const exported = new InMemorySpanExporter();
 let ratio: 0 | 1 = 0;
@@ -119,90 +117,6 @@ describe('export by outcome (OutcomeSpanProcessor)', () => {
     const [span] = exported.getFinishedSpans();
     assert.equal(span?.spanContext().traceId, '0af7651916cd43dd8448eb211c80319c');
     assert.equal(span?.parentSpanContext?.spanId, 'b7ad6b7169203331');
-  });
-});
-
-describe('the relay’s enqueue span', () => {
-  const widgets: ResourceType = {
-    group: 'x.dev',
-    version: 'v1',
-    plural: 'widgets',
-    kind: 'Widget',
-    namespaced: true,
-  };
-  const event = (type: 'ADDED' | 'MODIFIED', rv: string) => ({
-    type,
-    object: {
-      apiVersion: 'x.dev/v1',
-      kind: 'Widget',
-      metadata: { name: 'w', namespace: 'ns', resourceVersion: rv },
-    },
-  });
-
-  it('starts a trace per published key; events collapsed into a waiting publish become its span events; the publish runs under it', async () => {
-    ratio = 1;
-    exported.reset();
-    const timers = new ManualTimers();
-    const publishedUnder: (string | undefined)[] = [];
-    const pipeline = new KeyPipeline({
-      collapseMs: 100,
-      timers,
-      primaryKeys: () => [],
-      logger: createLogger('test', new Writable({ write: (_c, _e, cb) => cb() })),
-      publish: async () => {
-        publishedUnder.push(trace.getSpan(context.active())?.spanContext().spanId);
-        return 'm1';
-      },
-    });
-    const route = {
-      controller: {
-        name: 'widget',
-        primary: widgets,
-        rbac: [],
-        watches: [],
-        reconcile: async () => undefined,
-      },
-      watch: { resource: widgets, map: () => [{ namespace: 'ns', name: 'w' }] },
-      primary: false,
-    };
-    pipeline.handle([route], event('ADDED', '1')); // leading edge: published at once
-    pipeline.handle([route], event('MODIFIED', '2')); // waits for the window's end
-    pipeline.handle([route], event('MODIFIED', '3')); // collapses into it
-    pipeline.handle([route], event('MODIFIED', '4')); // and so does this
-    timers.advance(100);
-    await pipeline.flush();
-    const spans = exported.getFinishedSpans().filter((s) => s.name === SPAN.enqueue);
-    assert.equal(spans.length, 2, 'two publishes, two traces');
-    const [first, second] = spans.sort(
-      (a, b) => Number(a.attributes[ATTR.resourceVersion]) - Number(b.attributes[ATTR.resourceVersion]),
-    );
-    assert.notEqual(first?.spanContext().traceId, second?.spanContext().traceId);
-    assert.equal(first?.kind, SpanKind.PRODUCER);
-    assert.deepEqual(
-      { ...first?.attributes },
-      {
-        [ATTR.controller]: 'widget',
-        [ATTR.cluster]: 'default',
-        [ATTR.key]: 'ns/w',
-        [ATTR.cause]: 'watch',
-        [ATTR.resource]: 'x.dev/v1/widgets',
-        [ATTR.eventType]: 'ADDED',
-        [ATTR.resourceVersion]: '1',
-        [ATTR.edge]: 'leading',
-        [ATTR.messageId]: 'm1',
-      },
-    );
-    assert.equal(second?.attributes[ATTR.resourceVersion], '2');
-    assert.equal(second?.attributes[ATTR.edge], 'trailing');
-    assert.equal(second?.attributes[ATTR.collapsed], 2);
-    assert.deepEqual(
-      second?.events.map((e) => [e.name, e.attributes?.[ATTR.resourceVersion]]),
-      [
-        ['collapsed', '3'],
-        ['collapsed', '4'],
-      ],
-    );
-    assert.deepEqual(publishedUnder, [first?.spanContext().spanId, second?.spanContext().spanId]);
   });
 });
 
