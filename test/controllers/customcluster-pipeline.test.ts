@@ -1,7 +1,7 @@
 /**
  * The customcluster controller end to end, on real parts: relay → Pub/Sub emulator →
  * `reconcile` under functions-framework → Kubernetes API (local API server, or TEST_KUBECONFIG's
- * cluster). The test plays the kubelet (sets pod phases) and observes only through the
+ * cluster). The test plays the kubelet (sets pod phases; a real cluster's kubelet does too) and observes only through the
  * Kubernetes API, the functions' logs and the relay's metrics. No reconcile waits for pods: pod
  * events bring the key back.
  */
@@ -158,6 +158,34 @@ const suite = (mode: StackMode) => () => {
     const cc = await getCc('cpod-f');
     const [pod] = await livePods(cc);
     assert.ok(pod);
+    if (!p.cluster.local) {
+      // A real cluster's kubelet owns the pods' phases (a Running pod does not go back to Pending):
+      // one pod fails; its events, the replacement's create, binding and start are keys (pod events
+      // pass whoever writes them), and each reconcile's status write (count 1, then 2) is a
+      // Customcluster event with an unchanged generation, which the relay must drop: every event it
+      // dropped is one of those, every key it published is owed to a pod event.
+      await inputs.settled(p);
+      const filteredBefore = await relayCounter('levelset_relay_events_filtered_total');
+      const publishedBefore = await relayCounter('levelset_relay_keys_published_total');
+      const podEventsBefore = inputs.seen.events['v1/pods?controller'] ?? 0;
+      const droppedBefore = inputs.seen.drops;
+      await core.patchNamespacedPodStatus(
+        { namespace: ns, name: pod.metadata?.name ?? '', body: { status: { phase: 'Failed' } } },
+        mergePatch,
+      );
+      await converged('cpod-f', 2, 'a new message');
+      await waitFor(() => inputs.seen.drops > droppedBefore, { message: 'our watch saw the status write' });
+      await inputs.settled(p);
+      assert.equal(
+        (await relayCounter('levelset_relay_events_filtered_total')) - filteredBefore,
+        inputs.seen.drops - droppedBefore,
+        'the relay dropped exactly the status-only writes',
+      );
+      const published = (await relayCounter('levelset_relay_keys_published_total')) - publishedBefore;
+      const podEvents = (inputs.seen.events['v1/pods?controller'] ?? 0) - podEventsBefore;
+      assert.ok(published >= 1 && published <= podEvents, `${published} keys for ${podEvents} pod events`);
+      return;
+    }
     // One pod event at a time, each one key → one reconcile → one status write (count 1 then 2),
     // and no pod created or deleted. Each status write is a Customcluster event with an unchanged
     // generation, which the relay must drop: exactly one reconcile per pod event.

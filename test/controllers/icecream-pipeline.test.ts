@@ -22,6 +22,7 @@ import { icecreamResource as resource } from '../../functions/controllers/icecre
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { StackMode } from '../../local/stack.ts';
+import { noReadyNodeSkip } from '../support/cluster.ts';
 import { PIPELINE_MODES, type Pipeline, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -140,4 +141,5 @@ const suite = (mode: StackMode) => () => {
   });
 };
 
-for (const mode of PIPELINE_MODES) describe(`icecream end to end (${mode})`, suite(mode));
+const noNode = await noReadyNodeSkip();
+for (const mode of PIPELINE_MODES) describe(`icecream end to end (${mode})`, { skip: noNode }, suite(mode));

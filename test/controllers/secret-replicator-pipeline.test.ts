@@ -12,7 +12,7 @@ import {
   SOURCE_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import type { StackMode } from '../../local/stack.ts';
-import { uniqueSuffix } from '../support/cluster.ts';
+import { type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import {
   PIPELINE_MODES,
   type Pipeline,
@@ -22,13 +22,14 @@ import {
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const run = uniqueSuffix();
-/** Every namespace of this run matches this; sources narrow their targets to it, so a shared real cluster is safe. */
-const targetsPattern = `e2e-${run}-.*`;
-const secretValue = `s3cr3t-${run}`;
-
 /** The suite, run once per mode (below). */
 const suite = (mode: StackMode) => () => {
+  // Each suite its own names: on a real cluster the previous suite's namespaces may still terminate
+  // (409 "object is being deleted" for a namespace of the same name).
+  const run = uniqueSuffix();
+  /** Every namespace of this suite matches this; sources narrow their targets to it, so a shared real cluster is safe. */
+  const targetsPattern = `e2e-${run}-.*`;
+  const secretValue = `s3cr3t-${run}`;
   /** Checks of the functions and Pub/Sub themselves: only the serverless mode has them. */
   const serverlessOnly = { skip: mode !== 'serverless' && 'serverless mode only (functions, Pub/Sub)' };
   let p: Pipeline;
@@ -36,11 +37,9 @@ const suite = (mode: StackMode) => () => {
   let source: string;
   const targets: string[] = [];
 
-  const makeNamespace = async (label: string) => {
-    const name = `e2e-${run}-${label}`;
-    await core.createNamespace({ body: { metadata: { name, labels: { 'levelset.dev/test': 'true' } } } });
-    return name;
-  };
+  let cluster: TestCluster;
+  /** A namespace `e2e-<run>-<label>-<random>`, deleted (and on a real cluster waited for) when the cluster stops. */
+  const makeNamespace = (label: string) => cluster.createNamespace(`e2e-${run}-${label}`);
   const readCopy = (namespace: string, name: string) =>
     core.readNamespacedSecret({ namespace, name }).catch((err: { code?: number }) => {
       if (err.code === 404) return undefined;
@@ -73,7 +72,8 @@ const suite = (mode: StackMode) => () => {
 
   before(async () => {
     p = await startPipeline(
-      async (cluster) => {
+      async (c) => {
+        cluster = c;
         core = cluster.kubeConfig.makeApiClient(CoreV1Api);
         source = await makeNamespace('source');
         targets.push(await makeNamespace('a'), await makeNamespace('b'));
@@ -84,11 +84,7 @@ const suite = (mode: StackMode) => () => {
   });
 
   after(async () => {
-    if (!p) return;
-    if (!p.cluster.local) {
-      for (const ns of [source, ...targets]) await core.deleteNamespace({ name: ns }).catch(() => {});
-    }
-    await p.stop();
+    await p?.stop();
   });
 
   it('copies a new source Secret into every target namespace, labelled and annotated as ours', async () => {

@@ -175,3 +175,20 @@ export async function startSecondTestCluster(): Promise<TestCluster> {
     process.env.TEST_KUBECONFIG = saved;
   }
 }
+
+/**
+ * Why a test that needs Pods to run cannot, or `false`: on a real cluster (`TEST_KUBECONFIG`) it
+ * needs a Ready Node (its scheduler and kubelet make Deployments available); the local API server
+ * gets the simulated node (local/simulated-node.ts) from the test itself.
+ */
+export async function noReadyNodeSkip(): Promise<string | false> {
+  const external = process.env.TEST_KUBECONFIG;
+  if (!external) return false;
+  const kubeConfig = new PooledKubeConfig();
+  kubeConfig.loadFromFile(external);
+  const nodes = await kubeConfig.makeApiClient(CoreV1Api).listNode();
+  const ready = nodes.items.some((n) =>
+    n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+  );
+  return ready ? false : 'TEST_KUBECONFIG names a cluster without a Ready Node: no Pod can run';
+}

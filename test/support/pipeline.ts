@@ -8,6 +8,7 @@
  *   for (const mode of PIPELINE_MODES) describe(`foo end to end (${mode})`, () => { … startPipeline(setup, { mode }) … });
  */
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import type { LocalApiServerOptions } from '@levelset/apiserver';
 import { LABELS } from '../../functions/log.ts';
@@ -193,6 +194,72 @@ export interface WatchedResource {
   relayResource: string;
 }
 
+/**
+ * A watch kept open, as an informer keeps its own. It starts at resourceVersion 0 (the objects of
+ * kube-apiserver's watch cache as ADDED, then every event): a watch without one waits for the cache
+ * to reach etcd's current revision, which a resource nobody writes reaches only with etcd's
+ * progress notifications, and is ended after 3 s with an ERROR event (504 "Too large resource
+ * version") before it delivered anything. No bookmarks: kube-apiserver refuses a watch at
+ * resourceVersion 0 with bookmarks when its etcd cannot request progress notifications ("the
+ * required storage feature RequestWatchProgress is disabled"). kube-apiserver also ends watches (its request timeout);
+ * each restart resumes from the last resourceVersion seen, so no event is delivered twice or missed. A watch that cannot resume (410 Gone) lost
+ * events: `onLost` says so and the watch stops. Resolves once the first watch is open.
+ */
+export async function keepWatching(
+  kubeConfig: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  onEvent: (type: string, object: KubernetesObject) => void,
+  onLost: (why: string) => void = () => {},
+): Promise<{ stop(): void }> {
+  let resourceVersion: string | undefined;
+  let current: { abort(): void } | undefined;
+  let stopped = false;
+  let lost = false;
+  let ended!: () => void;
+  let end = new Promise<void>((resolve) => {
+    ended = resolve;
+  });
+  const open = async () => {
+    current = await new Watch(kubeConfig).watch(
+      path,
+      { ...query, resourceVersion: resourceVersion ?? '0' },
+      (type: string, object: KubernetesObject) => {
+        if (type === 'ERROR') {
+          const status = object as { code?: number; message?: string };
+          if (status.code === 410) {
+            lost = true;
+            onLost(`${path}: ${status.message}`);
+          }
+          return;
+        }
+        resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+        if (type !== 'BOOKMARK') onEvent(type, object);
+      },
+      () => ended(),
+    );
+  };
+  await open();
+  void (async () => {
+    for (;;) {
+      await end;
+      if (stopped || lost) return;
+      end = new Promise<void>((resolve) => {
+        ended = resolve;
+      });
+      await delay(250);
+      if (stopped) return;
+      await open().catch(() => ended());
+    }
+  })();
+  return {
+    stop() {
+      stopped = true;
+      current?.abort();
+    },
+  };
+}
+
 /** What the relay must have seen, from the test's own watches; see {@link watchRelayInputs}. */
 export interface RelayInputs {
   /** Events seen so far: per `relayResource`, and the primary's events the relay's predicate drops (status-only writes). */
@@ -224,23 +291,29 @@ export async function watchRelayInputs(
   const seen = { events: {} as Record<string, number>, drops: 0 };
   const aborts: (() => void)[] = [];
   const last = new Map<string, KubernetesObject>();
+  /** Why a watch lost events (410 Gone on its restart): settled() cannot compare then. */
+  let broken: string | undefined;
+  const count = (resource: WatchedResource, type: string, object: KubernetesObject) => {
+    seen.events[resource.relayResource] = (seen.events[resource.relayResource] ?? 0) + 1;
+    if (resource !== primary) return;
+    const uid = object.metadata?.uid ?? '';
+    const oldObject = last.get(uid);
+    if (type === 'DELETED') last.delete(uid);
+    else last.set(uid, object);
+    if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
+  };
   for (const resource of [primary, ...others]) {
     seen.events[resource.relayResource] = 0;
-    const watch = await new Watch(kubeConfig).watch(
+    const watch = await keepWatching(
+      kubeConfig,
       resource.path,
       resource.query ?? {},
-      (type: string, object: KubernetesObject) => {
-        seen.events[resource.relayResource] = (seen.events[resource.relayResource] ?? 0) + 1;
-        if (resource !== primary) return;
-        const uid = object.metadata?.uid ?? '';
-        const oldObject = last.get(uid);
-        if (type === 'DELETED') last.delete(uid);
-        else last.set(uid, object);
-        if (type === 'MODIFIED' && !primaryEventPasses({ type, object, oldObject })) seen.drops += 1;
+      (type, object) => count(resource, type, object),
+      (why) => {
+        broken = why;
       },
-      () => {},
     );
-    aborts.push(() => watch.abort());
+    aborts.push(() => watch.stop());
   }
   const ofController = `controller="${controller}"`;
   return {
@@ -261,6 +334,7 @@ export async function watchRelayInputs(
           const owed = await reconcilesOwed(p, controller);
           const finished = outcomeLines(p, controller).length;
           const state = { owed, received, dropped, enqueued, published, finished, seen };
+          if (broken) throw new Error(`a watch of the test lost events, cannot compare: ${broken}`);
           if (
             Object.entries(seen.events).every(([resource, n]) => (received[resource] ?? 0) >= n) &&
             dropped >= seen.drops &&
