@@ -9,7 +9,6 @@
  * - on Google Cloud, Cloud Run instances are not scraped and the port is never set: the same
  *   figures are Terraform's log-based metrics of the final line (terraform/monitoring.tf:
  *   `reconcile_outcomes` counts the lines, `reconcile_duration` reads `durationMs`).
-
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
