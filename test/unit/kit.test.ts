@@ -29,19 +29,7 @@ import {
 } from '../../functions/kit/steps.ts';
 import { keysFor } from '../../functions/kit/testing.ts';
 import { functionsRules } from '../../scripts/generate-manifests.ts';
-
-const widgets = customResource({ group: 'test.levelset.dev', version: 'v1', kind: 'Widget' });
-const ref = (apiVersion: string, kind: string, name: string, uid: string) => ({
-  apiVersion,
-  kind,
-  name,
-  uid,
-  controller: true,
-});
-const object = (name: string, uid: string, owner?: ReturnType<typeof ref>): KubernetesObject => ({
-  metadata: { name, namespace: 'ns', uid, ...(owner ? { ownerReferences: [owner] } : {}) },
-});
-const event = (o: KubernetesObject): WatchEvent => ({ type: 'ADDED', object: o });
+import { event, object, ref, widgets } from '../support/owner-chain.ts';
 
 describe('isSubset: what the kit compares to skip an apply', () => {
   it('ignores what the server adds (defaults, status, metadata)', () => {

@@ -9,30 +9,12 @@ import * as z from 'zod';
 import type { WatchEvent } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import { SECRETS } from '../../functions/controllers/secret-replicator/index.ts';
-import {
-  customResource,
-  defineController,
-  deployments,
-  pods,
-  replicasets,
-} from '../../functions/kit/index.ts';
+import { defineController, deployments, pods, replicasets } from '../../functions/kit/index.ts';
 import { createLogger } from '../../functions/log.ts';
 import { encodeKeyMessage, type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
-
-const widgets = customResource({ group: 'test.levelset.dev', version: 'v1', kind: 'Widget' });
-const ref = (apiVersion: string, kind: string, name: string, uid: string) => ({
-  apiVersion,
-  kind,
-  name,
-  uid,
-  controller: true,
-});
-const object = (name: string, uid: string, owner?: ReturnType<typeof ref>): KubernetesObject => ({
-  metadata: { name, namespace: 'ns', uid, ...(owner ? { ownerReferences: [owner] } : {}) },
-});
-const event = (o: KubernetesObject): WatchEvent => ({ type: 'ADDED', object: o });
+import { event, object, ref, widgets } from '../support/owner-chain.ts';
 
 describe("the relay's caches feed a kit controller's mapThroughControllers", () => {
   const deployment = object('d', 'uid-d', ref('test.levelset.dev/v1', 'Widget', 'w', 'uid-w'));
