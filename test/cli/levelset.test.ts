@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
+import type { Frame } from '../../cli/impl/watch.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
@@ -323,21 +324,6 @@ describe('levelset (the real binary against the local stack)', () => {
   });
 
   test('status --watch: the figures of every refresh are read from the stack and move with the work', async () => {
-    type Frame = {
-      windowSeconds: number;
-      controllers: {
-        controller: string;
-        perSecond: Record<string, number>;
-        total: Record<string, number>;
-        p50Ms?: number;
-        p95Ms?: number;
-        backlog: number;
-        published: number;
-      }[];
-      backlog?: number;
-      deadLettered?: number;
-      notes: string[];
-    };
     const watch = spawnCli(['status', '--watch', '-o', 'json', '--interval', '0.5', '--window', '30'], {
       LEVELSET_STATE_DIR: stateDir,
     });
