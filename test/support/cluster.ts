@@ -25,9 +25,14 @@ export interface TestCluster {
   /** The local API server, when the test runs against it; `undefined` on a real cluster. */
   local?: LocalApiServer;
   /**
-   * Deletes the namespaces made by {@link TestCluster.createNamespace} and, on a real cluster, waits
-   * (deadline 120 s) until they are gone; stops a local server.
+   * On a real cluster, deletes the namespaces made by {@link TestCluster.createNamespace} and waits
+   * (deadline 120 s) until the namespace controller has emptied and removed them; a no-op on a
+   * local server, which {@link TestCluster.stop} discards whole. Call it while the controllers
+   * under test still run when their objects carry finalizers: a finalizer nobody removes keeps its
+   * namespace `Terminating` (Kubernetes API conventions: finalizers).
    */
+  deleteNamespaces(): Promise<void>;
+  /** {@link TestCluster.deleteNamespaces}, then stops a local server. */
   stop(): Promise<void>;
   /**
    * Creates a namespace with a unique name (`<prefix>-<random>`) labelled `levelset.dev/test=true`.
@@ -81,7 +86,7 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
   }
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const created: string[] = [];
-  return {
+  const cluster: TestCluster = {
     kubeConfig,
     kubeconfigPath,
     local,
@@ -127,19 +132,17 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
         );
       return name;
     },
-    async stop() {
-      if (local) {
-        await local.stop();
-        return;
-      }
-      await Promise.allSettled(created.map((name) => core.deleteNamespace({ name })));
+    async deleteNamespaces() {
+      if (local) return;
+      const names = created.splice(0);
+      await Promise.allSettled(names.map((name) => core.deleteNamespace({ name })));
       // A real cluster is shared by the test files, which run one after the other there
-      // (scripts/test.ts): the next file's relay and watches must not see this file's objects go,
+      // (package.json's `test`: concurrency 1 with TEST_KUBECONFIG): the next file's relay and watches must not see this file's objects go,
       // so the namespaces are waited for until the namespace controller has emptied and removed them.
       await waitFor(
         async () => {
           const left = await Promise.all(
-            created.map((name) =>
+            names.map((name) =>
               core.readNamespace({ name }).then(
                 () => name,
                 (err: { code?: number }) => (err.code === 404 ? undefined : name),
@@ -148,10 +151,15 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
           );
           return left.every((name) => name === undefined);
         },
-        { timeoutMs: 120_000, intervalMs: 250, message: `namespaces ${created.join(', ')} to be deleted` },
+        { timeoutMs: 120_000, intervalMs: 250, message: `namespaces ${names.join(', ')} to be deleted` },
       );
     },
+    async stop() {
+      await cluster.deleteNamespaces();
+      await local?.stop();
+    },
   };
+  return cluster;
 }
 
 /**

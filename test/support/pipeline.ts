@@ -88,6 +88,8 @@ export async function startPipeline(
       logs,
       identities,
       async stop() {
+        // Objects with finalizers (a Topic's) go only while their controller runs.
+        await cluster.deleteNamespaces();
         await stack.stop();
         await identities?.remove();
         await cluster.stop();
