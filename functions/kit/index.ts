@@ -1,10 +1,12 @@
 /**
  * The Levelset controller kit: the public API for writing a controller (docs/writing-a-controller.md).
- * Import from here only; `functions/kit/testing.ts` holds the test helpers.
+ * Import from here only; `functions/kit/testing.ts` holds the test helpers. The public surface
+ * of both is recorded in `functions/kit/api/*.api.md` (API Extractor), which `npm run check:api`
+ * compares: a change to it is deliberate (`npm run update:api`, reviewed in the diff).
  *
  * - {@link defineController}: declare primary, spec schema, owned children, watches, reconcile.
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
- *   (`ErrResourceExists`), pruned when no longer desired ({@link reconcileChildren}, {@link isSubset}).
+ *   (`ErrResourceExists`), pruned when no longer desired; compared as a subset of the live object.
  * - Children in other namespaces, tracked by label and annotation (owned `inOtherNamespaces`:
  *   {@link CrossNamespaceTracking}, {@link planCrossNamespaceChildren}); and in other clusters of
  *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
@@ -12,7 +14,7 @@
  *   ({@link addFinalizer}, {@link removeFinalizer}).
  * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
- * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
+ * - Map functions for watches: {@link mapThroughControllers}, {@link mapToOwnerAnnotation}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
  * - Reads checked against the RBAC: `get`/`list` in any namespace, `patchMetadata` ({@link Reads}).
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
@@ -47,45 +49,30 @@ export {
   isNotFound,
   TerminalError,
 } from '../k8s/errors.ts';
-export { EVENT_RECORDER_RULE } from '../k8s/events.ts';
-export { type ListPage, listPaged, METADATA_ONLY, paginate } from '../k8s/list.ts';
+export { type ListPage, listPaged } from '../k8s/list.ts';
 export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
 export {
-  type ChildChange,
-  CONTROLLER_LABEL,
   type CrossNamespaceTracking,
-  ERR_RESOURCE_EXISTS,
-  isSubset,
   messageResourceExists,
   OWNER_LABEL,
   type OwnedType,
   type Owner,
-  reconcileChildren,
-  selectorOf,
 } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
-export { forEachLimit } from './concurrency.ts';
 export {
-  type ChildStep,
   type CrossNamespacePlan,
-  compareChild,
   isOwnedAcross,
-  markedChild,
-  planChild,
   planCrossNamespaceChildren,
-  trackingInCluster,
 } from './cross-namespace.ts';
 export {
   type ControllerDefinition,
   defineController,
-  deriveRbac,
   type SecondaryWatch,
 } from './define.ts';
-export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
+export { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 export {
   GRPC,
   googleCloudClientOptions,
-  grpcCodeOf,
   isGrpcAlreadyExists,
   isGrpcNotFound,
   throwGoogleCloudError,
@@ -94,16 +81,14 @@ export {
   type IndexFunction,
   type IndexInput,
   mapByIndex,
-  namespacedName,
 } from './index-spec.ts';
 export {
   type MapFunction,
   mapThroughControllers,
   mapToOwnerAnnotation,
-  mapToSelf,
   ownerClusterOf,
 } from './map.ts';
-export { skipOwnCreates, writtenOnlyByLevelset } from './predicates.ts';
+export { skipOwnCreates } from './predicates.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {

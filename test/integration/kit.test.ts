@@ -15,8 +15,8 @@ import {
   type V1ConfigMap,
 } from '@kubernetes/client-node';
 import * as z from 'zod';
+import { CONTROLLER_LABEL } from '../../functions/kit/children.ts';
 import {
-  CONTROLLER_LABEL,
   configmaps,
   customResource,
   defineController,

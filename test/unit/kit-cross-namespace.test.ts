@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { FIELD_MANAGER } from '../../functions/k8s/custom-resource.ts';
-import { contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
+import { compareChild, contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
+import { deriveRbac } from '../../functions/kit/define.ts';
 import {
   type CrossNamespaceTracking,
-  compareChild,
   configmaps,
   customResource,
   defineController,
-  deriveRbac,
   mapToOwnerAnnotation,
   planCrossNamespaceChildren,
 } from '../../functions/kit/index.ts';

@@ -8,12 +8,12 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
 import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
+import { isSubset } from '../../functions/kit/children.ts';
 import {
   configmaps,
   customResource,
   defineController,
   deployments,
-  isSubset,
   mapThroughControllers,
   pods,
   replicasets,

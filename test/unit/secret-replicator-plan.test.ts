@@ -20,7 +20,7 @@ import {
   sourceKeyOf,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
-import { compareChild, planChild } from '../../functions/kit/index.ts';
+import { compareChild, planChild } from '../../functions/kit/cross-namespace.ts';
 
 const config: SecretReplicatorConfig = {
   sourceNamespace: 'levelset-system',
