@@ -42,6 +42,7 @@ try {
     const config = ExtractorConfig.prepare({
       configObject: {
         projectFolder: root,
+        newlineKind: 'lf',
         mainEntryPointFilePath: join(dts, source.replace(/\.ts$/, '.d.ts')),
         compiler: { tsconfigFilePath: join(root, 'tsconfig.api.json') },
         apiReport: {
