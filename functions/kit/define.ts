@@ -44,6 +44,7 @@ import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
+import { holdWhileReferenced, type ReferencedBy } from './references.ts';
 import {
   type Desired,
   desiredConditions,
@@ -135,6 +136,13 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * `Ready=False/<reason>` and records a Warning Event; the next resync tries again.
    */
   finalize?(input: FinalizeInput<z.infer<Schema>>): Promise<FinalizeResult> | FinalizeResult;
+  /**
+   * Who references the primaries (references.ts): while a referrer exists, a primary's delete waits
+   * (`Ready=False/StillReferenced` naming them, a Warning Event, `finalize` not called) and looks
+   * again later, completing once the last referrer is gone. Declaring it puts the kit's finalizer on
+   * every primary, as `finalize` does; the RBAC gets `list` on each referrer resource.
+   */
+  referencedBy?: ReferencedBy[];
 }
 
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
@@ -193,11 +201,19 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
   const owns = (def.owns ?? []).map(ownedType);
   const watches = (def.watches ?? []).map(secondary);
   const toPrimary = mapThroughControllers(def.primary);
+  const referencedBy = def.referencedBy ?? [];
+  const holdsFinalizer = Boolean(def.finalize) || referencedBy.length > 0;
+  const finalize = def.finalize ?? (() => undefined);
   const rbac = deriveRbac(def.primary, owns, watches, [
     ...parsePolicyRules(def.name, def.rbac ?? []),
-    ...(def.finalize
+    ...(holdsFinalizer
       ? [{ apiGroups: [def.primary.group], resources: [def.primary.plural], verbs: ['patch' as const] }]
       : []),
+    ...referencedBy.map((by) => ({
+      apiGroups: [by.resource.group],
+      resources: [by.resource.plural],
+      verbs: ['list' as const],
+    })),
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
   const childSets = childSetsOf(owns);
@@ -236,7 +252,11 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     const deleting = Boolean(object.metadata.deletionTimestamp);
     const status = statusWriter(client, def.primary, object);
     try {
-      if (deleting && def.finalize) {
+      if (deleting && holdsFinalizer) {
+        const held =
+          referencedBy.length > 0 &&
+          (await holdWhileReferenced({ client, referencedBy, object, status, events }));
+        if (held) return held;
         // A TerminalError keeps the finalizer: nothing outside the cluster is leaked silently.
         const parsed = schema.safeParse(object.spec ?? {});
         const reads = readsFor(def.name, rbac, client, key.namespace);
@@ -246,12 +266,12 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
           controller: def.name,
           primary: def.primary,
           input,
-          finalize: def.finalize,
+          finalize,
         });
       }
       const valid = validatePrimary(object, schema, { controller: def.name, owns });
       if ('invalid' in valid) return await status.fail(INVALID_SPEC, valid.invalid);
-      if (def.finalize && !deleting)
+      if (holdsFinalizer && !deleting)
         await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
       const listings = (await Promise.all(children.map((c) => c.observe?.(object) ?? []))).flat();
       const input = reconcileInput({

@@ -87,6 +87,31 @@ const watcherController = defineController({
   },
 });
 
+/**
+ * A controller whose Gizmos are held by the ConfigMaps that name them (`data.gizmo`), and whose
+ * `finalize` counts: references that hold (functions/kit/references.ts).
+ */
+let referencedFinalizeCalls = 0;
+const referencedController = defineController({
+  name: 'kit-references',
+  primary: gizmos,
+  spec: z.object({ value: z.string() }),
+  referencedBy: [
+    {
+      resource: configmaps,
+      references: (cm) => {
+        const gizmo = (cm as { data?: { gizmo?: string } }).data?.gizmo;
+        return gizmo ? [`${cm.metadata?.namespace}/${gizmo}`] : [];
+      },
+    },
+  ],
+  reconcile: () => ({}),
+  finalize() {
+    referencedFinalizeCalls += 1;
+    return undefined;
+  },
+});
+
 const crd = {
   apiVersion: 'apiextensions.k8s.io/v1',
   kind: 'CustomResourceDefinition',
@@ -339,6 +364,59 @@ describe('kit: finalizers', () => {
           (err: unknown) => err instanceof ApiException && err.code === 404,
         ),
       { message: `namespace ${doomed} gone`, timeoutMs: 60_000 },
+    );
+  });
+
+  it('holds the delete of an object another references: StillReferenced naming the referrers, then completes once they go', async () => {
+    const r = reconcilerForTest(referencedController, cluster.kubeconfigPath);
+    const held = finalizerName('kit-references');
+    const configMap = (name: string, gizmo: string) =>
+      core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name }, data: { gizmo } } });
+    await create('j');
+    await r.reconcile({ namespace: ns, name: 'j' });
+    assert.deepEqual(
+      (await get('j')).metadata.finalizers,
+      [held],
+      'referencedBy alone puts the finalizer on',
+    );
+    await configMap('uses-j', 'j');
+    await configMap('uses-other', 'not-j');
+    await remove('j');
+    referencedFinalizeCalls = 0;
+    const waiting = await r.reconcile({ namespace: ns, name: 'j' });
+    assert.equal(waiting.error, undefined, waiting.error?.message);
+    const after = waiting.result?.requeueAfterMs ?? 0;
+    assert.ok(after >= 1_000 && after <= 300_000, `looks again later: ${after} ms`);
+    assert.equal(referencedFinalizeCalls, 0, 'finalize is not called while referenced');
+    const j = await get('j');
+    assert.deepEqual(j.metadata.finalizers, [held], 'the delete waits');
+    const ready = findCondition(parseConditions(j.status?.conditions), 'Ready');
+    assert.equal(ready?.reason, 'StillReferenced');
+    assert.match(ready?.message ?? '', new RegExp(`ConfigMap ${ns}/uses-j`));
+    assert.doesNotMatch(ready?.message ?? '', /uses-other/, 'a referrer of another object does not hold it');
+    const events = await core.listNamespacedEvent({ namespace: ns });
+    assert.ok(
+      events.items.some(
+        (e) => e.involvedObject.name === 'j' && e.type === 'Warning' && e.reason === 'DeletionBlocked',
+      ),
+    );
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: 'uses-j' });
+    await waitFor(
+      () =>
+        core.readNamespacedConfigMap({ namespace: ns, name: 'uses-j' }).then(
+          () => false,
+          () => true,
+        ),
+      { message: 'ConfigMap uses-j gone' },
+    );
+    const done = await r.reconcile({ namespace: ns, name: 'j' });
+    assert.equal(done.error, undefined, done.error?.message);
+    assert.equal(referencedFinalizeCalls, 1, 'finalize runs once nothing references it');
+    await waitFor(() => gone('j'), { message: 'Gizmo j gone once its last referrer went' });
+    assert.deepEqual(
+      referencedController.rbac.find((rule) => rule.resources.includes('configmaps'))?.verbs,
+      ['list'],
+      'RBAC to list the referrers',
     );
   });
 

@@ -18,6 +18,7 @@ import {
   pods,
   replicasets,
 } from '../../functions/kit/index.ts';
+import { recheckAfterMs } from '../../functions/kit/references.ts';
 import {
   desiredConditions,
   nextStatus,
@@ -359,5 +360,18 @@ describe('predicates on secondary watches (WithPredicates)', () => {
       reconcile: () => ({}),
     });
     assert.throws(() => keysFor(throwing, event(pod('Running'))), /boom/);
+  });
+});
+
+describe('references that hold: when a held delete looks again (recheckAfterMs)', () => {
+  const deleting = (at: string): KubernetesObject => ({
+    metadata: { name: 'x', deletionTimestamp: at as never },
+  });
+  const now = Date.parse('2026-01-01T00:10:00Z');
+  it('a tenth of the wait, between 1 s and 5 min', () => {
+    assert.equal(recheckAfterMs(deleting('2026-01-01T00:10:00Z'), now), 1_000, 'just deleted: 1 s');
+    assert.equal(recheckAfterMs(deleting('2026-01-01T00:09:00Z'), now), 6_000, 'after a minute: 6 s');
+    assert.equal(recheckAfterMs(deleting('2025-12-01T00:00:00Z'), now), 300_000, 'after a month: 5 min');
+    assert.equal(recheckAfterMs({ metadata: { name: 'x' } }, now), 1_000, 'no deletionTimestamp: 1 s');
   });
 });
