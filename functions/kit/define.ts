@@ -24,6 +24,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
+import { ItemExponentialBackoff } from '../backoff.ts';
 import type {
   Controller,
   PolicyRule,
@@ -34,14 +35,15 @@ import type {
   Watch,
   WatchEvent,
 } from '../contract/controller.ts';
-import type { Key } from '../contract/key.ts';
-import { TerminalError } from '../k8s/errors.ts';
+import { type Key, keyString } from '../contract/key.ts';
+import { errorText, TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
+import { rateLimitOf } from './rate-limits.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
 import {
@@ -135,6 +137,12 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * `Ready=False/<reason>` and records a Warning Event; the next resync tries again.
    */
   finalize?(input: FinalizeInput<z.infer<Schema>>): Promise<FinalizeResult> | FinalizeResult;
+  /**
+   * `finalize` honours `dryRun` (it writes nothing outside the cluster then, and reports what it
+   * would do through `planExternal`), so a plan calls it too; default `false`: a plan does not
+   * call `finalize` (the kit's external resources set it: functions/kit/external.ts).
+   */
+  finalizePlans?: boolean;
 }
 
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
@@ -200,6 +208,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       : []),
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
+  /** Per-key backoff of rate-limited reconciles without a delay of their own (client-go's 5 ms → 1000 s). */
+  const rateLimited = new ItemExponentialBackoff();
   const childSets = childSetsOf(owns);
 
   /**
@@ -213,6 +223,11 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
    */
   async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
+    const backoffId = `${ctx.cluster}/${keyString(requested)}`;
+    const forget = (result: Result): Result => {
+      rateLimited.forget(backoffId);
+      return result;
+    };
     const client = resourceClient(ctx.kubeConfig);
     const childrenOf = (key: Key, onlyNamespace?: string) =>
       childSets.map((childSet) => childSet({ client, controller: def.name, key, onlyNamespace, ctx }));
@@ -241,13 +256,27 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         const parsed = schema.safeParse(object.spec ?? {});
         const reads = readsFor(def.name, rbac, client, key.namespace);
         const { kubeConfig, dryRun = false } = ctx;
-        const input = { key, object, spec: parsed.data, ...reads, log, events, kubeConfig, dryRun };
-        return await finalizePrimary({
-          controller: def.name,
-          primary: def.primary,
-          input,
-          finalize: def.finalize,
-        });
+        const planExternal = ctx.planExternal ?? (() => {});
+        const input = {
+          key,
+          object,
+          spec: parsed.data,
+          ...reads,
+          log,
+          events,
+          kubeConfig,
+          dryRun,
+          planExternal,
+        };
+        return forget(
+          await finalizePrimary({
+            controller: def.name,
+            primary: def.primary,
+            input,
+            finalize: def.finalize,
+            finalizePlans: def.finalizePlans ?? false,
+          }),
+        );
       }
       const valid = validatePrimary(object, schema, { controller: def.name, owns });
       if ('invalid' in valid) return await status.fail(INVALID_SPEC, valid.invalid);
@@ -274,10 +303,21 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const changed = wrote || changes.length > 0;
       await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);
       if (converged.failed) throw converged.failed;
-      return changed ? { ...resultOf(desired), changed } : resultOf(desired);
+      const driftCorrected = desired.driftCorrected ? { driftCorrected: true } : {};
+      return forget(
+        changed
+          ? { ...resultOf(desired), changed, ...driftCorrected }
+          : { ...resultOf(desired), ...driftCorrected },
+      );
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
-      throw err;
+      // Quota and rate limits (Google RESOURCE_EXHAUSTED/429, Kubernetes 429): not a failure to
+      // retry at once, a requeue after the delay asked for, else per-key exponential backoff.
+      const limit = rateLimitOf(err);
+      if (!limit) throw err;
+      const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
+      log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');
+      return { requeueAfterMs };
     }
   }
 

@@ -10,7 +10,10 @@
  *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
- * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
+ * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}); quota and rate
+ *   limits requeued after their delay ({@link rateLimitOf}).
+ * - Controllers of cloud resources ({@link defineExternalResource}): observe/create/update/delete,
+ *   the owner mark, deletion and adoption policies, per-object intervals (external.ts).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
@@ -20,6 +23,7 @@
 export type {
   ClusterDirectory,
   Controller,
+  ExternalChange,
   PolicyRule,
   ReconcileContext,
   ResourceType,
@@ -81,10 +85,34 @@ export {
   deriveRbac,
   type SecondaryWatch,
 } from './define.ts';
+export {
+  ADOPTION_POLICY,
+  CLOUD_OWNER_LABEL,
+  DELETION_POLICY,
+  type DesiredInput,
+  defineExternalResource,
+  type ExternalClient,
+  type ExternalKind,
+  type ExternalResourceDefinition,
+  INVALID_POLICY,
+  type Labels,
+  MANAGEMENT_CONFLICT,
+  NOT_FOUND,
+  type Policies,
+  parseGoDuration,
+  policiesOf,
+  RECONCILE_INTERVAL,
+  RESOURCE_EXISTS,
+  type WantedResource,
+} from './external.ts';
 export { addFinalizer, finalizerName, hasFinalizer, isBeingDeleted, removeFinalizer } from './finalizers.ts';
 export {
+  apiLimiter,
+  EMULATOR_PROJECT,
+  type GoogleCloudConfig,
   GRPC,
   googleCloudClientOptions,
+  googleCloudConfig,
   grpcCodeOf,
   isGrpcAlreadyExists,
   isGrpcNotFound,
@@ -104,6 +132,7 @@ export {
   ownerClusterOf,
 } from './map.ts';
 export { skipOwnCreates, writtenOnlyByLevelset } from './predicates.ts';
+export { type RateLimit, rateLimitOf } from './rate-limits.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export {
