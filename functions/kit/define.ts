@@ -221,13 +221,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
    * primary: its children are a former primary's (the namespace changed) and are pruned first; then
    * the primary of that name converges its children in the key's namespace alone.
    */
-  async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
+  async function reconcileOnce(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
-    const backoffId = `${ctx.cluster}/${keyString(requested)}`;
-    const forget = (result: Result): Result => {
-      rateLimited.forget(backoffId);
-      return result;
-    };
     const client = resourceClient(ctx.kubeConfig);
     const childrenOf = (key: Key, onlyNamespace?: string) =>
       childSets.map((childSet) => childSet({ client, controller: def.name, key, onlyNamespace, ctx }));
@@ -268,15 +263,13 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
           dryRun,
           planExternal,
         };
-        return forget(
-          await finalizePrimary({
-            controller: def.name,
-            primary: def.primary,
-            input,
-            finalize: def.finalize,
-            finalizePlans: def.finalizePlans ?? false,
-          }),
-        );
+        return await finalizePrimary({
+          controller: def.name,
+          primary: def.primary,
+          input,
+          finalize: def.finalize,
+          finalizePlans: def.finalizePlans ?? false,
+        });
       }
       const valid = validatePrimary(object, schema, { controller: def.name, owns });
       if ('invalid' in valid) return await status.fail(INVALID_SPEC, valid.invalid);
@@ -303,20 +296,31 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const changed = wrote || changes.length > 0;
       await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);
       if (converged.failed) throw converged.failed;
-      const driftCorrected = desired.driftCorrected ? { driftCorrected: true } : {};
-      return forget(
-        changed
-          ? { ...resultOf(desired), changed, ...driftCorrected }
-          : { ...resultOf(desired), ...driftCorrected },
-      );
+      const drift = desired.driftCorrected ? { driftCorrected: true } : {};
+      return changed ? { ...resultOf(desired), changed, ...drift } : { ...resultOf(desired), ...drift };
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
-      // Quota and rate limits (Google RESOURCE_EXHAUSTED/429, Kubernetes 429): not a failure to
-      // retry at once, a requeue after the delay asked for, else per-key exponential backoff.
+      throw err;
+    }
+  }
+
+  /**
+   * {@link reconcileOnce}, with quota and rate limits (Google RESOURCE_EXHAUSTED/429, Kubernetes 429,
+   * rate-limits.ts) answered as a requeue after the delay they ask for, else after the key's
+   * exponential backoff (client-go's 5 ms → 1000 s): not a failure retried at once, not terminal.
+   * A reconcile that succeeds forgets the key's backoff (client-go's `Forget`).
+   */
+  async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
+    const backoffId = `${ctx.cluster}/${keyString(requested)}`;
+    try {
+      const result = await reconcileOnce(requested, ctx);
+      rateLimited.forget(backoffId);
+      return result;
+    } catch (err) {
       const limit = rateLimitOf(err);
       if (!limit) throw err;
       const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
-      log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');
+      ctx.log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');
       return { requeueAfterMs };
     }
   }

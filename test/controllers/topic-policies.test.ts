@@ -27,6 +27,7 @@ import {
   EMULATOR_PROJECT,
   findCondition,
   parseConditions,
+  policiesOf,
   RECONCILE_INTERVAL,
 } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
@@ -107,6 +108,26 @@ describe('topic controller: the kit policies', () => {
     await proxy?.close();
     await emulator?.stop();
     await provider.shutdown();
+  });
+
+  it('policies.yaml (the guide’s example) applies, and each object gets the policies it names', async () => {
+    await exec('kubectl', [
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      'apply',
+      '-n',
+      namespace,
+      '-f',
+      join(repoRoot, 'functions/controllers/topic/policies.yaml'),
+    ]);
+    const of = async (name: string) => policiesOf(await get(name));
+    assert.deepEqual(await of('audit-events'), {
+      deletion: 'abandon',
+      adoption: 'never',
+      intervalMs: 600_000,
+    });
+    assert.deepEqual(await of('legacy-orders'), { deletion: 'delete', adoption: 'adopt', intervalMs: 0 });
+    assert.deepEqual(await of('billing-export'), { deletion: 'delete', adoption: 'observe', intervalMs: 0 });
   });
 
   it('observe: reads the topic into status, never writes it, never deletes it (counted requests)', async () => {
