@@ -19,7 +19,9 @@ import { promisify } from 'node:util';
 import { PubSub } from '@google-cloud/pubsub';
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import { pino } from 'pino';
 import { topicController } from '../../functions/controllers/topic/index.ts';
+import { driftCorrected, recordDrift } from '../../functions/drift.ts';
 import {
   ADOPTION_POLICY,
   CLOUD_OWNER_LABEL,
@@ -31,6 +33,7 @@ import {
   RECONCILE_INTERVAL,
 } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
+import type { EnqueueReason } from '../../functions/message.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
@@ -145,8 +148,8 @@ describe('topic controller: the kit policies', () => {
     assert.deepEqual(called(), ['GetTopic'], 'reads only');
     assert.equal(
       proxy.counts.get(`${PUBLISHER}GetTopic`),
-      3,
-      'one read per reconcile and one at the finalizer',
+      2,
+      'one read per reconcile, none at the finalizer',
     );
     const [live] = await pubsub.topic(topicId('watched')).getMetadata();
     assert.deepEqual(live.labels, { team: 'other' }, 'untouched');
@@ -244,6 +247,29 @@ describe('topic controller: the kit policies', () => {
     assert.equal(cleared.result?.requeueAfterMs, undefined);
     assert.equal(ready(await get('quota'))?.status, 'True');
     assert.ok(await exists('quota'));
+  });
+
+  it('a topic deleted outside Kubernetes is recreated and counted as drift, by the source that brought the key', async () => {
+    await create('drifted', {});
+    const converged = await t.reconcile({ namespace, name: 'drifted' });
+    assert.equal(converged.result?.driftCorrected, undefined, 'creating it is not drift');
+    await pubsub.topic(topicId('drifted')).delete();
+    const run = await t.reconcile({ namespace, name: 'drifted' });
+    assert.equal(run.result?.driftCorrected, true);
+    assert.ok(await exists('drifted'), 'recreated');
+    const count = async (source: string) =>
+      (await driftCorrected.get()).values.find(
+        (v) => v.labels.controller === 'topic' && v.labels.source === source,
+      )?.value ?? 0;
+    const before = await count('audit-log');
+    // `audit-log` is the reason of keys published from Cloud Audit Logs (the drift part of issue 32).
+    assert.ok(recordDrift('topic', 'audit-log' as EnqueueReason, run.result, pino({ level: 'silent' })));
+    assert.equal(await count('audit-log'), before + 1);
+    assert.equal(
+      (await t.reconcile({ namespace, name: 'drifted' })).result?.driftCorrected,
+      undefined,
+      'converged',
+    );
   });
 
   it('a span per Google Cloud call, with the API and the resource name', async () => {
