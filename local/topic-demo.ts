@@ -5,7 +5,7 @@
  */
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { topicProject } from '../functions/controllers/topic/index.ts';
+import { googleCloudConfig } from '../functions/kit/index.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import { waitFor } from '../test/support/wait.ts';
 
@@ -21,7 +21,7 @@ export async function topicDemo(
   say: (line: string) => void,
 ): Promise<void> {
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const project = topicProject({ PUBSUB_EMULATOR_HOST: emulatorHost });
+  const { project } = googleCloudConfig({ PUBSUB_EMULATOR_HOST: emulatorHost });
   const pubsub = new PubSub({ projectId: project, ...emulatorClientOptions(emulatorHost) });
   const timed = async (what: string, probe: () => Promise<unknown>) => {
     const started = Date.now();

@@ -7,7 +7,7 @@
 locals {
   topic_controller_project = coalesce(var.topic_controller_project, var.project_id)
   topic_controller_env = var.enable_topic_controller ? {
-    TOPIC_CONTROLLER_PROJECT = local.topic_controller_project
+    LEVELSET_CLOUD_PROJECT = local.topic_controller_project
   } : {}
 }
 

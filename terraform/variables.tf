@@ -481,7 +481,7 @@ variable "enable_topic_controller" {
 }
 
 variable "topic_controller_project" {
-  description = "Project the Topic controller creates topics in (TOPIC_CONTROLLER_PROJECT); empty: project_id."
+  description = "Project the Topic controller creates topics in (LEVELSET_CLOUD_PROJECT); empty: project_id."
   type        = string
   default     = ""
 }

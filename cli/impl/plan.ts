@@ -5,14 +5,17 @@
  * would make to each child and to the status: created, changed fields (before → after, from the
  * live object and the API server's answer), pruned. Events are not recorded (they are listed), and
  * a reconcile that acts outside the cluster writes nothing there (`ReconcileContext.dryRun`; the
- * kit does not call `finalize`).
+ * kit does not call `finalize`, except for its external resources, which plan their deletes too):
+ * what it would change there is reported through `ReconcileContext.planExternal` and listed as
+ * planned changes (`would create projects/p/topics/t`).
  *
- * Exit code: 0 when nothing would change, 1 when something would (or on failure), 2 on a usage error.
+ * Exit code: 0 when nothing would change, 1 when something would (in the cluster or outside it, or
+ * on failure), 2 on a usage error.
  */
 import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { EventType, Result } from '../../functions/contract/controller.ts';
+import type { EventType, ExternalChange, Result } from '../../functions/contract/controller.ts';
 import { DEFAULT_CLUSTER, type Key, keyString } from '../../functions/contract/key.ts';
 import { type DryRunWrite, dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
 import { errorText, TerminalError } from '../../functions/k8s/errors.ts';
@@ -36,10 +39,15 @@ export interface FieldChange {
   after?: unknown;
 }
 
-/** What a reconcile would do to one object (every write to the same path, taken together). */
+/**
+ * What a reconcile would do to one object (every write to the same path, taken together), or to one
+ * resource outside the cluster (`external`: a cloud resource, named in full).
+ */
 export interface PlannedChange {
   /** `create` a child, `change` an object (or its `status`), `prune` a child. */
   action: 'create' | 'change' | 'prune';
+  /** Outside the cluster: what the kit would do to the cloud resource `object` (`update`, `mark`…). */
+  external?: ExternalChange;
   /** `Deployment team-a/web`, `Foo team-a/my-foo status`. */
   object: string;
   /** The changed fields (create: none listed; a write made by a client other than the kit's: none known). */
@@ -155,6 +163,7 @@ export async function planReconcile(
     ...key,
   });
   const events: Plan['events'] = [];
+  const external: PlannedChange[] = [];
   const plan: Plan = { controller: controller.name, key: keyString(key), changes: [], events, log: lines };
   try {
     const result = await controller.reconcile(key, {
@@ -162,6 +171,11 @@ export async function planReconcile(
       kubeConfig,
       log,
       dryRun: true,
+      planExternal(change) {
+        const action =
+          change.action === 'create' ? 'create' : change.action === 'delete' ? 'prune' : 'change';
+        external.push({ action, object: change.resource, fields: [], requests: [], external: change });
+      },
       events: {
         async record(_object, type, reason, message) {
           events.push({ type, reason, message });
@@ -180,7 +194,7 @@ export async function planReconcile(
       throw new CliError(`the reconcile of ${plan.key} failed: ${errorText(err)}`);
     }
   }
-  plan.changes = plannedChanges(writes);
+  plan.changes = [...external, ...plannedChanges(writes)];
   return plan;
 }
 
@@ -200,6 +214,12 @@ export async function runPlan(argv: PlanArgs, env: NodeJS.ProcessEnv = process.e
   say(`plan ${plan.controller} ${plan.key} (server-side dry-run: nothing was written)`);
   const sign = { create: '+', change: '~', prune: '-' } as const;
   for (const c of plan.changes) {
+    if (c.external) {
+      say(
+        `  ${sign[c.action]} ${c.object} (would ${c.external.action}, outside the cluster: ${c.external.service})`,
+      );
+      continue;
+    }
     say(`  ${sign[c.action]} ${c.object} (${c.action})`);
     for (const f of c.fields) say(`      ${f.path}: ${show(f.before)} → ${show(f.after)}`);
     if (c.action === 'change' && c.fields.length === 0) say(`      ${c.requests.join(', ')}`);

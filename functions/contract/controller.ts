@@ -155,6 +155,25 @@ export interface ReconcileContext {
    * the cluster must then write nothing there (read, and log what it would do).
    */
   dryRun?: boolean;
+  /**
+   * In a plan: receives each change a reconcile would make outside the cluster (a cloud resource it
+   * would create, update or delete), which `levelset plan` reports beside the Kubernetes writes.
+   * Absent outside a plan.
+   */
+  planExternal?(change: ExternalChange): void;
+}
+
+/**
+ * A change outside the cluster that a reconcile would make (reported in a plan, {@link
+ * ReconcileContext.planExternal}): `create`, `update`, `delete` a cloud resource; `mark` (take it
+ * over: the owner mark added, functions/kit/external.ts) or `unmark` (abandon it: the mark removed).
+ */
+export interface ExternalChange {
+  action: 'create' | 'update' | 'delete' | 'mark' | 'unmark';
+  /** The resource's full name, e.g. `projects/p/topics/t`. */
+  resource: string;
+  /** The Google API, e.g. `pubsub.googleapis.com`. */
+  service: string;
 }
 
 /** What `listKeys` may use: the same clients as a reconcile, without a key. */
@@ -178,6 +197,12 @@ export interface Result {
    * watch event announced, counted by the runtime (functions/drift.ts).
    */
   changed?: boolean;
+  /**
+   * The reconcile set back a change made outside Kubernetes (a cloud resource recreated after it
+   * was deleted out of band, or corrected after it was changed): drift, counted by the runtime
+   * with the source that brought the key (functions/drift.ts), whatever that source was.
+   */
+  driftCorrected?: boolean;
 }
 
 /**

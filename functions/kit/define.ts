@@ -24,6 +24,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
+import { ItemExponentialBackoff } from '../backoff.ts';
 import type {
   Controller,
   PolicyRule,
@@ -34,14 +35,15 @@ import type {
   Watch,
   WatchEvent,
 } from '../contract/controller.ts';
-import type { Key } from '../contract/key.ts';
-import { TerminalError } from '../k8s/errors.ts';
+import { type Key, keyString } from '../contract/key.ts';
+import { errorText, TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
+import { rateLimitOf } from './rate-limits.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
 import { holdWhileReferenced, type ReferencedBy } from './references.ts';
@@ -143,6 +145,12 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * every primary, as `finalize` does; the RBAC gets `list` on each referrer resource.
    */
   referencedBy?: ReferencedBy[];
+  /**
+   * `finalize` honours `dryRun` (it writes nothing outside the cluster then, and reports what it
+   * would do through `planExternal`), so a plan calls it too; default `false`: a plan does not
+   * call `finalize` (the kit's external resources set it: functions/kit/external.ts).
+   */
+  finalizePlans?: boolean;
 }
 
 const ownedType = (o: ResourceType | OwnedType): OwnedType => ('resource' in o ? o : { resource: o });
@@ -216,6 +224,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     })),
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
+  /** Per-key backoff of rate-limited reconciles without a delay of their own (client-go's 5 ms → 1000 s). */
+  const rateLimited = new ItemExponentialBackoff();
   const childSets = childSetsOf(owns);
 
   /**
@@ -227,7 +237,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
    * primary: its children are a former primary's (the namespace changed) and are pruned first; then
    * the primary of that name converges its children in the key's namespace alone.
    */
-  async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
+  async function reconcileOnce(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
     const client = resourceClient(ctx.kubeConfig);
     const childrenOf = (key: Key, onlyNamespace?: string) =>
@@ -261,12 +271,24 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         const parsed = schema.safeParse(object.spec ?? {});
         const reads = readsFor(def.name, rbac, client, key.namespace);
         const { kubeConfig, dryRun = false } = ctx;
-        const input = { key, object, spec: parsed.data, ...reads, log, events, kubeConfig, dryRun };
+        const planExternal = ctx.planExternal ?? (() => {});
+        const input = {
+          key,
+          object,
+          spec: parsed.data,
+          ...reads,
+          log,
+          events,
+          kubeConfig,
+          dryRun,
+          planExternal,
+        };
         return await finalizePrimary({
           controller: def.name,
           primary: def.primary,
           input,
           finalize,
+          finalizePlans: def.finalizePlans ?? false,
         });
       }
       const valid = validatePrimary(object, schema, { controller: def.name, owns });
@@ -294,10 +316,32 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const changed = wrote || changes.length > 0;
       await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);
       if (converged.failed) throw converged.failed;
-      return changed ? { ...resultOf(desired), changed } : resultOf(desired);
+      const drift = desired.driftCorrected ? { driftCorrected: true } : {};
+      return changed ? { ...resultOf(desired), changed, ...drift } : { ...resultOf(desired), ...drift };
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
       throw err;
+    }
+  }
+
+  /**
+   * {@link reconcileOnce}, with quota and rate limits (Google RESOURCE_EXHAUSTED/429, Kubernetes 429,
+   * rate-limits.ts) answered as a requeue after the delay they ask for, else after the key's
+   * exponential backoff (client-go's 5 ms → 1000 s): not a failure retried at once, not terminal.
+   * A reconcile that succeeds forgets the key's backoff (client-go's `Forget`).
+   */
+  async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
+    const backoffId = `${ctx.cluster}/${keyString(requested)}`;
+    try {
+      const result = await reconcileOnce(requested, ctx);
+      rateLimited.forget(backoffId);
+      return result;
+    } catch (err) {
+      const limit = rateLimitOf(err);
+      if (!limit) throw err;
+      const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
+      ctx.log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');
+      return { requeueAfterMs };
     }
   }
 

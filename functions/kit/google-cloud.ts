@@ -8,8 +8,14 @@
  * throw errors carrying the canonical gRPC code as `code` (google.rpc.Code). Which codes are worth a
  * retry follows Google's API design guide ("Errors: retrying errors"): UNAVAILABLE, DEADLINE_EXCEEDED
  * (and ABORTED, INTERNAL, UNKNOWN) may succeed later; PERMISSION_DENIED, INVALID_ARGUMENT,
- * FAILED_PRECONDITION, OUT_OF_RANGE and RESOURCE_EXHAUSTED (quota) need someone to change something.
+ * FAILED_PRECONDITION and OUT_OF_RANGE need someone to change something. RESOURCE_EXHAUSTED (a
+ * quota or rate limit) is retried after the delay it asks for (rate-limits.ts), never at once.
+ *
+ * Also here: the configuration every controller's Google Cloud clients share ({@link googleCloudConfig}:
+ * the project, the emulator, the per-API call rate), and the per-API limiter ({@link apiLimiter}).
  */
+import { TokenBucket } from 'limiter';
+import * as z from 'zod';
 import { TerminalError } from '../k8s/errors.ts';
 
 /** Canonical gRPC codes (google.rpc.Code) the kit sorts. */
@@ -29,7 +35,6 @@ export const GRPC = {
 const TERMINAL: Record<number, string> = {
   [GRPC.INVALID_ARGUMENT]: 'InvalidArgument',
   [GRPC.PERMISSION_DENIED]: 'PermissionDenied',
-  [GRPC.RESOURCE_EXHAUSTED]: 'ResourceExhausted',
   [GRPC.FAILED_PRECONDITION]: 'FailedPrecondition',
   [GRPC.OUT_OF_RANGE]: 'OutOfRange',
 };
@@ -53,7 +58,9 @@ export function isGrpcAlreadyExists(err: unknown): boolean {
 /**
  * Sorts a Google Cloud API error: a terminal code is thrown as `TerminalError(<reason>, "<what>:
  * <the API's message>")`; anything else (UNAVAILABLE, DEADLINE_EXCEEDED, network errors…) is
- * rethrown unchanged, so the delivery answers 5xx and Pub/Sub retries it with backoff.
+ * rethrown unchanged, so the delivery answers 5xx and Pub/Sub retries it with backoff;
+ * RESOURCE_EXHAUSTED is rethrown too, and the kit's external resources turn it into a requeue after
+ * the delay it asks for (rate-limits.ts `rateLimitOf`).
  * @param what what was being done, e.g. `create topic projects/p/topics/t`
  * @throws always
  */
@@ -80,4 +87,86 @@ export function googleCloudClientOptions(
   return emulatorHost
     ? { apiEndpoint: emulatorHost, emulatorMode: true, universeDomain: 'googleapis.com' }
     : {};
+}
+
+/** The project of the controllers' cloud resources against an emulator: one of its own, never the keys topic's. */
+export const EMULATOR_PROJECT = 'levelset-external';
+
+const googleCloudEnvSchema = z.object({
+  /** The project controllers create cloud resources in; default `GOOGLE_CLOUD_PROJECT`. */
+  LEVELSET_CLOUD_PROJECT: z.string().min(1).optional(),
+  /**
+   * `host:port` of the emulator the controllers' Google clients use (a test's fault-injecting
+   * proxy, local/grpc-proxy.ts); default `PUBSUB_EMULATOR_HOST`.
+   */
+  LEVELSET_CLOUD_EMULATOR_HOST: z.string().min(1).optional(),
+  PUBSUB_EMULATOR_HOST: z.string().min(1).optional(),
+  GOOGLE_CLOUD_PROJECT: z.string().min(1).optional(),
+  /** Calls per second per Google API in one instance ({@link apiLimiter}); default 20. */
+  LEVELSET_CLOUD_API_RATE: z.coerce.number().positive().default(20),
+  /** The burst those calls may take at once; default 20. */
+  LEVELSET_CLOUD_API_BURST: z.coerce.number().int().positive().default(20),
+});
+
+/** What every controller's Google Cloud clients share ({@link googleCloudConfig}). */
+export interface GoogleCloudConfig {
+  /** The project the controllers' cloud resources live in. */
+  project: string;
+  /** `host:port` of an emulator, or `undefined` on Google Cloud. */
+  emulatorHost: string | undefined;
+  /** Client library options (spread into e.g. `new PubSub({ projectId, ...clientOptions })`). */
+  clientOptions: ReturnType<typeof googleCloudClientOptions>;
+  /** Calls per second, and burst, per Google API in this instance. */
+  apiRate: number;
+  apiBurst: number;
+}
+
+/**
+ * The configuration of the controllers' Google Cloud clients, from the environment (zod-validated):
+ * the project is `LEVELSET_CLOUD_PROJECT`; else, against an emulator, {@link EMULATOR_PROJECT};
+ * else `GOOGLE_CLOUD_PROJECT` (the functions' own).
+ * @throws {Error} naming every invalid variable, or when no project applies
+ */
+export function googleCloudConfig(env: NodeJS.ProcessEnv = process.env): GoogleCloudConfig {
+  const parsed = googleCloudEnvSchema.safeParse(env);
+  if (!parsed.success)
+    throw new Error(
+      `invalid environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  const e = parsed.data;
+  const emulatorHost = e.LEVELSET_CLOUD_EMULATOR_HOST ?? e.PUBSUB_EMULATOR_HOST;
+  const project = e.LEVELSET_CLOUD_PROJECT ?? (emulatorHost ? EMULATOR_PROJECT : e.GOOGLE_CLOUD_PROJECT);
+  if (!project) throw new Error('invalid environment: set LEVELSET_CLOUD_PROJECT or GOOGLE_CLOUD_PROJECT');
+  return {
+    project,
+    emulatorHost,
+    clientOptions: googleCloudClientOptions(emulatorHost),
+    apiRate: e.LEVELSET_CLOUD_API_RATE,
+    apiBurst: e.LEVELSET_CLOUD_API_BURST,
+  };
+}
+
+const limiters = new Map<string, TokenBucket>();
+
+/**
+ * The token bucket of one Google API (`pubsub.googleapis.com`) in this instance (the `limiter`
+ * package): every call the kit makes to that API takes a token first, so a burst of keys (a resync)
+ * spends at most `apiBurst` calls at once and `apiRate` per second after, instead of exhausting the
+ * project's quota, which every instance shares.
+ */
+export function apiLimiter(
+  service: string,
+  config: Pick<GoogleCloudConfig, 'apiRate' | 'apiBurst'>,
+): TokenBucket {
+  let bucket = limiters.get(service);
+  if (!bucket) {
+    bucket = new TokenBucket({
+      bucketSize: config.apiBurst,
+      tokensPerInterval: config.apiRate,
+      interval: 1000,
+    });
+    bucket.content = config.apiBurst;
+    limiters.set(service, bucket);
+  }
+  return bucket;
 }

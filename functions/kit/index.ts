@@ -12,7 +12,10 @@
  *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
- * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
+ * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}); quota and rate
+ *   limits requeued after their delay ({@link rateLimitOf}).
+ * - Controllers of cloud resources ({@link defineExternalResource}): observe/create/update/delete,
+ *   the owner mark, deletion and adoption policies, per-object intervals (external.ts).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapThroughControllers}, {@link mapToOwnerAnnotation}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
@@ -22,6 +25,7 @@
 export type {
   ClusterDirectory,
   Controller,
+  ExternalChange,
   PolicyRule,
   ReconcileContext,
   ResourceType,
@@ -69,10 +73,34 @@ export {
   defineController,
   type SecondaryWatch,
 } from './define.ts';
+export {
+  ADOPTION_POLICY,
+  CLOUD_OWNER_LABEL,
+  DELETION_POLICY,
+  type DesiredInput,
+  defineExternalResource,
+  type ExternalClient,
+  type ExternalKind,
+  type ExternalResourceDefinition,
+  INVALID_POLICY,
+  type Labels,
+  MANAGEMENT_CONFLICT,
+  NOT_FOUND,
+  type Policies,
+  parseGoDuration,
+  policiesOf,
+  RECONCILE_INTERVAL,
+  RESOURCE_EXISTS,
+  type WantedResource,
+} from './external.ts';
 export { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
 export {
+  apiLimiter,
+  EMULATOR_PROJECT,
+  type GoogleCloudConfig,
   GRPC,
   googleCloudClientOptions,
+  googleCloudConfig,
   isGrpcAlreadyExists,
   isGrpcNotFound,
   throwGoogleCloudError,
@@ -89,6 +117,7 @@ export {
   ownerClusterOf,
 } from './map.ts';
 export { skipOwnCreates } from './predicates.ts';
+export { type RateLimit, rateLimitOf } from './rate-limits.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { readyFromDeployment } from './ready.ts';
 export { type ReferencedBy, STILL_REFERENCED } from './references.ts';

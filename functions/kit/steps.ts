@@ -18,6 +18,7 @@ import type { z } from 'zod';
 import type {
   ClusterDirectory,
   EventRecorder,
+  ExternalChange,
   PolicyRule,
   ResourceType,
   Result,
@@ -71,6 +72,11 @@ export interface Desired {
   conditions?: Omit<ConditionInput, 'observedGeneration'>[];
   /** Ask for the key to come back after this many ms. */
   requeueAfterMs?: number;
+  /**
+   * The reconcile set back a change made outside Kubernetes (`Result.driftCorrected`: counted as
+   * drift with its source). Set by the kit's external resources (functions/kit/external.ts).
+   */
+  driftCorrected?: boolean;
   /**
    * Children in other namespaces only: namespaces whose children are left as they are, neither
    * written nor pruned (e.g. namespaces being deleted, which take their objects with them).
@@ -153,6 +159,12 @@ export interface ReconcileInput<Spec> {
    * dry-run; write nothing outside the cluster (read, and log what you would do).
    */
   dryRun: boolean;
+  /**
+   * In a plan (`dryRun`), reports a change the reconcile would make outside the cluster; `levelset
+   * plan` lists it as a planned change. A no-op outside a plan. (The kit's external resources call
+   * it: functions/kit/external.ts.)
+   */
+  planExternal(change: ExternalChange): void;
   /** The other clusters of the deployment, for children in other clusters ({@link Desired.otherClusters}). */
   clusters: ClustersInput;
 }
@@ -161,7 +173,7 @@ export interface ReconcileInput<Spec> {
 export interface FinalizeInput<Spec>
   extends Pick<
     ReconcileInput<Spec>,
-    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig' | 'dryRun'
+    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig' | 'dryRun' | 'planExternal'
   > {
   /** The primary, as just read (`deletionTimestamp` set). */
   object: PrimaryObject;
@@ -227,12 +239,14 @@ export async function finalizePrimary<Spec>(args: {
   primary: ResourceType;
   input: FinalizeInput<Spec>;
   finalize: (input: FinalizeInput<Spec>) => Promise<FinalizeResult> | FinalizeResult;
+  /** `finalize` honours `dryRun` (writes nothing outside the cluster, reports `planExternal`): called in a plan too. */
+  finalizePlans?: boolean;
 }): Promise<Result> {
   const { controller, primary, input } = args;
   const finalizer = finalizerName(controller);
   const object = input.object as KubernetesObject;
   if (!hasFinalizer(object, finalizer)) return {};
-  if (input.dryRun) {
+  if (input.dryRun && !args.finalizePlans) {
     // A plan: `finalize` acts outside the cluster, where nothing is dry-run; its end, the removal
     // of the finalizer, is sent as a dry-run.
     input.log.info({ finalizer }, 'dry-run: finalize not called');
@@ -312,6 +326,7 @@ export function reconcileInput<Spec>(args: {
   events: EventRecorder;
   kubeConfig: KubeConfig;
   dryRun?: boolean;
+  planExternal?: (change: ExternalChange) => void;
   /** The reconcile's cluster and its registry (`ReconcileContext`); `clusters` absent: no other cluster. */
   cluster?: string;
   clusters?: ClusterDirectory;
@@ -332,6 +347,7 @@ export function reconcileInput<Spec>(args: {
     events: args.events,
     kubeConfig: args.kubeConfig,
     dryRun: args.dryRun ?? false,
+    planExternal: args.planExternal ?? (() => {}),
     clusters: clustersInput({
       controller,
       rbac,

@@ -30,6 +30,7 @@ import { TerminalError } from '../k8s/errors.ts';
 import { createEventRecorder } from '../k8s/events.ts';
 import type { Logger } from '../log.ts';
 import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
+import { resourceClient } from './client.ts';
 
 /**
  * A KubeConfig that records every API request made through it, so a test can assert how many
@@ -78,6 +79,15 @@ export interface ReconcilerForTest {
    *   requests named); and what {@link ReconcilerForTest.reconcile} throws
    */
   converge(key: Key, tries?: number): Promise<ReconcileRun[]>;
+  /**
+   * Deletes every primary of the controller in `namespace` and reconciles each until it is gone
+   * (its finalizer run and removed), at most `tries` times (default 5): a test's teardown, since
+   * an object left with the controller's finalizer keeps its namespace `Terminating` on a real
+   * cluster once no controller runs.
+   * @throws {Error} naming what is left after `tries` reconciles (a delete held by referrers, a
+   *   failing `finalize`); and what {@link ReconcilerForTest.reconcile} throws
+   */
+  deleteAll(namespace: string, tries?: number): Promise<void>;
   kubeConfig: CountingKubeConfig;
   /**
    * With `options.otherClusters`: each other cluster's request-recording KubeConfig, by id (its
@@ -161,6 +171,23 @@ export function reconcilerForTest(
       }
       const last = runs.at(-1)?.requests ?? [];
       throw new Error(`${keyString(key)}: still writing after ${tries} reconciles: ${last.join(', ')}`);
+    },
+    async deleteAll(namespace, tries = 5) {
+      const client = resourceClient(kubeConfig);
+      const objects = await client.list(controller.primary, namespace);
+      const left = new Set(objects.map((o) => o.metadata?.name ?? ''));
+      await Promise.all(objects.map((o) => client.delete(controller.primary, o)));
+      for (let i = 0; i < tries && left.size > 0; i++)
+        for (const name of [...left]) {
+          await reconcile({ namespace, name });
+          const gone = await client.get(controller.primary, namespace, name).then(
+            () => false,
+            (err: unknown) => (err as { code?: number }).code === 404,
+          );
+          if (gone) left.delete(name);
+        }
+      if (left.size > 0)
+        throw new Error(`${controller.name}: still there after ${tries} reconciles: ${[...left].join(', ')}`);
     },
   };
 }

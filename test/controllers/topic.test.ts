@@ -17,9 +17,13 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { OWNER_LABEL } from '../../functions/controllers/topic/api.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
-import { finalizerName, findCondition, parseConditions } from '../../functions/kit/index.ts';
+import {
+  CLOUD_OWNER_LABEL,
+  finalizerName,
+  findCondition,
+  parseConditions,
+} from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
@@ -29,7 +33,7 @@ import { waitFor } from '../support/wait.ts';
 const exec = promisify(execFile);
 const folder = new URL('../../functions/controllers/topic/', import.meta.url);
 const resource = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics' };
-const PROJECT = 'levelset-topics';
+const PROJECT = 'levelset-external';
 
 describe('topic controller', () => {
   let cluster: TestCluster;
@@ -55,7 +59,7 @@ describe('topic controller', () => {
     emulator = await startPubSubEmulator();
     // The controller's client reads these at its first use (one client per process).
     process.env.PUBSUB_EMULATOR_HOST = emulator.host;
-    delete process.env.TOPIC_CONTROLLER_PROJECT;
+    delete process.env.LEVELSET_CLOUD_PROJECT;
     pubsub = new PubSub({ projectId: PROJECT, ...emulatorClientOptions(emulator.host) });
     cluster = await startTestCluster();
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -70,20 +74,14 @@ describe('topic controller', () => {
     t = reconcilerForTest(topicController, cluster.kubeconfigPath);
   });
   after(async () => {
-    // What a test left carries the controller's finalizer: delete it and finalize it here, since
-    // no controller runs after this file (on a real cluster its namespace would stay Terminating).
-    if (custom && t) {
-      const { items } = (await custom.listNamespacedCustomObject({ ...resource, namespace })) as {
-        items: { metadata: { name: string } }[];
-      };
-      for (const { metadata } of items) {
-        await custom.deleteNamespacedCustomObject({ ...resource, namespace, name: metadata.name });
-        await t.reconcile({ namespace, name: metadata.name });
-      }
+    // What a test left carries the controller's finalizer: no controller runs after this file.
+    try {
+      if (t) await t.deleteAll(namespace);
+    } finally {
+      await pubsub?.close();
+      await cluster?.stop();
+      await emulator?.stop();
     }
-    await pubsub?.close();
-    await cluster?.stop();
-    await emulator?.stop();
   });
 
   it('adds the finalizer, creates topic and subscription labelled as its own; then a no-op writes nothing', async () => {
@@ -95,7 +93,7 @@ describe('topic controller', () => {
     assert.equal(object.status.topic, `projects/${PROJECT}/topics/${topicId}`);
     assert.deepEqual(object.status.subscriptions, [`projects/${PROJECT}/subscriptions/example-topic-worker`]);
     const [topic] = await pubsub.topic(topicId).getMetadata();
-    assert.deepEqual(topic.labels, { team: 'demo', [OWNER_LABEL]: object.metadata.uid });
+    assert.deepEqual(topic.labels, { team: 'demo', [CLOUD_OWNER_LABEL]: object.metadata.uid });
     assert.equal(Number(topic.messageRetentionDuration?.seconds), 86400);
     const [sub] = await pubsub.subscription('example-topic-worker').getMetadata();
     assert.equal(sub.ackDeadlineSeconds, 30);
@@ -170,7 +168,7 @@ describe('topic controller', () => {
     assert.equal(condition?.status, 'False');
     assert.match(
       condition?.message ?? '',
-      /^update projects\/levelset-topics\/topics\/k8s\..*relabelled: .*update_mask/,
+      /^update projects\/levelset-external\/topics\/k8s\..*relabelled: .*update_mask/,
     );
   });
 

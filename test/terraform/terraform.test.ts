@@ -384,7 +384,7 @@ describe('terraform/', () => {
     assert.ok(!permissions.some((p) => /publish|consume|setIamPolicy/.test(p)), 'no data access, no IAM');
     assert.match(
       String(m.locals.get('topic_controller_env')),
-      /var\.enable_topic_controller \? \{\s*TOPIC_CONTROLLER_PROJECT = local\.topic_controller_project\s*\} : \{\}/,
+      /var\.enable_topic_controller \? \{\s*LEVELSET_CLOUD_PROJECT = local\.topic_controller_project\s*\} : \{\}/,
     );
     assert.match(String(m.locals.get('function_env')), /local\.topic_controller_env/);
     // Nothing else grants Pub/Sub administration to the functions.

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import { customResource } from '../../kit/index.ts';
+import { CLOUD_OWNER_LABEL, customResource } from '../../kit/index.ts';
 
 /** The primary resource: `topics.pubsub.levelset.dev`, namespaced. */
 export const topicResource = customResource({
@@ -29,9 +29,6 @@ export const resourceId = z
 const labelKey = z.string().regex(/^[a-z][a-z0-9_-]{0,62}$/, 'must be a Google Cloud label key');
 const labelValue = z.string().regex(/^[a-z0-9_-]{0,63}$/, 'must be a Google Cloud label value');
 
-/** The label that marks what a Topic created: the UID of the custom resource (a valid label value). */
-export const OWNER_LABEL = 'levelset-owner-uid';
-
 /** One subscription of the topic. */
 export const subscriptionSpecSchema = z.object({
   id: resourceId,
@@ -50,7 +47,7 @@ export const topicSpecSchema = z.object({
   topicId: resourceId.optional(),
   labels: z
     .record(labelKey, labelValue)
-    .refine((l) => !(OWNER_LABEL in l), `${OWNER_LABEL} is set by the controller`)
+    .refine((l) => !(CLOUD_OWNER_LABEL in l), `${CLOUD_OWNER_LABEL} is set by the kit`)
     .optional(),
   /** Seconds with an `s` suffix, as Pub/Sub's Duration in JSON: `600s` to `2678400s` (10 minutes to 31 days). */
   messageRetentionDuration: z
@@ -65,7 +62,7 @@ export const topicSpecSchema = z.object({
 });
 export type TopicSpec = z.infer<typeof topicSpecSchema>;
 
-/** `status` as the controller writes it. */
+/** `status` as the kit writes it (the `kinds` of index.ts). */
 export interface TopicStatus {
   /** The topic's full resource name, `projects/<project>/topics/<id>`. */
   topic?: string;

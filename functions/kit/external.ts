@@ -1,0 +1,425 @@
+/**
+ * `defineExternalResource`: a controller of cloud resources, in crossplane-runtime's managed
+ * reconciler shape (docs/external-resources.md). The controller writes, per kind of cloud resource,
+ * an {@link ExternalClient} (how to observe, create, update and delete one, and how to compare it
+ * with what the spec wants), and a `desired` function (which resources an object wants); the kit does
+ * the rest, the same way for every controller:
+ *
+ * - **the owner mark**: every resource it creates carries the label {@link CLOUD_OWNER_LABEL} = the
+ *   object's UID; a resource without it is never written nor deleted (`Ready=False/ResourceExists`)
+ *   unless the object adopts it, and one marked by another object never is
+ *   (`Ready=False/ManagementConflict`, naming the holder's UID);
+ * - **the finalizer** (`levelset.dev/<name>`), and on delete the {@link DELETION_POLICY};
+ * - **status**: each resource's full name (`projects/p/topics/t`) in the status field its kind
+ *   declares, and `Ready` (Kubernetes API conventions: `True/Available`, `True/Observed`, or `False`
+ *   with the reason);
+ * - **plans**: in `levelset plan` nothing is written outside the cluster; each write is reported as
+ *   a planned change (`planExternal`: would create / update / delete / mark / unmark `<name>`);
+ * - **traces**: one span `external <operation>` per Google Cloud call, with the API and the name;
+ * - **quota**: a token bucket per Google API in the instance ({@link apiLimiter}); a
+ *   `RESOURCE_EXHAUSTED` answer becomes a requeue after its delay (defineController, rate-limits.ts);
+ * - **drift**: a resource the object had converged that is found missing or changed is set back and
+ *   reported (`Result.driftCorrected`: counted by the runtime with its source, functions/drift.ts);
+ * - **policies** per object, by annotation: {@link DELETION_POLICY}, {@link ADOPTION_POLICY},
+ *   {@link RECONCILE_INTERVAL}.
+ */
+import * as z from 'zod';
+import type { PolicyRule, ResourceType } from '../contract/controller.ts';
+import { TerminalError } from '../k8s/errors.ts';
+import { inSpan } from '../k8s/tracing.ts';
+import { messageResourceExists } from './children.ts';
+import { type ControllerDefinition, defineController, type SecondaryWatch } from './define.ts';
+import {
+  apiLimiter,
+  type GoogleCloudConfig,
+  googleCloudConfig,
+  isGrpcAlreadyExists,
+  isGrpcNotFound,
+  throwGoogleCloudError,
+} from './google-cloud.ts';
+import type { IndexFunction } from './index-spec.ts';
+import type { FinalizeInput, PrimaryObject, ReconcileInput } from './steps.ts';
+
+/** Google Cloud labels: key → value (lower case, ≤ 63 characters each). */
+export type Labels = Record<string, string>;
+
+/**
+ * The label that marks a cloud resource as an object's: the object's UID (a valid label value).
+ * What carries another value, or none, is not this object's.
+ */
+export const CLOUD_OWNER_LABEL = 'levelset-owner-uid';
+
+/** `delete` (default): the finalizer deletes the object's cloud resources; `abandon`: leaves them, unmarked. */
+export const DELETION_POLICY = 'levelset.dev/deletion-policy';
+/**
+ * `never` (default): a resource that exists unmarked is refused (`ResourceExists`); `adopt`: it is
+ * marked, then managed; `observe`: read into status, never written, never deleted (Crossplane's
+ * `Observe` management policy).
+ */
+export const ADOPTION_POLICY = 'levelset.dev/adoption-policy';
+/**
+ * A Go duration (`10m`, `1h30m`, `0`): the key comes back after it once converged (`requeueAfterMs`);
+ * `0` or absent: only on events (and the global resync).
+ */
+export const RECONCILE_INTERVAL = 'levelset.dev/reconcile-interval';
+
+/** Reason of `Ready=False` when a resource is marked by another object. */
+export const MANAGEMENT_CONFLICT = 'ManagementConflict';
+/** Reason of `Ready=False` when a resource exists unmarked and the object does not adopt it. */
+export const RESOURCE_EXISTS = 'ResourceExists';
+/** Reason of `Ready=False` for an invalid policy annotation. */
+export const INVALID_POLICY = 'InvalidPolicy';
+/** Reason of `Ready=False` when an observed resource does not exist. */
+export const NOT_FOUND = 'NotFound';
+
+/**
+ * How to manage one kind of cloud resource (crossplane-runtime's `ExternalClient`). Every method
+ * makes one Google Cloud call; errors are thrown as the client library throws them (the kit sorts
+ * them: NOT_FOUND on observe or delete, ALREADY_EXISTS on create, the rest by
+ * {@link throwGoogleCloudError}).
+ */
+export interface ExternalClient<Desired, Observed> {
+  /** The Google API, e.g. `pubsub.googleapis.com` (its limiter, the spans). */
+  service: string;
+  /** Reads the resource `name` (full name); throws NOT_FOUND when it does not exist. */
+  observe(name: string): Promise<Observed>;
+  /** The live resource's labels (the owner mark among them). */
+  labelsOf(observed: Observed): Labels;
+  /** Whether the live resource has what `desired` asks, labels aside (the kit compares those). */
+  isUpToDate(desired: Desired, observed: Observed): boolean;
+  /** Creates `name` with `labels` (the spec's and the owner mark). */
+  create(name: string, desired: Desired, labels: Labels): Promise<void>;
+  /** Makes `name` what `desired` and `labels` say (it exists; `observed` is what was read). */
+  update(name: string, desired: Desired, labels: Labels, observed: Observed): Promise<void>;
+  /** Sets the labels of `name` alone (abandon: the mark removed). */
+  setLabels(name: string, labels: Labels, observed: Observed): Promise<void>;
+  /** Deletes `name`. */
+  delete(name: string): Promise<void>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: each kind has its own Desired and Observed; the kit passes them through.
+type AnyClient = ExternalClient<any, any>;
+
+/** One cloud resource an object wants. */
+export interface WantedResource<Desired = unknown> {
+  /** Full resource name, e.g. `projects/p/topics/t`. */
+  name: string;
+  desired: Desired;
+  /** Its labels besides the owner mark. */
+  labels?: Labels;
+}
+
+/** One kind of cloud resource of a controller, and the status field holding the names of its resources. */
+export interface ExternalKind {
+  client: AnyClient;
+  /** `true`: the status field is a list of names; else one name. */
+  list?: boolean;
+}
+
+/** What `desired` is given. */
+export interface DesiredInput<Spec> {
+  object: PrimaryObject;
+  spec: Spec;
+  /** The project, emulator and client options of the controllers' Google clients. */
+  google: GoogleCloudConfig;
+}
+
+/** A controller of cloud resources. */
+export interface ExternalResourceDefinition<Schema extends z.ZodType>
+  extends Pick<ControllerDefinition<Schema>, 'name' | 'primary' | 'spec' | 'listKeys'> {
+  /**
+   * Status field → the kind of cloud resource whose full names it holds, in creation order
+   * (deleted in reverse order: subscriptions before their topic).
+   */
+  kinds: Record<string, ExternalKind>;
+  /** The resources `object` wants, by status field (a field absent: none of that kind). */
+  desired(input: DesiredInput<z.infer<Schema>>): Record<string, WantedResource[]>;
+  watches?: (ResourceType | SecondaryWatch)[];
+  indexes?: Record<string, IndexFunction<z.infer<Schema>>>;
+  rbac?: PolicyRule[];
+}
+
+const policySchema = z.object({
+  [DELETION_POLICY]: z.enum(['delete', 'abandon']).default('delete'),
+  [ADOPTION_POLICY]: z.enum(['never', 'adopt', 'observe']).default('never'),
+  [RECONCILE_INTERVAL]: z
+    .string()
+    .transform((d, ctx) => {
+      const ms = parseGoDuration(d);
+      if (ms === undefined)
+        ctx.addIssue({ code: 'custom', message: 'must be a duration such as 10m, 1h30m or 0' });
+      return ms ?? 0;
+    })
+    .default(0),
+});
+
+/** An object's policies, from its annotations. */
+export interface Policies {
+  deletion: 'delete' | 'abandon';
+  adoption: 'never' | 'adopt' | 'observe';
+  /** ms; 0: only on events. */
+  intervalMs: number;
+}
+
+/**
+ * The policies of `object` (its annotations, zod-validated); those named in `ignore` take their
+ * defaults (on delete the interval does not matter, so an invalid one cannot hold the delete).
+ * @throws {TerminalError} `InvalidPolicy` naming the annotation and what it must be
+ */
+export function policiesOf(object: PrimaryObject, ignore: readonly string[] = []): Policies {
+  const annotations = Object.entries(object.metadata.annotations ?? {}).filter(([k]) => !ignore.includes(k));
+  const parsed = policySchema.safeParse(Object.fromEntries(annotations));
+  if (!parsed.success)
+    throw new TerminalError(
+      INVALID_POLICY,
+      parsed.error.issues.map((i) => `annotation ${i.path.join('.')}: ${i.message}`).join('; '),
+    );
+  const p = parsed.data;
+  return { deletion: p[DELETION_POLICY], adoption: p[ADOPTION_POLICY], intervalMs: p[RECONCILE_INTERVAL] };
+}
+
+const UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * A Go duration (Go's `time.ParseDuration`: `300ms`, `10m`, `1h30m`, `0`) in ms, rounded up;
+ * `undefined` when it is not one (a sign is refused: an interval is never negative).
+ */
+export function parseGoDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(text)) return undefined;
+  let ms = 0;
+  for (const [, n, , unit] of text.matchAll(/(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)/g))
+    ms += Number(n) * (UNIT_MS[unit as string] as number);
+  return Math.ceil(ms);
+}
+
+const sameLabels = (a: Labels, b: Labels) =>
+  JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/** The names status field `field` holds (one or a list). */
+function namesIn(status: unknown, field: string): string[] {
+  const value = (status as Record<string, unknown> | undefined)?.[field];
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** Calls one kind's client for one resource: the API's token, a span, the errors sorted. */
+function caller(client: AnyClient, google: GoogleCloudConfig) {
+  return async <T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> => {
+    await apiLimiter(client.service, google).removeTokens(1);
+    return inSpan(
+      `external ${operation}`,
+      { 'levelset.external.service': client.service, 'levelset.external.resource': name },
+      fn,
+    );
+  };
+}
+
+/** The log message of each write done (with the resource's name as `resource`). */
+const DONE = {
+  create: 'created',
+  update: 'updated',
+  delete: 'deleted',
+  mark: 'marked (adopted)',
+  unmark: 'unmarked (abandoned)',
+};
+
+/** One object's run over its resources: the reads, the writes (or, in a plan, the planned changes). */
+function session(
+  def: { kinds: Record<string, ExternalKind>; kind: string },
+  input: Pick<ReconcileInput<unknown>, 'dryRun' | 'planExternal' | 'log'>,
+  object: PrimaryObject,
+  google: GoogleCloudConfig,
+) {
+  const uid = object.metadata.uid;
+  const observe = async (client: AnyClient, name: string): Promise<unknown> => {
+    try {
+      return await caller(client, google)('observe', name, () => client.observe(name));
+    } catch (err) {
+      if (isGrpcNotFound(err)) return undefined;
+      return throwGoogleCloudError(err, `read ${name}`);
+    }
+  };
+  /** Runs a write, or in a plan reports it. */
+  const write = async (
+    client: AnyClient,
+    action: 'create' | 'update' | 'delete' | 'mark' | 'unmark',
+    name: string,
+    fn: () => Promise<void>,
+  ): Promise<void> => {
+    if (input.dryRun) {
+      input.planExternal({ action, resource: name, service: client.service });
+      return;
+    }
+    const operation = action === 'mark' || action === 'unmark' ? 'update' : action;
+    try {
+      await caller(client, google)(action, name, fn);
+      input.log.info({ resource: name }, DONE[action]);
+    } catch (err) {
+      if (action === 'delete' && isGrpcNotFound(err)) return;
+      throwGoogleCloudError(err, `${operation} ${name}`);
+    }
+  };
+  /** Throws when `observed` is marked by another object. */
+  const holderOf = (client: AnyClient, name: string, observed: unknown): string | undefined => {
+    const holder = client.labelsOf(observed)[CLOUD_OWNER_LABEL];
+    if (holder !== undefined && holder !== uid)
+      throw new TerminalError(
+        MANAGEMENT_CONFLICT,
+        `${name} is managed by another object (${CLOUD_OWNER_LABEL}=${holder}); it is never adopted`,
+      );
+    return holder;
+  };
+
+  return {
+    /** Converges one wanted resource; `true` when it had to be set back (it was converged before). */
+    async converge(
+      client: AnyClient,
+      wanted: WantedResource,
+      policies: Policies,
+      wasConverged: boolean,
+    ): Promise<{ exists: boolean; drift: boolean }> {
+      const { name, desired } = wanted;
+      const labels = { ...wanted.labels, [CLOUD_OWNER_LABEL]: uid };
+      let observed = await observe(client, name);
+      if (policies.adoption === 'observe') {
+        if (observed !== undefined) holderOf(client, name, observed);
+        return { exists: observed !== undefined, drift: false };
+      }
+      if (observed === undefined) {
+        try {
+          await write(client, 'create', name, () => client.create(name, desired, labels));
+          return { exists: true, drift: wasConverged };
+        } catch (err) {
+          // Created meanwhile (another delivery, another party): read it again, and judge it.
+          if (!isGrpcAlreadyExists(err)) throw err;
+          observed = await observe(client, name);
+          if (observed === undefined) throw err;
+        }
+      }
+      const holder = holderOf(client, name, observed);
+      if (holder === undefined) {
+        if (policies.adoption !== 'adopt')
+          throw new TerminalError(RESOURCE_EXISTS, messageResourceExists(name, def.kind));
+        await write(client, 'mark', name, () => client.update(name, desired, labels, observed));
+        return { exists: true, drift: false };
+      }
+      if (client.isUpToDate(desired, observed) && sameLabels(client.labelsOf(observed), labels))
+        return { exists: true, drift: false };
+      await write(client, 'update', name, () => client.update(name, desired, labels, observed));
+      return { exists: true, drift: wasConverged };
+    },
+    /** Releases one resource the object no longer wants, or on delete: deletes it, or abandons it unmarked. */
+    async release(client: AnyClient, name: string, policies: Policies): Promise<void> {
+      if (policies.adoption === 'observe') return; // never written, never deleted
+      const observed = await observe(client, name);
+      if (observed === undefined || client.labelsOf(observed)[CLOUD_OWNER_LABEL] !== uid) return; // not ours
+      if (policies.deletion === 'delete') {
+        await write(client, 'delete', name, () => client.delete(name));
+        return;
+      }
+      const { [CLOUD_OWNER_LABEL]: _mark, ...unmarked } = client.labelsOf(observed);
+      await write(client, 'unmark', name, () => client.setLabels(name, unmarked, observed));
+    },
+  };
+}
+
+/**
+ * Declares a controller of cloud resources (see the module comment for what the kit does).
+ * @returns the registry's Controller (defineController's), with the finalizer declared
+ */
+export function defineExternalResource<Schema extends z.ZodType>(def: ExternalResourceDefinition<Schema>) {
+  const fields = Object.keys(def.kinds);
+  const kindOf = (field: string) => def.kinds[field] as ExternalKind;
+  const wantedBy = (object: PrimaryObject, spec: z.infer<Schema>, google: GoogleCloudConfig) => {
+    const wanted = def.desired({ object, spec, google });
+    return (field: string) => wanted[field] ?? [];
+  };
+
+  return defineController({
+    name: def.name,
+    primary: def.primary,
+    ...(def.spec ? { spec: def.spec } : {}),
+    ...(def.watches ? { watches: def.watches } : {}),
+    ...(def.indexes ? { indexes: def.indexes } : {}),
+    ...(def.rbac ? { rbac: def.rbac } : {}),
+    ...(def.listKeys ? { listKeys: def.listKeys } : {}),
+    synced: false,
+    finalizePlans: true,
+    async reconcile(input: ReconcileInput<z.infer<Schema>>) {
+      const { object } = input;
+      const policies = policiesOf(object);
+      const google = googleCloudConfig();
+      const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
+      const wanted = wantedBy(object, input.spec, google);
+      // Converged before: the last reconcile of this generation ended Ready (a change now is drift).
+      const stored = object.status as { observedGeneration?: unknown; conditions?: unknown } | undefined;
+      const wasReady =
+        stored?.observedGeneration === object.metadata.generation &&
+        Array.isArray(stored?.conditions) &&
+        stored.conditions.some(
+          (c: { type?: unknown; status?: unknown }) => c?.type === 'Ready' && c.status === 'True',
+        );
+      const status: Record<string, unknown> = {};
+      const missing: string[] = [];
+      const present: string[] = [];
+      let drift = false;
+      for (const field of fields) {
+        const { client, list } = kindOf(field);
+        const names: string[] = [];
+        const before = new Set(namesIn(object.status, field));
+        for (const w of wanted(field)) {
+          const converged = await run.converge(client, w, policies, wasReady && before.has(w.name));
+          drift ||= converged.drift;
+          if (converged.exists) names.push(w.name);
+          (converged.exists ? present : missing).push(w.name);
+        }
+        // What the object managed before and no longer wants (a renamed resource, a removed one).
+        for (const name of before)
+          if (!wanted(field).some((w) => w.name === name)) await run.release(client, name, policies);
+        status[field] = list ? names : names[0];
+      }
+      const observing = policies.adoption === 'observe';
+      const ready =
+        missing.length > 0
+          ? {
+              status: false,
+              reason: NOT_FOUND,
+              message: `${missing.join(', ')} not found (observed, never created)`,
+            }
+          : {
+              status: true,
+              reason: observing ? 'Observed' : 'Available',
+              message: `${present.join(', ')} ${present.length === 1 ? 'exists' : 'exist'}${observing ? ' (observed)' : ''}`,
+            };
+      return {
+        status,
+        ready,
+        ...(policies.intervalMs > 0 ? { requeueAfterMs: policies.intervalMs } : {}),
+        ...(drift && !input.dryRun ? { driftCorrected: true } : {}),
+      };
+    },
+    async finalize(input: FinalizeInput<z.infer<Schema>>) {
+      const { object } = input;
+      // Read from the object as it is now: a policy changed while it is being deleted takes effect.
+      const policies = policiesOf(object, [RECONCILE_INTERVAL]);
+      const google = googleCloudConfig();
+      const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
+      const wanted = input.spec === undefined ? () => [] : wantedBy(object, input.spec, google);
+      for (const field of [...fields].reverse()) {
+        const { client } = kindOf(field);
+        const names = new Set([...namesIn(object.status, field), ...wanted(field).map((w) => w.name)]);
+        for (const name of names) await run.release(client, name, policies);
+      }
+      return undefined; // done: the kit removes the finalizer
+    },
+  });
+}

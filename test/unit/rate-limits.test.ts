@@ -1,0 +1,55 @@
+// Quota and rate-limit answers sorted by the kit (functions/kit/rate-limits.ts), the per-key
+// exponential backoff (functions/backoff.ts, client-go's item limiter) and the Go durations of
+// `levelset.dev/reconcile-interval`. The answers end to end (the emulator through the gRPC proxy) are
+// test/controllers/topic-policies.test.ts and topic-pipeline.test.ts.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiException } from '@kubernetes/client-node';
+import { ItemExponentialBackoff } from '../../functions/backoff.ts';
+import { parseGoDuration, rateLimitOf } from '../../functions/kit/index.ts';
+
+describe('rateLimitOf', () => {
+  it('Kubernetes 429: the Retry-After seconds, in ms; without one, no delay named', () => {
+    assert.deepEqual(rateLimitOf(new ApiException(429, 'Too Many Requests', '', { 'retry-after': '3' })), {
+      retryAfterMs: 3000,
+    });
+    assert.deepEqual(rateLimitOf(new ApiException(429, 'Too Many Requests', '', {})), {});
+    assert.equal(rateLimitOf(new ApiException(409, 'Conflict', '', {})), undefined);
+  });
+
+  it('Google RESOURCE_EXHAUSTED: the RetryInfo delay as google-gax decodes it (seconds may be a Long)', () => {
+    const exhausted = (statusDetails?: unknown[]) =>
+      Object.assign(new Error('8 RESOURCE_EXHAUSTED'), { code: 8, statusDetails });
+    assert.deepEqual(rateLimitOf(exhausted([{ retryDelay: { seconds: 2, nanos: 500_000_000 } }])), {
+      retryAfterMs: 2500,
+    });
+    assert.deepEqual(rateLimitOf(exhausted([{ retryDelay: { seconds: { toNumber: () => 7 } } }])), {
+      retryAfterMs: 7000,
+    });
+    assert.deepEqual(rateLimitOf(exhausted()), {});
+    assert.deepEqual(rateLimitOf(Object.assign(new Error('429'), { code: 8, httpStatusCode: 429 })), {});
+    assert.equal(rateLimitOf(Object.assign(new Error('unavailable'), { code: 14 })), undefined);
+  });
+});
+
+describe('ItemExponentialBackoff (client-go: 5 ms doubling to 1000 s, per key, forgotten on success)', () => {
+  it('doubles per key, caps, and starts again after forget', () => {
+    const b = new ItemExponentialBackoff();
+    assert.deepEqual([b.when('a'), b.when('a'), b.when('a'), b.when('b')], [5, 10, 20, 5]);
+    for (let i = 0; i < 30; i++) b.when('a');
+    assert.equal(b.when('a'), 1_000_000);
+    b.forget('a');
+    assert.equal(b.when('a'), 5);
+  });
+});
+
+describe('parseGoDuration', () => {
+  it('reads Go durations in ms; refuses anything else', () => {
+    assert.equal(parseGoDuration('10m'), 600_000);
+    assert.equal(parseGoDuration('1h30m'), 5_400_000);
+    assert.equal(parseGoDuration('1.5s'), 1500);
+    assert.equal(parseGoDuration('0'), 0);
+    for (const bad of ['', '10', '-1m', '10 m', 'ten minutes'])
+      assert.equal(parseGoDuration(bad), undefined, bad);
+  });
+});
