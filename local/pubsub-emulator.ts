@@ -133,7 +133,8 @@ function classDataSharing(launcher: string): { path: string; pending: string; fl
 }
 
 /**
- * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 60 000).
+ * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 120 000:
+ * only a start that fails waits it out; the JVM's start takes over 30 s on a busy machine).
  * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
  */
 export async function startPubSubEmulator(
@@ -188,7 +189,7 @@ export async function startPubSubEmulator(
       await gone;
     }
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
   for (;;) {
     if (exited) throw new Error(`Pub/Sub emulator exited during start-up: ${stderr}`);
     try {
@@ -201,7 +202,7 @@ export async function startPubSubEmulator(
       await stop();
       throw new Error(`Pub/Sub emulator did not answer on ${host} in time: ${stderr}`);
     }
-    await delay(100);
+    await delay(50);
   }
   return { host, projectId: options.projectId ?? EMULATOR_PROJECT_ID, pid: child.pid ?? 0, stop };
 }
