@@ -77,7 +77,8 @@ export async function freePort(): Promise<number> {
  * The emulator's JVM flags (the launcher reads `CLOUD_PUBSUB_EMULATOR_OPTS`; one set in the
  * environment wins): the serial collector and the C1 compiler alone, which halve the CPU the
  * emulator spends per pushed message. Pub/Sub itself costs the cluster's and the functions' CPU
- * nothing, so the local stand-in should take as little of it as it can.
+ * nothing, so the local stand-in should take as little of it as it can. Unless the environment sets
+ * its own, the class-data-sharing flag of {@link classDataSharing} is added.
  */
 export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'] as const;
 
