@@ -8,9 +8,10 @@
  * (SIGKILL included); `stop()` SIGTERMs the guard, which stops the emulator.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../functions/publish.ts';
@@ -22,7 +23,10 @@ export interface PubSubEmulator {
   projectId: string;
   /** PID of the emulator's guard process (local/guard.ts), the parent of its Java process. */
   pid: number;
-  /** Stops the emulator (SIGTERM; its guard SIGKILLs it after 5 s; the guard is SIGKILLed after 8 s). */
+  /**
+   * Stops the emulator (SIGTERM; its guard SIGKILLs it after 5 s; the guard is SIGKILLed after 8 s;
+   * 60 and 63 s when it writes its class-data-sharing archive, which takes a few seconds, once).
+   */
   stop(): Promise<void>;
 }
 
@@ -51,6 +55,12 @@ export function findPubSubEmulatorLauncher(): string {
   );
 }
 
+/** The project id used with the emulator (any id works on it). */
+export const EMULATOR_PROJECT_ID = 'local-project';
+
+/** `host:port` of an emulator listening on `port` of 127.0.0.1: the value for `PUBSUB_EMULATOR_HOST`. */
+export const emulatorHostOf = (port: number): string => `127.0.0.1:${port}`;
+
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -67,12 +77,65 @@ export async function freePort(): Promise<number> {
  * The emulator's JVM flags (the launcher reads `CLOUD_PUBSUB_EMULATOR_OPTS`; one set in the
  * environment wins): the serial collector and the C1 compiler alone, which halve the CPU the
  * emulator spends per pushed message. Pub/Sub itself costs the cluster's and the functions' CPU
- * nothing, so the local stand-in should take as little of it as it can.
+ * nothing, so the local stand-in should take as little of it as it can. Unless the environment sets
+ * its own, the class-data-sharing flag of {@link classDataSharing} is added.
  */
 export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'] as const;
 
 /**
- * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 60 000).
+ * Where the emulator's class-data-sharing archives are kept (JDK's AppCDS: the classes the emulator
+ * loads at start-up, parsed and verified once, mapped by every later JVM instead): in
+ * node_modules/.cache, where tools keep their caches, so that it outlives a run.
+ */
+const CDS_DIRECTORY = join(import.meta.dirname, '..', 'node_modules', '.cache', 'levelset-pubsub-emulator');
+
+/** ms the emulator is given to stop when it writes its archive on the way (a few seconds on a busy machine). */
+const ARCHIVING_GRACE_MS = 60_000;
+
+/** The `java` the emulator's launcher runs: `$JAVA_HOME/bin/java`, else the first on PATH. */
+function javaCommand(): string | undefined {
+  const dirs = process.env.JAVA_HOME
+    ? [join(process.env.JAVA_HOME, 'bin')]
+    : (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+  for (const dir of dirs) {
+    const java = join(dir, 'java');
+    if (existsSync(java)) return java;
+  }
+  return undefined;
+}
+
+/**
+ * The emulator's class-data-sharing archive (JDK 13+ dynamic AppCDS; the JDK's own flags): `use`,
+ * the JVM flag that maps it when it exists, else `create`, the flag that writes it at the JVM's exit
+ * into `pending` (a file of this JVM's own, moved to `path` once the JVM has exited cleanly, so that
+ * no JVM ever maps a half-written one). It halves the CPU of the emulator's start (2.1 → 1.1 s
+ * measured). Named after the emulator's jar files and the `java` binary (paths, sizes, mtimes):
+ * another SDK or JDK gets an archive of its own, as the JVM refuses one made by another (it then
+ * runs without, as it would anyway). `undefined` when the cache directory cannot be written.
+ */
+function classDataSharing(launcher: string): { path: string; pending: string; flag: string } | undefined {
+  try {
+    const lib = join(dirname(dirname(launcher)), 'lib');
+    const java = javaCommand();
+    const files = [...readdirSync(lib).map((f) => join(lib, f)), ...(java ? [realpathSync(java)] : [])];
+    const identity = createHash('sha256');
+    for (const file of files) {
+      const stat = statSync(file);
+      identity.update(`${file}\0${stat.size}\0${stat.mtimeMs}\0`);
+    }
+    mkdirSync(CDS_DIRECTORY, { recursive: true });
+    const path = join(CDS_DIRECTORY, `${identity.digest('hex').slice(0, 16)}.jsa`);
+    if (existsSync(path)) return { path, pending: path, flag: `-XX:SharedArchiveFile=${path}` };
+    const pending = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    return { path, pending, flag: `-XX:ArchiveClassesAtExit=${pending}` };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 120 000:
+ * only a start that fails waits it out; the JVM's start takes over 30 s on a busy machine).
  * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
  */
 export async function startPubSubEmulator(
@@ -80,8 +143,10 @@ export async function startPubSubEmulator(
 ): Promise<PubSubEmulator> {
   const launcher = findPubSubEmulatorLauncher();
   const port = options.port ?? (await freePort());
-  const host = `127.0.0.1:${port}`;
+  const host = emulatorHostOf(port);
   const guard = join(import.meta.dirname, 'guard.ts');
+  const cds = process.env.CLOUD_PUBSUB_EMULATOR_OPTS ? undefined : classDataSharing(launcher);
+  const creating = cds !== undefined && cds.pending !== cds.path;
   const child: ChildProcess = spawn(
     process.execPath,
     [guard, launcher, `--host=127.0.0.1`, `--port=${port}`],
@@ -90,7 +155,10 @@ export async function startPubSubEmulator(
       detached: false,
       env: {
         ...process.env,
-        CLOUD_PUBSUB_EMULATOR_OPTS: process.env.CLOUD_PUBSUB_EMULATOR_OPTS ?? EMULATOR_JVM_OPTIONS.join(' '),
+        ...(creating ? { LEVELSET_GUARD_GRACE_MS: String(ARCHIVING_GRACE_MS) } : {}),
+        CLOUD_PUBSUB_EMULATOR_OPTS:
+          process.env.CLOUD_PUBSUB_EMULATOR_OPTS ??
+          [...EMULATOR_JVM_OPTIONS, ...(cds ? [cds.flag] : [])].join(' '),
       },
     },
   );
@@ -99,20 +167,30 @@ export async function startPubSubEmulator(
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   let exited = false;
-  child.once('exit', () => {
+  child.once('exit', (code) => {
     exited = true;
+    if (!cds || !creating) return;
+    // A JVM stopped by SIGTERM exits 143 once it has written the archive; any other end may have
+    // left it half-written.
+    try {
+      if (code === 143 || code === 0) renameSync(cds.pending, cds.path);
+    } catch {
+      // not written (the JVM could not): the next start creates it
+    }
+    rmSync(cds.pending, { force: true });
   });
   const stop = async () => {
     if (exited || child.pid === undefined) return;
     const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGTERM');
-    const killed = await Promise.race([gone.then(() => true), delay(8000).then(() => false)]);
+    const graceMs = (creating ? ARCHIVING_GRACE_MS : 5000) + 3000;
+    const killed = await Promise.race([gone.then(() => true), delay(graceMs).then(() => false)]);
     if (!killed) {
       child.kill('SIGKILL');
       await gone;
     }
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
   for (;;) {
     if (exited) throw new Error(`Pub/Sub emulator exited during start-up: ${stderr}`);
     try {
@@ -125,9 +203,9 @@ export async function startPubSubEmulator(
       await stop();
       throw new Error(`Pub/Sub emulator did not answer on ${host} in time: ${stderr}`);
     }
-    await delay(100);
+    await delay(50);
   }
-  return { host, projectId: options.projectId ?? 'local-project', pid: child.pid ?? 0, stop };
+  return { host, projectId: options.projectId ?? EMULATOR_PROJECT_ID, pid: child.pid ?? 0, stop };
 }
 
 export interface KeysTopologyOptions {

@@ -44,7 +44,10 @@ export interface ServiceOptions {
   /** Path that answers 200 once the service is ready; omitted: ready when the port accepts connections. */
   readyPath?: string;
   onLog?: (line: LogLine) => void;
-  /** Start deadline in ms; default 30 000. */
+  /**
+   * Start deadline in ms; default 120 000. Only a start that fails waits it out; a Node process on a
+   * busy machine (load 20 on 2 cores: the tests of several people) takes over 30 s to import its modules.
+   */
   startTimeoutMs?: number;
   graceMs?: number;
 }
@@ -113,7 +116,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const ready = options.readyPath
     ? () => answers(new URL(options.readyPath ?? '/', url).href)
     : () => portOpen(options.port);
-  const deadline = Date.now() + (options.startTimeoutMs ?? 30_000);
+  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
   while (!(await ready())) {
     if (exited) {
       const tail = logs.slice(-5).map((l) => l.raw ?? l.message);

@@ -14,6 +14,8 @@ import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import type { ResyncReport } from '../functions/resync.ts';
 import { Composition, Launcher, type LocalService } from './composition.ts';
 import {
+  EMULATOR_PROJECT_ID,
+  emulatorHostOf,
   ensureKeysTopology,
   freePort,
   type KeysTopology,
@@ -419,24 +421,27 @@ export async function startLocalStack(options: LocalStackOptions): Promise<AnyLo
 }
 
 /**
- * Starts the serverless stack's services into `services`, in this order (the stop's is the reverse):
- * the emulator, the functions, the keys' and the resync's push subscriptions, the delivery watchdog,
- * a relay per cluster, the resync timer.
+ * Starts the serverless stack's services into `services`, in these stages (the stop's order is the
+ * reverse): the emulator and the functions side by side (neither needs the other to start: the
+ * functions learn the emulator's address from their environment, and reach it only when they
+ * publish), the keys' and the resync's push subscriptions, the delivery watchdog, a relay per
+ * cluster, the resync timer.
  */
 async function startServerlessStack(options: LocalStackOptions, services: Composition): Promise<LocalStack> {
-  // Started again (fault injection) on the same port, so that every address of it stays valid.
+  // Its port is chosen first, for the functions' environment; started again (fault injection) on
+  // the same port, so that every address of it stays valid.
+  const emulatorPort = await freePort();
   let emulator: PubSubEmulator | undefined;
   const emulatorService = new Launcher(async () => {
-    emulator = await startPubSubEmulator(emulator && { port: Number(emulator.host.split(':')[1]) });
+    emulator = await startPubSubEmulator({ port: emulatorPort });
     return emulator;
   });
-  const started = await services.launch(emulatorService);
   const topic = options.topic ?? 'levelset-keys';
   const env: Record<string, string> = {
     ...options.env,
     KUBECONFIG: options.kubeconfigPath,
-    PUBSUB_EMULATOR_HOST: started.host,
-    GOOGLE_CLOUD_PROJECT: started.projectId,
+    PUBSUB_EMULATOR_HOST: emulatorHostOf(emulatorPort),
+    GOOGLE_CLOUD_PROJECT: EMULATOR_PROJECT_ID,
     LEVELSET_TOPIC: topic,
     ...(options.collapseMs !== undefined ? { RELAY_COLLAPSE_MS: String(options.collapseMs) } : {}),
   };
@@ -444,7 +449,9 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const files = createStackFiles(options.stateDir, tracing, options.onLog);
   services.add(files.logs);
   const functions = await functionServices(options, env, files);
-  await services.start(functions.reconcile, functions.resync);
+  await services.start(emulatorService, functions.reconcile, functions.resync);
+  const started = emulatorService.running;
+  if (!started) throw new Error('the Pub/Sub emulator stopped during start-up');
   const proxy = {
     target: functions.urls.reconcile,
     maxDeliveryAttempts: options.maxDeliveryAttempts,

@@ -401,6 +401,12 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal(published.code, 0, published.stderr);
 
     type Listed = { controller: string; key: string; deliveryAttempts?: number; firstPublished?: string };
+    // Five attempts with the subscription's backoff take ~15 s: waited on in this process (the
+    // push proxy's count), not by a CLI process a second.
+    await waitFor(() => stack.pushProxy.stats().deadLettered > 0, {
+      timeoutMs: 60_000,
+      message: 'the key dead-lettered by the push proxy',
+    });
     const listed = await waitFor(
       async () => {
         const run = await cli(['dead-letters', 'list', '-o', 'json']);

@@ -17,6 +17,7 @@ import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { functionsCli } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
+import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
 const token = 'bad-input-test-token-0123456789abcdef';
@@ -159,7 +160,7 @@ describe('malformed deliveries and requests', () => {
         },
       });
     };
-    [reconcile, resync] = await Promise.all([start('reconcile'), start('resync')]);
+    [reconcile, resync] = await startAll([start('reconcile'), start('resync')]);
   });
 
   after(async () => {

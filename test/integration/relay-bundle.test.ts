@@ -19,6 +19,7 @@ import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
 import { packageRelay, RELAY_MAIN } from '../../scripts/package-relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
+import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
 const foos: CustomResource = {
@@ -42,7 +43,7 @@ describe('the relay bundle', () => {
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // HTTPS with a CA, as a GKE control plane serves it: the relay's requests go through undici's
     // Agent with that CA (functions/pooled-kubeconfig.ts), as deployed.
-    [cluster, emulator] = await Promise.all([startTestCluster({ tls: true }), startPubSubEmulator()]);
+    [cluster, emulator] = await startAll([startTestCluster({ tls: true }), startPubSubEmulator()]);
     pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     ns = await cluster.createNamespace('relay-bundle');
     await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);

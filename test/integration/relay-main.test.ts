@@ -7,6 +7,7 @@ import { PubSub } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
 const mainPath = new URL('../../relay/main.ts', import.meta.url).pathname;
@@ -58,7 +59,7 @@ describe('relay/main.ts', () => {
     let emulator: PubSubEmulator;
 
     before(async () => {
-      [cluster, emulator] = await Promise.all([startTestCluster(), startPubSubEmulator()]);
+      [cluster, emulator] = await startAll([startTestCluster(), startPubSubEmulator()]);
     });
     after(async () => {
       await Promise.allSettled([cluster?.stop(), emulator?.stop()]);

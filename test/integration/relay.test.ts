@@ -22,6 +22,7 @@ import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emu
 import type { RelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
+import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
 const OWNER_LABEL = 'relay-test.levelset.dev/owner';
@@ -126,7 +127,7 @@ describe('relay (integration)', () => {
   };
 
   before(async () => {
-    [cluster, emulator] = await Promise.all([startTestCluster(), startPubSubEmulator()]);
+    [cluster, emulator] = await startAll([startTestCluster(), startPubSubEmulator()]);
     pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     await pubsub.createTopic(topic);
     publisher = createKeyPublisher({

@@ -19,6 +19,7 @@ import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
 /** ConfigMaps enumerated: more than one LIST page (500) and more than one publish batch (1000). */
@@ -33,7 +34,7 @@ describe('the resync publishes its keys batched, without ordering key', () => {
   let ns: string;
 
   before(async () => {
-    [cluster, emulator] = await Promise.all([startTestCluster(), startPubSubEmulator()]);
+    [cluster, emulator] = await startAll([startTestCluster(), startPubSubEmulator()]);
     proxy = await startGrpcProxy(emulator.host);
     pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     ns = await cluster.createNamespace('resync-publish');

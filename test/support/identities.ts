@@ -108,9 +108,17 @@ export async function createLeastPrivilegedIdentities(admin: KubeConfig): Promis
   };
 
   try {
-    const relay = await identity('relay');
-    const functions = await identity('functions');
-    const inProcess = await identity('in-process');
+    const [relay, functions, inProcess] = await Promise.allSettled([
+      identity('relay'),
+      identity('functions'),
+      identity('in-process'),
+    ]).then((all) =>
+      all.map((r) => {
+        if (r.status === 'rejected') throw r.reason;
+        return r.value;
+      }),
+    );
+    if (!relay || !functions || !inProcess) throw new Error('an identity is missing');
     return { relay, functions, inProcess, remove };
   } catch (err) {
     await remove();

@@ -66,8 +66,15 @@ export async function startPipeline(
   const logs: Pipeline['logs'] = [];
   let identities: Identities | undefined;
   try {
-    const env = await setup(cluster);
-    if (!options.admin) identities = await createLeastPrivilegedIdentities(cluster.kubeConfig);
+    // The identities do not depend on what `setup` arranges: both are made side by side.
+    const [arranged, made] = await Promise.allSettled([
+      setup(cluster),
+      options.admin ? undefined : createLeastPrivilegedIdentities(cluster.kubeConfig),
+    ]);
+    if (made.status === 'fulfilled') identities = made.value;
+    if (arranged.status === 'rejected') throw arranged.reason;
+    if (made.status === 'rejected') throw made.reason;
+    const env = arranged.value;
     const stack = await startLocalStack({
       kubeconfigPath: cluster.kubeconfigPath,
       relayKubeconfigPath: identities?.relay.kubeconfigPath,
