@@ -4,6 +4,7 @@
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type * as z from 'zod';
 import type { Key, MappedKey } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
@@ -219,6 +220,13 @@ export interface Controller {
   indexes?: Record<string, (object: KubernetesObject) => string[]>;
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
+  /**
+   * The zod schemas of the primary's `spec` and of the `status` fields the reconcile returns: the
+   * primary's CRD `openAPIV3Schema` is generated from them (scripts/generate-manifests.ts, with
+   * functions/kit/crd-schema.ts), as controller-gen generates it from Go types. Set by the kit's
+   * `defineController`.
+   */
+  schemas?: { spec?: z.ZodType; status?: z.ZodObject };
   /**
    * Every key the resync should publish; default: every primary object (paginated LIST).
    * Include keys implied by owned objects, so that a missed deletion is still cleaned up; a key of

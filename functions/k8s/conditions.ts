@@ -19,8 +19,8 @@ export type ConditionStatus = z.infer<typeof conditionStatusSchema>;
 export const conditionSchema = z.object({
   type: z.string().min(1).max(316),
   status: conditionStatusSchema,
-  observedGeneration: z.number().int().min(0).optional(),
-  lastTransitionTime: z.string(),
+  observedGeneration: z.number().int().min(0).meta({ format: 'int64' }).optional(),
+  lastTransitionTime: z.string().meta({ format: 'date-time' }),
   reason: z.string().max(1024),
   message: z.string().max(32768),
 });

@@ -18,3 +18,9 @@ export const configmapBundleSpecSchema = z.object({
   sources: z.array(z.object({ namespace: z.string(), name: z.string() })),
 });
 export type ConfigMapBundleSpec = z.infer<typeof configmapBundleSpecSchema>;
+
+/** `status`, as the reconcile returns it. */
+export const configmapBundleStatusSchema = z.object({
+  sourcesFound: z.number().int().optional(),
+  missing: z.array(z.string()).optional(),
+});

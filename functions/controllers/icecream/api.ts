@@ -19,3 +19,9 @@ export const icecreamSpecSchema = z.object({
   replicas: z.number().int().optional(),
 });
 export type IcecreamSpec = z.infer<typeof icecreamSpecSchema>;
+
+/** `status`, as the reconcile returns it. */
+export const icecreamStatusSchema = z.object({
+  availableReplicas: z.number().int().optional(),
+  nodeNames: z.array(z.string()).optional(),
+});

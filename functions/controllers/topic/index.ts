@@ -28,6 +28,7 @@ import {
   type TopicStatus,
   topicResource,
   topicSpecSchema,
+  topicStatusSchema,
 } from './api.ts';
 
 type Logger = ReconcileInput<TopicSpec>['log'];
@@ -238,6 +239,7 @@ export const topicController = defineController({
   name: 'topic',
   primary: topicResource,
   spec: topicSpecSchema,
+  status: topicStatusSchema,
   synced: false,
   async reconcile({ object, spec, log, dryRun }) {
     await loadPubSub();
