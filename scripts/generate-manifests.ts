@@ -289,7 +289,10 @@ export function missingCrds(controllers: readonly Controller[], crds: readonly C
  * @returns the source unchanged when the CRD is not `controller`'s primary or it declares no schemas.
  * @throws {Error} naming the file, for a schema with no CRD form (crd-schema.ts).
  */
-export function generateCrd(source: CrdSource, controller: Controller | undefined): CrdSource {
+export function generateCrd(
+  source: CrdSource,
+  controller: (Pick<Controller, 'name' | 'schemas'> & { primary: Pick<ResourceType, 'version'> }) | undefined,
+): CrdSource {
   if (!controller?.schemas) return source;
   const doc = parseDocument(source.text);
   const versions = doc.getIn(['spec', 'versions'], true);
