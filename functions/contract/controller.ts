@@ -241,3 +241,18 @@ export interface Controller {
    */
   reconcile(key: Key, ctx: ReconcileContext): Promise<Result | undefined>;
 }
+
+/**
+ * The identity of the list+watch a {@link Watch} runs, `<apiVersion>/<plural>[@<namespace>][?<labelSelector>]`
+ * (`apps/v1/deployments`, `v1/configmaps`): watches with the same resource, namespace and label
+ * selector share one list+watch (one relay informer), whatever their maps; `levelset controllers`
+ * lists each once.
+ */
+export function listWatchId(watch: Pick<Watch, 'resource' | 'namespace' | 'labelSelector'>): string {
+  const { group, version, plural } = watch.resource;
+  return (
+    `${group ? `${group}/` : ''}${version}/${plural}` +
+    (watch.namespace ? `@${watch.namespace}` : '') +
+    (watch.labelSelector ? `?${watch.labelSelector}` : '')
+  );
+}
