@@ -11,7 +11,7 @@ import type { LogLine } from './service.ts';
 const SEVERITY_LEVEL: Record<string, number> = { DEBUG: 20, INFO: 30, WARNING: 40, ERROR: 50, CRITICAL: 60 };
 
 /** Fields every line carries (the logger's, the delivery's, Cloud Logging's): not what a controller wrote. */
-const FRAMEWORK_FIELDS = new Set([
+export const FRAMEWORK_FIELDS: ReadonlySet<string> = new Set([
   'severity',
   'level',
   'time',
@@ -35,15 +35,34 @@ const FRAMEWORK_FIELDS = new Set([
 const MAX_PENDING_PER_KEY = 50;
 const INDENT = ' '.repeat(14);
 
-/** `name=value` for the fields a controller's log call added (`log.info({ replicas: 3 }, …)`). */
+/** `name=value`, the value bare when it is a word, else as JSON: how every log view prints a field. */
+export function fieldText(name: string, value: unknown): string {
+  const text = typeof value === 'string' && /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  return `${name}=${text}`;
+}
+
+/**
+ * `name=value` ({@link fieldText}) of each field a controller's log call added
+ * (`log.info({ subscription }, …)`): every field of a line but {@link FRAMEWORK_FIELDS}, Cloud
+ * Logging's and `except`. The live view of `npm start` and `levelset logs` both print these.
+ */
+export function ownFields(
+  fields: Record<string, unknown>,
+  except: ReadonlySet<string> = new Set(),
+): string[] {
+  return Object.entries(fields)
+    .filter(
+      ([name, value]) =>
+        !FRAMEWORK_FIELDS.has(name) &&
+        !except.has(name) &&
+        !name.startsWith('logging.googleapis.com/') &&
+        value !== undefined,
+    )
+    .map(([name, value]) => fieldText(name, value));
+}
+
 function fieldsOf(line: LogLine): string {
-  const parts: string[] = [];
-  for (const [name, value] of Object.entries(line)) {
-    if (FRAMEWORK_FIELDS.has(name) || name.startsWith('logging.googleapis.com/') || value === undefined)
-      continue;
-    const text = typeof value === 'string' && /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
-    parts.push(`${name}=${text}`);
-  }
+  const parts = ownFields(line as Record<string, unknown>);
   return parts.length > 0 ? `  ${parts.join(' ')}` : '';
 }
 

@@ -13,12 +13,13 @@ import {
   trace,
 } from '@opentelemetry/api';
 import pLimit, { type LimitFunction } from 'p-limit';
-import type {
-  Controller,
-  MapContext,
-  ResourceType,
-  Watch,
-  WatchEvent,
+import {
+  type Controller,
+  listWatchId,
+  type MapContext,
+  type ResourceType,
+  type Watch,
+  type WatchEvent,
 } from '../functions/contract/controller.ts';
 import {
   type ControllerKey,
@@ -66,10 +67,7 @@ export function planInformers(controllers: readonly Controller[]): InformerPlan[
   const plans = new Map<string, InformerPlan>();
   for (const controller of controllers) {
     for (const watch of controller.watches) {
-      const id =
-        resourceName(watch.resource) +
-        (watch.namespace ? `@${watch.namespace}` : '') +
-        (watch.labelSelector ? `?${watch.labelSelector}` : '');
+      const id = listWatchId(watch);
       let plan = plans.get(id);
       if (!plan) {
         plan = { id, resource: watch.resource, routes: [] };

@@ -21,8 +21,8 @@ import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import * as z from 'zod';
 import { controllerName, dns1123Subdomain } from '../functions/contract/names.ts';
-import { findCrdSources, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
-import { type Field, type FieldType, isScalar } from './scaffold-fields.ts';
+import { findCrdSources, generateCrd, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
+import { type Constraints, type Field, type FieldType, isScalar } from './scaffold-fields.ts';
 
 export { FIELDS_GRAMMAR, type Field, type FieldType, parseFields } from './scaffold-fields.ts';
 
@@ -74,17 +74,25 @@ export const columnName = (field: string): string =>
 
 const camel = (kebab: string) => kebab.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-/** The zod expression of `t`, as source text. */
+/** `.min(…).max(…).regex(…)` of a scalar's constraints, as source text. */
+function bounds(t: Constraints): string {
+  const regex = t.pattern === undefined ? '' : `.regex(/${t.pattern.replace(/(?<!\\)\//g, '\\/')}/)`;
+  return `${t.min === undefined ? '' : `.min(${t.min})`}${t.max === undefined ? '' : `.max(${t.max})`}${regex}`;
+}
+
+/** The zod expression of `t`, as source text (the same schema as {@link zodSchemaOf}). */
 function zodOf(t: FieldType): string {
   switch (t.type) {
     case 'string':
-      return 'z.string()';
+      return `z.string()${bounds(t)}`;
     case 'integer':
-      return 'z.number().int()';
+      return `z.number().int()${bounds(t)}`;
     case 'number':
-      return 'z.number()';
+      return `z.number()${bounds(t)}`;
     case 'boolean':
       return 'z.boolean()';
+    case 'enum':
+      return `z.enum([${(t.values ?? []).map((v) => `'${v}'`).join(', ')}])`;
     case 'array':
       return `z.array(${zodOf(t.items)})`;
     case 'object':
@@ -94,36 +102,84 @@ function zodOf(t: FieldType): string {
 const zodFields = (fields: readonly Field[]) =>
   fields.map((f) => `${f.name}: ${zodOf(f)}${f.required ? '' : '.optional()'},`).join('\n');
 
-/** The OpenAPI v3 schema (a CRD's structural schema) of `t`. */
-function openApiOf(t: FieldType): Record<string, unknown> {
-  if (t.type === 'array') return { type: 'array', items: openApiOf(t.items) };
-  if (t.type === 'object') {
-    const required = t.fields.filter((f) => f.required).map((f) => f.name);
-    return {
-      type: 'object',
-      properties: Object.fromEntries(t.fields.map((f) => [f.name, openApiOf(f)])),
-      ...(required.length ? { required } : {}),
-    };
+/** The zod schema of `t` itself (what {@link zodOf}'s text evaluates to): the CRD's and the example's source. */
+function zodSchemaOf(t: FieldType): z.ZodType {
+  const bounded = <S extends z.ZodString | z.ZodNumber>(s: S): S => {
+    let out = s;
+    if (t.type === 'array' || t.type === 'object') return out;
+    if (t.min !== undefined) out = out.min(t.min) as S;
+    if (t.max !== undefined) out = out.max(t.max) as S;
+    if (t.pattern !== undefined) out = (out as z.ZodString).regex(new RegExp(t.pattern)) as S;
+    return out;
+  };
+  switch (t.type) {
+    case 'string':
+      return bounded(z.string());
+    case 'integer':
+      return bounded(z.number().int());
+    case 'number':
+      return bounded(z.number());
+    case 'boolean':
+      return z.boolean();
+    case 'enum':
+      return z.enum((t.values ?? []) as [string, ...string[]]);
+    case 'array':
+      return z.array(zodSchemaOf(t.items));
+    case 'object':
+      return objectSchemaOf(t.fields);
   }
-  return { type: t.type };
 }
+const objectSchemaOf = (fields: readonly Field[]) =>
+  z.object(
+    Object.fromEntries(fields.map((f) => [f.name, f.required ? zodSchemaOf(f) : zodSchemaOf(f).optional()])),
+  );
 
-/** An example value of `t` (an object's required fields only; arrays empty). */
-function exampleOf(t: FieldType, name: string): unknown {
+/**
+ * An example value of `t` that its schema accepts: the field's `example=`, else one within its bounds
+ * (a number: 1 moved into MIN..MAX; a string: `example-<controller>` cut or padded to its length bounds, or
+ * a short candidate its pattern matches; an enum: its first value); an object's required fields only;
+ * arrays empty.
+ * @throws {Error} `spec.<path>: …` when the example given, or every candidate, fails the field's schema.
+ */
+function exampleOf(t: FieldType, name: string, path: string): unknown {
   if (t.type === 'array') return [];
   if (t.type === 'object')
-    return Object.fromEntries(t.fields.filter((f) => f.required).map((f) => [f.name, exampleOf(f, name)]));
-  return { string: `example-${name}`, integer: 1, number: 1, boolean: true }[t.type];
+    return Object.fromEntries(
+      t.fields.filter((f) => f.required).map((f) => [f.name, exampleOf(f, name, `${path}.${f.name}`)]),
+    );
+  const schema = zodSchemaOf(t);
+  const candidates: unknown[] = [];
+  if (t.example !== undefined)
+    candidates.push(t.type === 'integer' || t.type === 'number' ? Number(t.example) : t.example);
+  else if (t.type === 'integer' || t.type === 'number')
+    candidates.push(Math.min(Math.max(1, t.min ?? 1), t.max ?? Number.POSITIVE_INFINITY));
+  else if (t.type === 'boolean') candidates.push(true);
+  else if (t.type === 'enum') candidates.push(t.values?.[0]);
+  else {
+    const fit = (s: string) => s.padEnd(t.min ?? 0, 'x').slice(0, t.max ?? s.length);
+    candidates.push(...[`example-${name}`, 'example', 'a', 'A', '0'].map(fit));
+  }
+  const found = candidates.find((c) => schema.safeParse(c).success);
+  if (found === undefined) {
+    const why = schema.safeParse(candidates[0]).error?.issues[0]?.message;
+    throw new Error(
+      `${path}: no example value for its schema (${why}); give one in the field: example=VALUE`,
+    );
+  }
+  return found;
 }
 
 type Names = Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural' | 'scope'>>;
 
-function apiTs(o: Names, spec: Field[]) {
+function apiTs(o: Names, spec: Field[], status: Field[]) {
   const id = camel(o.name);
   const fields = zodFields(spec);
+  const statusFields = zodFields(status);
   return `/**
- * The ${o.kind} API (\`${o.group}/${o.version}\`), as \`crd.yaml\` serves it, and the zod schema of its
- * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
+ * The ${o.kind} API (\`${o.group}/${o.version}\`): the zod schemas of its spec and status, from which
+ * \`npm run generate:manifests\` generates \`crd.yaml\`'s openAPIV3Schema (so the API server refuses an
+ * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
+ * \`crd.yaml\`). Other controllers may import this module; the rest of the folder is this controller's own.
  */
 import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
@@ -139,6 +195,10 @@ export const ${id}Resource = customResource({
 /** \`spec\`, as the CRD allows it. */
 export const ${id}SpecSchema = z.object({${fields ? `\n${fields}\n` : ''}});
 export type ${o.kind}Spec = z.infer<typeof ${id}SpecSchema>;
+
+/** \`status\`, as the reconcile returns it (the kit adds \`observedGeneration\` and \`conditions\`). */
+export const ${id}StatusSchema = z.object({${statusFields ? `\n${statusFields}\n` : ''}});
+export type ${o.kind}Status = z.infer<typeof ${id}StatusSchema>;
 `;
 }
 
@@ -149,13 +209,14 @@ function indexTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' 
  * (docs/writing-a-controller.md).
  */
 import { defineController } from '../../kit/index.ts';
-import { ${id}Resource, ${id}SpecSchema } from './api.ts';
+import { ${id}Resource, ${id}SpecSchema, ${id}StatusSchema } from './api.ts';
 
 /** The \`${o.name}\` controller module (registered in \`functions/controllers/index.ts\`). */
 export const ${id}Controller = defineController({
   name: '${o.name}',
   primary: ${id}Resource,
   spec: ${id}SpecSchema,
+  status: ${id}StatusSchema,
   owns: [],
   watches: [],
   reconcile({ object }) {
@@ -167,9 +228,8 @@ export const ${id}Controller = defineController({
 }
 
 function crdYaml(o: Names, spec: Field[], status: Field[]) {
-  const properties = (fields: Field[]) => Object.fromEntries(fields.map((f) => [f.name, openApiOf(f)]));
-  const required = spec.filter((f) => f.required).map((f) => f.name);
   const scalar = isScalar;
+  const columnType = (t: string) => (t === 'enum' ? 'string' : t);
   const crd = {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -188,59 +248,29 @@ function crdYaml(o: Names, spec: Field[], status: Field[]) {
           storage: true,
           subresources: { status: {} },
           additionalPrinterColumns: [
-            ...spec
-              .filter(scalar)
-              .map((f) => ({ name: columnName(f.name), type: f.type, jsonPath: `.spec.${f.name}` })),
-            ...status
-              .filter(scalar)
-              .map((f) => ({ name: columnName(f.name), type: f.type, jsonPath: `.status.${f.name}` })),
+            ...spec.filter(scalar).map((f) => ({
+              name: columnName(f.name),
+              type: columnType(f.type),
+              jsonPath: `.spec.${f.name}`,
+            })),
+            ...status.filter(scalar).map((f) => ({
+              name: columnName(f.name),
+              type: columnType(f.type),
+              jsonPath: `.status.${f.name}`,
+            })),
             { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                spec: {
-                  type: 'object',
-                  properties: properties(spec),
-                  ...(required.length ? { required } : {}),
-                },
-                status: {
-                  type: 'object',
-                  properties: {
-                    ...properties(status),
-                    observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
-                    conditions: {
-                      type: 'array',
-                      'x-kubernetes-list-type': 'map',
-                      'x-kubernetes-list-map-keys': ['type'],
-                      items: {
-                        type: 'object',
-                        required: ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
-                        properties: {
-                          type: { type: 'string', maxLength: 316 },
-                          status: { type: 'string', enum: ['True', 'False', 'Unknown'] },
-                          observedGeneration: { type: 'integer', format: 'int64', minimum: 0 },
-                          lastTransitionTime: { type: 'string', format: 'date-time' },
-                          reason: { type: 'string', maxLength: 1024 },
-                          message: { type: 'string', maxLength: 32768 },
-                        },
-                      },
-                    },
-                  },
-                },
-              },
-            },
-          },
+          schema: { openAPIV3Schema: {} },
         },
       ],
     },
   };
-  return `# The ${o.kind} CRD, generated by \`npm run new:controller\`. Read by Terraform and \`npm start\`.\n${stringify(crd)}`;
+  const text = `# The ${o.kind} CRD, generated by \`npm run new:controller\`. Read by Terraform and \`npm start\`.\n${stringify(crd)}`;
+  // The schema as `npm run generate:manifests` writes it from api.ts (the same zod schemas).
+  const schemas = { spec: objectSchemaOf(spec), status: objectSchemaOf(status) };
+  return generateCrd({ path: 'crd.yaml', text }, { name: o.name, primary: { version: o.version }, schemas })
+    .text;
 }
 
 function exampleYaml(
@@ -252,7 +282,7 @@ function exampleYaml(
     apiVersion: `${o.group}/${o.version}`,
     kind: o.kind,
     metadata: { name },
-    spec: Object.fromEntries(spec.map((f) => [f.name, exampleOf(f, o.name)])),
+    spec: Object.fromEntries(spec.map((f) => [f.name, exampleOf(f, o.name, `spec.${f.name}`)])),
   });
 }
 
@@ -366,15 +396,16 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
   const status = options.status ?? [];
   const dir = join(root, 'functions', 'controllers', o.name);
   if (existsSync(dir)) throw new Error(`${relative(root, dir)} already exists`);
-  mkdirSync(dir, { recursive: true });
-  mkdirSync(join(root, 'test', 'controllers'), { recursive: true });
+  // Every text first (an example no schema accepts throws here), then the files: a refusal writes nothing.
   const files: [string, string][] = [
-    [join(dir, 'api.ts'), apiTs(o, spec)],
+    [join(dir, 'api.ts'), apiTs(o, spec, status)],
     [join(dir, 'index.ts'), indexTs(o)],
     [join(dir, 'crd.yaml'), crdYaml(o, spec, status)],
     [join(dir, 'example.yaml'), exampleYaml(o, spec)],
     [join(root, 'test', 'controllers', `${o.name}.test.ts`), testTs(o)],
   ];
+  mkdirSync(dir, { recursive: true });
+  mkdirSync(join(root, 'test', 'controllers'), { recursive: true });
   for (const [path, text] of files) writeFileSync(path, text);
   addRegistryLine(root, o);
   const written = [...files.map(([p]) => relative(root, p)), 'functions/controllers/index.ts'];

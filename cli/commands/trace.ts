@@ -1,5 +1,5 @@
 /**
- * `levelset trace <key>`: the last reconciles of a key as a waterfall, from the local stack's
+ * `levelset trace <controller> <key>` (the shape of `plan` and `reconcile`): the last reconciles of a key as a waterfall, from the local stack's
  * traces (`levelset dev` writes them; functions/tracing.ts) or, with `--project` (or
  * `GOOGLE_CLOUD_PROJECT` and no local stack), from Cloud Trace. Implementation: cli/impl/trace.ts.
  */
@@ -20,17 +20,21 @@ export function parseSince(text: string): number {
 }
 
 export const traceCommand: CommandModule<object, TraceArgs> = {
-  command: 'trace <key>',
+  command: 'trace <controller> <key>',
   describe:
     "a key's last reconciles as a waterfall: event seen, published, delivered (attempt N), each API call, outcome (local stack, or Cloud Trace with --project)",
   builder: (y) =>
     y
+      .positional('controller', {
+        type: 'string',
+        demandOption: true,
+        describe: 'a registered controller (levelset controllers): the traces of its reconciles of the key',
+      })
       .positional('key', {
         type: 'string',
         demandOption: true,
         describe: 'namespace/name, or name for a cluster-scoped primary',
       })
-      .option('controller', { alias: 'c', type: 'string', describe: 'only the traces of this controller' })
       .option('last', {
         type: 'number',
         default: 3,
@@ -47,8 +51,8 @@ export const traceCommand: CommandModule<object, TraceArgs> = {
         default: '24h',
         describe: 'Cloud Trace only: how far back to look (90m, 24h, 7d)',
       })
-      .example('$0 trace team-a/my-foo --controller foo', "the key's last 3 traces, local stack")
-      .example('$0 trace team-a/my-foo --controller foo --project PROJECT', 'the same from Cloud Trace')
+      .example('$0 trace foo team-a/my-foo', "the key's last 3 traces, local stack")
+      .example('$0 trace foo team-a/my-foo --project PROJECT', 'the same from Cloud Trace')
       .check((argv) => {
         if (!Number.isInteger(argv.last) || argv.last < 1)
           throw new Error('--last must be a whole number ≥ 1');

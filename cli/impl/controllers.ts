@@ -1,4 +1,9 @@
-import type { Controller, PolicyRule, ResourceType } from '../../functions/contract/controller.ts';
+import {
+  type Controller,
+  listWatchId,
+  type PolicyRule,
+  type ResourceType,
+} from '../../functions/contract/controller.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 import { say, table } from '../output.ts';
 
@@ -41,7 +46,9 @@ export async function runControllers(argv: { output: string }): Promise<void> {
   const rows = controllers.map((c) => ({
     name: c.name,
     primary: describeResource(c.primary),
-    watches: c.watches.map(describeWatch),
+    // One line per list+watch: an owned type also watched with another map (a ConfigMapBundle's
+    // ConfigMaps) is one stream of events, routed to both maps.
+    watches: [...new Map(c.watches.map((w) => [listWatchId(w), w])).values()].map(describeWatch),
     owns: ownedKinds(c),
     rbac: c.rbac.map(describeRule),
   }));

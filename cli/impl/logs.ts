@@ -10,6 +10,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Entry, Logging } from '@google-cloud/logging';
 import { LABELS } from '../../functions/log.ts';
+import { fieldText, ownFields } from '../../local/progress.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say } from '../output.ts';
 import { resolveTarget } from '../target.ts';
@@ -159,14 +160,19 @@ export function cloudRecord(entry: Entry): LogRecord {
   };
 }
 
-/** Fields shown on a line, in this order, when present. */
+/** Levelset's fields shown first on a line, in this order, when present. */
 const SHOWN = ['outcome', 'durationMs', 'reason', 'notFound', 'drift', 'eventReason', 'changes', 'err'];
 
-/** One line for a person: `time severity service controller key message field=value…`. */
+/**
+ * One line for a person: `time severity service controller key message field=value…`: Levelset's
+ * fields ({@link SHOWN}), then the controller's own (`subscription=…`), as `npm start`'s live view
+ * prints them (local/progress.ts `ownFields`).
+ */
 export function formatRecord(r: LogRecord): string {
-  const fields = SHOWN.filter((k) => r.fields[k] !== undefined).map(
-    (k) => `${k}=${typeof r.fields[k] === 'string' ? r.fields[k] : JSON.stringify(r.fields[k])}`,
-  );
+  const fields = [
+    ...SHOWN.filter((k) => r.fields[k] !== undefined).map((k) => fieldText(k, r.fields[k])),
+    ...ownFields(r.fields, new Set(SHOWN)),
+  ];
   return [
     r.timestamp,
     r.severity.padEnd(7),

@@ -1,5 +1,5 @@
 /**
- * `levelset trace <key>`: finds the traces holding a `reconcile` span of the key and prints the
+ * `levelset trace <controller> <key>`: finds the traces holding a `reconcile` span of the key and prints the
  * newest `--last` of them as a waterfall: each span at its offset from the trace's start, its
  * duration, indented under its parent, with what it says (the watch event, the published message,
  * the delivery attempt, the API call and its status, the outcome). Exit code 1 when no trace of the

@@ -4,6 +4,7 @@
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type * as z from 'zod';
 import type { Key, MappedKey } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
@@ -245,6 +246,13 @@ export interface Controller {
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
   /**
+   * The zod schemas of the primary's `spec` and of the `status` fields the reconcile returns: the
+   * primary's CRD `openAPIV3Schema` is generated from them (scripts/generate-manifests.ts, with
+   * functions/kit/crd-schema.ts), as controller-gen generates it from Go types. Set by the kit's
+   * `defineController`.
+   */
+  schemas?: { spec?: z.ZodType; status?: z.ZodObject };
+  /**
    * Every key the resync should publish; default: every primary object (paginated LIST).
    * Include keys implied by owned objects, so that a missed deletion is still cleaned up; a key of
    * another cluster (`cluster`, {@link MappedKey}: the owner of a child in this cluster) is
@@ -257,4 +265,19 @@ export interface Controller {
    * error is retried by Pub/Sub with backoff.
    */
   reconcile(key: Key, ctx: ReconcileContext): Promise<Result | undefined>;
+}
+
+/**
+ * The identity of the list+watch a {@link Watch} runs, `<apiVersion>/<plural>[@<namespace>][?<labelSelector>]`
+ * (`apps/v1/deployments`, `v1/configmaps`): watches with the same resource, namespace and label
+ * selector share one list+watch (one relay informer), whatever their maps; `levelset controllers`
+ * lists each once.
+ */
+export function listWatchId(watch: Pick<Watch, 'resource' | 'namespace' | 'labelSelector'>): string {
+  const { group, version, plural } = watch.resource;
+  return (
+    `${group ? `${group}/` : ''}${version}/${plural}` +
+    (watch.namespace ? `@${watch.namespace}` : '') +
+    (watch.labelSelector ? `?${watch.labelSelector}` : '')
+  );
 }

@@ -19,8 +19,8 @@ export type ConditionStatus = z.infer<typeof conditionStatusSchema>;
 export const conditionSchema = z.object({
   type: z.string().min(1).max(316),
   status: conditionStatusSchema,
-  observedGeneration: z.number().int().min(0).optional(),
-  lastTransitionTime: z.string(),
+  observedGeneration: z.number().int().min(0).meta({ format: 'int64' }).optional(),
+  lastTransitionTime: z.string().meta({ format: 'date-time' }),
   reason: z.string().max(1024),
   message: z.string().max(32768),
 });
@@ -95,12 +95,15 @@ export function isConditionTrue(conditions: readonly Condition[] | undefined, ty
  * True when a merge patch of `desired` onto `current` would change it: the status write is skipped
  * otherwise, so a steady-state reconcile costs no write. Only the members of `desired` are compared
  * (a merge patch leaves the others alone), structurally, key order ignored; `undefined` members are
- * treated as absent, as in JSON.
+ * treated as absent, as in JSON; a `null` member (a merge patch's "remove", RFC 7386) changes only
+ * a status that has it.
  */
 export function statusChanged(current: unknown, desired: Record<string, unknown>): boolean {
   const have = (normalise(current) ?? {}) as Record<string, unknown>;
   const want = normalise(desired) as Record<string, unknown>;
-  return Object.keys(want).some((k) => !isDeepStrictEqual(have[k], want[k]));
+  return Object.keys(want).some((k) =>
+    want[k] === null ? have[k] !== undefined && have[k] !== null : !isDeepStrictEqual(have[k], want[k]),
+  );
 }
 
 function normalise(value: unknown): unknown {

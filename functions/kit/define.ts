@@ -100,6 +100,13 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    */
   spec?: Schema;
   /**
+   * The zod schema of the `status` fields the reconcile returns (besides `observedGeneration` and
+   * `conditions`, which the kit writes). With `spec`, the source of the primary's CRD schema:
+   * `npm run generate:manifests` writes `crd.yaml`'s `openAPIV3Schema` from both
+   * (functions/kit/crd-schema.ts). Default: none (a status of the kit's fields alone).
+   */
+  status?: z.ZodObject;
+  /**
    * Child types: watched (mapped through controller references), listed, applied and pruned; or, with
    * `inOtherNamespaces`, children in other namespaces, tracked by label and annotation (cross-namespace.ts).
    */
@@ -379,6 +386,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       ...watches.map(watchOf),
     ],
     rbac,
+    ...(def.spec || def.status ? { schemas: { spec: def.spec, status: def.status } } : {}),
     ...(def.indexes ? { indexes: compileIndexes(schema, def.indexes) } : {}),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
     reconcile,

@@ -126,7 +126,10 @@ export interface DesiredInput<Spec> {
 
 /** A controller of cloud resources. */
 export interface ExternalResourceDefinition<Schema extends z.ZodType>
-  extends Pick<ControllerDefinition<Schema>, 'name' | 'primary' | 'spec' | 'listKeys'> {
+  extends Pick<
+    ControllerDefinition<Schema>,
+    'name' | 'primary' | 'spec' | 'status' | 'listKeys' | 'referencedBy'
+  > {
   /**
    * Status field → the kind of cloud resource whose full names it holds, in creation order
    * (deleted in reverse order: subscriptions before their topic).
@@ -348,6 +351,8 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
     name: def.name,
     primary: def.primary,
     ...(def.spec ? { spec: def.spec } : {}),
+    ...(def.status ? { status: def.status } : {}),
+    ...(def.referencedBy ? { referencedBy: def.referencedBy } : {}),
     ...(def.watches ? { watches: def.watches } : {}),
     ...(def.indexes ? { indexes: def.indexes } : {}),
     ...(def.rbac ? { rbac: def.rbac } : {}),

@@ -108,6 +108,9 @@ export interface JSONSchemaProps {
   maxLength?: number;
   minItems?: number;
   maxItems?: number;
+  minProperties?: number;
+  maxProperties?: number;
+  multipleOf?: number;
   pattern?: string;
   enum?: unknown[];
   format?: string;

@@ -110,6 +110,7 @@ export interface FieldError {
     | 'FieldValueNotSupported'
     | 'FieldValueForbidden'
     | 'FieldValueTooLong'
+    | 'FieldValueTooMany'
     | 'FieldValueDuplicate'
     | 'FieldValueTypeInvalid';
   field: string;

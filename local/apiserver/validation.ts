@@ -167,6 +167,14 @@ export function applySchema(
       );
     }
   }
+  if (typeof value === 'number' && schema.multipleOf !== undefined) {
+    // kube-openapi's MultipleOfFailCode; apiextensions turns it into field.Invalid.
+    const q = value / schema.multipleOf;
+    if (Math.abs(q - Math.round(q)) > 1e-9)
+      out.errors.push(
+        fieldErrors.invalid(where, value, `${where} in body should be a multiple of ${schema.multipleOf}`),
+      );
+  }
   if (typeof value === 'string') {
     if (schema.minLength !== undefined && [...value].length < schema.minLength) {
       out.errors.push(
@@ -248,6 +256,23 @@ export function applySchema(
     for (const r of schema.required ?? []) {
       if (!(r in obj)) out.errors.push(fieldErrors.required(path ? `${path}.${r}` : r));
     }
+    // kube-openapi's TooFewProperties (apiextensions: field.Invalid) and TooManyProperties
+    // (apiextensions: field.TooMany), counted after pruning.
+    const count = Object.keys(obj).length;
+    if (schema.minProperties !== undefined && count < schema.minProperties)
+      out.errors.push(
+        fieldErrors.invalid(
+          where,
+          count,
+          `${where} in body should have at least ${schema.minProperties} properties`,
+        ),
+      );
+    if (schema.maxProperties !== undefined && count > schema.maxProperties)
+      out.errors.push({
+        type: 'FieldValueTooMany',
+        field: where,
+        detail: `Too many: ${count}: must have at most ${schema.maxProperties} items`,
+      });
   }
 }
 

@@ -204,9 +204,16 @@ describe('levelset (the real binary against the local stack)', () => {
     const json = JSON.parse((await cli(['controllers', '-o', 'json'])).stdout) as {
       name: string;
       primary: string;
+      watches: string[];
       owns: string[];
       rbac: string[];
     }[];
+    // ConfigMaps are owned (mapped through controller references) and watched (mapped by index):
+    // one list+watch, listed once.
+    assert.deepEqual(json.find((c) => c.name === 'configmap-bundle')?.watches, [
+      'configmapbundles.examples.levelset.dev',
+      'configmaps',
+    ]);
     const foo = json.find((c) => c.name === 'foo');
     assert.ok(foo);
     assert.match(foo.primary, /^Foo \(samplecontroller\.k8s\.io\/v1alpha1\)$/);

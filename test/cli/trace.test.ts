@@ -252,7 +252,7 @@ describe('levelset trace --project (Cloud Trace API v1, fake endpoint, real bina
   it("lists the key's traces with the label filter and prints their waterfalls, oldest first (exit 0)", async () => {
     traceRequests.length = 0;
     const startedAt = Date.now();
-    const run = await levelset(['trace', 'team-a/web', '--controller', 'foo', '--project', 'p']);
+    const run = await levelset(['trace', 'foo', 'team-a/web', '--project', 'p']);
     assert.equal(run.code, 0, run.stderr);
     if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(run.stdout);
 
@@ -294,7 +294,7 @@ describe('levelset trace --project (Cloud Trace API v1, fake endpoint, real bina
   });
 
   it('--json prints the same traces with OTLP hex span ids and the labels as attributes', async () => {
-    const run = await levelset(['trace', 'team-a/web', '--controller', 'foo', '--project', 'p', '--json']);
+    const run = await levelset(['trace', 'foo', 'team-a/web', '--project', 'p', '--json']);
     assert.equal(run.code, 0, run.stderr);
     const traces = JSON.parse(run.stdout) as KeyTrace[];
     assert.deepEqual(
@@ -322,7 +322,7 @@ describe('levelset trace --project (Cloud Trace API v1, fake endpoint, real bina
   });
 
   it('exit 1 for a key without a trace, and for a request Cloud Trace refuses', async () => {
-    const none = await levelset(['trace', 'team-a/absent', '--controller', 'foo', '--project', 'p']);
+    const none = await levelset(['trace', 'foo', 'team-a/absent', '--project', 'p']);
     assert.equal(none.code, 1);
     assert.equal(none.stdout, '');
     assert.match(
@@ -331,28 +331,28 @@ describe('levelset trace --project (Cloud Trace API v1, fake endpoint, real bina
     );
     assert.doesNotMatch(none.stderr, /\n\s+at /, 'no stack trace');
 
-    const refused = await levelset(['trace', 'team-a/forbidden', '--project', 'p']);
+    const refused = await levelset(['trace', 'foo', 'team-a/forbidden', '--project', 'p']);
     assert.equal(refused.code, 1);
     assert.match(
       refused.stderr,
-      /^levelset: Cloud Trace \(project p\): The caller does not have permission \(needs roles\/cloudtrace\.user; filter: \+levelset\.key:team-a\/forbidden\)\n$/,
+      /^levelset: Cloud Trace \(project p\): The caller does not have permission \(needs roles\/cloudtrace\.user; filter: \+levelset\.key:team-a\/forbidden \+levelset\.controller:foo\)\n$/,
     );
   });
 
   it('GOOGLE_CLOUD_PROJECT stands in for --project when no local stack runs; --since sets the window', async () => {
     traceRequests.length = 0;
-    const run = await levelset(['trace', 'team-a/web', '--since', '90m', '--last', '1'], {
+    const run = await levelset(['trace', 'foo', 'team-a/web', '--since', '90m', '--last', '1'], {
       GOOGLE_CLOUD_PROJECT: 'p',
     });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(traceRequests.length, 1, 'one trace of the key is enough for --last 1');
     const q = traceRequests[0]?.url.searchParams;
-    assert.equal(q?.get('filter'), '+levelset.key:team-a/web');
+    assert.equal(q?.get('filter'), '+levelset.key:team-a/web +levelset.controller:foo');
     assert.equal(Date.parse(q?.get('endTime') ?? '') - Date.parse(q?.get('startTime') ?? ''), 90 * 60_000);
     assert.match(run.stdout, new RegExp(`^trace ${TRACE_B}  foo team-a/web `));
     assert.doesNotMatch(run.stdout, new RegExp(TRACE_A));
 
-    const bad = await levelset(['trace', 'team-a/web', '--since', 'yesterday', '--project', 'p']);
+    const bad = await levelset(['trace', 'foo', 'team-a/web', '--since', 'yesterday', '--project', 'p']);
     assert.equal(bad.code, 1, 'as every check of a flag (cli/levelset.ts rethrows a check error)');
     assert.match(bad.stderr, /^levelset: --since "yesterday": a duration such as 90m, 24h or 7d\n/);
     assert.equal(traceRequests.length, 1, 'no request for a bad --since');

@@ -172,6 +172,35 @@ describe('topic controller', () => {
     );
   });
 
+  it("the API server refuses an invalid spec with 422 naming each field (the CRD's schema, generated from api.ts)", async () => {
+    // As `kubectl create` does: a POST of the object. kube-apiserver validates a custom resource
+    // against its CRD's openAPIV3Schema and answers 422 Invalid with one cause per field.
+    const err = await create('invalid', {
+      subscriptions: [{ id: 'bad id!' }, { id: 'fine', ackDeadlineSeconds: -5 }],
+    }).then(
+      () => assert.fail('created'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ApiException, String(err));
+    assert.equal(err.code, 422);
+    const status = JSON.parse(err.body as string) as {
+      reason: string;
+      message: string;
+      details: { causes: { field: string }[] };
+    };
+    assert.equal(status.reason, 'Invalid');
+    assert.deepEqual(status.details.causes.map((c) => c.field).sort(), [
+      'spec.subscriptions[0].id',
+      'spec.subscriptions[1].ackDeadlineSeconds',
+    ]);
+    assert.match(
+      status.message,
+      /spec\.subscriptions\[1\]\.ackDeadlineSeconds in body should be greater than or equal to 10/,
+    );
+    // Nothing was stored: no reconcile ever sees it.
+    await assert.rejects(get('invalid'), (e: unknown) => e instanceof ApiException && e.code === 404);
+  });
+
   it('on delete removes the subscriptions and the topic, then lets the object go', async () => {
     const topicId = `k8s.${namespace}.example-topic`;
     await custom.deleteNamespacedCustomObject({ ...resource, namespace, name: 'example-topic' });

@@ -49,7 +49,8 @@ const widgetController = defineController({
         metadata: { name: `${object.metadata.name}-${i}` },
         data: { value: spec.value, ...(spec.extra !== undefined ? { extra: spec.extra } : {}) },
       })),
-      status: { value: spec.value },
+      // `extra` leaves the status when it leaves the spec: null removes it (a merge patch).
+      status: { value: spec.value, extra: spec.extra ?? null },
       ready: { status: have === spec.count, reason: 'Counted', message: `${have} of ${spec.count}` },
     };
   },
@@ -85,6 +86,7 @@ const crd = {
                 type: 'object',
                 properties: {
                   value: { type: 'string' },
+                  extra: { type: 'string' },
                   observedGeneration: { type: 'integer' },
                   conditions: {
                     type: 'array',
@@ -207,14 +209,16 @@ describe('kit: children, status, invalid specs, request counts', () => {
     for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' });
   });
 
-  it('removes a field the reconcile stops setting from the child (server-side apply), then writes nothing again', async () => {
+  it('removes a field the reconcile stops setting from the child (server-side apply) and a status field it sets to null, then writes nothing again', async () => {
     await patchSpec('w', { extra: 'x' });
     await reconcile('w');
     for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b', extra: 'x' });
+    assert.equal((await getWidget('w')).status.extra, 'x');
     await patchSpec('w', { extra: null });
     const dropped = await reconcile('w');
     assert.deepEqual(methods(dropped.requests), ['GET', 'GET', 'PATCH', 'PATCH', 'PATCH', 'PATCH']);
     for (const c of await configMaps()) assert.deepEqual(c.data, { value: 'b' }, 'extra is gone');
+    assert.equal('extra' in (await getWidget('w')).status, false, 'status.extra is cleared by its null');
     const again = await reconcile('w');
     assert.deepEqual(methods(again.requests), ['GET', 'GET'], 'converged: no write');
   });

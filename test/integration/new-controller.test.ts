@@ -63,7 +63,7 @@ describe('scaffold: npm run new:controller', () => {
       version: 'v1beta1',
       kind: 'ScaffoldProbe',
       spec: parseFields(
-        'size:integer!,label:string,tags:string[],deploymentName:string,sources:[{namespace:string!,name:string!}],limits:{cpu:string,sizes:integer[]}',
+        'size:integer(5..10)!,label:string(3..20,pattern=^[a-z][a-z0-9-]*$),tier:enum(gold|silver)!,tags:string[],deploymentName:string,sources:[{namespace:string!,name:string!}],limits:{cpu:string,sizes:integer[]}',
       ),
       status: parseFields('availableReplicas:integer'),
     });
@@ -79,6 +79,7 @@ describe('scaffold: npm run new:controller', () => {
       [
         ['Size', '.spec.size'],
         ['Label', '.spec.label'],
+        ['Tier', '.spec.tier'],
         ['Deployment Name', '.spec.deploymentName'],
         ['Available Replicas', '.status.availableReplicas'],
         ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
@@ -113,7 +114,15 @@ describe('scaffold: npm run new:controller', () => {
   it('writes arrays and nested objects into the CRD schema and the zod schema', async () => {
     const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8'));
     const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
-    assert.deepEqual(spec.required, ['size']);
+    assert.deepEqual(spec.required, ['size', 'tier']);
+    assert.deepEqual(spec.properties.size, { type: 'integer', minimum: 5, maximum: 10 });
+    assert.deepEqual(spec.properties.label, {
+      type: 'string',
+      minLength: 3,
+      maxLength: 20,
+      pattern: '^[a-z][a-z0-9-]*$',
+    });
+    assert.deepEqual(spec.properties.tier, { type: 'string', enum: ['gold', 'silver'] });
     assert.deepEqual(spec.properties.sources, {
       type: 'array',
       items: {
@@ -129,16 +138,44 @@ describe('scaffold: npm run new:controller', () => {
     const columns = crd.spec.versions[0].additionalPrinterColumns.map((c: { name: string }) => c.name);
     assert.deepEqual(
       columns,
-      ['Size', 'Label', 'Deployment Name', 'Available Replicas', 'Ready', 'Age'],
+      ['Size', 'Label', 'Tier', 'Deployment Name', 'Available Replicas', 'Ready', 'Age'],
       'printer columns for scalars only',
     );
     const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
     const schema = api.scaffoldProbeSpecSchema;
     assert.ok(
-      schema.safeParse({ size: 1, sources: [{ namespace: 'a', name: 'b' }], limits: { sizes: [1] } }).success,
+      schema.safeParse({
+        size: 5,
+        tier: 'gold',
+        sources: [{ namespace: 'a', name: 'b' }],
+        limits: { sizes: [1] },
+      }).success,
     );
-    assert.ok(!schema.safeParse({ size: 1, sources: [{ namespace: 'a' }] }).success, 'name is required');
-    assert.ok(!schema.safeParse({ size: 1, limits: { sizes: ['x'] } }).success, 'integers');
+    assert.ok(
+      !schema.safeParse({ size: 5, tier: 'gold', sources: [{ namespace: 'a' }] }).success,
+      'name is required',
+    );
+    assert.ok(!schema.safeParse({ size: 5, tier: 'gold', limits: { sizes: ['x'] } }).success, 'integers');
+    assert.ok(!schema.safeParse({ size: 11, tier: 'gold' }).success, 'at most 10');
+    assert.ok(!schema.safeParse({ size: 5, tier: 'gold', label: 'Bad' }).success, 'the pattern');
+    assert.ok(!schema.safeParse({ size: 5, tier: 'bronze' }).success, 'the enum');
+  });
+
+  it("writes an example.yaml its own schema accepts (values from the fields' bounds)", async () => {
+    const example = parse(
+      readFileSync(join(root, 'functions/controllers/scaffold-probe/example.yaml'), 'utf8'),
+    );
+    assert.deepEqual(example.spec, {
+      size: 5,
+      label: 'example-scaffold-pro',
+      tier: 'gold',
+      tags: [],
+      deploymentName: 'example-scaffold-probe',
+      sources: [],
+      limits: {},
+    });
+    const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
+    assert.ok(api.scaffoldProbeSpecSchema.safeParse(example.spec).success);
   });
 
   it('levelset new controller --help prints the field grammar', async () => {
@@ -205,6 +242,39 @@ describe('scaffold: npm run new:controller', () => {
     );
     assert.throws(() => parseFields('a:{b:string'), /column 12 .*"," or "\}" closing the object/);
     assert.throws(() => parseFields('a:[string!]'), /"\]" closing the array/);
+    assert.throws(() => parseFields('size:integer(10..1)'), /MIN no greater than MAX \(10\.\.1\)/);
+    assert.throws(() => parseFields('on:boolean(1..2)'), /no "\(…\)" after boolean/);
+    assert.throws(() => parseFields('tier:enum'), /the values of the enum/);
+    assert.throws(() => parseFields('id:string(pattern=^(?!goog))'), /kube-apiserver \(RE2\)/);
+    // A code no candidate matches: the scaffold asks for example=, and writes nothing.
+    await assert.rejects(
+      scaffoldController({
+        root,
+        name: 'no-example',
+        group: 'probe.levelset.dev',
+        version: 'v1',
+        kind: 'NoExample',
+        spec: parseFields('code:string(pattern=^[0-9]{5}$)!'),
+        regenerate: false,
+      }),
+      /spec\.code: no example value .*example=VALUE/,
+    );
+    assert.ok(!existsSync(join(root, 'functions/controllers/no-example')));
+  });
+
+  it('parses bounds, patterns, enums and examples', () => {
+    assert.deepEqual(
+      parseFields('size:integer!(1..10),ratio:number(..0.5),name:string(pattern=^[a-z]+(-[a-z]+)*$)'),
+      [
+        { type: 'integer', min: 1, max: 10, name: 'size', required: true },
+        { type: 'number', max: 0.5, name: 'ratio', required: false },
+        { type: 'string', pattern: '^[a-z]+(-[a-z]+)*$', name: 'name', required: false },
+      ],
+    );
+    assert.deepEqual(parseFields('tier:enum(gold|silver,example=silver)!,code:string(5..5,example=12345)'), [
+      { type: 'enum', values: ['gold', 'silver'], example: 'silver', name: 'tier', required: true },
+      { type: 'string', min: 5, max: 5, example: '12345', name: 'code', required: false },
+    ]);
   });
 
   it('levelset new controller: the same scaffold from the command line; a refusal is one line, exit 2', async () => {

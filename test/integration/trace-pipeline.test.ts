@@ -261,7 +261,7 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
   it('levelset trace prints the waterfall of the key (exit 0), --json for tools, exit 1 for a key without a trace', async () => {
     const t = await addedTrace('traced');
     const env = { LEVELSET_STATE_DIR: stateDir };
-    const text = await levelset(['trace', `${ns}/traced`, '--controller', 'foo', '--last', '5'], env);
+    const text = await levelset(['trace', 'foo', `${ns}/traced`, '--last', '5'], env);
     assert.equal(text.code, 0, text.stderr);
     if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(text.stdout);
     assert.match(text.stdout, new RegExp(`^trace ${t.traceId}  foo ${ns}/traced .* outcome success$`, 'm'));
@@ -289,15 +289,15 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
       lines.slice(createAt, createAt + 2).join('\n'),
     );
 
-    const json = await levelset(['trace', `${ns}/traced`, '--json'], env);
+    const json = await levelset(['trace', 'foo', `${ns}/traced`, '--json'], env);
     assert.equal(json.code, 0, json.stderr);
     const traces = JSON.parse(json.stdout) as KeyTrace[];
     assert.ok(traces.some((x) => x.traceId === t.traceId && x.outcome === 'success'));
 
-    const none = await levelset(['trace', `${ns}/absent`], env);
+    const none = await levelset(['trace', 'foo', `${ns}/absent`], env);
     assert.equal(none.code, 1);
     assert.equal(none.stdout, '');
-    assert.match(none.stderr, new RegExp(`^levelset: no trace of ${ns}/absent in `));
+    assert.match(none.stderr, new RegExp(`^levelset: no trace of foo ${ns}/absent in `));
     // The trace files are OTLP/JSON lines (the OpenTelemetry Collector file exporter's format).
     const first = readFileSync(join(stateDir, 'traces', 'reconcile.jsonl'), 'utf8').split('\n')[0] ?? '';
     assert.ok(Array.isArray(JSON.parse(first).resourceSpans));

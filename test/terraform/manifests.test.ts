@@ -159,6 +159,37 @@ describe('checked-in generated files', () => {
     assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
   });
 
+  test("a CRD's openAPIV3Schema is the controller's zod schemas: a hand edit is drift, refinements are listed", () => {
+    const source = findCrdSources().find((c) => c.path === 'functions/controllers/topic/crd.yaml');
+    assert.ok(source);
+    const edited = { ...source, text: source.text.replace('minimum: 10', 'minimum: 1') };
+    assert.notEqual(edited.text, source.text);
+    const files = generateFiles(
+      controllers,
+      findCrdSources().map((c) => (c.path === source.path ? edited : c)),
+    );
+    const root = mkdtempSync(join(tmpdir(), 'levelset-crd-drift-'));
+    try {
+      for (const [path, content] of files) {
+        mkdirSync(join(root, path, '..'), { recursive: true });
+        writeFileSync(join(root, path), content);
+      }
+      writeFileSync(join(root, source.path), edited.text);
+      assert.deepEqual(drift(files, root), [source.path]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+    const crd = files.get(source.path) ?? '';
+    assert.match(crd, /# +\.spec\.topicId: must not start with "goog"\n/);
+    const schema = parseAllDocuments(crd)[0]?.toJS().spec.versions[0].schema.openAPIV3Schema;
+    assert.deepEqual(schema.properties.spec.properties.subscriptions.items.properties.ackDeadlineSeconds, {
+      description: 'Seconds Pub/Sub waits for an acknowledgement, 10 to 600 (default 10).',
+      type: 'integer',
+      minimum: 10,
+      maximum: 600,
+    });
+  });
+
   test('deploy/rbac.yaml: the relay only reads; the functions get the registry rules', () => {
     const docs = parseAllDocuments(readFileSync(join(REPO_ROOT, 'deploy', 'rbac.yaml'), 'utf8')).map((d) =>
       d.toJS(),

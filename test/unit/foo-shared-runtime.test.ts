@@ -104,6 +104,12 @@ describe('k8s/conditions', () => {
     assert.equal(statusChanged(undefined, { availableReplicas: 0 }), true);
     assert.equal(statusChanged(current, { conditions: [] }), true);
   });
+
+  it('statusChanged: null removes a member (merge patch), so it changes only a status that has it', () => {
+    assert.equal(statusChanged({ availableReplicas: 1 }, { availableReplicas: null }), true);
+    assert.equal(statusChanged({}, { availableReplicas: null }), false);
+    assert.equal(statusChanged(undefined, { availableReplicas: null }), false);
+  });
 });
 
 describe('k8s/owner', () => {

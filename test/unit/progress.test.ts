@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { pino } from 'pino';
+import { formatRecord, localRecord } from '../../cli/impl/logs.ts';
 import type { Controller } from '../../functions/contract/controller.ts';
 import { createLogger, keyLogger } from '../../functions/log.ts';
 import { reconcileKey } from '../../functions/reconcile.ts';
@@ -81,6 +82,22 @@ describe("levelset dev's pretty view", () => {
     const warn = view(await deliveryLines('info'), 'warn');
     assert.equal(warn.length, 1, warn.join('\n'));
     assert.match(warn[0] ?? '', /widget demo\/w1 success/);
+  });
+
+  it("levelset logs prints a controller's own fields as the live view does", async () => {
+    const lines = await deliveryLines('info');
+    const own = lines.find((l) => l.message === 'scaled the widget');
+    assert.ok(own, 'the controller line');
+    const record = localRecord('reconcile', JSON.stringify(own));
+    assert.ok(record);
+    assert.match(
+      formatRecord(record),
+      / widget demo\/w1 scaled the widget reason=watch replicas=3 image=nginx:1\.27$/,
+    );
+    const outcome = lines.find((l) => l.outcome === 'success');
+    const done = localRecord('reconcile', JSON.stringify(outcome));
+    assert.ok(done);
+    assert.doesNotMatch(formatRecord(done), /replicas=|messageId=/, "a delivery's own fields only");
   });
 
   it('says when the key named no object', async () => {

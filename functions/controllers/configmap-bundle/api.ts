@@ -1,6 +1,8 @@
 /**
- * The ConfigMapBundle API (`examples.levelset.dev/v1alpha1`), as `crd.yaml` serves it, and the zod schema of its
- * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
+ * The ConfigMapBundle API (`examples.levelset.dev/v1alpha1`): the zod schemas of its spec and status, from which
+ * `npm run generate:manifests` generates `crd.yaml`'s openAPIV3Schema (so the API server refuses an
+ * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
+ * `crd.yaml`). Other controllers may import this module; the rest of the folder is this controller's own.
  */
 import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
@@ -18,3 +20,10 @@ export const configmapBundleSpecSchema = z.object({
   sources: z.array(z.object({ namespace: z.string(), name: z.string() })),
 });
 export type ConfigMapBundleSpec = z.infer<typeof configmapBundleSpecSchema>;
+
+/** `status`, as the reconcile returns it (the kit adds `observedGeneration` and `conditions`). */
+export const configmapBundleStatusSchema = z.object({
+  sourcesFound: z.number().int().optional(),
+  missing: z.array(z.string()).optional(),
+});
+export type ConfigMapBundleStatus = z.infer<typeof configmapBundleStatusSchema>;

@@ -12,13 +12,14 @@
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { configmaps, defineController, mapByIndex } from '../../kit/index.ts';
-import { configmapBundleResource, configmapBundleSpecSchema } from './api.ts';
+import { configmapBundleResource, configmapBundleSpecSchema, configmapBundleStatusSchema } from './api.ts';
 
 /** The `configmap-bundle` controller module (registered in `functions/controllers/index.ts`). */
 export const configmapBundleController = defineController({
   name: 'configmap-bundle',
   primary: configmapBundleResource,
   spec: configmapBundleSpecSchema,
+  status: configmapBundleStatusSchema,
   owns: [configmaps],
   // Which ConfigMaps a bundle lists, kept by the relay as `namespace/name` strings.
   indexes: { sources: ({ spec }) => spec.sources.map((s) => `${s.namespace}/${s.name}`) },

@@ -18,11 +18,22 @@ export const customclusterResource = customResource({ group: GROUP, version: VER
 export const MAX_COUNT = 1000;
 
 /** `spec`, as the CRD requires it: a message and a pod count. */
-export const customclusterSpecSchema = z.object({
-  message: z.string().max(32768),
-  count: z.number().int().min(0).max(MAX_COUNT),
-});
+export const customclusterSpecSchema = z
+  .object({
+    message: z
+      .string()
+      .max(32768)
+      .describe('What every pod prints (its MESSAGE environment variable). Changing it replaces the pods.'),
+    count: z.int32().min(0).max(MAX_COUNT).describe('How many pods to keep running.'),
+  })
+  .describe('The desired state.');
 export type CustomclusterSpec = z.infer<typeof customclusterSpecSchema>;
+
+/** `status` as the reconcile returns it (desired.ts `observedStatus`). */
+export const customclusterStatusSchema = z.object({
+  message: z.string().describe('The message the running pods print ("" while none runs).').optional(),
+  count: z.int32().min(0).describe('How many pods run spec.message (phase Running).').optional(),
+});
 
 /** A Customcluster as the reconcile reads it. */
 export type Customcluster = PrimaryObject;

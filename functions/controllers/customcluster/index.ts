@@ -12,7 +12,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { defineController, pods, resourceClient } from '../../kit/index.ts';
-import { customclusterResource, customclusterSpecSchema } from './api.ts';
+import { customclusterResource, customclusterSpecSchema, customclusterStatusSchema } from './api.ts';
 import { CUSTOMCLUSTER_LABEL, newPod, observedStatus, planPods, readyCondition } from './desired.ts';
 
 /**
@@ -40,6 +40,7 @@ export const customclusterController = defineController({
   name: 'customcluster',
   primary: customclusterResource,
   spec: customclusterSpecSchema,
+  status: customclusterStatusSchema,
   // Only labelled pods are watched and listed, by the tutorial's label `controller=<name>`.
   owns: [
     {

@@ -28,11 +28,33 @@ export function messageResourceExists(deploymentName: string): string {
  * `spec` as the CRD allows it: both fields optional, as upstream's `FooSpec` (`Replicas *int32`).
  * A missing `deploymentName` is valid here and handled by the reconcile as upstream does (absorbed).
  */
-export const fooSpecSchema = z.object({
-  deploymentName: dns1123Subdomain.optional(),
-  replicas: z.number().int().min(1).max(10).optional(),
-});
+export const fooSpecSchema = z
+  .object({
+    deploymentName: dns1123Subdomain
+      .describe(
+        "Name of the Deployment in the Foo's namespace that the Foo controls. Without it nothing is created (a Warning Event and a Ready=False condition say so).",
+      )
+      .optional(),
+    replicas: z
+      .int32()
+      .min(1)
+      .max(10)
+      .describe(
+        "Desired replicas of the Deployment (upstream bounds, 1 to 10). Omitted, the Deployment's own default applies and is left alone.",
+      )
+      .optional(),
+  })
+  .describe('The desired state.');
 export type FooSpec = z.infer<typeof fooSpecSchema>;
+
+/** `status` as the reconcile returns it (upstream's `FooStatus`). */
+export const fooStatusSchema = z.object({
+  availableReplicas: z
+    .int32()
+    .min(0)
+    .describe("Copied from the Deployment's status.availableReplicas.")
+    .optional(),
+});
 
 /** A Foo as the reconcile reads it. */
 export type Foo = PrimaryObject;

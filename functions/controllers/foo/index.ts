@@ -19,7 +19,7 @@ import {
   skipOwnCreates,
   TerminalError,
 } from '../../kit/index.ts';
-import { fooResource, fooSpecSchema } from './api.ts';
+import { fooResource, fooSpecSchema, fooStatusSchema } from './api.ts';
 import { newDeployment, readyFromDeployment } from './desired.ts';
 
 /** Label values are at most 63 characters (apimachinery `validation.IsValidLabelValue`). */
@@ -30,6 +30,7 @@ export const fooController = defineController({
   name: 'foo',
   primary: fooResource,
   spec: fooSpecSchema,
+  status: fooStatusSchema,
   // Predicates (docs/architecture.md, "Predicates on children's watches"): the echo of the Foo's own create of its
   // Deployment, and Deployment status updates that leave `availableReplicas` as it was, enqueue
   // nothing; every other Deployment event (a spec or metadata change, its deletion, another

@@ -1,6 +1,8 @@
 /**
- * The Icecream API (`controller.nicoleh.io/v1alpha1`), as `crd.yaml` serves it, and the zod schema of its
- * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
+ * The Icecream API (`controller.nicoleh.io/v1alpha1`): the zod schemas of its spec and status, from which
+ * `npm run generate:manifests` generates `crd.yaml`'s openAPIV3Schema (so the API server refuses an
+ * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
+ * `crd.yaml`). Other controllers may import this module; the rest of the folder is this controller's own.
  */
 import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
@@ -19,3 +21,10 @@ export const icecreamSpecSchema = z.object({
   replicas: z.number().int().optional(),
 });
 export type IcecreamSpec = z.infer<typeof icecreamSpecSchema>;
+
+/** `status`, as the reconcile returns it (the kit adds `observedGeneration` and `conditions`). */
+export const icecreamStatusSchema = z.object({
+  availableReplicas: z.number().int().optional(),
+  nodeNames: z.array(z.string()).optional(),
+});
+export type IcecreamStatus = z.infer<typeof icecreamStatusSchema>;

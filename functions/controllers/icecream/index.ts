@@ -14,7 +14,7 @@ import {
   replicasets,
   TerminalError,
 } from '../../kit/index.ts';
-import { icecreamResource, icecreamSpecSchema } from './api.ts';
+import { icecreamResource, icecreamSpecSchema, icecreamStatusSchema } from './api.ts';
 
 /** The label carrying the Icecream's name on its Deployment, ReplicaSets and Pods (their selector). */
 export const ICECREAM_LABEL = 'icecream';
@@ -24,6 +24,7 @@ export const icecreamController = defineController({
   name: 'icecream',
   primary: icecreamResource,
   spec: icecreamSpecSchema,
+  status: icecreamStatusSchema,
   owns: [deployments],
   watches: [
     { resource: replicasets, labelSelector: ICECREAM_LABEL },

@@ -1,6 +1,8 @@
 /**
- * The Topic API (`pubsub.levelset.dev/v1alpha1`), as `crd.yaml` serves it, and the zod schema of its
- * spec (defence in depth: the CRD's schema already rejects most invalid specs with 422).
+ * The Topic API (`pubsub.levelset.dev/v1alpha1`): the zod schemas of its spec and status, from which
+ * `npm run generate:manifests` generates `crd.yaml`'s openAPIV3Schema (so the API server refuses an
+ * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
+ * `crd.yaml`). Other controllers may import this module (a Subscription controller, say).
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
@@ -31,12 +33,21 @@ const labelValue = z.string().regex(/^[a-z0-9_-]{0,63}$/, 'must be a Google Clou
 
 /** One subscription of the topic. */
 export const subscriptionSpecSchema = z.object({
-  id: resourceId,
+  id: resourceId.describe('The Pub/Sub subscription ID.'),
   /** Seconds, 10 to 600 (Pub/Sub's bounds); omitted: Pub/Sub's default (10). */
-  ackDeadlineSeconds: z.number().int().min(10).max(600).optional(),
+  ackDeadlineSeconds: z
+    .number()
+    .int()
+    .min(10)
+    .max(600)
+    .describe('Seconds Pub/Sub waits for an acknowledgement, 10 to 600 (default 10).')
+    .optional(),
   /** Messages that fail `maxDeliveryAttempts` times (5 to 100, default 5) go to this topic of the same project. */
   deadLetter: z
     .object({ topicId: resourceId, maxDeliveryAttempts: z.number().int().min(5).max(100).optional() })
+    .describe(
+      'Messages that fail maxDeliveryAttempts times (5 to 100, default 5) go to this topic of the project.',
+    )
     .optional(),
 });
 export type SubscriptionSpec = z.infer<typeof subscriptionSpecSchema>;
@@ -44,10 +55,15 @@ export type SubscriptionSpec = z.infer<typeof subscriptionSpecSchema>;
 /** `spec`, as the CRD allows it. */
 export const topicSpecSchema = z.object({
   /** Default: {@link defaultTopicId}. */
-  topicId: resourceId.optional(),
+  topicId: resourceId
+    .describe(
+      'The Pub/Sub topic ID (default k8s.<namespace>.<name>). Changing it creates the new topic and deletes the old one.',
+    )
+    .optional(),
   labels: z
     .record(labelKey, labelValue)
     .refine((l) => !(CLOUD_OWNER_LABEL in l), `${CLOUD_OWNER_LABEL} is set by the kit`)
+    .describe(`Google Cloud labels of the topic (${CLOUD_OWNER_LABEL} is the kit's).`)
     .optional(),
   /** Seconds with an `s` suffix, as Pub/Sub's Duration in JSON: `600s` to `2678400s` (10 minutes to 31 days). */
   messageRetentionDuration: z
@@ -57,18 +73,24 @@ export const topicSpecSchema = z.object({
       (d) => Number.parseInt(d, 10) >= 600 && Number.parseInt(d, 10) <= 2678400,
       'must be 600s to 2678400s',
     )
+    .describe('How long the topic keeps messages, whole seconds with an s suffix (600s to 2678400s).')
     .optional(),
-  subscriptions: z.array(subscriptionSpecSchema).optional(),
+  subscriptions: z
+    .array(subscriptionSpecSchema)
+    .describe('Subscriptions of the topic, created and deleted with it.')
+    .optional(),
 });
 export type TopicSpec = z.infer<typeof topicSpecSchema>;
 
-/** `status` as the kit writes it (the `kinds` of index.ts). */
-export interface TopicStatus {
-  /** The topic's full resource name, `projects/<project>/topics/<id>`. */
-  topic?: string;
-  /** The subscriptions' full resource names, `projects/<project>/subscriptions/<id>`. */
-  subscriptions?: string[];
-}
+/** `status` as the controller writes it (besides the kit's `observedGeneration` and `conditions`). */
+export const topicStatusSchema = z.object({
+  topic: z.string().describe("The topic's full resource name, projects/<project>/topics/<id>.").optional(),
+  subscriptions: z
+    .array(z.string())
+    .describe("The subscriptions' full resource names, projects/<project>/subscriptions/<id>.")
+    .optional(),
+});
+export type TopicStatus = z.infer<typeof topicStatusSchema>;
 
 /**
  * The topic ID of a Topic without `spec.topicId`: `k8s.<namespace>.<name>` (a valid ID: it starts with

@@ -14,7 +14,7 @@ import {
   googleCloudConfig,
   type Labels,
 } from '../../kit/index.ts';
-import { defaultTopicId, topicResource, topicSpecSchema } from './api.ts';
+import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 
 let client: Promise<PubSub> | undefined;
 /**
@@ -119,6 +119,7 @@ export const topicController = defineExternalResource({
   name: 'topic',
   primary: topicResource,
   spec: topicSpecSchema,
+  status: topicStatusSchema,
   kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
   desired({ object, spec, google }) {
     const topic = topicName(

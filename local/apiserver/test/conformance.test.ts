@@ -75,6 +75,9 @@ function crdManifest(): Obj {
                     color: { type: 'string', enum: ['red', 'blue'] },
                     port: { 'x-kubernetes-int-or-string': true },
                     tags: { type: 'array', items: { type: 'string' } },
+                    step: { type: 'integer', multipleOf: 5 },
+                    name: { type: 'string', pattern: '^[a-z]+$' },
+                    labels: { type: 'object', maxProperties: 2, additionalProperties: { type: 'string' } },
                   },
                 },
                 status: {
@@ -1495,7 +1498,7 @@ describe('validation', () => {
     assert.deepEqual(status.details, { name: missing, kind: 'namespaces' });
   });
 
-  test('custom resources are checked against openAPIV3Schema: required, type, minimum, enum, int-or-string', async () => {
+  test('custom resources are checked against openAPIV3Schema: required, type, minimum, enum, multipleOf, pattern, maxProperties, int-or-string', async () => {
     const ns = await cluster.createNamespace('schema');
     const create = (name: string, spec: Obj) =>
       raw(kc, 'POST', `/apis/${GROUP}/v1/namespaces/${ns}/widgets`, widget(name, spec));
@@ -1518,6 +1521,22 @@ describe('validation', () => {
     assert.equal(badEnum.status, 422);
     assert.deepEqual(cause(badEnum), [['FieldValueNotSupported', 'spec.color']]);
     assert.match(badEnum.json.details.causes[0].message, /supported values: "red", "blue"/);
+    // What a CRD generated from a zod schema says (functions/kit/crd-schema.ts): .multipleOf(),
+    // .regex(), a record's size: kube-openapi's messages, one cause per field.
+    const bounded = await create('b', {
+      size: 1,
+      step: 7,
+      name: 'bad id!',
+      labels: { a: '1', b: '2', c: '3' },
+    });
+    assert.equal(bounded.status, 422);
+    const byField = Object.fromEntries(bounded.json.details.causes.map((c: Obj) => [c.field, c]));
+    assert.equal(byField['spec.step'].reason, 'FieldValueInvalid');
+    assert.match(byField['spec.step'].message, /spec\.step in body should be a multiple of 5/);
+    assert.match(byField['spec.name'].message, /spec\.name in body should match '\^\[a-z\]\+\$'/);
+    assert.equal(byField['spec.labels'].reason, 'FieldValueTooMany');
+    assert.match(byField['spec.labels'].message, /must have at most 2 items/);
+    assert.equal((await create('b2', { size: 1, step: 10, name: 'ok', labels: { a: '1' } })).status, 201);
     const intOrString = await create('ios', { size: 1, port: 'http' });
     assert.equal(intOrString.status, 201);
     const intOrInt = await create('ioi', { size: 1, port: 8080 });
