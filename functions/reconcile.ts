@@ -331,7 +331,10 @@ export function createReconcileHandler(
       [ATTR.reason]: message.reason,
       [ATTR.enqueuedAt]: message.enqueuedAt,
       [ATTR.messageId]: messageId,
-      ...(deliveryAttempt !== undefined ? { [ATTR.deliveryAttempt]: deliveryAttempt } : {}),
+      // The key's attempt: its requeued retries (the message's `attempt`) and Pub/Sub's own redeliveries.
+      ...(deliveryAttempt !== undefined || decoded.attempt > 1
+        ? { [ATTR.deliveryAttempt]: decoded.attempt + (deliveryAttempt ?? 1) - 1 }
+        : {}),
     };
     const retrying =
       deps.retry?.mode === 'requeue' && deps.requeuer && deps.requeuer.kind !== 'none' && deps.deadLetters

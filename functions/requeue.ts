@@ -249,6 +249,9 @@ export function createRequeuer(config: RequeueConfig, logger: Logger): Requeuer 
             topic: functions.topic,
             emulatorHost: functions.emulatorHost,
             logger,
+            // The message carries the requeue span's context itself (requeuedMessage), as a Cloud
+            // Tasks publish does: the requeued delivery is that span's child in both.
+            tracing: false,
           }),
         ));
       return timerRequeuer({
