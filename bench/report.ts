@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;

@@ -1,0 +1,136 @@
+/**
+ * Section `retries`: what one failing key costs every other key when Pub/Sub applies its push
+ * backoff (issue 32, docs/architecture.md decision 45). Cloud Pub/Sub slows the pushes of a whole
+ * subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the
+ * local push proxy models it (local/push-proxy.ts `pushBackoff`). Each run: the emulator's ordered
+ * push subscription → the push proxy with push backoff → an endpoint answering after a reconcile's
+ * time ({@link ANSWER_MS}), while one key is published 5 times a second and fails every time, and
+ * other keys are published one at a time; figure: the other keys' publish → answered latency, p50.
+ *
+ * - idle: no failing key;
+ * - before: the failing key's deliveries are answered `500` (the reconcile function's former answer);
+ * - after: they are answered `204`, as `reconcile` now acknowledges a failure and requeues the key
+ *   (functions/retry.ts): its retries are more publishes of the same key, as the 5/s here.
+ *
+ * The endpoint stands for the function's answers only: what is measured is the subscription's
+ * delivery under each answer policy.
+ */
+import { createServer, type Server } from 'node:http';
+import { startPushProxy } from '../../local/push-proxy.ts';
+import { waitFor } from '../../test/support/wait.ts';
+import type { Section } from '../environment.ts';
+import { type Figure, quantiles } from '../report.ts';
+import { sleep } from '../support.ts';
+
+/** The endpoint's answer time, ms (a reconcile's). */
+const ANSWER_MS = 20;
+/** The failing key's publishes per second. */
+const FAILURES_PER_S = 5;
+/** ms between two other keys' publishes. */
+const OTHER_EVERY_MS = 100;
+
+type Run = 'idle' | 'before' | 'after';
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+};
+
+export const retries: Section = {
+  name: 'retries',
+  async run({ sizes, log, emulator }) {
+    const env = await emulator();
+    const { pubsub } = env;
+    const { projectId } = env.emulator;
+    /** One run; the other keys' latencies, ms. */
+    const measure = async (run: Run): Promise<number[]> => {
+      log(`retries: ${run}`);
+      const answeredAt = new Map<string, number>();
+      const endpoint = createServer((req, res) => {
+        let body = '';
+        req.on('data', (d: Buffer) => {
+          body += d.toString();
+        });
+        req.on('end', () => {
+          const { name } = JSON.parse(
+            Buffer.from(JSON.parse(body).message.data, 'base64').toString('utf8'),
+          ) as { name: string };
+          setTimeout(() => {
+            if (name !== 'failing') answeredAt.set(name, performance.now());
+            res.writeHead(name === 'failing' && run === 'before' ? 500 : 204).end();
+          }, ANSWER_MS);
+        });
+      });
+      const target = await listen(endpoint);
+      const id = `bench-retries-${run}-${Date.now()}`;
+      await pubsub.createTopic(`${id}-dead-letter`);
+      const proxy = await startPushProxy({
+        target,
+        emulatorHost: env.emulator.host,
+        projectId,
+        deadLetterTopic: `projects/${projectId}/topics/${id}-dead-letter`,
+        subscription: `projects/${projectId}/subscriptions/${id}`,
+        pushBackoff: true,
+      });
+      const publisher = await env.publisherOnNewTopic(id);
+      const [subscription] = await pubsub.topic(id).createSubscription(id, {
+        pushConfig: { pushEndpoint: proxy.url },
+        enableMessageOrdering: true,
+        retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 10 } },
+      });
+      const publish = (name: string) =>
+        publisher.publish({
+          v: 1,
+          controller: 'bench-retries',
+          namespace: 'ns',
+          name,
+          reason: 'watch',
+          enqueuedAt: new Date().toISOString(),
+        });
+      let failing: NodeJS.Timeout | undefined;
+      const publishedAt = new Map<string, number>();
+      try {
+        if (run !== 'idle') {
+          failing = setInterval(() => void publish('failing').catch(() => {}), 1000 / FAILURES_PER_S);
+          await sleep(2000); // the failures under way before the first measured key
+        }
+        for (let i = 0; i < sizes.retryOtherKeys; i++) {
+          const name = `other-${i}`;
+          publishedAt.set(name, performance.now());
+          await publish(name);
+          await sleep(OTHER_EVERY_MS * (0.5 + Math.random()));
+        }
+        await waitFor(() => answeredAt.size >= sizes.retryOtherKeys, {
+          timeoutMs: 600_000,
+          message: 'every other key answered',
+        });
+      } finally {
+        clearInterval(failing);
+        await subscription.delete().catch(() => {});
+        await proxy.stop();
+        await publisher.close();
+        await new Promise((resolve) => endpoint.close(resolve));
+      }
+      return [...publishedAt].map(([name, t0]) => (answeredAt.get(name) as number) - t0);
+    };
+    const idle = quantiles(await measure('idle')).p50;
+    const before = quantiles(await measure('before')).p50;
+    const after = quantiles(await measure('after')).p50;
+    const baseline = { name: 'the same, no failing key (idle)', value: idle };
+    const what = (answer: string) =>
+      `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys})`;
+    const figures: Figure[] = [
+      { section: 'retries', name: what('500 (before)'), value: before, unit: 'ms', baseline },
+      {
+        section: 'retries',
+        name: what('204 + requeue (after)'),
+        value: after,
+        unit: 'ms',
+        baseline,
+        target: { text: '≤ 1.2× idle', met: after <= 1.2 * idle },
+      },
+    ];
+    return { figures };
+  },
+};
