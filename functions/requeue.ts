@@ -7,7 +7,7 @@
  * A requeued key is **published to the keys topic with its ordering key**, never POSTed to the
  * function: it then reaches `reconcile` through the ordered push subscription like any live key,
  * so Pub/Sub hands out one message of a key at a time and a requeued delivery never runs beside a
- * pushed one of the same key (docs/architecture.md decision 45). Two mechanisms behind one
+ * pushed one of the same key (docs/architecture.md decision 40). Two mechanisms behind one
  * {@link Requeuer}, chosen by `LEVELSET_REQUEUE` (zod-validated):
  * - `cloud-tasks` (Google Cloud): one Cloud Tasks HTTP task per requeue, `scheduleTime` = now +
  *   delay, calling Pub/Sub's REST `projects.topics.publish` on the keys topic

@@ -1,11 +1,13 @@
 /**
  * Section `retries`: what one failing key costs every other key when Pub/Sub applies its push
- * backoff (issue 32, docs/architecture.md decision 45). Cloud Pub/Sub slows the pushes of a whole
+ * backoff (issue 32, docs/architecture.md decision 40). Cloud Pub/Sub slows the pushes of a whole
  * subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the
  * local push proxy models it (local/push-proxy.ts `pushBackoff`). Each run: the emulator's ordered
  * push subscription → the push proxy with push backoff → an endpoint answering after a reconcile's
  * time ({@link ANSWER_MS}), while one key is published 5 times a second and fails every time, and
  * other keys are published one at a time; figure: the other keys' publish → answered latency, p50.
+ * The failing key's messages carry no ordering key: with one, the subscription would hold each
+ * behind the previous failing one (ordered delivery), and the key could not fail 5 times a second.
  *
  * - idle: no failing key;
  * - before: the failing key's deliveries are answered `500` (the reconcile function's former answer);
@@ -16,11 +18,12 @@
  * delivery under each answer policy.
  */
 import { createServer, type Server } from 'node:http';
+import { createKeyPublisher } from '../../functions/publish.ts';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { Section } from '../environment.ts';
 import { type Figure, quantiles } from '../report.ts';
-import { sleep } from '../support.ts';
+import { quiet, sleep } from '../support.ts';
 
 /** The endpoint's answer time, ms (a reconcile's). */
 const ANSWER_MS = 20;
@@ -74,13 +77,21 @@ export const retries: Section = {
         pushBackoff: true,
       });
       const publisher = await env.publisherOnNewTopic(id);
+      const unordered = createKeyPublisher({
+        projectId,
+        topic: id,
+        emulatorHost: env.emulator.host,
+        logger: quiet,
+        ordering: false,
+        batching: { maxMessages: 1, maxMilliseconds: 0 },
+      });
       const [subscription] = await pubsub.topic(id).createSubscription(id, {
         pushConfig: { pushEndpoint: proxy.url },
         enableMessageOrdering: true,
         retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 10 } },
       });
       const publish = (name: string) =>
-        publisher.publish({
+        (name === 'failing' ? unordered : publisher).publish({
           v: 1,
           controller: 'bench-retries',
           namespace: 'ns',
@@ -110,6 +121,7 @@ export const retries: Section = {
         await subscription.delete().catch(() => {});
         await proxy.stop();
         await publisher.close();
+        await unordered.close();
         await new Promise((resolve) => endpoint.close(resolve));
       }
       return [...publishedAt].map(([name, t0]) => (answeredAt.get(name) as number) - t0);
