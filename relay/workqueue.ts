@@ -387,10 +387,13 @@ export class WorkQueue {
     this.#waiting.set(key, { readyAt, handle });
   }
 
-  /** Adds `key` after the rate limiter's delay (`AddRateLimited`); counts a retry. */
-  addRateLimited(key: string): void {
+  /**
+   * Adds `key` after the rate limiter's delay (`AddRateLimited`), or after `atLeastMs` (ms) when longer (a
+   * failure's `Retry-After`); counts a retry.
+   */
+  addRateLimited(key: string, atLeastMs = 0): void {
     this.#metrics?.retries.inc({ name: this.name });
-    this.addAfter(key, this.#rateLimiter.when(key));
+    this.addAfter(key, Math.max(this.#rateLimiter.when(key), atLeastMs));
   }
 
   /** Stops rate-limit tracking of `key` (`Forget`): its next failure starts from the base delay. */
