@@ -336,9 +336,10 @@ export function createReconcileHandler(
         ? { [ATTR.deliveryAttempt]: decoded.attempt + (deliveryAttempt ?? 1) - 1 }
         : {}),
     };
+    const { retry, requeuer, deadLetters } = deps;
     const retrying =
-      deps.retry?.mode === 'requeue' && deps.requeuer && deps.requeuer.kind !== 'none' && deps.deadLetters
-        ? deps.retry
+      retry?.mode === 'requeue' && requeuer && requeuer.kind !== 'none' && deadLetters
+        ? { config: retry, requeuer, deadLetters }
         : undefined;
     const { status } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
       const result = await serialisedPerKey(orderingKeyOf(controllerKey), () =>
@@ -368,13 +369,20 @@ export function createReconcileHandler(
         });
       }
       const failed = result.outcome === 'transient' || result.outcome === 'error';
-      const status = !failed ? 204 : retrying ? await retryFailed(deps, retrying, decoded, result, log) : 500;
+      const status = !failed ? 204 : retrying ? await retryFailed(retrying, decoded, result, log) : 500;
       return { ...result, status };
     });
     // Cloud Run throttles an instance's CPU once it answered: the delivery's spans leave first.
     await flushTraces();
     res.status(status).end();
   };
+}
+
+/** What {@link retryFailed} needs: the retry configuration, a requeuer that is not `none`, the dead letters' publisher. */
+interface Retrying {
+  config: RetryConfig;
+  requeuer: Requeuer;
+  deadLetters: NonNullable<ReconcileHandlerDeps['deadLetters']>;
 }
 
 /**
@@ -386,13 +394,11 @@ export function createReconcileHandler(
  *   Pub/Sub retries the delivery, and its own dead-letter policy applies).
  */
 async function retryFailed(
-  deps: ReconcileHandlerDeps,
-  retry: RetryConfig,
+  { config: retry, requeuer, deadLetters }: Retrying,
   delivery: Delivery,
   result: KeyOutcome,
   log: Logger,
 ): Promise<number> {
-  const requeuer = deps.requeuer as Requeuer;
   const decision = retryDecision(retry, delivery.attempt, result.retryAfterMs);
   try {
     if (decision.action === 'requeue') {
@@ -412,7 +418,7 @@ async function retryFailed(
       return 204;
     }
     const { data, attributes } = publishedMessage(delivery);
-    await (deps.deadLetters as NonNullable<ReconcileHandlerDeps['deadLetters']>)().publishEncoded({
+    await deadLetters().publishEncoded({
       data,
       attributes: deadLetterAttributes(attributes, {
         attempts: delivery.attempt,

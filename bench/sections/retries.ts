@@ -31,6 +31,8 @@ const ANSWER_MS = 20;
 const FAILURES_PER_S = 5;
 /** ms between two other keys' publishes. */
 const OTHER_EVERY_MS = 100;
+/** How long a run waits for the other keys once they are all published, ms. */
+const WAIT_MS = 60_000;
 
 type Run = 'idle' | 'before' | 'after';
 
@@ -47,7 +49,7 @@ export const retries: Section = {
     const { pubsub } = env;
     const { projectId } = env.emulator;
     /** One run; the other keys' latencies, ms. */
-    const measure = async (run: Run): Promise<number[]> => {
+    const measure = async (run: Run): Promise<{ latencies: number[]; unanswered: number }> => {
       log(`retries: ${run}`);
       const answeredAt = new Map<string, number>();
       const endpoint = createServer((req, res) => {
@@ -88,7 +90,8 @@ export const retries: Section = {
       const [subscription] = await pubsub.topic(id).createSubscription(id, {
         pushConfig: { pushEndpoint: proxy.url },
         enableMessageOrdering: true,
-        retryPolicy: { minimumBackoff: { seconds: 1 }, maximumBackoff: { seconds: 10 } },
+        // Terraform's retry policy (10 → 600 s): the failing messages' own redeliveries are rare.
+        retryPolicy: { minimumBackoff: { seconds: 10 }, maximumBackoff: { seconds: 600 } },
       });
       const publish = (name: string) =>
         (name === 'failing' ? unordered : publisher).publish({
@@ -112,31 +115,45 @@ export const retries: Section = {
           await publish(name);
           await sleep(OTHER_EVERY_MS * (0.5 + Math.random()));
         }
+        clearInterval(failing);
         await waitFor(() => answeredAt.size >= sizes.retryOtherKeys, {
-          timeoutMs: 600_000,
+          timeoutMs: WAIT_MS,
           message: 'every other key answered',
-        });
+        }).catch(() => {}); // the keys still unanswered count with what they waited so far
       } finally {
         clearInterval(failing);
-        await subscription.delete().catch(() => {});
-        await proxy.stop();
-        await publisher.close();
-        await unordered.close();
-        await new Promise((resolve) => endpoint.close(resolve));
       }
-      return [...publishedAt].map(([name, t0]) => (answeredAt.get(name) as number) - t0);
+      const end = performance.now();
+      await subscription.delete().catch(() => {});
+      await proxy.stop();
+      await publisher.close();
+      await unordered.close();
+      await new Promise((resolve) => endpoint.close(resolve));
+      return {
+        latencies: [...publishedAt].map(([name, t0]) => (answeredAt.get(name) ?? end) - t0),
+        unanswered: sizes.retryOtherKeys - answeredAt.size,
+      };
     };
-    const idle = quantiles(await measure('idle')).p50;
-    const before = quantiles(await measure('before')).p50;
-    const after = quantiles(await measure('after')).p50;
+    const runs = {
+      idle: await measure('idle'),
+      before: await measure('before'),
+      after: await measure('after'),
+    };
+    const [idle, before, after] = [runs.idle, runs.before, runs.after].map(
+      (r) => quantiles(r.latencies).p50,
+    ) as [number, number, number];
+    const censored = (run: Run) =>
+      runs[run].unanswered
+        ? `; ${runs[run].unanswered} not answered within ${WAIT_MS / 1000} s, counted at that time (a lower bound)`
+        : '';
     const baseline = { name: 'the same, no failing key (idle)', value: idle };
-    const what = (answer: string) =>
-      `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys})`;
+    const what = (answer: string, run: Run) =>
+      `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys}${censored(run)}${censored('idle')})`;
     const figures: Figure[] = [
-      { section: 'retries', name: what('500 (before)'), value: before, unit: 'ms', baseline },
+      { section: 'retries', name: what('500 (before)', 'before'), value: before, unit: 'ms', baseline },
       {
         section: 'retries',
-        name: what('204 + requeue (after)'),
+        name: what('204 + requeue (after)', 'after'),
         value: after,
         unit: 'ms',
         baseline,
