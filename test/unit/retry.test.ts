@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
 import { RetryAfterError } from '../../functions/contract/retry-after.ts';
-import { isTransient, retryAfterMsOf } from '../../functions/k8s/errors.ts';
+import { FailedWritesError, isTransient, retryAfterMsOf } from '../../functions/k8s/errors.ts';
 import {
   ATTEMPT_ATTRIBUTE,
   DEAD_LETTER_ATTRIBUTES,
@@ -111,5 +111,13 @@ describe('retry of a failed key (functions/retry.ts)', () => {
     );
     assert.equal(retryAfterMsOf(new ApiException(500, 'x', '{}', { 'retry-after': '3' })), undefined);
     assert.equal(retryAfterMsOf(new Error('x')), undefined);
+    // Wrapped, or one of independent writes: the longest asked.
+    assert.equal(retryAfterMsOf(new Error('reading the source', { cause: tooMany })), 3000);
+    const writes = new FailedWritesError('copies of s/x', [
+      { op: 'update', target: 'a', status: 429, error: tooMany },
+      { op: 'update', target: 'b', status: 429, error: asked },
+      { op: 'update', target: 'c', status: 500, error: new ApiException(500, 'x', '{}', {}) },
+    ]);
+    assert.equal(retryAfterMsOf(writes), 3000);
   });
 });
