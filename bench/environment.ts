@@ -68,6 +68,8 @@ export interface Sizes {
   /** Messages of the emulator's push backlog, and isolated messages (breakdown). */
   pushBacklog: number;
   isolatedPushes: number;
+  /** Other keys published while one key fails, per run of the retries section. */
+  retryOtherKeys: number;
 }
 
 /**
@@ -105,6 +107,7 @@ export function sizesFor(tiny: boolean): Sizes {
         pushes: 20,
         pushBacklog: 10,
         isolatedPushes: 5,
+        retryOtherKeys: 5,
       }
     : {
         e2eChanges: 200,
@@ -137,6 +140,7 @@ export function sizesFor(tiny: boolean): Sizes {
         pushes: 500,
         pushBacklog: 100,
         isolatedPushes: 30,
+        retryOtherKeys: 100,
       };
 }
 

@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -164,6 +164,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   topic: {
     title: 'Topic controller: no-op cost and delete → gone',
     read: "Requests of a converged Topic's reconcile, to Kubernetes (counted by the KubeConfig; baseline: a Foo's) and to Pub/Sub (counted on the wire by an HTTP/2 proxy in front of the emulator; baseline: a Topic without subscription). Then, through the serverless pipeline, the time from a Topic's DELETE to the bench's watch seeing it gone (finalize deletes its subscription and topic, then the finalizer is removed), beside a Foo's (no finalizer) in the same stack.",
+  },
+  retries: {
+    title: 'A failing key and the others: push backoff, 500 vs ack + requeue',
+    read: "What one failing key costs every other key when Pub/Sub applies its push backoff (docs/architecture.md decision 40). Cloud Pub/Sub slows the pushes of a whole subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the local push proxy models it (`pushBackoff`). Each run: the emulator's ordered push subscription (Terraform's retry policy, 10 → 600 s) → the push proxy with push backoff → an endpoint answering in 20 ms, while one key is published 5 times a second (without ordering key, so that it can fail that often) and other keys one at a time, every 50-150 ms; figure: the other keys' publish → answered time, p50; baseline: the same with no failing key (idle). Before: the failing key's deliveries answered 500 (the reconcile function's former answer); after: answered 204, as `reconcile` now acknowledges a failure and requeues the key (its retries are more publishes of the key, as the 5/s here). The endpoint stands for the function's answers only. Keys still unanswered when a run gives up count with the time they waited (a lower bound, said in the figure's name). Target (issue 32): after ≤ 1.2× idle.",
   },
   tracing: {
     title: 'Tracing: on vs off',

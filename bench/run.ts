@@ -40,6 +40,7 @@ import { fleet } from './sections/fleet.ts';
 import { memoryAndResync } from './sections/memory-resync.ts';
 import { relayThroughput } from './sections/relay.ts';
 import { resyncPriority } from './sections/resync-priority.ts';
+import { retries } from './sections/retries.ts';
 import { topicCosts } from './sections/topic.ts';
 import { tracingCost } from './sections/tracing.ts';
 import { log } from './support.ts';
@@ -55,6 +56,7 @@ const SECTIONS: Section[] = [
   reconcileCost,
   coldStart,
   resyncPriority,
+  retries,
   topicCosts,
   fleet,
   memoryAndResync,

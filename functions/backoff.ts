@@ -10,6 +10,16 @@
 export const ITEM_BACKOFF_BASE_MS = 5;
 export const ITEM_BACKOFF_MAX_MS = 1_000_000;
 
+/**
+ * The delay before the next attempt of a key that failed `failures` times (≥ 1),
+ * `baseMs × 2^(failures − 1)` capped at `maxMs` (ms): client-go's `ItemExponentialFailureRateLimiter.When`.
+ * The one formula of the kit's rate-limited requeues, `reconcile`'s retries (functions/retry.ts)
+ * and the in-process workqueue (relay/workqueue.ts).
+ */
+export function itemExponentialBackoffMs(failures: number, baseMs: number, maxMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, failures - 1), maxMs);
+}
+
 export class ItemExponentialBackoff {
   readonly #failures = new Map<string, number>();
   readonly baseMs: number;
@@ -25,7 +35,7 @@ export class ItemExponentialBackoff {
   when(item: string): number {
     const failures = this.#failures.get(item) ?? 0;
     this.#failures.set(item, failures + 1);
-    return Math.min(this.maxMs, this.baseMs * 2 ** failures);
+    return itemExponentialBackoffMs(failures + 1, this.baseMs, this.maxMs);
   }
 
   /** The consecutive failures counted for `item` (client-go's `NumRequeues`). */

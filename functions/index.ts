@@ -25,6 +25,7 @@ import { createLogger } from './log.ts';
 import { readMetricsPort, serveMetrics } from './metrics.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
+import { readRetryConfig } from './retry.ts';
 import { startTracing } from './tracing.ts';
 
 type Handler = (req: Request, res: Response) => Promise<void>;
@@ -38,6 +39,34 @@ const logger = createLogger('functions');
 const clusters = createClusterRegistry();
 
 const requestRules = readRequestRules();
+
+// Failed keys are acknowledged and requeued, then dead-lettered (functions/retry.ts): validated now.
+const requeueConfig = readRequeueConfig();
+const retry = readRetryConfig();
+
+/**
+ * The dead-letter topic's publisher, made at the first dead letter (the Pub/Sub client's gRPC stack
+ * is not loaded before: cold start).
+ */
+let deadLetterPublisher: ReturnType<typeof import('./publish.ts').createKeyPublisher> | undefined;
+const publishDeadLetter: import('./publish.ts').KeyPublisher['publishEncoded'] = async (message) => {
+  if (!deadLetterPublisher) {
+    const [{ readFunctionsConfig }, { createKeyPublisher, UNORDERED_BATCHING }] = await Promise.all([
+      import('./config.ts'),
+      import('./publish.ts'),
+    ]);
+    const config = readFunctionsConfig();
+    deadLetterPublisher ??= createKeyPublisher({
+      projectId: config.projectId,
+      topic: retry.deadLetterTopic,
+      emulatorHost: config.emulatorHost,
+      logger,
+      ordering: false,
+      batching: { ...UNORDERED_BATCHING, maxMilliseconds: 0 },
+    });
+  }
+  return deadLetterPublisher.publishEncoded(message);
+};
 
 // The reconcile's Prometheus metrics on a port of their own, never the function's: only where a
 // scraper runs (the local stack, functions/metrics.ts); Cloud Run has the log-based metrics.
@@ -87,7 +116,9 @@ const handlers: Record<'reconcile' | 'resync', Handler> = {
       clusters: () => clusters.ids,
       logger,
       requestRules,
-      requeuer: createRequeuer(readRequeueConfig(), logger),
+      requeuer: createRequeuer(requeueConfig, logger),
+      retry,
+      deadLetters: () => ({ publishEncoded: publishDeadLetter }),
     }),
   ),
   resync: outsideRequestDomain(async (req, res) => {

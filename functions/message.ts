@@ -72,9 +72,30 @@ export function keyMessageOf(key: ControllerKey, reason: EnqueueReason, enqueued
 
 /**
  * Pub/Sub attributes of a key message: they repeat `cluster`, `controller` and `reason` for
- * filters and logs.
+ * filters and logs; {@link ATTEMPT_ATTRIBUTE} on a retried key.
  */
-export type KeyMessageAttributes = { cluster: string; controller: string; reason: EnqueueReason };
+export type KeyMessageAttributes = {
+  cluster: string;
+  controller: string;
+  reason: EnqueueReason;
+  [ATTEMPT_ATTRIBUTE]?: string;
+};
+
+/**
+ * The attribute of a retried key message (functions/retry.ts): which attempt of the key this
+ * delivery is, from 1, in decimal. `reconcile` acknowledges a failed attempt and publishes the key
+ * again with the next number, so the count lives in the message, not in an instance. Absent (every
+ * message of the relay, the resync and an operator, and of functions before retries existed): the
+ * first attempt.
+ */
+export const ATTEMPT_ATTRIBUTE = 'attempt';
+
+/** {@link ATTEMPT_ATTRIBUTE}'s value: a whole number from 1 to 100 (Pub/Sub's most delivery attempts), no sign or leading zero. */
+export const attemptAttribute = z
+  .string()
+  .regex(/^[1-9][0-9]{0,2}$/, 'a whole number from 1, in decimal')
+  .transform(Number)
+  .pipe(z.number().max(100));
 
 /** What a publisher hands to Pub/Sub for one key message. */
 export interface EncodedKeyMessage {
@@ -184,12 +205,20 @@ export interface Delivery {
   attributes: Record<string, string>;
   /** Pub/Sub's delivery attempt (from 1), when the subscription has a dead-letter policy (locally: the push proxy). */
   deliveryAttempt?: number;
+  /** The key's attempt ({@link ATTEMPT_ATTRIBUTE}; 1 when absent). */
+  attempt: number;
+  /** The message's publish time (RFC 3339), when the envelope has it. */
+  publishTime?: string;
+  /** The subscription that pushed it (full name), when the envelope says. */
+  subscription?: string;
 }
 
 /**
  * Decodes a Pub/Sub push envelope into its key message.
- * @returns the key message, the envelope's `messageId`, attributes and delivery attempt.
- * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON or the key message is invalid.
+ * @returns the key message, the envelope's `messageId`, attributes, delivery attempt, publish time and
+ *   subscription, and the key's attempt ({@link ATTEMPT_ATTRIBUTE}).
+ * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON, the key message or
+ *   its {@link ATTEMPT_ATTRIBUTE} is invalid.
  */
 export function decodePushEnvelope(body: unknown): Delivery {
   const envelope = pushEnvelopeSchema.safeParse(body);
@@ -205,11 +234,14 @@ export function decodePushEnvelope(body: unknown): Delivery {
   }
   const parsed = keyMessageSchema.safeParse(json);
   if (!parsed.success) throw new MalformedMessageError('not a v1 or v2 key message', issuesOf(parsed.error));
-  const delivery: Delivery = {
-    message: parsed.data,
-    messageId,
-    attributes: envelope.data.message.attributes ?? {},
-  };
+  const attributes = envelope.data.message.attributes ?? {};
+  const attempt = attemptAttribute.optional().safeParse(attributes[ATTEMPT_ATTRIBUTE]);
+  if (!attempt.success)
+    throw new MalformedMessageError(`invalid "${ATTEMPT_ATTRIBUTE}" attribute`, issuesOf(attempt.error));
+  const delivery: Delivery = { message: parsed.data, messageId, attributes, attempt: attempt.data ?? 1 };
   if (envelope.data.deliveryAttempt !== undefined) delivery.deliveryAttempt = envelope.data.deliveryAttempt;
+  if (envelope.data.message.publishTime !== undefined)
+    delivery.publishTime = envelope.data.message.publishTime;
+  if (envelope.data.subscription !== undefined) delivery.subscription = envelope.data.subscription;
   return delivery;
 }

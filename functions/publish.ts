@@ -62,6 +62,13 @@ export const ORDERED_BATCHING = { maxMessages: 1, maxMilliseconds: 0 } as const;
  */
 export const UNORDERED_BATCHING = { maxMessages: 1000, maxMilliseconds: 20 } as const;
 
+/** A message ready for Pub/Sub: its bytes, attributes and (for an ordered publisher) ordering key. */
+export interface EncodedMessage {
+  data: Buffer;
+  attributes: Record<string, string>;
+  orderingKey?: string;
+}
+
 /** Publishes key messages, each with its ordering key (`controller/namespace/name`) or none ({@link KeyPublisherOptions.ordering}). */
 export interface KeyPublisher {
   /**
@@ -72,6 +79,14 @@ export interface KeyPublisher {
    *   published).
    */
   publish(message: KeyMessage): Promise<string>;
+  /**
+   * Publishes a message already encoded (a requeued key message with its trace context and attempt,
+   * functions/requeue.ts; a dead letter, functions/retry.ts): its ordering key only when this
+   * publisher orders.
+   * @returns the Pub/Sub message id
+   * @throws the Pub/Sub error when publishing fails (the ordering key is resumed first).
+   */
+  publishEncoded(message: EncodedMessage): Promise<string>;
   /** Sends every batched message now; resolves when Pub/Sub has accepted them. */
   flush(): Promise<void>;
   /** Flushes, then closes the client. */
@@ -111,19 +126,21 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
     },
     ...(options.timeoutMs !== undefined ? { gaxOpts: { timeout: options.timeoutMs } } : {}),
   });
+  const publishEncoded = async (encoded: EncodedMessage): Promise<string> => {
+    const { orderingKey, ...unordered } = encoded;
+    if (!ordering || orderingKey === undefined) return topic.publishMessage(unordered);
+    try {
+      return await topic.publishMessage({ ...unordered, orderingKey });
+    } catch (err) {
+      // With ordering on, a failed publish pauses its ordering key until resumed.
+      topic.resumePublishing(orderingKey);
+      throw err;
+    }
+  };
   return {
     topic,
-    async publish(message) {
-      const encoded = encodeKeyMessage(message);
-      if (!ordering) return topic.publishMessage({ data: encoded.data, attributes: encoded.attributes });
-      try {
-        return await topic.publishMessage(encoded);
-      } catch (err) {
-        // With ordering on, a failed publish pauses its ordering key until resumed.
-        topic.resumePublishing(encoded.orderingKey);
-        throw err;
-      }
-    },
+    publish: async (message) => publishEncoded(encodeKeyMessage(message)),
+    publishEncoded,
     async flush() {
       await topic.flush();
     },

@@ -2,9 +2,14 @@
  * The `reconcile` function: one Pub/Sub push delivery = one key reconciled.
  *
  * Answers (docs/architecture.md "functions/"): `204` when done, when the failure is terminal (Warning Event +
- * ERROR log) and when the message is malformed (ERROR log; a poison message is never retried);
- * `500` for everything a retry may fix, so Pub/Sub redelivers with backoff and dead-letters after
- * the subscription's `max_delivery_attempts`.
+ * ERROR log) and when the message is malformed (ERROR log; a poison message is never retried).
+ * A failure a retry may fix (`transient`, `error`) is acknowledged too (`204`) and retried by the
+ * function itself (functions/retry.ts): the key is requeued after a per-key backoff, or after the
+ * delay the failure asked for, and dead-lettered after the configured attempts — because on Cloud
+ * Pub/Sub a non-2xx answer slows the pushes of the whole subscription (push backoff). `500` only
+ * when that retry cannot be arranged (no requeuer, `LEVELSET_RETRY=pubsub`, a requeue or dead letter
+ * that failed to publish): Pub/Sub then redelivers with backoff and dead-letters after the
+ * subscription's `max_delivery_attempts`.
  */
 
 import { setTimeout as delay } from 'node:timers/promises';
@@ -15,19 +20,23 @@ import type { Controller, Outcome, ReconcileContext, Result } from './contract/c
 import { DEFAULT_CLUSTER, type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
-import { errorText, isConflict, isTransient, TerminalError } from './k8s/errors.ts';
+import { errorText, isConflict, isTransient, retryAfterMsOf, TerminalError } from './k8s/errors.ts';
 import { createEventRecorder } from './k8s/events.ts';
 import { ATTR, inSpan, SPAN, tracer } from './k8s/tracing.ts';
 import { keyLogger, type Logger } from './log.ts';
 import {
+  type Delivery,
   decodePushEnvelope,
   type EnqueueReason,
+  keyMessageOf,
   keyOfMessage,
   MalformedMessageError,
   traceContextOf,
 } from './message.ts';
 import { recordReconcile } from './metrics.ts';
+import type { KeyPublisher } from './publish.ts';
 import type { Requeuer } from './requeue.ts';
+import { deadLetterAttributes, type RetryConfig, retryDecision } from './retry.ts';
 import { flushTraces } from './tracing.ts';
 
 export interface ReconcileHandlerDeps {
@@ -47,8 +56,19 @@ export interface ReconcileHandlerDeps {
   logger: Logger;
   /** What a request must satisfy before it is decoded ({@link rejectRequest}); default: no token. */
   requestRules?: RequestRules;
-  /** Delivers a key again when its reconcile asks (`requeueAfterMs`); default: none (the next resync). */
+  /**
+   * Delivers a key again when its reconcile asks (`requeueAfterMs`), and retries a failed key
+   * (with {@link ReconcileHandlerDeps.retry}); default: none (the next resync; failures answer `500`).
+   */
   requeuer?: Requeuer;
+  /**
+   * How a failed key is retried (functions/retry.ts); default: answer `500`, Pub/Sub retries. With
+   * `mode: 'requeue'` it needs a {@link ReconcileHandlerDeps.requeuer} (not `none`) and
+   * {@link ReconcileHandlerDeps.deadLetters}.
+   */
+  retry?: RetryConfig;
+  /** Publishes dead letters to the dead-letter topic (unordered); made at its first use. */
+  deadLetters?: () => Pick<KeyPublisher, 'publishEncoded'>;
 }
 
 /** Attempts of a reconcile that lost an optimistic-concurrency race, before answering 500. */
@@ -85,10 +105,14 @@ export interface ReconcileKeyOptions {
   reason?: EnqueueReason;
 }
 
-/** How {@link reconcileKey} ended, and the delay the reconcile asked for (`requeue`). */
+/**
+ * How {@link reconcileKey} ended, the delay the reconcile asked for (`requeue`), and the delay a
+ * `transient` failure asked for before its retry (`Retry-After`, functions/k8s/errors.ts `retryAfterMsOf`), ms.
+ */
 export interface KeyOutcome {
   outcome: Outcome;
   requeueAfterMs?: number;
+  retryAfterMs?: number;
 }
 
 /**
@@ -187,10 +211,11 @@ async function reconcileKeyLogged(
       return { outcome: 'terminal', durationMs };
     }
     const outcome: Outcome = isTransient(err) ? 'transient' : 'error';
-    const line = { outcome, durationMs: elapsed(), err: errorText(err) };
+    const retryAfterMs = outcome === 'transient' ? retryAfterMsOf(err) : undefined;
+    const line = { outcome, durationMs: elapsed(), err: errorText(err), retryAfterMs };
     if (outcome === 'transient') log.warn(line, `reconcile failed; ${options.retriedBy} will retry`);
     else log.error(line, `reconcile failed unexpectedly; ${options.retriedBy} will retry, then dead-letter`);
-    return { outcome, durationMs: line.durationMs };
+    return { outcome, durationMs: line.durationMs, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
 }
 
@@ -306,16 +331,24 @@ export function createReconcileHandler(
       [ATTR.reason]: message.reason,
       [ATTR.enqueuedAt]: message.enqueuedAt,
       [ATTR.messageId]: messageId,
-      ...(deliveryAttempt !== undefined ? { [ATTR.deliveryAttempt]: deliveryAttempt } : {}),
+      // The key's attempt: its requeued retries (the message's `attempt`) and Pub/Sub's own redeliveries.
+      ...(deliveryAttempt !== undefined || decoded.attempt > 1
+        ? { [ATTR.deliveryAttempt]: decoded.attempt + (deliveryAttempt ?? 1) - 1 }
+        : {}),
     };
-    const { outcome } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
+    const { retry, requeuer, deadLetters } = deps;
+    const retrying =
+      retry?.mode === 'requeue' && requeuer && requeuer.kind !== 'none' && deadLetters
+        ? { config: retry, requeuer, deadLetters }
+        : undefined;
+    const { status } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
       const result = await serialisedPerKey(orderingKeyOf(controllerKey), () =>
         reconcileKey(byName, message.controller, key, {
           cluster: controllerKey.cluster,
           kubeConfig: deps.kubeConfig,
           ...(deps.clusters ? { clusters: deps.clusters } : {}),
           log,
-          retriedBy: 'Pub/Sub',
+          retriedBy: retrying ? 'a requeue' : 'Pub/Sub',
           reason: message.reason,
         }),
       );
@@ -325,15 +358,88 @@ export function createReconcileHandler(
         await inSpan(
           SPAN.requeue,
           { [ATTR.requeueAfterMs]: requeueAfterMs, 'levelset.requeuer': requeuer.kind },
-          () => requeuer.requeue(controllerKey, requeueAfterMs),
+          // A new message (reason `requeue`, attempts from 1): the key succeeded.
+          () =>
+            requeuer.requeue(
+              keyMessageOf(controllerKey, 'requeue', new Date().toISOString()),
+              requeueAfterMs,
+            ),
         ).catch((err) => {
           log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
         });
       }
-      return result;
+      const failed = result.outcome === 'transient' || result.outcome === 'error';
+      const status = !failed ? 204 : retrying ? await retryFailed(retrying, decoded, result, log) : 500;
+      return { ...result, status };
     });
     // Cloud Run throttles an instance's CPU once it answered: the delivery's spans leave first.
     await flushTraces();
-    res.status(outcome === 'transient' || outcome === 'error' ? 500 : 204).end();
+    res.status(status).end();
   };
+}
+
+/** What {@link retryFailed} needs: the retry configuration, a requeuer that is not `none`, the dead letters' publisher. */
+interface Retrying {
+  config: RetryConfig;
+  requeuer: Requeuer;
+  deadLetters: NonNullable<ReconcileHandlerDeps['deadLetters']>;
+}
+
+/**
+ * Retries a failed delivery without a non-2xx answer (functions/retry.ts): requeues its key message
+ * (the same `reason` and `enqueuedAt`, so its delivery delay keeps growing) as the next attempt
+ * after the delay {@link retryDecision} gives, or at the last attempt publishes it to the
+ * dead-letter topic with Pub/Sub's dead-letter attributes.
+ * @returns `204` when done; `500` when the requeue or the dead letter could not be published (then
+ *   Pub/Sub retries the delivery, and its own dead-letter policy applies).
+ */
+async function retryFailed(
+  { config: retry, requeuer, deadLetters }: Retrying,
+  delivery: Delivery,
+  result: KeyOutcome,
+  log: Logger,
+): Promise<number> {
+  const decision = retryDecision(retry, delivery.attempt, result.retryAfterMs);
+  try {
+    if (decision.action === 'requeue') {
+      await inSpan(
+        SPAN.requeue,
+        {
+          [ATTR.requeueAfterMs]: decision.delayMs,
+          'levelset.requeuer': requeuer.kind,
+          'levelset.attempt': decision.attempt,
+        },
+        () => requeuer.requeue(delivery.message, decision.delayMs, decision.attempt),
+      );
+      log.info(
+        { attempt: delivery.attempt, maxAttempts: retry.maxAttempts, retryInMs: decision.delayMs },
+        `retrying in ${decision.delayMs} ms (attempt ${decision.attempt} of ${retry.maxAttempts})`,
+      );
+      return 204;
+    }
+    const { data, attributes } = publishedMessage(delivery);
+    await deadLetters().publishEncoded({
+      data,
+      attributes: deadLetterAttributes(attributes, {
+        attempts: delivery.attempt,
+        // `projects/<project>/subscriptions/<id>`, as Pub/Sub's push envelope names it.
+        subscription: delivery.subscription ?? '',
+        projectId: delivery.subscription?.split('/')[1] ?? '',
+        ...(delivery.publishTime ? { publishTime: delivery.publishTime } : {}),
+      }),
+    });
+    log.error(
+      { attempt: delivery.attempt, maxAttempts: retry.maxAttempts, deadLetterTopic: retry.deadLetterTopic },
+      `dead-lettered after ${delivery.attempt} attempts`,
+    );
+    return 204;
+  } catch (err) {
+    log.warn({ err: errorText(err) }, `${decision.action} failed; answering 500 so that Pub/Sub retries`);
+    return 500;
+  }
+}
+
+/** A delivery's key message as published (its data and own attributes), for its dead letter. */
+function publishedMessage(delivery: Delivery): { data: Buffer; attributes: Record<string, string> } {
+  return { data: Buffer.from(JSON.stringify(delivery.message), 'utf8'), attributes: delivery.attributes };
 }

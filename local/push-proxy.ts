@@ -21,10 +21,16 @@
  * restarted instance is replaced behind the same URL — so locally a function down for a few seconds
  * must not spend a key's attempts.
  *
+ * As an option ({@link PushProxyOptions.pushBackoff}) it models what Cloud Pub/Sub does to a push
+ * endpoint that answers non-2xx and the emulator does not: push backoff, which delays the
+ * subscription's next pushes (every key's) from 100 ms doubling up to 60 s, and resets on a success
+ * (Pub/Sub's push subscription documentation). The bench's `retries` section measures with it.
+ *
  * It also keeps the delivery figures the watchdog (local/watchdog.ts) and `levelset status` read
  * (`GET /deliveries`, answered by the proxy itself).
  */
 import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { DEAD_LETTER_ATTRIBUTES } from '../functions/message.ts';
@@ -64,6 +70,28 @@ export interface PushProxyOptions {
    * push's timeout runs from then. Default: no limit.
    */
   instanceSlots?: <T>(fn: () => Promise<T>) => Promise<T>;
+  /**
+   * Cloud Pub/Sub's push backoff: after a non-2xx answer (or no answer) every later push of the
+   * subscription waits `minimumMs` (default 100), doubling at each further failure up to `maximumMs`
+   * (default 60 000), until a push succeeds. `true`: the documented defaults. Default: off (the emulator's behaviour).
+   */
+  pushBackoff?: boolean | { minimumMs?: number; maximumMs?: number };
+}
+
+/** Cloud Pub/Sub's push backoff bounds, ms (Pub/Sub's push subscription documentation). */
+export const PUSH_BACKOFF = { minimumMs: 100, maximumMs: 60_000 } as const;
+
+/** One push the proxy forwarded, as {@link PushProxy.onPush} reports it. */
+export interface ForwardedPush {
+  messageId: string | undefined;
+  /** The message's attributes and decoded data (UTF-8). */
+  attributes: Record<string, string>;
+  data: string;
+  /** The function's answer (502 when it broke or timed out). */
+  status: number;
+  /** `performance.now()` when the push was forwarded, and when its answer came, ms. */
+  startedAt: number;
+  endedAt: number;
 }
 
 /** Delivery figures of the local push path. Times are epoch ms; `undefined` when it never happened. */
@@ -84,6 +112,10 @@ export interface DeliveryStats {
   lastAcknowledgedAt: number | undefined;
   /** Messages with a failed attempt that are neither acknowledged nor dead-lettered yet. */
   retrying: number;
+  /** The function's answers by HTTP status (502 for a push that broke or timed out). */
+  statuses: Record<string, number>;
+  /** The push backoff in force now, ms (0: none; {@link PushProxyOptions.pushBackoff}). */
+  pushBackoffMs: number;
 }
 
 export interface PushProxy {
@@ -94,6 +126,8 @@ export interface PushProxy {
   serveStatus(provider: () => object): void;
   /** Called with the id of every message that left the subscription (acknowledged or dead-lettered). */
   onSettled(listener: (messageId: string) => void): void;
+  /** Called with every push forwarded to the function, once it was answered. */
+  onPush(listener: (push: ForwardedPush) => void): void;
   stop(): Promise<void>;
 }
 
@@ -176,7 +210,25 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
   /** Failed attempts so far, by message id. */
   const attempts = new Map<string, number>();
   const listeners: ((messageId: string) => void)[] = [];
-  const stats: Omit<DeliveryStats, 'retrying'> = {
+  const pushListeners: ((push: ForwardedPush) => void)[] = [];
+  const backoff =
+    options.pushBackoff === true
+      ? PUSH_BACKOFF
+      : options.pushBackoff
+        ? { ...PUSH_BACKOFF, ...options.pushBackoff }
+        : undefined;
+  /** The push backoff in force (ms) and when pushes may resume (epoch ms). */
+  let backoffMs = 0;
+  let resumeAt = 0;
+  const answered = (status: number) => {
+    if (!backoff) return;
+    backoffMs = ACK_STATUSES.has(status)
+      ? 0
+      : Math.min(backoff.maximumMs, backoffMs ? backoffMs * 2 : backoff.minimumMs);
+    resumeAt = Date.now() + backoffMs;
+  };
+  const stats: Omit<DeliveryStats, 'retrying' | 'pushBackoffMs'> = {
+    statuses: {},
     pushes: 0,
     acknowledged: 0,
     deadLettered: 0,
@@ -222,6 +274,9 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
           ? Buffer.from(JSON.stringify({ ...envelope, deliveryAttempt: attempt }))
           : body;
       let status: number;
+      // Cloud Pub/Sub's push backoff: every push waits while it is in force.
+      for (let wait = resumeAt - Date.now(); wait > 0; wait = resumeAt - Date.now()) await delay(wait);
+      const startedAt = performance.now();
       try {
         const method = req.method ?? 'POST';
         status = await forwardSlot(() =>
@@ -243,6 +298,19 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
           return;
         }
         status = 502; // reset mid-request, timeout: a failed attempt
+      }
+      answered(status);
+      stats.statuses[status] = (stats.statuses[status] ?? 0) + 1;
+      if (pushListeners.length) {
+        const push: ForwardedPush = {
+          messageId: id,
+          attributes: message?.attributes ?? {},
+          data: Buffer.from(message?.data ?? '', 'base64').toString('utf8'),
+          status,
+          startedAt,
+          endedAt: performance.now(),
+        };
+        for (const l of pushListeners) l(push);
       }
       if (ACK_STATUSES.has(status)) {
         stats.acknowledged++;
@@ -297,12 +365,15 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     stats: () => ({
       ...stats,
       deadLetteredByController: { ...stats.deadLetteredByController },
+      statuses: { ...stats.statuses },
       retrying: attempts.size,
+      pushBackoffMs: backoffMs,
     }),
     serveStatus: (provider) => {
       statusProvider = provider;
     },
     onSettled: (listener) => void listeners.push(listener),
+    onPush: (listener) => void pushListeners.push(listener),
     async stop() {
       agent.destroy();
       server.closeAllConnections();

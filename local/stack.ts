@@ -12,6 +12,7 @@ import pLimit from 'p-limit';
 import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import type { ResyncReport } from '../functions/resync.ts';
+import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/retry.ts';
 import { Composition, Launcher, type LocalService } from './composition.ts';
 import {
   EMULATOR_PROJECT_ID,
@@ -72,10 +73,15 @@ export interface LocalStackOptions {
   /** Requests `reconcile` serves at once (one Cloud Run instance's); default {@link FUNCTION_CONCURRENCY}. */
   reconcileConcurrency?: number;
   /**
-   * Failed deliveries before a key message is dead-lettered (5–100); default 5. Counted by the local
-   * push proxy (local/push-proxy.ts), which dead-letters in the emulator's stead.
+   * Attempts before a failing key is dead-lettered (5–100 in the cloud; fewer allowed here); default
+   * 5. `reconcile` counts a key's attempts in its message and dead-letters it itself
+   * (`LEVELSET_MAX_DELIVERY_ATTEMPTS`, functions/retry.ts); the local push proxy (local/push-proxy.ts)
+   * counts the deliveries it answers non-2xx (a crash, `LEVELSET_RETRY=pubsub`) and dead-letters in
+   * the emulator's stead.
    */
   maxDeliveryAttempts?: number;
+  /** Model Cloud Pub/Sub's push backoff in the keys subscription's push proxy ({@link PushProxyOptions.pushBackoff}); default off. */
+  pushBackoff?: PushProxyOptions['pushBackoff'];
   /**
    * The delivery watchdog's stall limit (local/watchdog.ts): keys published and not pushed for this
    * long while `reconcile` answers make it re-create the push subscription and re-publish them; ms,
@@ -291,9 +297,11 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
   const functionsEnv = {
-    // Requeues (functions/requeue.ts) come back through a timer in reconcile's process, POSTing to itself.
+    // Requeues and retries (functions/requeue.ts, functions/retry.ts) come back through a timer in
+    // reconcile's process that publishes the key to the keys topic, as Cloud Tasks does in the cloud.
     LEVELSET_REQUEUE: 'local',
-    LEVELSET_REQUEUE_URL: urls.reconcile,
+    // The attempts before a failing key is dead-lettered: the push proxy's (Terraform's dead-letter policy's).
+    LEVELSET_MAX_DELIVERY_ATTEMPTS: String(options.maxDeliveryAttempts ?? DEFAULT_MAX_DELIVERY_ATTEMPTS),
     ...env,
     KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
@@ -317,7 +325,10 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
 function pushSubscription(
   { host: emulatorHost, projectId }: PubSubEmulator,
   topic: string,
-  proxy: Pick<PushProxyOptions, 'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots'>,
+  proxy: Pick<
+    PushProxyOptions,
+    'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots' | 'pushBackoff'
+  >,
   messageOrdering?: boolean,
 ) {
   const topology = keysTopologyNames(projectId, topic);
@@ -458,7 +469,10 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     // One instance's request slots, shared by the live and the resync subscriptions' pushes.
     instanceSlots: pLimit(options.reconcileConcurrency ?? FUNCTION_CONCURRENCY),
   };
-  const keys = pushSubscription(started, topic, proxy);
+  const keys = pushSubscription(started, topic, {
+    ...proxy,
+    ...(options.pushBackoff !== undefined ? { pushBackoff: options.pushBackoff } : {}),
+  });
   const pushProxy = await services.launch(keys);
   // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
   // function through a proxy of its own that bounds its push rate; its keys carry no ordering key

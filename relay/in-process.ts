@@ -6,7 +6,8 @@
  * modes write identical outcome lines. As controller-runtime does:
  *
  * - `success` → `Forget`; `requeue` → `Forget` + `AddAfter(requeueAfterMs)` (honoured exactly);
- * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100));
+ * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100)), and
+ *   not before the `Retry-After` the failure asked for (`retryAfterMs`), as the `reconcile` function;
  * - `terminal` / `malformed` → `Forget`, not retried;
  * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added.
  *
@@ -119,7 +120,8 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
         switch (result.outcome) {
           case 'transient':
           case 'error':
-            queue.addRateLimited(key);
+            // Not sooner than a failure's `Retry-After` (functions/k8s/errors.ts retryAfterMsOf).
+            queue.addRateLimited(key, result.retryAfterMs);
             break;
           case 'requeue':
             queue.forget(key);

@@ -23,6 +23,7 @@
  * Keys are strings (items are compared by value, as client-go compares comparable items).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { itemExponentialBackoffMs } from '../functions/backoff.ts';
 import { systemTimers, type Timers } from './collapse.ts';
 
 /** client-go's `workqueue.TypedRateLimiter`: how long a key waits before its next try. */
@@ -36,7 +37,8 @@ export interface RateLimiter {
 }
 
 /**
- * client-go's `ItemExponentialFailureRateLimiter`: `baseMs × 2^failures`, capped at `maxMs`.
+ * client-go's `ItemExponentialFailureRateLimiter`: `baseMs × 2^failures`, capped at `maxMs`
+ * (functions/backoff.ts `itemExponentialBackoffMs`, which `reconcile` retries a failed key with too).
  * @throws {RangeError} when `baseMs` or `maxMs` is not a positive finite number.
  */
 export class ItemExponentialFailureRateLimiter implements RateLimiter {
@@ -50,10 +52,9 @@ export class ItemExponentialFailureRateLimiter implements RateLimiter {
       throw new RangeError('baseMs and maxMs must be positive finite numbers');
   }
   when(key: string): number {
-    const exp = this.#failures.get(key) ?? 0;
-    this.#failures.set(key, exp + 1);
-    const backoff = this.baseMs * 2 ** exp;
-    return Math.min(backoff, this.maxMs);
+    const failures = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, failures);
+    return itemExponentialBackoffMs(failures, this.baseMs, this.maxMs);
   }
   forget(key: string): void {
     this.#failures.delete(key);
@@ -386,10 +387,13 @@ export class WorkQueue {
     this.#waiting.set(key, { readyAt, handle });
   }
 
-  /** Adds `key` after the rate limiter's delay (`AddRateLimited`); counts a retry. */
-  addRateLimited(key: string): void {
+  /**
+   * Adds `key` after the rate limiter's delay (`AddRateLimited`), or after `atLeastMs` (ms) when longer (a
+   * failure's `Retry-After`); counts a retry.
+   */
+  addRateLimited(key: string, atLeastMs = 0): void {
     this.#metrics?.retries.inc({ name: this.name });
-    this.addAfter(key, this.#rateLimiter.when(key));
+    this.addAfter(key, Math.max(this.#rateLimiter.when(key), atLeastMs));
   }
 
   /** Stops rate-limit tracking of `key` (`Forget`): its next failure starts from the base delay. */

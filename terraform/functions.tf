@@ -20,7 +20,7 @@ locals {
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint
   }
 
-  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.topic_controller_env, local.cluster_env, {
+  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.retry_env, local.topic_controller_env, local.cluster_env, {
     # V8's heap limit: half of the instance's memory, stated rather than left to how Node reads the
     # instance's memory, so the garbage collector works before the instance hits its limit (the
     # rest: code, buffers, gRPC). `npm run bench` runs the resync at 100k keys with this limit.

@@ -143,7 +143,7 @@ variable "topic_name" {
 }
 
 variable "max_delivery_attempts" {
-  description = "Deliveries of one key message to reconcile before Pub/Sub moves it to the dead-letter topic."
+  description = "Attempts of a failing key before it goes to the dead-letter topic: reconcile retries it itself and dead-letters it after this many (LEVELSET_MAX_DELIVERY_ATTEMPTS), and Pub/Sub's dead-letter policy uses the same number for what still answers non-2xx."
   type        = number
   default     = 10
 

@@ -1,9 +1,11 @@
 /**
  * How a reconcile failure is answered (docs/architecture.md "functions/"): terminal failures are acknowledged
- * (`204`) and reported; transient ones are retried by Pub/Sub with backoff (`5xx`). How one is described
+ * (`204`) and reported; transient ones are retried after a per-key backoff or the delay they ask for
+ * ({@link retryAfterMsOf}; functions/retry.ts). How one is described
  * in a log line ({@link errorText}).
  */
 import { ApiException, type KubernetesObject } from '@kubernetes/client-node';
+import { RetryAfterError } from '../contract/retry-after.ts';
 
 /**
  * A failure no retry can fix (invalid spec, a target owned by someone else). `reconcile` answers
@@ -86,6 +88,31 @@ export function isTransient(err: unknown): boolean {
   const status = apiStatusOf(err);
   if (status === undefined) return true;
   return status === 409 || status === 429 || status === 408 || status >= 500;
+}
+
+/**
+ * The delay a failure asks for before the next attempt, ms, or `undefined` when it asks for none: a
+ * {@link RetryAfterError}'s `retryAfterMs`; a Kubernetes `429` or `503` whose `Retry-After` header is
+ * in delta-seconds (the form kube-apiserver writes, RFC 9110 §10.2.3; an HTTP-date is not honoured);
+ * the longest of a {@link FailedWritesError}'s failures; that of an error's `cause` (3 levels at most).
+ * Source of the rule: client-go's rest client, which waits for `Retry-After` on 429 and 503.
+ */
+export function retryAfterMsOf(err: unknown, depth = 0): number | undefined {
+  if (err instanceof RetryAfterError) return err.retryAfterMs;
+  if (err instanceof FailedWritesError) {
+    // Independent writes: wait for the longest delay any of them asked for.
+    const asked = err.failures
+      .map((f) => retryAfterMsOf(f.error, depth + 1))
+      .filter((ms) => ms !== undefined);
+    return asked.length ? Math.max(...asked) : undefined;
+  }
+  // A wrapped API error (`new Error(…, { cause })`), a few levels deep at most.
+  if (!(err instanceof ApiException) && err instanceof Error && depth < 3)
+    return retryAfterMsOf(err.cause, depth + 1);
+  if (!(err instanceof ApiException) || (err.code !== 429 && err.code !== 503)) return undefined;
+  const headers = (err.headers ?? {}) as Record<string, string | undefined>;
+  const value = Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  return value !== undefined && /^\d+$/.test(value.trim()) ? Number(value.trim()) * 1000 : undefined;
 }
 
 /**

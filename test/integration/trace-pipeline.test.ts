@@ -96,8 +96,8 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
 
   it('holds the relay span, the publish, each delivery (a retried one too), the reconcile and its API calls, linked', async () => {
     const retried = p.cluster.local !== undefined;
-    // The first delivery's read of the Foo fails (the local API server's fault injection): Pub/Sub
-    // redelivers the message, and the second attempt continues the same trace.
+    // The first delivery's read of the Foo fails (the local API server's fault injection): the key is
+    // requeued (functions/retry.ts), and the second attempt continues the same trace.
     const stopFailing = p.cluster.local?.faults.failNext(
       { verb: 'get', resource: 'foos', namespace: ns, name: 'traced' },
       1,
@@ -146,7 +146,15 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
       assert.equal(deliveries.length, retried ? 2 : 1, 'one reconcile span per delivery');
       for (const [i, d] of deliveries.entries()) {
         assert.equal(d.service, 'levelset-functions');
-        assert.equal(parentOf(d), publish, 'each delivery continues the published message’s context');
+        if (i === 0)
+          assert.equal(parentOf(d), publish, 'the delivery continues the published message’s context');
+        else {
+          // A retry: acknowledged, then requeued to the keys topic (functions/retry.ts) under a
+          // requeue span of the delivery before, whose context the requeued message carries.
+          const requeue = parentOf(d);
+          assert.equal(requeue?.name, SPAN.requeue);
+          assert.equal(requeue && parentOf(requeue), deliveries[i - 1], 'requeued by the failed delivery');
+        }
         assert.equal(d.attributes[ATTR.deliveryAttempt], i + 1);
         assert.ok(d.startMs >= enqueue.startMs && d.startMs >= publish.startMs, 'in order');
       }

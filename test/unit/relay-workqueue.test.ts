@@ -248,6 +248,22 @@ describe('WorkQueue delays (delaying_queue_test.go) and rate limiting (rate_limi
     assert.equal(q.length, 1);
   });
 
+  it("addRateLimited waits a failure's Retry-After when it is longer than the backoff, and still counts the failure", async () => {
+    const { q, timers } = setup();
+    q.addRateLimited('k', 1000);
+    timers.advance(999);
+    assert.equal(q.length, 0, 'not before the Retry-After');
+    timers.advance(1);
+    assert.deepEqual(await drain(q), ['k']);
+    q.done('k');
+    assert.equal(q.numRequeues('k'), 1);
+    q.addRateLimited('k', 1); // shorter than the backoff's 10 ms: the backoff
+    timers.advance(9);
+    assert.equal(q.length, 0);
+    timers.advance(1);
+    assert.equal(q.length, 1);
+  });
+
   it('shutDown drops keys waiting for a delay', () => {
     const { q, timers } = setup();
     q.addAfter('k', 10);

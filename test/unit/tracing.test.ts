@@ -14,9 +14,14 @@ import {
 } from '@opentelemetry/sdk-trace-node';
 import { ATTR, SPAN, tracer } from '../../functions/k8s/tracing.ts';
 import { createLogger } from '../../functions/log.ts';
-import { decodePushEnvelope, TRACE_CONTEXT_ATTRIBUTE, traceContextOf } from '../../functions/message.ts';
+import {
+  decodePushEnvelope,
+  keyMessageOf,
+  TRACE_CONTEXT_ATTRIBUTE,
+  traceContextOf,
+} from '../../functions/message.ts';
 import { inDeliverySpan } from '../../functions/reconcile.ts';
-import { requeueEnvelope } from '../../functions/requeue.ts';
+import { requeuedMessage } from '../../functions/requeue.ts';
 import { readTracingConfig } from '../../functions/tracing-config.ts';
 import { OutcomeSpanProcessor } from '../../functions/tracing-sdk.ts';
 
@@ -123,20 +128,24 @@ describe('export by outcome (OutcomeSpanProcessor)', () => {
 describe('trace context across a key message', () => {
   it('a requeue carries the active span in googclient_traceparent, and the delivery reads it back', () => {
     const span = tracer().startSpan(SPAN.requeue);
-    const { body } = context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
-      requeueEnvelope({ cluster: 'default', controller: 'foo', namespace: 'ns', name: 'a' }),
+    const message = keyMessageOf(
+      { cluster: 'default', controller: 'foo', namespace: 'ns', name: 'a' },
+      'requeue',
+      new Date().toISOString(),
     );
+    const pushed = (m: ReturnType<typeof requeuedMessage>) => ({
+      message: { data: m.data, attributes: m.attributes },
+    });
+    const requeued = context.with(trace.setSpan(ROOT_CONTEXT, span), () => requeuedMessage(message));
     span.end();
-    const delivery = decodePushEnvelope(JSON.parse(body));
+    const delivery = decodePushEnvelope(pushed(requeued));
     const sc = span.spanContext();
     assert.equal(delivery.attributes[TRACE_CONTEXT_ATTRIBUTE], `00-${sc.traceId}-${sc.spanId}-01`);
     const parent = trace.getSpanContext(traceContextOf(delivery.attributes));
     assert.equal(parent?.spanId, sc.spanId);
     assert.equal(parent?.isRemote, true);
     // Outside a span: no attribute, and no parent.
-    const plain = decodePushEnvelope(
-      JSON.parse(requeueEnvelope({ cluster: 'default', controller: 'foo', namespace: 'ns', name: 'a' }).body),
-    );
+    const plain = decodePushEnvelope(pushed(requeuedMessage(message)));
     assert.equal(plain.attributes[TRACE_CONTEXT_ATTRIBUTE], undefined);
     assert.equal(trace.getSpanContext(traceContextOf(plain.attributes)), undefined);
   });

@@ -1,0 +1,165 @@
+/**
+ * Section `retries`: what one failing key costs every other key when Pub/Sub applies its push
+ * backoff (issue 32, docs/architecture.md decision 40). Cloud Pub/Sub slows the pushes of a whole
+ * subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the
+ * local push proxy models it (local/push-proxy.ts `pushBackoff`). Each run: the emulator's ordered
+ * push subscription → the push proxy with push backoff → an endpoint answering after a reconcile's
+ * time ({@link ANSWER_MS}), while one key is published 5 times a second and fails every time, and
+ * other keys are published one at a time; figure: the other keys' publish → answered latency, p50.
+ * The failing key's messages carry no ordering key: with one, the subscription would hold each
+ * behind the previous failing one (ordered delivery), and the key could not fail 5 times a second.
+ *
+ * - idle: no failing key;
+ * - before: the failing key's deliveries are answered `500` (the reconcile function's former answer);
+ * - after: they are answered `204`, as `reconcile` now acknowledges a failure and requeues the key
+ *   (functions/retry.ts): its retries are more publishes of the same key, as the 5/s here.
+ *
+ * The endpoint stands for the function's answers only: what is measured is the subscription's
+ * delivery under each answer policy.
+ */
+import { createServer, type Server } from 'node:http';
+import { createKeyPublisher } from '../../functions/publish.ts';
+import { startPushProxy } from '../../local/push-proxy.ts';
+import { waitFor } from '../../test/support/wait.ts';
+import type { Section } from '../environment.ts';
+import { type Figure, quantiles } from '../report.ts';
+import { quiet, sleep } from '../support.ts';
+
+/** The endpoint's answer time, ms (a reconcile's). */
+const ANSWER_MS = 20;
+/** The failing key's publishes per second. */
+const FAILURES_PER_S = 5;
+/** ms between two other keys' publishes. */
+const OTHER_EVERY_MS = 100;
+/** How long a run waits for the other keys once they are all published, ms (tiny runs: 5 s). */
+const WAIT_MS = { full: 60_000, tiny: 5_000 } as const;
+
+type Run = 'idle' | 'before' | 'after';
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+};
+
+export const retries: Section = {
+  name: 'retries',
+  async run({ sizes, log, emulator, tiny }) {
+    const waitMs = WAIT_MS[tiny ? 'tiny' : 'full'];
+    const env = await emulator();
+    const { pubsub } = env;
+    const { projectId } = env.emulator;
+    /** One run; the other keys' latencies, ms. */
+    const measure = async (run: Run): Promise<{ latencies: number[]; unanswered: number }> => {
+      log(`retries: ${run}`);
+      const answeredAt = new Map<string, number>();
+      const endpoint = createServer((req, res) => {
+        let body = '';
+        req.on('data', (d: Buffer) => {
+          body += d.toString();
+        });
+        req.on('end', () => {
+          const { name } = JSON.parse(
+            Buffer.from(JSON.parse(body).message.data, 'base64').toString('utf8'),
+          ) as { name: string };
+          setTimeout(() => {
+            if (name !== 'failing') answeredAt.set(name, performance.now());
+            res.writeHead(name === 'failing' && run === 'before' ? 500 : 204).end();
+          }, ANSWER_MS);
+        });
+      });
+      const target = await listen(endpoint);
+      const id = `bench-retries-${run}-${Date.now()}`;
+      await pubsub.createTopic(`${id}-dead-letter`);
+      const proxy = await startPushProxy({
+        target,
+        emulatorHost: env.emulator.host,
+        projectId,
+        deadLetterTopic: `projects/${projectId}/topics/${id}-dead-letter`,
+        subscription: `projects/${projectId}/subscriptions/${id}`,
+        pushBackoff: true,
+      });
+      const publisher = await env.publisherOnNewTopic(id);
+      const unordered = createKeyPublisher({
+        projectId,
+        topic: id,
+        emulatorHost: env.emulator.host,
+        logger: quiet,
+        ordering: false,
+        batching: { maxMessages: 1, maxMilliseconds: 0 },
+      });
+      const [subscription] = await pubsub.topic(id).createSubscription(id, {
+        pushConfig: { pushEndpoint: proxy.url },
+        enableMessageOrdering: true,
+        // Terraform's retry policy (10 → 600 s): the failing messages' own redeliveries are rare.
+        retryPolicy: { minimumBackoff: { seconds: 10 }, maximumBackoff: { seconds: 600 } },
+      });
+      const publish = (name: string) =>
+        (name === 'failing' ? unordered : publisher).publish({
+          v: 1,
+          controller: 'bench-retries',
+          namespace: 'ns',
+          name,
+          reason: 'watch',
+          enqueuedAt: new Date().toISOString(),
+        });
+      let failing: NodeJS.Timeout | undefined;
+      const publishedAt = new Map<string, number>();
+      try {
+        if (run !== 'idle') {
+          failing = setInterval(() => void publish('failing').catch(() => {}), 1000 / FAILURES_PER_S);
+          await sleep(tiny ? 500 : 2000); // the failures under way before the first measured key
+        }
+        for (let i = 0; i < sizes.retryOtherKeys; i++) {
+          const name = `other-${i}`;
+          publishedAt.set(name, performance.now());
+          await publish(name);
+          await sleep(OTHER_EVERY_MS * (0.5 + Math.random()));
+        }
+        clearInterval(failing);
+        await waitFor(() => answeredAt.size >= sizes.retryOtherKeys, {
+          timeoutMs: waitMs,
+          message: 'every other key answered',
+        }).catch(() => {}); // the keys still unanswered count with what they waited so far
+      } finally {
+        clearInterval(failing);
+      }
+      const end = performance.now();
+      await subscription.delete().catch(() => {});
+      await proxy.stop();
+      await publisher.close();
+      await unordered.close();
+      await new Promise((resolve) => endpoint.close(resolve));
+      return {
+        latencies: [...publishedAt].map(([name, t0]) => (answeredAt.get(name) ?? end) - t0),
+        unanswered: sizes.retryOtherKeys - answeredAt.size,
+      };
+    };
+    // `after` right after `idle`: `before` leaves the emulator busy with its failing messages' redeliveries.
+    const idleRun = await measure('idle');
+    const afterRun = await measure('after');
+    const runs = { idle: idleRun, after: afterRun, before: await measure('before') };
+    const [idle, before, after] = [runs.idle, runs.before, runs.after].map(
+      (r) => quantiles(r.latencies).p50,
+    ) as [number, number, number];
+    const censored = (run: Run) =>
+      runs[run].unanswered
+        ? `; ${runs[run].unanswered} not answered within ${waitMs / 1000} s, counted at that time (a lower bound)`
+        : '';
+    const baseline = { name: 'the same, no failing key (idle)', value: idle };
+    const what = (answer: string, run: Run) =>
+      `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys}${censored(run)}${censored('idle')})`;
+    const figures: Figure[] = [
+      { section: 'retries', name: what('500 (before)', 'before'), value: before, unit: 'ms', baseline },
+      {
+        section: 'retries',
+        name: what('204 + requeue (after)', 'after'),
+        value: after,
+        unit: 'ms',
+        baseline,
+        target: { text: '≤ 1.2× idle', met: after <= 1.2 * idle },
+      },
+    ];
+    return { figures };
+  },
+};
