@@ -1,18 +1,23 @@
 /**
- * Missed events, counted: a reconcile of a key the **resync** enqueued (`reason: "resync"`) that
- * had to change something (`Result.changed`: a child created, applied or pruned, or the status
- * written) corrected drift that no watch event announced — an event the relay missed (a watch that
- * silently lost events, a relay outage) or a change made outside the API's events. It is counted
- * per controller and logged with the key, so "the watch silently stopped" cannot go unnoticed.
+ * Drift, counted by where it was found: a reconcile of a key that the **resync** enqueued
+ * (`reason: "resync"`) or that a **Cloud Audit Logs** entry enqueued (`reason: "audit-log"`,
+ * functions/audit-log.ts) and that had to change something (`Result.changed`: a child created,
+ * applied or pruned, a cloud resource recreated or corrected, or the status written) corrected drift
+ * that no watch event announced. From the resync: an event the relay missed (a watch that silently
+ * lost events, a relay outage) or a change outside the cluster that nothing reported; from the audit
+ * log: a change made to a cloud resource outside Levelset, reported within seconds. It is counted per
+ * controller and source and logged with the key, so an operator sees how much the resync still finds
+ * on its own, and "the watch silently stopped" cannot go unnoticed.
  *
  * Where the count is read:
- * - the log line (WARNING, `drift: true`, labels `controller` and `key`): on Google Cloud the
- *   log-based metric `logging.googleapis.com/user/levelset/drift_corrected` (terraform/monitoring.tf)
- *   counts these lines by controller, and its alert fires on them; locally `levelset status` counts
- *   them in the stack's reconcile log. One line per corrected key: counted exactly once.
- * - the prom-client counter `levelset_drift_corrected_total{controller}` in the process's default
- *   registry, for a process that is scraped (Cloud Run instances are not: there the log-based metric
- *   is the count).
+ * - the log line (WARNING, `drift: true`, `driftSource`, labels `controller` and `key`): on Google
+ *   Cloud the log-based metric `logging.googleapis.com/user/levelset/drift_corrected`
+ *   (terraform/monitoring.tf) counts these lines by controller and source, and its alert fires on
+ *   the resync's; locally `levelset status` counts them in the stack's reconcile log. One line per
+ *   corrected key: counted exactly once.
+ * - the prom-client counter `levelset_drift_corrected_total{controller,source}` in the process's
+ *   default registry, for a process that is scraped (Cloud Run instances are not: there the
+ *   log-based metric is the count).
  */
 import { Counter } from 'prom-client';
 import type { Result } from './contract/controller.ts';
@@ -22,15 +27,27 @@ import type { EnqueueReason } from './message.ts';
 /** The name of the counter and, after `levelset/`, of Terraform's log-based metric (`drift_corrected`). */
 export const DRIFT_CORRECTED_METRIC = 'levelset_drift_corrected_total';
 
-/** Keys whose resync-triggered reconcile changed something, by controller (default registry). */
+/** Where drift was found: the enqueue reasons whose changing reconcile is drift. */
+export const DRIFT_SOURCES = ['resync', 'audit-log'] as const satisfies readonly EnqueueReason[];
+export type DriftSource = (typeof DRIFT_SOURCES)[number];
+
+/** Keys whose resync- or audit-log-triggered reconcile changed something, by controller and source (default registry). */
 export const driftCorrected = new Counter({
   name: DRIFT_CORRECTED_METRIC,
-  help: 'Keys a resync found drifted (its reconcile wrote something no watch event had announced), by controller.',
-  labelNames: ['controller'] as const,
+  help: 'Keys found drifted (their reconcile wrote something no watch event had announced), by controller and source (resync, audit-log).',
+  labelNames: ['controller', 'source'] as const,
 });
 
+const isDriftSource = (reason: EnqueueReason | undefined): reason is DriftSource =>
+  (DRIFT_SOURCES as readonly (EnqueueReason | undefined)[]).includes(reason);
+
+const MESSAGES: Record<DriftSource, string> = {
+  resync: 'drift corrected: the resync found this key not converged, and no watch event had announced it',
+  'audit-log': 'drift corrected: a change made outside Levelset, reported by Cloud Audit Logs, was undone',
+};
+
 /**
- * Counts and logs drift when a reconcile of a resync's key changed something.
+ * Counts and logs drift when a reconcile of a resync's or an audit log entry's key changed something.
  * @returns `true` when it was drift
  */
 export function recordDrift(
@@ -39,11 +56,8 @@ export function recordDrift(
   result: Result | undefined,
   log: Logger,
 ): boolean {
-  if (reason !== 'resync' || !result?.changed) return false;
-  driftCorrected.inc({ controller });
-  log.warn(
-    { drift: true },
-    'drift corrected: the resync found this key not converged, and no watch event had announced it',
-  );
+  if (!isDriftSource(reason) || !result?.changed) return false;
+  driftCorrected.inc({ controller, source: reason });
+  log.warn({ drift: true, driftSource: reason }, MESSAGES[reason]);
   return true;
 }

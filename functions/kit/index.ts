@@ -10,7 +10,8 @@
  *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
- * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}).
+ * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}); the cloud
+ *   resources a controller owns, for drift seen in Cloud Audit Logs ({@link AuditLogDeclaration}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapToSelf}, {@link mapThroughControllers}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
@@ -18,6 +19,7 @@
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type {
+  AuditLogSource,
   ClusterDirectory,
   Controller,
   PolicyRule,
@@ -50,6 +52,12 @@ export {
 export { EVENT_RECORDER_RULE } from '../k8s/events.ts';
 export { type ListPage, listPaged, METADATA_ONLY, paginate } from '../k8s/list.ts';
 export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
+export {
+  type AuditLogDeclaration,
+  matchResourceName,
+  type ResourceNameMatch,
+  resourceNameRegex,
+} from './audit-log.ts';
 export {
   type ChildChange,
   CONTROLLER_LABEL,

@@ -29,6 +29,7 @@ import {
   topicResource,
   topicSpecSchema,
 } from './api.ts';
+import { topicAuditLog } from './audit-log.ts';
 
 type Logger = ReconcileInput<TopicSpec>['log'];
 
@@ -239,6 +240,7 @@ export const topicController = defineController({
   primary: topicResource,
   spec: topicSpecSchema,
   synced: false,
+  auditLog: topicAuditLog,
   async reconcile({ object, spec, log, dryRun }) {
     await loadPubSub();
     const status = (object.status ?? {}) as TopicStatus;
