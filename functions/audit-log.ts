@@ -10,7 +10,8 @@
  * (`protoPayload.authenticationInfo.principalEmail` = `LEVELSET_FUNCTIONS_SERVICE_ACCOUNT`) and
  * dropped, so a reconcile never triggers itself.
  *
- * Every delivery ends in one line with `auditLog` (what became of it): `published` (with `keys`),
+ * Every delivery ends in one line with `auditLog` (what became of it): `published` (with `keys`
+ * as ordering keys and their `messageIds`),
  * `own-write`, `unowned` (no controller owns the name, or no object holds it), `malformed`, `failed`.
  * A malformed push or entry is acknowledged (`204`): a bad entry never loops; a failed read or
  * publish answers `500`, so Pub/Sub retries it.
@@ -157,13 +158,11 @@ export function createAuditLogHandler(
         return;
       }
       const enqueuedAt = new Date().toISOString();
-      await Promise.all(owners.map((owner) => publish(deps.publisher(), owner, enqueuedAt)));
-      done(
-        204,
-        'published',
-        { ...fields, keys: owners.map(orderingKeyOf) },
-        `published ${owners.length} keys`,
+      const messageIds = await Promise.all(
+        owners.map((owner) => publish(deps.publisher(), owner, enqueuedAt)),
       );
+      const keys = owners.map(orderingKeyOf);
+      done(204, 'published', { ...fields, keys, messageIds }, `published ${owners.length} keys`);
     } catch (err) {
       done(
         500,
@@ -176,8 +175,11 @@ export function createAuditLogHandler(
   };
 }
 
-/** Publishes one owner's key under an `enqueue` span that starts its trace (`levelset.cause` `audit-log`). */
-async function publish(publisher: KeyPublisher, owner: ControllerKey, enqueuedAt: string): Promise<void> {
+/**
+ * Publishes one owner's key under an `enqueue` span that starts its trace (`levelset.cause` `audit-log`).
+ * @returns its message id
+ */
+async function publish(publisher: KeyPublisher, owner: ControllerKey, enqueuedAt: string): Promise<string> {
   const span = tracer().startSpan(SPAN.enqueue, {
     root: true,
     kind: SpanKind.PRODUCER,
@@ -189,7 +191,7 @@ async function publish(publisher: KeyPublisher, owner: ControllerKey, enqueuedAt
     },
   });
   try {
-    await context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
+    return await context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
       publisher.publish(keyMessageOf(owner, 'audit-log', enqueuedAt)),
     );
   } catch (err) {

@@ -9,9 +9,11 @@ import { defaultTopicId, type TopicStatus } from './api.ts';
 
 /**
  * The Topic whose default topic ID is `topicId` ({@link defaultTopicId} inverted: a namespace has
- * no dot), or `undefined` when `topicId` is no default ID (a `spec.topicId`, a shortened ID).
+ * no dot), or `undefined` when `topicId` is no default ID (a `spec.topicId`) or may be a shortened
+ * one (255 characters, the length of every shortened ID: also the default ID of another name).
  */
 export function keyOfTopicId(topicId: string): Key | undefined {
+  if (topicId.length >= 255) return undefined;
   const [prefix, namespace, ...rest] = topicId.split('.');
   const name = rest.join('.');
   if (prefix !== 'k8s' || !namespace || !isDNS1123Label(namespace) || !isDNS1123Subdomain(name))
