@@ -81,7 +81,7 @@ export async function topicDemo(
         resourceName: name,
       }),
     );
-    await timed(`topic ${name} recreated from its audit log entry, without a resync`, async () =>
+    await timed(`topic ${name} recreated after its audit log entry was published`, async () =>
       (await topicIds()).includes(name),
     );
     say('demo        deleting Topic demo/example-topic');
