@@ -13,6 +13,11 @@ const functionsEnvSchema = z.object({
   GOOGLE_CLOUD_PROJECT: z.string().min(1).optional(),
   /** `host:port` of a Pub/Sub emulator (local runs and tests). */
   PUBSUB_EMULATOR_HOST: z.string().min(1).optional(),
+  /**
+   * The email of the functions' own Google service account (Terraform sets it): what Cloud Audit
+   * Logs names as the caller of Levelset's own writes (functions/audit-log.ts drops those entries).
+   */
+  LEVELSET_FUNCTIONS_SERVICE_ACCOUNT: z.email().optional(),
 });
 
 /**
@@ -31,6 +36,8 @@ export interface FunctionsConfig {
   resyncTopic: string;
   projectId: string;
   emulatorHost: string | undefined;
+  /** `LEVELSET_FUNCTIONS_SERVICE_ACCOUNT`: the principal of Levelset's own writes in Cloud Audit Logs. */
+  serviceAccount: string | undefined;
 }
 
 /**
@@ -53,5 +60,6 @@ export function readFunctionsConfig(env: NodeJS.ProcessEnv = process.env): Funct
     resyncTopic: e.LEVELSET_RESYNC_TOPIC ?? resyncTopicOf(e.LEVELSET_TOPIC),
     projectId,
     emulatorHost: e.PUBSUB_EMULATOR_HOST,
+    serviceAccount: e.LEVELSET_FUNCTIONS_SERVICE_ACCOUNT,
   };
 }

@@ -1,19 +1,22 @@
 /**
  * The functions' entry point, for functions-framework and Cloud Run functions (runtime `nodejs24`):
- * `reconcile` (Pub/Sub push) and `resync` (Cloud Scheduler). Configuration comes from the
+ * `reconcile` (Pub/Sub push), `resync` (Cloud Scheduler) and `auditLog` (Pub/Sub push from the
+ * audit log sink's topic: functions/audit-log.ts). Configuration comes from the
  * environment (see README "Configuration"; the clusters served: functions/clusters.ts); clients are
  * created once per instance, at first use.
- * Both check requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
+ * Each checks requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (functions/tracing.ts).
  * `LEVELSET_METRICS_PORT`: serve the reconcile's Prometheus metrics there (functions/metrics.ts).
  *
- * Cold start: an instance serves one target, so what only `resync` needs (the resync, the Pub/Sub
- * publisher and its gRPC stack) is imported at its first request, not when `reconcile` starts
+ * Cold start: an instance serves one target, so what only `resync` or `auditLog` needs (the resync,
+ * the audit log's mapping, the Pub/Sub publisher and its gRPC stack) is imported at its first
+ * request, not when `reconcile` starts
  * (`npm run bench`, cold start). Deployed as one esbuild bundle (scripts/package-functions.ts), in
  * which these dynamic imports are chunks of their own.
  *
  *   npx functions-framework --target=reconcile --port=8081
  *   npx functions-framework --target=resync --port=8082
+ *   npx functions-framework --target=auditLog --port=8083
  */
 
 import type { Request, Response } from '@google-cloud/functions-framework';
@@ -106,9 +109,41 @@ async function loadResyncHandler(): Promise<Handler> {
   });
 }
 
+/** The audit log handler, with its publisher (the keys topic, ordered as the relay's), built at its first request. */
+let auditLogHandler: Promise<Handler> | undefined;
+async function loadAuditLogHandler(): Promise<Handler> {
+  const [{ readFunctionsConfig }, { createKeyPublisher }, { createAuditLogHandler }] = await Promise.all([
+    import('./config.ts'),
+    import('./publish.ts'),
+    import('./audit-log.ts'),
+  ]);
+  const config = readFunctionsConfig();
+  let publisher: ReturnType<typeof createKeyPublisher> | undefined;
+  return createAuditLogHandler({
+    controllers,
+    clusters: () => clusters.ids,
+    kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+    publisher: () => {
+      publisher ??= createKeyPublisher({
+        projectId: config.projectId,
+        topic: config.topic,
+        emulatorHost: config.emulatorHost,
+        logger,
+      });
+      return publisher;
+    },
+    serviceAccount: () => {
+      if (!config.serviceAccount) throw new Error('LEVELSET_FUNCTIONS_SERVICE_ACCOUNT is not set');
+      return config.serviceAccount;
+    },
+    logger,
+    requestRules,
+  });
+}
+
 // Each outside functions-framework's per-request domain, whose async hooks cost a reconcile a fifth
 // of its CPU (http.ts, outsideRequestDomain).
-const handlers: Record<'reconcile' | 'resync', Handler> = {
+const handlers: Record<'reconcile' | 'resync' | 'auditLog', Handler> = {
   reconcile: outsideRequestDomain(
     createReconcileHandler({
       controllers,
@@ -125,9 +160,14 @@ const handlers: Record<'reconcile' | 'resync', Handler> = {
     resyncHandler ??= loadResyncHandler();
     await (await resyncHandler)(req, res);
   }),
+  auditLog: outsideRequestDomain(async (req, res) => {
+    auditLogHandler ??= loadAuditLogHandler();
+    await (await auditLogHandler)(req, res);
+  }),
 };
 ff.http('reconcile', handlers.reconcile);
 ff.http('resync', handlers.resync);
+ff.http('auditLog', handlers.auditLog);
 
 // A body the framework cannot parse reaches the served function's handler, not Express's 400 page.
 const served = handlers[servedTarget() as keyof typeof handlers] as Handler | undefined;

@@ -21,10 +21,11 @@ export const objectName = dns1123Subdomain;
 export const namespaceName = z.union([z.literal(''), dns1123Label]);
 
 /**
- * Why a key was enqueued: a watch event (relay), the periodic resync, an operator, or a reconcile
- * that asked to come back later (`requeueAfterMs`, functions/requeue.ts).
+ * Why a key was enqueued: a watch event (relay), the periodic resync, an operator, a reconcile
+ * that asked to come back later (`requeueAfterMs`, functions/requeue.ts), or a change made to a
+ * cloud resource outside Levelset, reported by Cloud Audit Logs (`audit-log`, functions/audit-log.ts).
  */
-export const enqueueReason = z.enum(['watch', 'resync', 'manual', 'requeue']);
+export const enqueueReason = z.enum(['watch', 'resync', 'manual', 'requeue', 'audit-log']);
 export type EnqueueReason = z.infer<typeof enqueueReason>;
 
 const keyFields = {

@@ -13,6 +13,7 @@ import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
 import type { ResyncReport } from '../functions/resync.ts';
 import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/retry.ts';
+import { AUDIT_LOG_TOPIC, LOCAL_FUNCTIONS_SERVICE_ACCOUNT } from './audit-log.ts';
 import { Composition, Launcher, type LocalService } from './composition.ts';
 import {
   EMULATOR_PROJECT_ID,
@@ -92,6 +93,12 @@ export interface LocalStackOptions {
   onDeliveryStall?: (report: StallReport) => void;
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
+  /**
+   * Serverless mode only: run the `auditLog` function and the audit log topic
+   * ({@link AUDIT_LOG_TOPIC}) with its push subscription to it, where local/audit-log.ts publishes
+   * the entries Cloud Audit Logs would (functions/audit-log.ts); default false.
+   */
+  auditLog?: boolean;
   /** Every log line of every process, as it arrives. */
   onLog?: (service: string, line: LogLine) => void;
   /**
@@ -145,6 +152,8 @@ export interface LocalStack {
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
   readonly resync: Service;
+  /** The running `auditLog` function, with {@link LocalStackOptions.auditLog}. */
+  readonly auditLog: Service | undefined;
   /** The ids of the clusters the stack serves (`[default]` without {@link LocalStackOptions.clusters}). */
   clusters: readonly string[];
   /** The running relay of `cluster` (default: the first cluster), if any. */
@@ -286,13 +295,14 @@ type StackFiles = ReturnType<typeof createStackFiles>;
 
 /** The `reconcile` and `resync` functions under functions-framework, each on a port of its own for good. */
 async function functionServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
-  const ports = { reconcile: await freePort(), resync: await freePort() };
+  const ports = { reconcile: await freePort(), resync: await freePort(), auditLog: await freePort() };
   // The reconcile's Prometheus metrics (functions/metrics.ts) on a port of their own, kept across
   // restarts of the function, which `levelset status --watch` reads.
   const metricsPort = await freePort();
   const urls = {
     reconcile: serviceUrl(ports.reconcile),
     resync: serviceUrl(ports.resync),
+    auditLog: serviceUrl(ports.auditLog),
     reconcileMetrics: `${serviceUrl(metricsPort)}metrics`,
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
@@ -302,19 +312,26 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
     LEVELSET_REQUEUE: 'local',
     // The attempts before a failing key is dead-lettered: the push proxy's (Terraform's dead-letter policy's).
     LEVELSET_MAX_DELIVERY_ATTEMPTS: String(options.maxDeliveryAttempts ?? DEFAULT_MAX_DELIVERY_ATTEMPTS),
+    // The principal Levelset's own writes carry in an audit log entry (local/audit-log.ts).
+    LEVELSET_FUNCTIONS_SERVICE_ACCOUNT: LOCAL_FUNCTIONS_SERVICE_ACCOUNT,
     ...env,
     KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
   };
   const source = `--source=${repoRoot}`;
-  const functionService = (name: 'reconcile' | 'resync') => {
+  const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
     const [port, onLog] = [ports[name], files.log(name)];
     const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
     const metrics = name === 'reconcile' ? { LEVELSET_METRICS_PORT: String(metricsPort) } : {};
     const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
     return new Launcher(() => startService({ name, args, port, env: ownEnv, onLog }));
   };
-  return { reconcile: functionService('reconcile'), resync: functionService('resync'), urls };
+  return {
+    reconcile: functionService('reconcile'),
+    resync: functionService('resync'),
+    auditLog: functionService('auditLog'),
+    urls,
+  };
 }
 
 /**
@@ -330,10 +347,11 @@ function pushSubscription(
     'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots' | 'pushBackoff'
   >,
   messageOrdering?: boolean,
+  subscriptionId?: string,
 ) {
-  const topology = keysTopologyNames(projectId, topic);
+  const topology = keysTopologyNames(projectId, topic, subscriptionId);
   const { deadLetterTopic, subscription } = topology;
-  const topologyOptions = { projectId, emulatorHost, topic, messageOrdering };
+  const topologyOptions = { projectId, emulatorHost, topic, messageOrdering, subscription: subscriptionId };
   const proxyService = new Launcher(() =>
     startPushProxy({ ...proxy, emulatorHost, projectId, deadLetterTopic, subscription }),
   );
@@ -460,7 +478,12 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const files = createStackFiles(options.stateDir, tracing, options.onLog);
   services.add(files.logs);
   const functions = await functionServices(options, env, files);
-  await services.start(emulatorService, functions.reconcile, functions.resync);
+  await services.start(
+    emulatorService,
+    functions.reconcile,
+    functions.resync,
+    ...(options.auditLog ? [functions.auditLog] : []),
+  );
   const started = emulatorService.running;
   if (!started) throw new Error('the Pub/Sub emulator stopped during start-up');
   const proxy = {
@@ -480,6 +503,17 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const maxConcurrentPushes = options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY;
   const resync = pushSubscription(started, resyncTopicOf(topic), { ...proxy, maxConcurrentPushes }, false);
   const resyncPushProxy = await services.launch(resync);
+  // The audit log sink's topic and its push subscription to `auditLog` (terraform/audit-log.tf).
+  const auditLog = options.auditLog
+    ? pushSubscription(
+        started,
+        AUDIT_LOG_TOPIC,
+        { target: functions.urls.auditLog, maxDeliveryAttempts: options.maxDeliveryAttempts },
+        false,
+        `${AUDIT_LOG_TOPIC}-push`,
+      )
+    : undefined;
+  if (auditLog) await services.launch(auditLog);
   const watchdog = await services.launch(() =>
     startDeliveryWatchdog({
       emulatorHost: started.host,
@@ -546,6 +580,9 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     get resync() {
       return functionOf('resync');
     },
+    get auditLog() {
+      return functions.auditLog.running;
+    },
     clusters: relays.map((r) => r.id),
     relay: (id) => relayOf(id).service.running,
     async startRelay(extraEnv = {}, id) {
@@ -568,6 +605,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       await emulatorService.start();
       await keys.start();
       await resync.start();
+      await auditLog?.start();
     },
     runResync,
     env,

@@ -15,6 +15,7 @@ import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
+import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, seedDemo } from './demo.ts';
 import { watchParent } from './parent-watch.ts';
@@ -176,6 +177,7 @@ export async function runDev(options: DevOptions): Promise<void> {
         env: { LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace, LOG_LEVEL: logLevel },
         collapseMs: options.collapseMs,
         resyncIntervalMs: options.resyncIntervalMs,
+        auditLog: true,
         stateDir: options.stateDir,
         onLog: (service, line) => {
           if (options.logFormat === 'json') say(JSON.stringify({ service, ...line }));
@@ -206,6 +208,9 @@ export async function runDev(options: DevOptions): Promise<void> {
     say(
       `  resync           ${stack.resync.url} (${options.resyncIntervalMs ? `every ${options.resyncIntervalMs / 1000} s` : 'no timer: levelset resync'})`,
     );
+    say(
+      `  auditLog         ${stack.auditLog?.url ?? '-'} (push subscription of topic ${AUDIT_LOG_TOPIC}: Cloud Audit Logs' entries, published locally by whoever changes a cloud resource out of band)`,
+    );
     for (const id of clusters ? stack.clusters : [undefined])
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
@@ -221,7 +226,7 @@ export async function runDev(options: DevOptions): Promise<void> {
     say('Ctrl-C stops everything.\n');
     if (embedded.length > 0 && options.demo) {
       await seedDemo(kubeConfig, options.sourceNamespace, 'after', say);
-      await topicDemo(kubeConfig, stack.emulator.host, say);
+      await topicDemo(kubeConfig, stack.emulator, say);
       const [first, second] = clusters ? embedded : [];
       if (first && second) await crossClusterDemo(first, second, options.sourceNamespace, say);
     } else {

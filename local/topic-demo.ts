@@ -1,25 +1,31 @@
 /**
  * The Topic controller's part of the `npm start` demo: a Topic applied into namespace `demo`, its
  * topic and subscription appearing in the Pub/Sub emulator (in the controller's own project, never
- * the keys project), then the Topic deleted and the topic gone with it (its finalizer at work).
+ * the keys project); the topic deleted out of band, as in the console, and the Admin Activity entry
+ * Cloud Audit Logs would write published (local/audit-log.ts), so the topic is recreated at once,
+ * not at the next resync; then the Topic deleted and the topic gone with it (its finalizer at work).
  */
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { googleCloudConfig } from '../functions/kit/index.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { auditLogEntry, publishAuditLogEntry } from './audit-log.ts';
+import type { PubSubEmulator } from './pubsub-emulator.ts';
 
 const topics = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics', namespace: 'demo' };
 
 /**
- * Plays the Topic demo against the emulator at `emulatorHost`, printing each checked step with `say`.
+ * Plays the Topic demo against the stack's emulator (the audit log topic in its project), printing
+ * each checked step with `say`.
  * @throws when a step does not converge within 30 s
  */
 export async function topicDemo(
   kubeConfig: KubeConfig,
-  emulatorHost: string,
+  emulator: Pick<PubSubEmulator, 'host' | 'projectId'>,
   say: (line: string) => void,
 ): Promise<void> {
+  const emulatorHost = emulator.host;
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const { project } = googleCloudConfig({ PUBSUB_EMULATOR_HOST: emulatorHost });
   const pubsub = new PubSub({ projectId: project, ...emulatorClientOptions(emulatorHost) });
@@ -61,6 +67,22 @@ export async function topicDemo(
           subscription
         );
       },
+    );
+    say(
+      `demo        deleting topic ${name} out of band (as in the console), and publishing its audit log entry`,
+    );
+    await pubsub.topic(name).delete();
+    await publishAuditLogEntry(
+      emulatorHost,
+      emulator.projectId,
+      auditLogEntry(project, {
+        serviceName: 'pubsub.googleapis.com',
+        methodName: 'google.pubsub.v1.Publisher.DeleteTopic',
+        resourceName: name,
+      }),
+    );
+    await timed(`topic ${name} recreated after its audit log entry was published`, async () =>
+      (await topicIds()).includes(name),
     );
     say('demo        deleting Topic demo/example-topic');
     await custom.deleteNamespacedCustomObject({ ...topics, name: 'example-topic' });

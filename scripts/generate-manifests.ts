@@ -3,7 +3,9 @@
  * (`functions/controllers/index.ts`), so that the registry stays the one list of what is watched
  * and what is reconciled (docs/architecture.md "Contracts"). Writes checked-in files:
  *
- * - `terraform/registry.gen.tf.json` — Terraform locals: the relay's and the functions' ClusterRole rules.
+ * - `terraform/registry.gen.tf.json` — Terraform locals: the relay's and the functions' ClusterRole
+ *   rules, and the Cloud Audit Logs sink's filter (`audit_log_filter`, `""` when no controller
+ *   declares `auditLog`: terraform/audit-log.tf then creates nothing).
  * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.
  * - `deploy/in-process/rbac.yaml` — the in-process mode's ClusterRole (the union of the relay's and
  *   the functions' rules) and its binding; `deploy/in-process/namespace.yaml`, a copy of
@@ -34,6 +36,7 @@ import { parseArgs } from 'node:util';
 import { isMap, isScalar, parseAllDocuments, parseDocument, stringify } from 'yaml';
 import type { Controller, ResourceType, Verb } from '../functions/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../functions/k8s/events.ts';
+import { resourceNameRegex } from '../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../functions/kit/rbac.ts';
 
@@ -226,6 +229,32 @@ export function inProcessRules(controllers: readonly Controller[]): ClusterRule[
   return mergeGrants(grants);
 }
 
+/**
+ * The Cloud Logging filter (Logging query language) of the audit log sink: Admin Activity entries
+ * (`log_id("cloudaudit.googleapis.com/activity")`) of each service some controller's `auditLog`
+ * names, whose `protoPayload.resourceName` one of its patterns matches (`=~`, the pattern's RE2
+ * expression: functions/kit/audit-log.ts `resourceNameRegex`); the same names the `auditLog`
+ * function maps. Services and patterns sorted, repeats merged. `""` when no controller declares one.
+ * Terraform adds the exclusion of the functions' own service account (terraform/audit-log.tf).
+ */
+export function auditLogFilter(controllers: readonly Controller[]): string {
+  const byService = new Map<string, Set<string>>();
+  for (const c of controllers) {
+    if (!c.auditLog) continue;
+    const patterns = byService.get(c.auditLog.serviceName) ?? new Set<string>();
+    for (const pattern of c.auditLog.resourceNames) patterns.add(resourceNameRegex(pattern));
+    byService.set(c.auditLog.serviceName, patterns);
+  }
+  if (byService.size === 0) return '';
+  const terms = [...byService.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([service, patterns]) => {
+      const names = [...patterns].sort().map((re) => `protoPayload.resourceName=~${JSON.stringify(re)}`);
+      return `(protoPayload.serviceName=${JSON.stringify(service)} AND (${names.join(' OR ')}))`;
+    });
+  return `log_id("cloudaudit.googleapis.com/activity") AND (${terms.join(' OR ')})`;
+}
+
 /** Every `functions/controllers/<folder>/crd.yaml`, sorted by path. */
 export function findCrdSources(root: string = REPO_ROOT): CrdSource[] {
   const base = join(root, 'functions', 'controllers');
@@ -391,6 +420,7 @@ export function generateFiles(
       registry_controllers: controllers.map((c) => escapeTemplate(c.name)),
       relay_cluster_rules: tfRules(relay),
       functions_cluster_rules: tfRules(fns),
+      audit_log_filter: escapeTemplate(auditLogFilter(controllers)),
     },
   };
   const tfPath = 'terraform/registry.gen.tf.json';

@@ -1,11 +1,12 @@
 # Log-based metrics from the JSON lines the functions and the relay write (functions/log.ts):
 # `logging.googleapis.com/labels` becomes the entry's labels (controller, key); the reconcile's final
 # line carries `outcome` (success | requeue | transient | terminal | malformed | error) and
-# `durationMs`; a key a resync found drifted adds one WARNING line with `drift: true`
-# (functions/drift.ts); every line of a delivery carries `deliveryDelayMs`, from the key message's
+# `durationMs`; a key a resync or an audit log entry found drifted adds one WARNING line with
+# `drift: true` and `driftSource` (functions/drift.ts); every line of a delivery carries `deliveryDelayMs`, from the key message's
 # `enqueuedAt` to its delivery (functions/reconcile.ts). Labels `controller` and `cluster` come from
 # the line's labels (functions/log.ts keyLogger). Alerts: keys in the dead-letter subscription, relay
-# publish failures, drift the resync corrected (watch events the relay missed). The dashboard and the
+# publish failures, drift the resync corrected (watch events the relay missed; the audit log's drift
+# is expected, counted, never alerted on). The dashboard and the
 # SLOs that read these metrics: dashboard.tf.
 
 locals {
@@ -15,8 +16,9 @@ locals {
     "jsonPayload.outcome:*",
   ])
 
-  # One line per key whose resync-triggered reconcile changed something (functions/drift.ts): the
-  # cloud's count of `levelset_drift_corrected_total` (Cloud Run instances are not scraped).
+  # One line per key whose resync- or audit-log-triggered reconcile changed something
+  # (functions/drift.ts): the cloud's count of `levelset_drift_corrected_total` (Cloud Run instances
+  # are not scraped).
   drift_log_filter = join(" AND ", [
     "resource.type=\"cloud_run_revision\"",
     "resource.labels.service_name=\"${local.reconcile_function_name}\"",
@@ -148,11 +150,17 @@ resource "google_logging_metric" "reconcile_delivery_delay" {
       value_type  = "STRING"
       description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
     }
+    labels {
+      key         = "source"
+      value_type  = "STRING"
+      description = "Where the drift was found: resync, or audit-log (a change outside Levelset reported by Cloud Audit Logs)."
+    }
   }
 
   label_extractors = {
     controller = "EXTRACT(labels.controller)"
     cluster    = "EXTRACT(labels.cluster)"
+    source     = "EXTRACT(jsonPayload.driftSource)"
   }
 
   # Explicit bounds, one of which is the delivery SLO's threshold (variable validation): the SLO's
@@ -185,7 +193,7 @@ resource "google_logging_metric" "relay_publish_errors" {
 resource "google_logging_metric" "drift_corrected" {
   project     = var.project_id
   name        = "${var.name}/drift_corrected"
-  description = "Levelset: keys a resync found drifted (its reconcile changed something no watch event had announced), by controller."
+  description = "Levelset: keys found drifted (their reconcile changed something no watch event had announced), by controller and source (resync, audit-log)."
   filter      = local.drift_log_filter
 
   metric_descriptor {
@@ -204,11 +212,17 @@ resource "google_logging_metric" "drift_corrected" {
       value_type  = "STRING"
       description = "The cluster id of the key (its log line's labels.cluster; default with cluster_name)."
     }
+    labels {
+      key         = "source"
+      value_type  = "STRING"
+      description = "Where the drift was found: resync, or audit-log (a change outside Levelset reported by Cloud Audit Logs)."
+    }
   }
 
   label_extractors = {
     controller = "EXTRACT(labels.controller)"
     cluster    = "EXTRACT(labels.cluster)"
+    source     = "EXTRACT(jsonPayload.driftSource)"
   }
 
   depends_on = [google_project_service.apis]
@@ -309,6 +323,8 @@ resource "google_monitoring_alert_policy" "drift_corrected" {
       filter = join(" AND ", [
         "resource.type = \"cloud_run_revision\"",
         "metric.type = \"logging.googleapis.com/user/${google_logging_metric.drift_corrected.name}\"",
+        # The audit log's drift is a change someone made outside Levelset, undone as it should be.
+        "metric.label.source = \"resync\"",
       ])
       comparison      = "COMPARISON_GT"
       threshold_value = 0

@@ -502,3 +502,10 @@ variable "trace_sample_ratio" {
     error_message = "trace_sample_ratio must be between 0 and 1."
   }
 }
+
+variable "audit_log_projects" {
+  description = "More projects whose Admin Activity audit logs Levelset reads for drift (a log sink in each: terraform/audit-log.tf), besides project_id and topic_controller_project."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}

@@ -214,6 +214,29 @@ export interface Result {
  */
 export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';
 
+/**
+ * The cloud resources a controller of external resources owns, as Cloud Audit Logs name them, and
+ * how a resource's name leads back to the keys of the objects that own it: the `auditLog` function
+ * (functions/audit-log.ts) publishes those keys when an Admin Activity entry reports a change made
+ * outside Levelset, and the manifest generator builds the log sink's filter from it. Declared with
+ * the kit (functions/kit/audit-log.ts, `defineController`'s `auditLog`).
+ */
+export interface AuditLogSource {
+  /** The Google service whose entries name the resources (`protoPayload.serviceName`), e.g. `pubsub.googleapis.com`. */
+  serviceName: string;
+  /**
+   * The resource name patterns (Google's resource names, AIP-122: literal collection IDs and
+   * `{variable}` segments), e.g. `projects/{project}/topics/{topic}`.
+   */
+  resourceNames: readonly string[];
+  /**
+   * The keys of the objects that own `resourceName` (one the patterns match) in the cluster `ctx`
+   * reaches; `[]` when none does. May read the cluster (a LIST of the primary).
+   * @throws the API error of a read (the entry is then retried)
+   */
+  keysOf(resourceName: string, ctx: ResyncContext): Promise<MappedKey[]>;
+}
+
 /** A controller module: one folder under `functions/controllers/`, one line in the registry. */
 export interface Controller {
   /** Unique kebab-case name; the key message's `controller`. */
@@ -243,6 +266,11 @@ export interface Controller {
    * (relay/spec-index.ts) and answers {@link MapContext.byIndex}. Pure, cheap, never throwing.
    */
   indexes?: Record<string, (object: KubernetesObject) => string[]>;
+  /**
+   * The cloud resources it owns, for drift seen in Cloud Audit Logs ({@link AuditLogSource});
+   * omitted: none (drift outside the cluster is found by the resync alone).
+   */
+  auditLog?: AuditLogSource;
   /** RBAC rules the reconcile and `listKeys` need (the functions' identity); the relay needs only list/watch on `watches`. */
   rbac: PolicyRule[];
   /**

@@ -38,6 +38,7 @@ import type {
 import { type Key, keyString } from '../contract/key.ts';
 import { errorText, TerminalError } from '../k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
@@ -136,6 +137,12 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * Throw `TerminalError(reason, message)` for what no retry fixes: `Ready=False/<reason>` + Warning Event.
    */
   reconcile(input: ReconcileInput<z.infer<Schema>>): Promise<Desired | undefined> | Desired | undefined;
+  /**
+   * The cloud resources the controller owns, so that a change made to one outside Levelset, reported
+   * by Cloud Audit Logs, reconciles its owner within seconds (functions/kit/audit-log.ts); a wrong
+   * shape throws here.
+   */
+  auditLog?: AuditLogDeclaration;
   /**
    * Releases what the object holds outside the cluster (controller-runtime's finalizer pattern, Kopf's
    * `@kopf.on.delete`). Declaring it makes the kit add the finalizer `levelset.dev/<name>` before the
@@ -389,6 +396,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     ...(def.spec || def.status ? { schemas: { spec: def.spec, status: def.status } } : {}),
     ...(def.indexes ? { indexes: compileIndexes(schema, def.indexes) } : {}),
     ...(def.listKeys ? { listKeys: def.listKeys } : {}),
+    ...(def.auditLog ? { auditLog: compileAuditLog(def.name, def.primary, def.auditLog) } : {}),
     reconcile,
   };
 }

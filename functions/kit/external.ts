@@ -128,7 +128,7 @@ export interface DesiredInput<Spec> {
 export interface ExternalResourceDefinition<Schema extends z.ZodType>
   extends Pick<
     ControllerDefinition<Schema>,
-    'name' | 'primary' | 'spec' | 'status' | 'listKeys' | 'referencedBy'
+    'name' | 'primary' | 'spec' | 'status' | 'listKeys' | 'referencedBy' | 'auditLog'
   > {
   /**
    * Status field → the kind of cloud resource whose full names it holds, in creation order
@@ -353,6 +353,7 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
     ...(def.spec ? { spec: def.spec } : {}),
     ...(def.status ? { status: def.status } : {}),
     ...(def.referencedBy ? { referencedBy: def.referencedBy } : {}),
+    ...(def.auditLog ? { auditLog: def.auditLog } : {}),
     ...(def.watches ? { watches: def.watches } : {}),
     ...(def.indexes ? { indexes: def.indexes } : {}),
     ...(def.rbac ? { rbac: def.rbac } : {}),

@@ -16,6 +16,7 @@
  *   limits requeued after their delay ({@link rateLimitOf}).
  * - Controllers of cloud resources ({@link defineExternalResource}): observe/create/update/delete,
  *   the owner mark, deletion and adoption policies, per-object intervals (external.ts).
+ * - The cloud resources a controller owns, for drift seen in Cloud Audit Logs ({@link AuditLogDeclaration}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapThroughControllers}, {@link mapToOwnerAnnotation}, and
  *   {@link mapByIndex} over a spec index the controller declares (`indexes`).
@@ -23,6 +24,7 @@
  * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
  */
 export type {
+  AuditLogSource,
   ClusterDirectory,
   Controller,
   ExternalChange,
@@ -55,6 +57,12 @@ export {
 } from '../k8s/errors.ts';
 export { type ListPage, listPaged } from '../k8s/list.ts';
 export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
+export {
+  type AuditLogDeclaration,
+  matchResourceName,
+  type ResourceNameMatch,
+  resourceNameRegex,
+} from './audit-log.ts';
 export {
   type CrossNamespaceTracking,
   messageResourceExists,

@@ -230,13 +230,19 @@ describe('terraform/', () => {
     );
   });
 
-  test('both functions run nodejs24 with their entry points, a dedicated identity and bounded scale', () => {
+  test('the functions run nodejs24 with their entry points, a dedicated identity and bounded scale', () => {
     const fns = resourcesOf(m, 'google_cloudfunctions2_function');
-    assert.deepEqual([...fns.keys()].sort(), ['reconcile', 'resync']);
+    // audit_log: only when a controller declares auditLog (test/terraform/audit-log.test.ts).
+    const entryPoints: Record<string, string> = {
+      reconcile: 'reconcile',
+      resync: 'resync',
+      audit_log: 'auditLog',
+    };
+    assert.deepEqual([...fns.keys()].sort(), ['audit_log', 'reconcile', 'resync']);
     for (const [name, fn] of fns) {
       const build = block(fn, 'build_config');
       assert.equal(build.runtime, 'nodejs24', name);
-      assert.equal(build.entry_point, name);
+      assert.equal(build.entry_point, entryPoints[name]);
       const storage = block(block(build, 'source'), 'storage_source');
       assert.equal(storage.object, ref('google_storage_bucket_object.functions_source.name'));
       const svc = block(fn, 'service_config');
@@ -244,7 +250,9 @@ describe('terraform/', () => {
       assert.equal(resolveDefault(m, svc.ingress_settings), 'ALLOW_INTERNAL_ONLY', `${name} ingress`);
       assert.ok(svc.max_instance_count !== undefined, `${name} max_instance_count`);
       assert.ok(svc.max_instance_request_concurrency !== undefined, `${name} concurrency`);
-      assert.equal(svc.environment_variables, ref('local.function_env'));
+      if (name === 'audit_log')
+        assert.match(String(svc.environment_variables), /^\$\{merge\(local\.function_env, \{/);
+      else assert.equal(svc.environment_variables, ref('local.function_env'));
     }
     const reconcile = block(resource(m, 'google_cloudfunctions2_function', 'reconcile'), 'service_config');
     assert.ok(varName(reconcile.max_instance_count), 'reconcile max_instance_count is a variable');
@@ -341,6 +349,7 @@ describe('terraform/', () => {
     const expected = new Map([
       ['reconcile', ref('google_service_account.push.member')],
       ['resync', ref('google_service_account.scheduler.member')],
+      ['audit_log', ref('google_service_account.push.member')],
     ]);
     let grants = 0;
     for (const [type, byName] of m.resources) {
@@ -353,13 +362,13 @@ describe('terraform/', () => {
           `${type}.${name}: one member, one service`,
         );
         assert.equal(body.role, 'roles/run.invoker');
-        const fn = /google_cloudfunctions2_function\.(\w+)\./.exec(body.name)?.[1];
+        const fn = /google_cloudfunctions2_function\.(\w+)(\[0\])?\./.exec(body.name)?.[1];
         assert.ok(fn && expected.has(fn), `${name} targets a function`);
         assert.equal(body.member, expected.get(fn), `${fn} invoker`);
         grants++;
       }
     }
-    assert.equal(grants, 2);
+    assert.equal(grants, 3);
   });
 
   test('the Topic controller is opt-in: its Pub/Sub role and project only with enable_topic_controller', () => {

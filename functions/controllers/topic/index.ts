@@ -15,6 +15,7 @@ import {
   type Labels,
 } from '../../kit/index.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
+import { topicAuditLog } from './audit-log.ts';
 
 let client: Promise<PubSub> | undefined;
 /**
@@ -120,6 +121,7 @@ export const topicController = defineExternalResource({
   primary: topicResource,
   spec: topicSpecSchema,
   status: topicStatusSchema,
+  auditLog: topicAuditLog,
   kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
   desired({ object, spec, google }) {
     const topic = topicName(
