@@ -291,7 +291,9 @@ describe('kit: children, status, invalid specs, request counts', () => {
           () => false,
           () => true,
         ),
-      { message: 'garbage collection of legacy-0' },
+      // kube-controller-manager's garbage collector watches a CRD's resource only once its
+      // discovery resync has seen it (every 30 s), so a just-created kind's dependents can wait that long.
+      { message: 'garbage collection of legacy-0', timeoutMs: 90_000 },
     );
   });
 

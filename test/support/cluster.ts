@@ -50,8 +50,8 @@ export interface TestCluster {
     namespace: string,
   ): Promise<void>;
   /**
-   * Creates a test's own CRD from its manifest (one that exists already, 409, is kept: test CRDs
-   * are shared by the files and runs of a real cluster) and waits, with a deadline, until its
+   * Creates a test's own CRD from its manifest (one that exists already, 409, is replaced by it: a
+   * real cluster keeps the CRDs of the files and runs before, which may be older) and waits, with a deadline, until its
    * resource is served: a LIST in `namespace` answers 200, or a cluster-wide LIST without one.
    * @throws {Error} when the API refuses the CRD or the resource is not served in time.
    */
@@ -98,11 +98,17 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
       });
     },
     async createCrd(manifest, resource, namespace) {
-      await KubernetesObjectApi.makeApiClient(kubeConfig)
-        .create(manifest)
-        .catch((err: { code?: number }) => {
-          if (err.code !== 409) throw err;
+      const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+      await objects.create(manifest).catch(async (err: { code?: number }) => {
+        if (err.code !== 409) throw err;
+        // A shared real cluster keeps the CRD an earlier run (of an older test) made: replace it,
+        // or the API server prunes the fields this test's schema added.
+        const live = await objects.read({ ...manifest, metadata: { name: manifest.metadata?.name ?? '' } });
+        await objects.replace({
+          ...manifest,
+          metadata: { ...manifest.metadata, resourceVersion: live.metadata?.resourceVersion },
         });
+      });
       const custom = kubeConfig.makeApiClient(CustomObjectsApi);
       const list = () =>
         namespace === undefined
