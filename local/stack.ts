@@ -329,7 +329,8 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
   return {
     reconcile: functionService('reconcile'),
     resync: functionService('resync'),
-    auditLog: functionService('auditLog'),
+    // Its log file and trace file exist only when it runs.
+    auditLog: options.auditLog ? functionService('auditLog') : undefined,
     urls,
   };
 }
@@ -482,7 +483,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     emulatorService,
     functions.reconcile,
     functions.resync,
-    ...(options.auditLog ? [functions.auditLog] : []),
+    ...(functions.auditLog ? [functions.auditLog] : []),
   );
   const started = emulatorService.running;
   if (!started) throw new Error('the Pub/Sub emulator stopped during start-up');
@@ -581,7 +582,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       return functionOf('resync');
     },
     get auditLog() {
-      return functions.auditLog.running;
+      return functions.auditLog?.running;
     },
     clusters: relays.map((r) => r.id),
     relay: (id) => relayOf(id).service.running,

@@ -19,13 +19,14 @@ const root = new URL('../..', import.meta.url).pathname;
  * The bench's sections (bench/run.ts, `--only` names) in three groups of about the same time, each
  * run by a bench process of its own, side by side: one process running them all, one after the
  * other, was the longest file of `npm test` by far (at load 15 it reached its tenth section at its
- * 600 s timeout), its stacks started one at a time (docs/architecture.md decision 41). Each group keeps the run's order (tracing last: it registers the
+ * 600 s timeout), its stacks started one at a time (docs/architecture.md decision 41). Each group
+ * keeps the run's order (tracing last: it registers the
  * OpenTelemetry SDK for the rest of its process). Together they are every section: the figures
  * below must come from every section of the report.
  */
 const GROUPS = [
   ['e2e/throughput', 'collapse', 'relay', 'api-cost', 'resync-priority', 'topic'],
-  ['breakdown', 'cost'],
+  ['breakdown', 'cost', 'retries'],
   ['cold-start', 'fleet', 'memory/resync', 'tracing'],
 ];
 

@@ -198,23 +198,19 @@ describe('a failing key never slows the others (serverless)', {
       timeoutMs: 30_000,
       message: 'the rate-limited key reconciled',
     });
+    // The kit answers a rate limit itself (functions/kit/rate-limits.ts): a requeue after the
+    // delay the answer asked for, not a failure, so the key's attempts are not spent on it.
     assert.deepEqual(
-      outcomeLines(p, CONTROLLER, key).map((l) => [l.outcome, l.retryAfterMs]),
+      outcomeLines(p, CONTROLLER, key).map((l) => [l.outcome, l.requeueAfterMs]),
       [
-        ['transient', 1000],
+        ['requeue', 1000],
         ['success', undefined],
       ],
     );
     assert.deepEqual(
-      keyLines(p, key, 'retryInMs').map((l) => l.retryInMs),
-      [1000],
-    );
-    assert.deepEqual(
-      pushesOf('limited').map((x) => [x.status, x.attributes[ATTEMPT_ATTRIBUTE] ?? '1']),
-      [
-        [204, '1'],
-        [204, '2'],
-      ],
+      pushesOf('limited').map((x) => x.status),
+      [204, 204],
+      'never a non-2xx answer',
     );
   });
 

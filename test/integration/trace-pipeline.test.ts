@@ -275,7 +275,7 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
     assert.match(text.stdout, new RegExp(`^trace ${t.traceId}  foo ${ns}/traced .* outcome success$`, 'm'));
     assert.match(
       text.stdout,
-      /^ +\+0 ms +\d+ (ms|\.\d s) {2}enqueue \[relay\] {2}event seen: ADDED samplecontroller\.k8s\.io\/v1alpha1\/foos rv \d+/m,
+      /^ +\+0 ms +(\d+ ms|\d+\.\d s) {2}enqueue \[relay\] {2}event seen: ADDED samplecontroller\.k8s\.io\/v1alpha1\/foos rv \d+/m,
     );
     assert.match(text.stdout, /^ .* {2}levelset-keys create \[relay\] {2}published to levelset-keys$/m);
     assert.match(
