@@ -99,6 +99,9 @@ export {
   policiesOf,
   RECONCILE_INTERVAL,
   RESOURCE_EXISTS,
+  sameLabels,
+  type Waiting,
+  type Wanted,
   type WantedResource,
 } from './external.ts';
 export { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';

@@ -13,7 +13,9 @@ import {
   type GoogleCloudConfig,
   googleCloudConfig,
   type Labels,
+  sameLabels,
 } from '../../kit/index.ts';
+import { subscriptionResource } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
 
@@ -31,8 +33,6 @@ const pubsub = (): Promise<PubSub> =>
 
 type Live = { labels?: Labels | null };
 const labelsOf = (live: Live): Labels => ({ ...live.labels });
-const differ = (a: Labels, b: Labels) =>
-  JSON.stringify(Object.entries(a).sort()) !== JSON.stringify(Object.entries(b).sort());
 
 /** A topic: its retention, seconds (omitted: Pub/Sub's default). */
 type TopicWanted = { retentionSeconds?: number };
@@ -51,7 +51,7 @@ const topics: ExternalClient<TopicWanted, TopicLive> = {
   },
   async update(name, d, labels, live) {
     // Only what differs is in the update mask.
-    const relabel = differ(labelsOf(live), labels) ? { labels } : {};
+    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
     await (await pubsub()).topic(name).setMetadata({ ...relabel, ...retention(d) });
   },
   async setLabels(name, labels) {
@@ -101,7 +101,7 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
       await subscriptions.create(name, d, labels);
       return;
     }
-    const relabel = differ(labelsOf(live), labels) ? { labels } : {};
+    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
     await (await pubsub()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
   },
   async setLabels(name, labels) {
@@ -122,6 +122,15 @@ export const topicController = defineExternalResource({
   spec: topicSpecSchema,
   status: topicStatusSchema,
   auditLog: topicAuditLog,
+  // A Topic that Subscriptions name is not deleted from under them (kit/references.ts).
+  referencedBy: [
+    {
+      resource: subscriptionResource,
+      references: (sub) => [
+        `${sub.metadata?.namespace}/${(sub as { spec?: { topicRef?: { name?: string } } }).spec?.topicRef?.name}`,
+      ],
+    },
+  ],
   kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
   desired({ object, spec, google }) {
     const topic = topicName(
