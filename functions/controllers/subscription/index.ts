@@ -11,10 +11,9 @@ import {
   defineExternalResource,
   type ExternalClient,
   googleCloudConfig,
-  isConditionTrue,
+  isReady,
   type Labels,
   mapByIndex,
-  parseConditions,
   sameLabels,
   TerminalError,
   type Waiting,
@@ -115,17 +114,9 @@ export const subscriptionController = defineExternalResource({
   rbac: [{ apiGroups: [topicResource.group], resources: [topicResource.plural], verbs: ['get'] }],
   async desired({ spec, get }): Promise<Wanted | Waiting> {
     const ref = spec.topicRef.name;
-    const topicObject = (await get(topicResource, ref)) as
-      | {
-          metadata: { generation?: number };
-          status?: TopicStatus & { conditions?: unknown; observedGeneration?: number };
-        }
-      | undefined;
-    const topic = topicObject?.status?.topic;
-    const ready =
-      topicObject?.status?.observedGeneration === topicObject?.metadata.generation &&
-      isConditionTrue(parseConditions(topicObject?.status?.conditions), 'Ready');
-    if (!topic || !ready)
+    const topicObject = await get(topicResource, ref);
+    const topic = (topicObject as { status?: TopicStatus } | undefined)?.status?.topic;
+    if (!topic || !isReady(topicObject))
       return {
         wait: {
           reason: DEPENDENCY_NOT_READY,
