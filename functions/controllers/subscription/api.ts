@@ -4,6 +4,7 @@
  * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
  * `crd.yaml`). Pub/Sub's rules for IDs, dead letters and durations are the Topic API's (topic/api.ts).
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
 import { customResource } from '../../kit/index.ts';
 import { resourceId, topicSpecSchema, subscriptionSpecSchema as topicSubscription } from '../topic/api.ts';
@@ -48,3 +49,12 @@ export const subscriptionStatusSchema = z.object({
     .optional(),
 });
 export type SubscriptionStatus = z.infer<typeof subscriptionStatusSchema>;
+
+/**
+ * The Topic a Subscription names, as `namespace/name` (a spec index's value and a reference's:
+ * kit index-spec.ts, references.ts); `[]` when its stored spec names none.
+ */
+export function topicRefOf(subscription: KubernetesObject): string[] {
+  const name = (subscription as { spec?: { topicRef?: { name?: unknown } } }).spec?.topicRef?.name;
+  return typeof name === 'string' && name ? [`${subscription.metadata?.namespace}/${name}`] : [];
+}

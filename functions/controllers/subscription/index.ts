@@ -20,7 +20,7 @@ import {
   type Wanted,
 } from '../../kit/index.ts';
 import { type TopicStatus, topicResource } from '../topic/api.ts';
-import { subscriptionResource, subscriptionSpecSchema, subscriptionStatusSchema } from './api.ts';
+import { subscriptionResource, subscriptionSpecSchema, subscriptionStatusSchema, topicRefOf } from './api.ts';
 
 /** Reason of `Ready=False` while the referenced Topic is missing or not Ready. */
 export const DEPENDENCY_NOT_READY = 'DependencyNotReady';
@@ -109,7 +109,7 @@ export const subscriptionController = defineExternalResource({
   status: subscriptionStatusSchema,
   kinds: { subscription: { client: subscriptions } },
   // The Topic each Subscription names, as `namespace/name`: an event of a Topic maps to its Subscriptions.
-  indexes: { topicRef: ({ object, spec }) => [`${object.metadata?.namespace}/${spec.topicRef.name}`] },
+  indexes: { topicRef: ({ object }) => topicRefOf(object) },
   watches: [{ resource: topicResource, map: mapByIndex('topicRef') }],
   rbac: [{ apiGroups: [topicResource.group], resources: [topicResource.plural], verbs: ['get'] }],
   async desired({ spec, get }): Promise<Wanted | Waiting> {

@@ -15,7 +15,7 @@ import {
   type Labels,
   sameLabels,
 } from '../../kit/index.ts';
-import { subscriptionResource } from '../subscription/api.ts';
+import { subscriptionResource, topicRefOf } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
 
@@ -122,16 +122,9 @@ export const topicController = defineExternalResource({
   spec: topicSpecSchema,
   status: topicStatusSchema,
   auditLog: topicAuditLog,
-  // A Topic that Subscriptions name is not deleted from under them (kit/references.ts).
-  referencedBy: [
-    {
-      resource: subscriptionResource,
-      references: (sub) => [
-        `${sub.metadata?.namespace}/${(sub as { spec?: { topicRef?: { name?: string } } }).spec?.topicRef?.name}`,
-      ],
-    },
-  ],
   kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
+  // A Topic that Subscriptions name is not deleted from under them (kit/references.ts).
+  referencedBy: [{ resource: subscriptionResource, references: topicRefOf }],
   desired({ object, spec, google }) {
     const topic = topicName(
       google,
