@@ -10,6 +10,7 @@ import { customclusterController } from './customcluster/index.ts';
 import { fooController } from './foo/index.ts';
 import { icecreamController } from './icecream/index.ts';
 import { secretReplicator } from './secret-replicator/index.ts';
+import { subscriptionController } from './subscription/index.ts';
 import { topicController } from './topic/index.ts';
 
 export const controllers: readonly Controller[] = [
@@ -19,6 +20,7 @@ export const controllers: readonly Controller[] = [
   icecreamController, // Icecream (controller.nicoleh.io/v1alpha1)
   configmapBundleController, // ConfigMapBundle (examples.levelset.dev/v1alpha1)
   topicController, // Topic (pubsub.levelset.dev/v1alpha1)
+  subscriptionController, // Subscription (pubsub.levelset.dev/v1alpha1)
 ];
 
 /** The registered controller called `name`, or `undefined`. */

@@ -38,6 +38,7 @@ import {
   throwGoogleCloudError,
 } from './google-cloud.ts';
 import type { IndexFunction } from './index-spec.ts';
+import type { Reads } from './reads.ts';
 import type { FinalizeInput, PrimaryObject, ReconcileInput } from './steps.ts';
 
 /** Google Cloud labels: key → value (lower case, ≤ 63 characters each). */
@@ -109,6 +110,9 @@ export interface WantedResource<Desired = unknown> {
   labels?: Labels;
 }
 
+/** The resources an object wants, by status field. */
+export type Wanted = Record<string, WantedResource[]>;
+
 /** One kind of cloud resource of a controller, and the status field holding the names of its resources. */
 export interface ExternalKind {
   client: AnyClient;
@@ -122,6 +126,18 @@ export interface DesiredInput<Spec> {
   spec: Spec;
   /** The project, emulator and client options of the controllers' Google clients. */
   google: GoogleCloudConfig;
+  /** GETs an object the resources depend on (another controller's primary, say); needs `get` in the RBAC. */
+  get: Reads['get'];
+}
+
+/**
+ * What `desired` returns when the object cannot be converged yet (a dependency not there or not
+ * Ready): `Ready=False` with this reason and message, nothing written outside the cluster, the status
+ * kept. Not an error (no Warning Event, no retry): the key comes back on the dependency's event (a
+ * watch mapping it) or at the resync. On delete, the kit releases what the status names.
+ */
+export interface Waiting {
+  wait: { reason: string; message: string };
 }
 
 /** A controller of cloud resources. */
@@ -135,8 +151,8 @@ export interface ExternalResourceDefinition<Schema extends z.ZodType>
    * (deleted in reverse order: subscriptions before their topic).
    */
   kinds: Record<string, ExternalKind>;
-  /** The resources `object` wants, by status field (a field absent: none of that kind). */
-  desired(input: DesiredInput<z.infer<Schema>>): Record<string, WantedResource[]>;
+  /** The resources `object` wants, by status field (a field absent: none of that kind), or {@link Waiting}. */
+  desired(input: DesiredInput<z.infer<Schema>>): Wanted | Waiting | Promise<Wanted | Waiting>;
   watches?: (ResourceType | SecondaryWatch)[];
   indexes?: Record<string, IndexFunction<z.infer<Schema>>>;
   rbac?: PolicyRule[];
@@ -204,7 +220,8 @@ export function parseGoDuration(text: string): number | undefined {
   return Math.ceil(ms);
 }
 
-const sameLabels = (a: Labels, b: Labels) =>
+/** Whether two label sets are equal, order aside (an update sends `labels` only when they differ: its update mask). */
+export const sameLabels = (a: Labels, b: Labels): boolean =>
   JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
 
 /** The names status field `field` holds (one or a list). */
@@ -342,9 +359,15 @@ function session(
 export function defineExternalResource<Schema extends z.ZodType>(def: ExternalResourceDefinition<Schema>) {
   const fields = Object.keys(def.kinds);
   const kindOf = (field: string) => def.kinds[field] as ExternalKind;
-  const wantedBy = (object: PrimaryObject, spec: z.infer<Schema>, google: GoogleCloudConfig) => {
-    const wanted = def.desired({ object, spec, google });
-    return (field: string) => wanted[field] ?? [];
+  const wantedBy = async (
+    object: PrimaryObject,
+    spec: z.infer<Schema>,
+    google: GoogleCloudConfig,
+    get: Reads['get'],
+  ): Promise<((field: string) => WantedResource[]) | Waiting> => {
+    const wanted = await def.desired({ object, spec, google, get });
+    if ('wait' in wanted && !Array.isArray(wanted.wait)) return wanted as Waiting;
+    return (field: string) => (wanted as Wanted)[field] ?? [];
   };
 
   return defineController({
@@ -365,7 +388,12 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
       const policies = policiesOf(object);
       const google = googleCloudConfig();
       const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
-      const wanted = wantedBy(object, input.spec, google);
+      const wanted = await wantedBy(object, input.spec, google, input.get);
+      if (typeof wanted !== 'function')
+        return {
+          ready: { status: false, ...wanted.wait },
+          ...(policies.intervalMs > 0 ? { requeueAfterMs: policies.intervalMs } : {}),
+        };
       // Converged before: the last reconcile of this generation ended Ready (a change now is drift).
       const stored = object.status as { observedGeneration?: unknown; conditions?: unknown } | undefined;
       const wasReady =
@@ -419,7 +447,9 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
       const policies = policiesOf(object, [RECONCILE_INTERVAL]);
       const google = googleCloudConfig();
       const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
-      const wanted = input.spec === undefined ? () => [] : wantedBy(object, input.spec, google);
+      const desired =
+        input.spec === undefined ? undefined : await wantedBy(object, input.spec, google, input.get);
+      const wanted = typeof desired === 'function' ? desired : () => [];
       for (const field of [...fields].reverse()) {
         const { client } = kindOf(field);
         const names = new Set([...namesIn(object.status, field), ...wanted(field).map((w) => w.name)]);

@@ -99,6 +99,9 @@ export {
   policiesOf,
   RECONCILE_INTERVAL,
   RESOURCE_EXISTS,
+  sameLabels,
+  type Waiting,
+  type Wanted,
   type WantedResource,
 } from './external.ts';
 export { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
@@ -127,7 +130,7 @@ export {
 export { skipOwnCreates } from './predicates.ts';
 export { type RateLimit, rateLimitOf } from './rate-limits.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
-export { readyFromDeployment } from './ready.ts';
+export { isReady, readyFromDeployment } from './ready.ts';
 export { type ReferencedBy, STILL_REFERENCED } from './references.ts';
 export {
   configmaps,

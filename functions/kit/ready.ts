@@ -1,7 +1,9 @@
 /**
- * `Ready` conditions read from what a controller's children report.
+ * `Ready` conditions read from what a controller's children report, and read on another object.
  */
-import type { ReadyInput } from './steps.ts';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { findCondition, parseConditions } from '../k8s/conditions.ts';
+import { READY, type ReadyInput } from './steps.ts';
 
 /**
  * `Ready` from a Deployment's available replicas: `True`/`DeploymentAvailable` once `available`
@@ -15,4 +17,18 @@ export function readyFromDeployment(available: number, desired: number): ReadyIn
     reason: status ? 'DeploymentAvailable' : 'DeploymentProgressing',
     message: `${available} of ${desired} replicas available`,
   };
+}
+
+/**
+ * Whether another object (a dependency: a Topic that a Subscription names) is Ready now: its `Ready`
+ * condition `True` and observed at its current `metadata.generation` (the condition's
+ * `observedGeneration`, else `status.observedGeneration`; Kubernetes API conventions), so a spec
+ * just changed and not yet reconciled does not count. `undefined` (absent): `false`.
+ */
+export function isReady(object: KubernetesObject | undefined): boolean {
+  const status = (object as { status?: { conditions?: unknown; observedGeneration?: unknown } } | undefined)
+    ?.status;
+  const ready = findCondition(parseConditions(status?.conditions), READY);
+  const observed = ready?.observedGeneration ?? status?.observedGeneration;
+  return ready?.status === 'True' && observed === object?.metadata?.generation;
 }

@@ -18,6 +18,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EventRecorder, ResourceType, Result } from '../contract/controller.ts';
+import { isNotFound } from '../k8s/errors.ts';
 import type { ResourceClient } from './client.ts';
 import { namespacedName } from './index-spec.ts';
 import { observedOf, type PrimaryObject, READY, regardingOf, type StatusWriter } from './steps.ts';
@@ -47,8 +48,9 @@ const referencesOf = (by: ReferencedBy, object: KubernetesObject): readonly stri
 
 /**
  * The referrers of `primary`, as `Kind namespace/name`, sorted: 1 LIST per declared resource, in
- * the primary's namespace (all namespaces for a cluster-scoped primary).
- * @throws what the LIST throws (403 when the controller lacks `list` on a referrer's resource).
+ * the primary's namespace (all namespaces for a cluster-scoped primary). A resource the API server
+ * does not serve (404: its CRD is not installed) has no referrers.
+ * @throws what the LIST throws besides 404 (403 when the controller lacks `list` on a referrer's resource).
  */
 export async function referrersOf(
   client: ResourceClient,
@@ -58,7 +60,13 @@ export async function referrersOf(
   const target = namespacedName(primary);
   const lists = await Promise.all(
     referencedBy.map(async (by) =>
-      (await client.list(by.resource, primary.metadata?.namespace))
+      (
+        await client.list(by.resource, primary.metadata?.namespace).catch((err: unknown) => {
+          // 404 on a LIST: the resource is not served (its CRD not installed), so nothing references.
+          if (isNotFound(err)) return [];
+          throw err;
+        })
+      )
         .filter((o) => referencesOf(by, o).includes(target))
         .map((o) => `${by.resource.kind} ${namespacedName(o)}`),
     ),

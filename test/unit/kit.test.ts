@@ -18,6 +18,7 @@ import {
   pods,
   replicasets,
 } from '../../functions/kit/index.ts';
+import { isReady } from '../../functions/kit/ready.ts';
 import { recheckAfterMs } from '../../functions/kit/references.ts';
 import {
   desiredConditions,
@@ -373,5 +374,36 @@ describe('references that hold: when a held delete looks again (recheckAfterMs)'
     assert.equal(recheckAfterMs(deleting('2026-01-01T00:09:00Z'), now), 6_000, 'after a minute: 6 s');
     assert.equal(recheckAfterMs(deleting('2025-12-01T00:00:00Z'), now), 300_000, 'after a month: 5 min');
     assert.equal(recheckAfterMs({ metadata: { name: 'x' } }, now), 1_000, 'no deletionTimestamp: 1 s');
+  });
+});
+
+describe('isReady (a dependency Ready now)', () => {
+  const at = (generation: number, ready: object | undefined, observedGeneration?: number): KubernetesObject =>
+    ({
+      metadata: { name: 'orders', generation },
+      status: {
+        ...(observedGeneration === undefined ? {} : { observedGeneration }),
+        conditions: ready ? [ready] : [],
+      },
+    }) as KubernetesObject;
+  const cond = (status: string, observedGeneration?: number) => ({
+    type: 'Ready',
+    status,
+    reason: 'Available',
+    message: '',
+    lastTransitionTime: '2026-01-01T00:00:00Z',
+    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+  });
+  it('is true only for Ready=True observed at the current generation', () => {
+    assert.equal(isReady(at(2, cond('True', 2))), true);
+    assert.equal(isReady(at(3, cond('True', 2))), false, 'a newer spec not yet reconciled');
+    assert.equal(isReady(at(2, cond('False', 2))), false);
+    assert.equal(
+      isReady(at(2, cond('True'), 2)),
+      true,
+      'status.observedGeneration when the condition has none',
+    );
+    assert.equal(isReady(at(2, undefined, 2)), false, 'no condition');
+    assert.equal(isReady(undefined), false, 'absent');
   });
 });

@@ -13,7 +13,9 @@ import {
   type GoogleCloudConfig,
   googleCloudConfig,
   type Labels,
+  sameLabels,
 } from '../../kit/index.ts';
+import { subscriptionResource, topicRefOf } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
 
@@ -31,8 +33,6 @@ const pubsub = (): Promise<PubSub> =>
 
 type Live = { labels?: Labels | null };
 const labelsOf = (live: Live): Labels => ({ ...live.labels });
-const differ = (a: Labels, b: Labels) =>
-  JSON.stringify(Object.entries(a).sort()) !== JSON.stringify(Object.entries(b).sort());
 
 /** A topic: its retention, seconds (omitted: Pub/Sub's default). */
 type TopicWanted = { retentionSeconds?: number };
@@ -51,7 +51,7 @@ const topics: ExternalClient<TopicWanted, TopicLive> = {
   },
   async update(name, d, labels, live) {
     // Only what differs is in the update mask.
-    const relabel = differ(labelsOf(live), labels) ? { labels } : {};
+    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
     await (await pubsub()).topic(name).setMetadata({ ...relabel, ...retention(d) });
   },
   async setLabels(name, labels) {
@@ -101,7 +101,7 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
       await subscriptions.create(name, d, labels);
       return;
     }
-    const relabel = differ(labelsOf(live), labels) ? { labels } : {};
+    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
     await (await pubsub()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
   },
   async setLabels(name, labels) {
@@ -123,6 +123,8 @@ export const topicController = defineExternalResource({
   status: topicStatusSchema,
   auditLog: topicAuditLog,
   kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
+  // A Topic that Subscriptions name is not deleted from under them (kit/references.ts).
+  referencedBy: [{ resource: subscriptionResource, references: topicRefOf }],
   desired({ object, spec, google }) {
     const topic = topicName(
       google,
