@@ -109,6 +109,13 @@ const SUBJECTS: Subject[] = [
       { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
     ],
   },
+  {
+    // After the Topic above: its object `cost` is Ready by then, and this one subscribes to its topic.
+    controller: 'subscription',
+    namespace: NS,
+    body: { spec: { topicRef: { name: 'cost' }, subscriptionId: 'bench-cost-own', ackDeadlineSeconds: 20 } },
+    patches: [{ spec: { ackDeadlineSeconds: 30 } }, { spec: { ackDeadlineSeconds: 20 } }],
+  },
 ];
 
 export const reconcileCost: Section = {
@@ -117,7 +124,7 @@ export const reconcileCost: Section = {
     env.log('cost per million reconciles');
     const api = await env.apiServer();
     const bus = await env.emulator();
-    await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic']);
+    await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic', 'subscription']);
     await api.createNs(NS);
     await api.createNs(SOURCE_NS);
     for (let i = 0; i < env.sizes.targets; i++) await api.createNs(`bench-cost-copy-${i}`);
