@@ -14,6 +14,7 @@
  * Also here: the configuration every controller's Google Cloud clients share ({@link googleCloudConfig}:
  * the project, the emulator, the per-API call rate), and the per-API limiter ({@link apiLimiter}).
  */
+import type { PubSub } from '@google-cloud/pubsub';
 import { TokenBucket } from 'limiter';
 import * as z from 'zod';
 import { TerminalError } from '../k8s/errors.ts';
@@ -169,4 +170,20 @@ export function apiLimiter(
     limiters.set(service, bucket);
   }
   return bucket;
+}
+
+let pubsub: Promise<PubSub> | undefined;
+/**
+ * The one Pub/Sub client of the process for the controllers of Pub/Sub resources (it holds the gRPC
+ * channel), made with {@link googleCloudConfig} at the first call: `@google-cloud/pubsub` and its
+ * gRPC stack are imported then, never when the functions start (cold start: the bundle loads it as
+ * a chunk of its own).
+ * @throws as {@link googleCloudConfig}, from the returned promise
+ */
+export function pubsubClient(): Promise<PubSub> {
+  pubsub ??= import('@google-cloud/pubsub').then(({ PubSub }) => {
+    const google = googleCloudConfig();
+    return new PubSub({ projectId: google.project, ...google.clientOptions });
+  });
+  return pubsub;
 }

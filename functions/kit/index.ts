@@ -114,6 +114,7 @@ export {
   googleCloudConfig,
   isGrpcAlreadyExists,
   isGrpcNotFound,
+  pubsubClient,
   throwGoogleCloudError,
 } from './google-cloud.ts';
 export {

@@ -6,14 +6,13 @@
  * Subscription wants once its Topic is Ready; the kit does the rest, as for the Topic. A converged
  * Subscription costs 2 Kubernetes GETs (itself, its Topic) and 1 Pub/Sub read.
  */
-import type { PubSub } from '@google-cloud/pubsub';
 import {
   defineExternalResource,
   type ExternalClient,
-  googleCloudConfig,
   isReady,
   type Labels,
   mapByIndex,
+  pubsubClient,
   sameLabels,
   TerminalError,
   type Waiting,
@@ -26,14 +25,6 @@ import { subscriptionResource, subscriptionSpecSchema, subscriptionStatusSchema,
 export const DEPENDENCY_NOT_READY = 'DependencyNotReady';
 /** Reason of `Ready=False` for a subscription whose topic was deleted (Pub/Sub: `_deleted-topic_`). */
 export const TOPIC_DELETED = 'TopicDeleted';
-
-let client: Promise<PubSub> | undefined;
-/** The one Pub/Sub client of the process, made at the first call (as the Topic controller's). */
-const pubsub = (): Promise<PubSub> =>
-  (client ??= import('@google-cloud/pubsub').then(({ PubSub }) => {
-    const google = googleCloudConfig();
-    return new PubSub({ projectId: google.project, ...google.clientOptions });
-  }));
 
 /** A subscription: its topic (full name), ack deadline (s), retention (s), dead letter, push endpoint. */
 type SubscriptionWanted = {
@@ -67,7 +58,7 @@ const deadLetterOf = (live: SubscriptionLive) =>
 
 const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
   service: 'pubsub.googleapis.com',
-  observe: async (name) => (await (await pubsub()).subscription(name).getMetadata())[0],
+  observe: async (name) => (await (await pubsubClient()).subscription(name).getMetadata())[0],
   labelsOf: (live) => ({ ...live.labels }),
   isUpToDate: (d, live) =>
     live.topic === d.topic &&
@@ -76,13 +67,13 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
     JSON.stringify(deadLetterOf(live)) === JSON.stringify(d.deadLetterPolicy) &&
     (live.pushConfig?.pushEndpoint ?? '') === d.pushEndpoint,
   async create(name, d, labels) {
-    await (await pubsub()).topic(d.topic).createSubscription(name, { labels, ...settings(d) });
+    await (await pubsubClient()).topic(d.topic).createSubscription(name, { labels, ...settings(d) });
   },
   async update(name, d, labels, live) {
     if (live.topic !== d.topic) {
       // Its topic was deleted (`_deleted-topic_`) or is another: a subscription's topic cannot
       // change, so it is replaced, once the topic exists (until then it keeps its backlog).
-      const [exists] = await (await pubsub()).topic(d.topic).exists();
+      const [exists] = await (await pubsubClient()).topic(d.topic).exists();
       if (!exists)
         throw new TerminalError(TOPIC_DELETED, `${d.topic} does not exist (${name}: ${live.topic})`);
       await subscriptions.delete(name);
@@ -91,13 +82,13 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
     }
     // Only what differs is in the update mask.
     const relabel = sameLabels({ ...live.labels }, labels) ? {} : { labels };
-    await (await pubsub()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
+    await (await pubsubClient()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
   },
   async setLabels(name, labels) {
-    await (await pubsub()).subscription(name).setMetadata({ labels });
+    await (await pubsubClient()).subscription(name).setMetadata({ labels });
   },
   async delete(name) {
-    await (await pubsub()).subscription(name).delete();
+    await (await pubsubClient()).subscription(name).delete();
   },
 };
 

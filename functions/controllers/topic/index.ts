@@ -6,30 +6,17 @@
  * owner mark, the finalizer, the status, the policies, plans, traces, quota and drift. A converged
  * Topic costs 1 Kubernetes request (GET) and 1 Pub/Sub read per topic and subscription.
  */
-import type { PubSub } from '@google-cloud/pubsub';
 import {
   defineExternalResource,
   type ExternalClient,
   type GoogleCloudConfig,
-  googleCloudConfig,
   type Labels,
+  pubsubClient,
   sameLabels,
 } from '../../kit/index.ts';
 import { subscriptionResource, topicRefOf } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
-
-let client: Promise<PubSub> | undefined;
-/**
- * The one Pub/Sub client of the process (it holds the gRPC channel), made with the kit's Google
- * Cloud configuration at the first call: `@google-cloud/pubsub` and its gRPC stack are imported then,
- * never when the functions start (cold start: the bundle loads it as a chunk of its own).
- */
-const pubsub = (): Promise<PubSub> =>
-  (client ??= import('@google-cloud/pubsub').then(({ PubSub }) => {
-    const google = googleCloudConfig();
-    return new PubSub({ projectId: google.project, ...google.clientOptions });
-  }));
 
 type Live = { labels?: Labels | null };
 const labelsOf = (live: Live): Labels => ({ ...live.labels });
@@ -42,23 +29,23 @@ const retention = (d: TopicWanted) =>
 
 const topics: ExternalClient<TopicWanted, TopicLive> = {
   service: 'pubsub.googleapis.com',
-  observe: async (name) => (await (await pubsub()).topic(name).getMetadata())[0],
+  observe: async (name) => (await (await pubsubClient()).topic(name).getMetadata())[0],
   labelsOf,
   isUpToDate: (d, live) =>
     d.retentionSeconds === undefined || Number(live.messageRetentionDuration?.seconds) === d.retentionSeconds,
   async create(name, d, labels) {
-    await (await pubsub()).createTopic({ name, labels, ...retention(d) });
+    await (await pubsubClient()).createTopic({ name, labels, ...retention(d) });
   },
   async update(name, d, labels, live) {
     // Only what differs is in the update mask.
     const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
-    await (await pubsub()).topic(name).setMetadata({ ...relabel, ...retention(d) });
+    await (await pubsubClient()).topic(name).setMetadata({ ...relabel, ...retention(d) });
   },
   async setLabels(name, labels) {
-    await (await pubsub()).topic(name).setMetadata({ labels });
+    await (await pubsubClient()).topic(name).setMetadata({ labels });
   },
   async delete(name) {
-    await (await pubsub()).topic(name).delete();
+    await (await pubsubClient()).topic(name).delete();
   },
 };
 
@@ -84,14 +71,14 @@ const deadLetterOf = (live: SubscriptionLive) =>
 
 const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
   service: 'pubsub.googleapis.com',
-  observe: async (name) => (await (await pubsub()).subscription(name).getMetadata())[0],
+  observe: async (name) => (await (await pubsubClient()).subscription(name).getMetadata())[0],
   labelsOf,
   isUpToDate: (d, live) =>
     live.topic === d.topic &&
     live.ackDeadlineSeconds === d.ackDeadlineSeconds &&
     JSON.stringify(deadLetterOf(live)) === JSON.stringify(d.deadLetterPolicy),
   async create(name, d, labels) {
-    await (await pubsub()).topic(d.topic).createSubscription(name, { labels, ...settings(d) });
+    await (await pubsubClient()).topic(d.topic).createSubscription(name, { labels, ...settings(d) });
   },
   async update(name, d, labels, live) {
     if (live.topic !== d.topic) {
@@ -102,13 +89,13 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
       return;
     }
     const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
-    await (await pubsub()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
+    await (await pubsubClient()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
   },
   async setLabels(name, labels) {
-    await (await pubsub()).subscription(name).setMetadata({ labels });
+    await (await pubsubClient()).subscription(name).setMetadata({ labels });
   },
   async delete(name) {
-    await (await pubsub()).subscription(name).delete();
+    await (await pubsubClient()).subscription(name).delete();
   },
 };
 
