@@ -2,12 +2,12 @@
 # to a managed cloud resource outside Levelset is an Admin Activity entry (always on, free); a log
 # sink in each audited project sends the entries of the services the registered controllers manage
 # to a topic, whose push subscription calls the auditLog function, which publishes the owning
-# object's key to the keys topic. The filter comes from the registry (registry.gen.tf.json
-# `audit_log_filter`, scripts/generate-manifests.ts); with no controller declaring `auditLog` it is
+# object's key to the keys topic. The filter comes from the registry (`var.registry.audit_log_filter`,
+# generated with deploy/registry.gen.json); with no controller declaring `auditLog` it is
 # empty and nothing here is created.
 
 locals {
-  audit_log_enabled       = local.audit_log_filter != ""
+  audit_log_enabled       = var.registry.audit_log_filter != ""
   audit_log_function_name = "${var.name}-audit-log"
   # The projects whose resources the controllers manage: the functions' own, and the Topics'.
   audit_log_projects = local.audit_log_enabled ? toset(distinct(concat([var.project_id, local.topic_controller_project], var.audit_log_projects))) : toset([])
@@ -34,7 +34,7 @@ resource "google_logging_project_sink" "audit_log" {
   description = "Levelset: Admin Activity audit log entries of the resources its controllers manage, to the auditLog function."
   destination = "pubsub.googleapis.com/${google_pubsub_topic.audit_log[0].id}"
   filter = join(" AND ", [
-    local.audit_log_filter,
+    var.registry.audit_log_filter,
     "NOT protoPayload.authenticationInfo.principalEmail=\"${google_service_account.functions.email}\"",
   ])
   unique_writer_identity = true

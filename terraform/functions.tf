@@ -1,13 +1,14 @@
 # The reconcile and resync functions (Cloud Run functions, runtime nodejs24) and the resync's
 # scheduler jobs, one per cluster.
 #
-# Source: `npm run package:functions` (scripts/package-functions.ts) bundles functions/index.ts with
-# esbuild and stages it in terraform/.build/functions (dist/index.mjs and its chunks with source maps,
-# package.json with main = dist/index.mjs, package-lock.json); archive_file zips exactly that and the
-# zip's MD5 names the bucket object, so a changed source redeploys and an unchanged one does not.
+# Source: `var.functions_source_dir`, the functions bundle of the project's registry (esbuild:
+# dist/index.mjs and its chunks with source maps, package.json with main = dist/index.mjs,
+# package-lock.json); archive_file zips exactly that, beside the calling root (the module may sit
+# read-only in node_modules), and the zip's MD5 names the bucket object, so a changed source
+# redeploys and an unchanged one does not.
 
 locals {
-  functions_source_dir = coalesce(var.functions_source_dir, "${path.module}/.build/functions")
+  functions_source_dir = var.functions_source_dir
 
   # How the functions reach the clusters, with the runtime service account's Google access token
   # (functions/gke-auth.ts; no CA data: a DNS endpoint's certificate is public). One cluster: the
@@ -43,7 +44,7 @@ locals {
 data "archive_file" "functions" {
   type        = "zip"
   source_dir  = local.functions_source_dir
-  output_path = "${path.module}/.build/functions.zip"
+  output_path = "${path.root}/.build/levelset-functions.zip"
 }
 
 resource "google_storage_bucket" "functions_source" {

@@ -5,20 +5,18 @@
 # so every other cluster of `clusters` calls modules/cluster itself with its own kubernetes provider
 # and this module's `cluster_module_inputs` output (examples/fleet).
 #
-# The RBAC rules come from registry.gen.tf.json, generated from the controller registry by
-# scripts/generate-manifests.ts (checked in CI); the CRDs from each controller's folder.
+# The RBAC rules, the CRDs and the controller list come from `var.registry`: the calling project's
+# deploy/registry.gen.json, generated from its controller registry (checked in its CI).
 
 locals {
   relay_service_account = "levelset-relay"
   relay_port            = 8080
 
-  # Each controller's CRD, read from its folder (functions/controllers/<folder>/crd.yaml, one
-  # document each; the generator checks that) and keyed by CRD name.
-  crd_dir = "${path.module}/../functions/controllers"
-  crds = {
-    for f in fileset(local.crd_dir, "*/crd.yaml") :
-    yamldecode(file("${local.crd_dir}/${f}")).metadata.name => yamldecode(file("${local.crd_dir}/${f}"))
-  }
+  registry_controllers    = var.registry.controllers
+  relay_cluster_rules     = var.registry.relay_cluster_rules
+  functions_cluster_rules = var.registry.functions_cluster_rules
+  # Keyed by CRD name (modules/cluster applies one kubernetes_manifest per key).
+  crds = { for crd in var.registry.crds : crd.metadata.name => crd }
 
   # The relay's V8 flags: a heap limit of half its memory limit, stated rather than left to how Node
   # reads the container's limit, and a young generation of at most 4 MiB per semi-space (V8

@@ -85,7 +85,7 @@ output "crds" {
 }
 
 output "controllers" {
-  description = "Controllers in the registry when the RBAC was generated (terraform/registry.gen.tf.json)."
+  description = "Controllers of the registry this deployment was made from (`var.registry.controllers`)."
   value       = local.registry_controllers
 }
 

@@ -202,9 +202,32 @@ variable "dead_letter_retention_days" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "functions_source_dir" {
-  description = "Directory zipped as the functions' source: the output of `npm run package:functions`. Default (null): terraform/.build/functions."
+  description = "Directory zipped as the functions' source: the functions bundle of the project's registry (`levelset build`; in this repository `npm run package:functions`, which writes terraform/.build/functions)."
   type        = string
-  default     = null
+}
+
+variable "registry" {
+  description = "What the project's controller registry needs (RBAC rules, CRDs, the audit log sink's filter): the project's generated deploy/registry.gen.json, passed as `jsondecode(file(...))`. Generated with the manifests (`levelset build`, or `npm run generate:manifests` here); never written by hand."
+  type = object({
+    controllers = list(string)
+    relay_cluster_rules = list(object({
+      api_groups = list(string)
+      resources  = list(string)
+      verbs      = list(string)
+    }))
+    functions_cluster_rules = list(object({
+      api_groups = list(string)
+      resources  = list(string)
+      verbs      = list(string)
+    }))
+    audit_log_filter = string
+    crds             = any
+  })
+
+  validation {
+    condition     = alltrue([for crd in var.registry.crds : try(crd.kind == "CustomResourceDefinition", false)])
+    error_message = "registry.crds must hold CustomResourceDefinition objects (regenerate deploy/registry.gen.json)."
+  }
 }
 
 variable "reconcile_timeout_seconds" {

@@ -1,11 +1,12 @@
 /**
  * Structural checks of the audit log path in terraform/ (audit-log.tf): the sink's filter is the one
- * generated from the registry (registry.gen.tf.json), everything exists only when some controller
+ * generated from the registry (deploy/registry.gen.json, the module's `registry` input), everything exists only when some controller
  * declares `auditLog`, the sink has a writer identity of its own that may publish to its topic and
  * nothing else, the push subscription calls the `auditLog` function with the push identity's OIDC
  * token, and the function knows the principal of Levelset's own writes.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { controllers } from '../../functions/controllers/index.ts';
@@ -21,8 +22,9 @@ describe('terraform/ audit log', () => {
   });
 
   test("the sink's filter is the registry's, and only a declaring registry enables the path", () => {
-    assert.equal(m.locals.get('audit_log_filter'), auditLogFilter(controllers));
-    assert.equal(m.locals.get('audit_log_enabled'), ref('local.audit_log_filter != ""'));
+    const input = JSON.parse(readFileSync(join(REPO_ROOT, 'deploy', 'registry.gen.json'), 'utf8'));
+    assert.equal(input.audit_log_filter, auditLogFilter(controllers));
+    assert.equal(m.locals.get('audit_log_enabled'), ref('var.registry.audit_log_filter != ""'));
     for (const [type, name] of [
       ['google_pubsub_topic', 'audit_log'],
       ['google_cloudfunctions2_function', 'audit_log'],
@@ -44,7 +46,7 @@ describe('terraform/ audit log', () => {
     assert.equal(sink.project, ref('each.value'));
     assert.equal(sink.destination, `pubsub.googleapis.com/${ref('google_pubsub_topic.audit_log[0].id')}`);
     const filter = String(sink.filter);
-    assert.ok(filter.includes('local.audit_log_filter'), filter);
+    assert.ok(filter.includes('var.registry.audit_log_filter'), filter);
     assert.ok(
       filter.includes('NOT protoPayload.authenticationInfo.principalEmail') &&
         filter.includes('google_service_account.functions.email'),

@@ -12,13 +12,14 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { controllers } from '../../functions/controllers/index.ts';
 import {
   type ClusterRule,
-  CRD_GLOB,
   functionsRules,
   REPO_ROOT,
   relayRules,
+  type TerraformRegistry,
 } from '../../scripts/generate-manifests.ts';
 import {
   block,
@@ -44,7 +45,12 @@ function terraformAvailable(): boolean {
   return spawnSync('terraform', ['version'], { stdio: 'ignore' }).status === 0;
 }
 
-/** Rules in the generated locals' snake_case shape → Kubernetes' PolicyRule shape. */
+/** This repository's `registry` input, as terraform/examples pass it (deploy/registry.gen.json). */
+const registryInput = JSON.parse(
+  readFileSync(join(REPO_ROOT, 'deploy', 'registry.gen.json'), 'utf8'),
+) as TerraformRegistry;
+
+/** Rules in the generated snake_case shape → Kubernetes' PolicyRule shape. */
 function fromTf(rules: unknown): ClusterRule[] {
   assert.ok(Array.isArray(rules), 'rules must be a list');
   return rules.map((r: { api_groups: string[]; resources: string[]; verbs: string[] }) => ({
@@ -455,7 +461,8 @@ describe('terraform/', () => {
     const role = resource(c, 'kubernetes_cluster_role_v1', 'relay');
     assertRulesFrom(role, 'var.levelset.relay_cluster_rules');
     assert.equal(clusterInputs(m).relay_cluster_rules, ref('local.relay_cluster_rules'));
-    const rules = fromTf(m.locals.get('relay_cluster_rules'));
+    assert.equal(m.locals.get('relay_cluster_rules'), ref('var.registry.relay_cluster_rules'));
+    const rules = fromTf(registryInput.relay_cluster_rules);
     for (const r of rules) {
       for (const verb of r.verbs) assert.ok(['get', 'list', 'watch'].includes(verb), `relay verb ${verb}`);
     }
@@ -466,14 +473,16 @@ describe('terraform/', () => {
     const role = resource(c, 'kubernetes_cluster_role_v1', 'functions');
     assertRulesFrom(role, 'var.levelset.functions_cluster_rules');
     assert.equal(clusterInputs(m).functions_cluster_rules, ref('local.functions_cluster_rules'));
-    assert.deepEqual(fromTf(m.locals.get('functions_cluster_rules')), functionsRules(controllers));
+    assert.equal(m.locals.get('functions_cluster_rules'), ref('var.registry.functions_cluster_rules'));
+    assert.deepEqual(fromTf(registryInput.functions_cluster_rules), functionsRules(controllers));
     const binding = resource(c, 'kubernetes_cluster_role_binding_v1', 'functions');
     const subject = block(binding, 'subject');
     assert.equal(subject.kind, 'User');
     assert.equal(subject.name, ref('var.levelset.functions_service_account'));
     assert.equal(clusterInputs(m).functions_service_account, ref('google_service_account.functions.email'));
+    assert.equal(m.locals.get('registry_controllers'), ref('var.registry.controllers'));
     assert.deepEqual(
-      m.locals.get('registry_controllers'),
+      registryInput.controllers,
       controllers.map((c) => c.name),
     );
   });
@@ -547,9 +556,24 @@ describe('terraform/', () => {
     assert.ok(res.requests && res.limits, 'requests and limits');
   });
 
-  test("the CRDs come from each controller's folder", () => {
-    assert.equal(m.locals.get('crd_dir'), `${ref('path.module')}/../functions/controllers`);
-    assert.ok(String(m.locals.get('crds')).includes(`fileset(local.crd_dir, "${CRD_GLOB}")`));
+  test("the CRDs come from the registry input, keyed by name, and are the controllers' own", () => {
+    assert.equal(m.locals.get('crds'), ref('{ for crd in var.registry.crds : crd.metadata.name => crd }'));
+    const names = registryInput.crds.map((crd) => (crd.metadata as { name: string }).name);
+    const folders = readdirSync(join(REPO_ROOT, 'functions', 'controllers'), { withFileTypes: true })
+      .filter(
+        (d) => d.isDirectory() && existsSync(join(REPO_ROOT, 'functions', 'controllers', d.name, 'crd.yaml')),
+      )
+      .map((d) =>
+        parseAllDocuments(
+          readFileSync(join(REPO_ROOT, 'functions', 'controllers', d.name, 'crd.yaml'), 'utf8'),
+        )[0]?.toJS(),
+      )
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    assert.deepEqual(
+      names,
+      folders.map((crd) => crd.metadata.name),
+    );
+    assert.deepEqual(registryInput.crds, folders, 'each CRD exactly as its controller folder holds it');
     const crd = resource(c, 'kubernetes_manifest', 'crd');
     assert.equal(crd.for_each, ref('var.levelset.crds'));
     assert.equal(clusterInputs(m).crds, ref('local.crds'));

@@ -10,6 +10,11 @@
 module "levelset" {
   source = "../.."
 
+  # This repository's own registry, as a user's project passes its own (its deploy/registry.gen.json
+  # and its functions bundle, both written by `levelset build`).
+  registry             = jsondecode(file("${path.module}/../../../deploy/registry.gen.json"))
+  functions_source_dir = "${path.module}/../../.build/functions"
+
   project_id  = var.project_id
   region      = var.region
   relay_image = var.relay_image
