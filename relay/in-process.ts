@@ -139,6 +139,9 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
           default:
             queue.forget(key);
         }
+        // The objects that reference the primary, to reconcile next (Result.referrers).
+        for (const referrer of result.referrers ?? [])
+          queues.get(referrer.controller)?.add(keyString(referrer));
         queue.done(key);
       }
     }
