@@ -42,6 +42,7 @@ import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
+import { withStatusDetails } from './google-cloud.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
 import { rateLimitOf } from './rate-limits.ts';
@@ -360,7 +361,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       rateLimited.forget(backoffId);
       return result;
     } catch (err) {
-      const limit = rateLimitOf(err);
+      const limit = rateLimitOf(await withStatusDetails(err));
       if (!limit) throw err;
       const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
       ctx.log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');

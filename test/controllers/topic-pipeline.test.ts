@@ -8,8 +8,8 @@
  * foreign topic is never adopted; Google Cloud errors are sorted: INVALID_ARGUMENT (the emulator's)
  * and PERMISSION_DENIED (injected by the shared gRPC proxy, local/grpc-proxy.ts, which the
  * controller's Pub/Sub traffic goes through) answered once, not retried; RESOURCE_EXHAUSTED requeued
- * after per-key backoff (acknowledged, never 5xx) until it clears; DEADLINE_EXCEEDED and UNAVAILABLE
- * retried until they pass.
+ * after per-key backoff (acknowledged, never 5xx) until it clears, and after the delay its
+ * google.rpc.RetryInfo asks when it carries one; DEADLINE_EXCEEDED and UNAVAILABLE retried until they pass.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -301,6 +301,67 @@ const suite = (mode: StackMode) => () => {
       JSON.stringify(outcomes),
     );
     assert.ok(await exists(pubsub.topic(topicIdOf(name))));
+  });
+
+  it('retries RESOURCE_EXHAUSTED carrying RetryInfo after the delay it asks, not sooner, and converges once the quota clears', async () => {
+    const name = 'quota-retry-info';
+    const retryDelayMs = 1500;
+    await createTopic(name, {});
+    await waitFor(async () => ready(await getTopic(name))?.status === 'True', { message: `${name} Ready` });
+    await settled();
+    const from = linesOf(name).filter((l) => typeof l.outcome === 'string').length;
+    const getTopicPath = '/google.pubsub.v1.Publisher/GetTopic';
+    const before = proxy.failed.get(getTopicPath) ?? 0;
+    // Two answers, as Google's APIs give a quota error: RESOURCE_EXHAUSTED with a google.rpc.RetryInfo.
+    proxy.fail({
+      path: /\/GetTopic$/,
+      code: 8,
+      message: "quota exceeded by the test's proxy",
+      times: 2,
+      retryDelayMs,
+    });
+    // An event of the Topic brings its key round once; what follows is the requeues' doing.
+    await custom.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        plural,
+        namespace: ns,
+        name,
+        body: { metadata: { annotations: { 'example.com/touched': 'quota' } } },
+      },
+      mergePatch,
+    );
+    const outcomes = await waitFor(
+      () => {
+        const lines = linesOf(name)
+          .filter((l) => typeof l.outcome === 'string')
+          .slice(from);
+        return lines.some((l) => l.outcome === 'success') && lines;
+      },
+      { message: `${name} reconciled once the quota cleared` },
+    );
+    assert.equal((proxy.failed.get(getTopicPath) ?? 0) - before, 2, 'every fault met');
+    assert.deepEqual(
+      outcomes.map((l) => [l.outcome, l.requeueAfterMs]),
+      [
+        ['requeue', retryDelayMs],
+        ['requeue', retryDelayMs],
+        ['success', undefined],
+      ],
+      'requeued after the RetryInfo delay twice, never failed',
+    );
+    // Each reconcile after a requeue began no sooner than the delay asked (its end minus its duration).
+    const ms = (l: Json) => l.timestamp.seconds * 1000 + Math.round(l.timestamp.nanos / 1e6);
+    for (const [i, requeued] of outcomes.slice(0, 2).entries()) {
+      const next = outcomes[i + 1] as Json;
+      const waited = ms(next) - next.durationMs - ms(requeued);
+      assert.ok(
+        waited >= retryDelayMs - 2,
+        `waited ${waited} ms after requeue ${i + 1}, asked ${retryDelayMs}`,
+      );
+    }
+    assert.equal(ready(await getTopic(name))?.status, 'True');
   });
 
   it('on delete removes subscription and topic, then the object goes', async () => {
