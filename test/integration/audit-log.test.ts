@@ -133,13 +133,18 @@ const suite = (mode: StackMode) => () => {
     await ownEmulator?.stop();
   });
 
-  it('recreates a topic deleted behind its back once the audit log entry is published, with no resync', async () => {
+  it('recreates a topic deleted behind its back once the audit log entry is published, with no resync', async (t) => {
     await createReadyTopic('orders');
     const before = reconciles('orders').length;
     await pubsub.topic(topicName('orders')).delete();
     assert.ok(!(await exists(pubsub.topic(topicName('orders')))));
+    const published = performance.now();
     await publish(change({ resourceName: topicName('orders') }));
     await waitFor(() => exists(pubsub.topic(topicName('orders'))), { message: 'the topic recreated' });
+    // Reported, not asserted (no timing assertions): the issue asks for seconds, not a resync interval.
+    t.diagnostic(
+      `topic recreated ${Math.round(performance.now() - published)} ms after its entry was published`,
+    );
     const line = await waitFor(() => auditLineOf(topicName('orders'), 'published'), {
       message: 'the entry mapped to its key',
     });
@@ -168,7 +173,7 @@ const suite = (mode: StackMode) => () => {
     assert.deepEqual(line.keys, [`default/topic/${ns}/with-sub`]);
   });
 
-  it('replaces the Subscription its deleted topic detached as soon as the topic is back, with no resync', async () => {
+  it('replaces the Subscription its deleted topic detached as soon as the topic is back, with no resync', async (t) => {
     const subscriptionId = `audit-worker-${ns}`;
     await createReadyTopic('events');
     await createReady('Subscription', 'events-worker', { topicRef: { name: 'events' }, subscriptionId });
@@ -179,11 +184,15 @@ const suite = (mode: StackMode) => () => {
 
     await pubsub.topic(topicName('events')).delete();
     assert.equal((await subscription.getMetadata())[0].topic, '_deleted-topic_', 'detached by Pub/Sub');
+    const published = performance.now();
     await publish(change({ resourceName: topicName('events') }));
     await waitFor(() => exists(pubsub.topic(topicName('events'))), { message: 'the topic recreated' });
     await waitFor(async () => (await subscription.getMetadata())[0].topic === topicName('events'), {
       message: 'the subscription replaced on the recreated topic',
     });
+    t.diagnostic(
+      `subscription on the recreated topic ${Math.round(performance.now() - published)} ms after the entry was published`,
+    );
     // Its outcome line follows the replacement.
     await waitFor(() => reconciles('events-worker', undefined, 'subscription').length > before, {
       message: 'the reconcile of the Subscription that replaced it',
