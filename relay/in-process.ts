@@ -25,7 +25,7 @@ import { ATTR } from '../functions/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
 import { resyncAll } from '../functions/resync.ts';
-import { type AuditLogSubscriptionConfig, subscribeToAuditLog } from './audit-log.ts';
+import type { AuditLogSubscriptionConfig } from './audit-log.ts';
 import { createRelayMetrics } from './metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { createWorkQueueMetrics, type RateLimiter, WorkQueue } from './workqueue.ts';
@@ -192,15 +192,20 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   });
 
   // Cloud Audit Logs' entries, mapped as the `auditLog` function maps them, into the workqueues.
+  // The subscriber (and the Pub/Sub client's gRPC stack) is loaded only when configured.
   const auditLog = options.auditLog
-    ? await subscribeToAuditLog(
-        options.auditLog,
-        { controllers, kubeConfig: () => options.kubeConfig, logger },
-        toQueues,
-      ).catch(async (err: unknown) => {
-        await relay.stop();
-        throw err;
-      })
+    ? await import('./audit-log.ts')
+        .then(({ subscribeToAuditLog }) =>
+          subscribeToAuditLog(
+            options.auditLog as AuditLogSubscriptionConfig,
+            { controllers, kubeConfig: () => options.kubeConfig, logger },
+            toQueues,
+          ),
+        )
+        .catch(async (err: unknown) => {
+          await relay.stop();
+          throw err;
+        })
     : undefined;
 
   const workerLoops: Promise<void>[] = [];
