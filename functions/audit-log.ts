@@ -10,8 +10,12 @@
  * (`protoPayload.authenticationInfo.principalEmail` = `LEVELSET_FUNCTIONS_SERVICE_ACCOUNT`) and
  * dropped, so a reconcile never triggers itself.
  *
- * Every delivery ends in one line with `auditLog` (what became of it): `published` (with `keys`
- * as ordering keys and their `messageIds`),
+ * The in-process mode takes the same entries from a pull subscription of the same topic
+ * (relay/audit-log.ts) and hands them to the same {@link handleAuditLogEntry}, which adds the keys to
+ * its workqueues instead: one mapping, one filter of Levelset's own writes, one log line, both modes.
+ *
+ * Every entry ends in one line with `auditLog` (what became of it): `published` (with `keys`
+ * as ordering keys and their `messageIds`; in-process: added to the workqueues),
  * `own-write`, `unowned` (no controller owns the name, or no object holds it), `malformed`, `failed`.
  * A malformed push or entry is acknowledged (`204`): a bad entry never loops; a failed read or
  * publish answers `500`, so Pub/Sub retries it.
@@ -57,23 +61,32 @@ export type AuditLogEntry = z.infer<typeof auditLogEntrySchema>;
 export type AuditLogOutcome = 'published' | 'own-write' | 'unowned' | 'malformed' | 'failed';
 
 /**
- * Decodes a push envelope into the audit log entry it carries.
+ * Decodes a Pub/Sub message's data (the log sink writes the `LogEntry` as JSON) into the audit log
+ * entry it carries: the push envelope's data once decoded, or a pulled message's (relay/audit-log.ts).
+ * @returns the entry, or the issues that make it malformed
+ */
+export function decodeAuditLogData(data: Buffer): { entry: AuditLogEntry } | { issues: string[] } {
+  let json: unknown;
+  try {
+    json = JSON.parse(data.toString('utf8'));
+  } catch {
+    return { issues: ['message data is not JSON'] };
+  }
+  const entry = auditLogEntrySchema.safeParse(json);
+  if (!entry.success)
+    return { issues: entry.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`) };
+  return { entry: entry.data };
+}
+
+/**
+ * Decodes a push envelope into the audit log entry it carries ({@link decodeAuditLogData}).
  * @returns the entry, or the issues that make it malformed
  */
 export function decodeAuditLogPush(body: unknown): { entry: AuditLogEntry } | { issues: string[] } {
   const envelope = pushEnvelopeSchema.safeParse(body);
   if (!envelope.success)
     return { issues: envelope.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) };
-  let json: unknown;
-  try {
-    json = JSON.parse(Buffer.from(envelope.data.message.data, 'base64').toString('utf8'));
-  } catch {
-    return { issues: ['message data is not base64-encoded JSON'] };
-  }
-  const entry = auditLogEntrySchema.safeParse(json);
-  if (!entry.success)
-    return { issues: entry.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`) };
-  return { entry: entry.data };
+  return decodeAuditLogData(Buffer.from(envelope.data.message.data, 'base64'));
 }
 
 export interface AuditLogHandlerDeps {
@@ -117,61 +130,93 @@ export async function ownersOf(
   return [...keys.values()];
 }
 
+/** What one entry's line says: its outcome, its fields and its message. */
+export interface AuditLogHandled {
+  outcome: AuditLogOutcome;
+  fields: Record<string, unknown>;
+  message: string;
+}
+
+/** What {@link handleAuditLogEntry} needs: the registry's clusters and the principal of Levelset's own writes. */
+export type AuditLogMappingDeps = Pick<
+  AuditLogHandlerDeps,
+  'controllers' | 'clusters' | 'kubeConfig' | 'serviceAccount' | 'logger'
+>;
+
+/**
+ * One decoded entry, the same way in both modes (the `auditLog` function and the in-process mode's
+ * subscriber, relay/audit-log.ts): Levelset's own write (its principal is
+ * {@link AuditLogHandlerDeps.serviceAccount}) is dropped; else the keys of the objects that own the
+ * resource ({@link ownersOf}) are handed to `publisher` (serverless: the keys topic; in-process: the
+ * workqueues), each under an `enqueue` span, with `reason: "audit-log"`. Writes the entry's one line
+ * (`auditLog` = the outcome; ERROR for `failed`).
+ * @returns the outcome: `failed` when a lookup or a publish threw (the caller has the entry delivered again)
+ */
+export async function handleAuditLogEntry(
+  deps: AuditLogMappingDeps,
+  entry: AuditLogEntry,
+  publisher: Pick<KeyPublisher, 'publish'>,
+): Promise<AuditLogHandled> {
+  const { serviceName, methodName, resourceName, authenticationInfo } = entry.protoPayload;
+  const principal = authenticationInfo?.principalEmail;
+  const fields = { serviceName, methodName, resourceName, principal, insertId: entry.insertId };
+  const handled = await (async (): Promise<AuditLogHandled> => {
+    try {
+      if (principal !== undefined && principal === deps.serviceAccount())
+        return { outcome: 'own-write', fields, message: "Levelset's own write: dropped" };
+      const owners = await ownersOf(deps, serviceName, resourceName);
+      if (owners.length === 0) return { outcome: 'unowned', fields, message: 'no object owns this resource' };
+      const enqueuedAt = new Date().toISOString();
+      const messageIds = await Promise.all(owners.map((owner) => publish(publisher, owner, enqueuedAt)));
+      const keys = owners.map(orderingKeyOf);
+      return {
+        outcome: 'published',
+        fields: { ...fields, keys, messageIds },
+        message: `published ${owners.length} keys`,
+      };
+    } catch (err) {
+      return {
+        outcome: 'failed',
+        fields: { ...fields, err: errorText(err) },
+        message: 'audit log entry not handled; it is delivered again',
+      };
+    }
+  })();
+  deps.logger[handled.outcome === 'failed' ? 'error' : 'info'](
+    { auditLog: handled.outcome, ...handled.fields },
+    handled.message,
+  );
+  return handled;
+}
+
 /**
  * Builds the HTTP handler of the audit log sink's push subscription. A request that breaks the HTTP
  * rules ({@link rejectRequest}) is refused as `reconcile` refuses it (`401`, `405`, else `204`); a
- * malformed envelope or entry is `204` and one ERROR line; Levelset's own write, or a name no object
- * owns, is `204`; each owner's key is published (`204` once all are accepted); a failed lookup or
- * publish is `500` (Pub/Sub retries, then dead-letters).
+ * malformed envelope or entry is `204` and one ERROR line; then {@link handleAuditLogEntry}: `204`,
+ * or `500` when it failed (Pub/Sub retries, then dead-letters).
  */
 export function createAuditLogHandler(
   deps: AuditLogHandlerDeps,
 ): (req: Request, res: Response) => Promise<void> {
   return async (req, res) => {
-    const done = (status: number, outcome: AuditLogOutcome, fields: object, message: string) => {
-      const level = outcome === 'malformed' || outcome === 'failed' ? 'error' : 'info';
-      deps.logger[level]({ auditLog: outcome, ...fields }, message);
+    const malformed = (status: number, err: string, message: string) => {
+      deps.logger.error({ auditLog: 'malformed' satisfies AuditLogOutcome, err }, message);
       res.status(status).end();
     };
     const rejection = rejectRequest(req, deps.requestRules);
     if (rejection?.status === 401 || rejection?.status === 405) {
       if (rejection.status === 405) res.set('Allow', 'POST');
-      done(rejection.status, 'malformed', { err: rejection.reason }, 'request refused');
+      malformed(rejection.status, rejection.reason, 'request refused');
       return;
     }
     const decoded = rejection ? { issues: [rejection.reason] } : decodeAuditLogPush(req.body);
     if ('issues' in decoded) {
-      done(204, 'malformed', { err: decoded.issues.join('; ') }, 'malformed audit log entry dropped');
+      malformed(204, decoded.issues.join('; '), 'malformed audit log entry dropped');
       return;
     }
-    const { serviceName, methodName, resourceName, authenticationInfo } = decoded.entry.protoPayload;
-    const principal = authenticationInfo?.principalEmail;
-    const fields = { serviceName, methodName, resourceName, principal, insertId: decoded.entry.insertId };
-    try {
-      if (principal !== undefined && principal === deps.serviceAccount()) {
-        done(204, 'own-write', fields, "Levelset's own write: dropped");
-        return;
-      }
-      const owners = await ownersOf(deps, serviceName, resourceName);
-      if (owners.length === 0) {
-        done(204, 'unowned', fields, 'no object owns this resource');
-        return;
-      }
-      const enqueuedAt = new Date().toISOString();
-      const messageIds = await Promise.all(
-        owners.map((owner) => publish(deps.publisher(), owner, enqueuedAt)),
-      );
-      const keys = owners.map(orderingKeyOf);
-      done(204, 'published', { ...fields, keys, messageIds }, `published ${owners.length} keys`);
-    } catch (err) {
-      done(
-        500,
-        'failed',
-        { ...fields, err: errorText(err) },
-        'audit log entry not handled; Pub/Sub retries it',
-      );
-    }
+    const { outcome } = await handleAuditLogEntry(deps, decoded.entry, deps.publisher());
     await flushTraces();
+    res.status(outcome === 'failed' ? 500 : 204).end();
   };
 }
 
@@ -179,7 +224,11 @@ export function createAuditLogHandler(
  * Publishes one owner's key under an `enqueue` span that starts its trace (`levelset.cause` `audit-log`).
  * @returns its message id
  */
-async function publish(publisher: KeyPublisher, owner: ControllerKey, enqueuedAt: string): Promise<string> {
+async function publish(
+  publisher: Pick<KeyPublisher, 'publish'>,
+  owner: ControllerKey,
+  enqueuedAt: string,
+): Promise<string> {
   const span = tracer().startSpan(SPAN.enqueue, {
     root: true,
     kind: SpanKind.PRODUCER,

@@ -16,8 +16,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { type Attributes, type Context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import type { Controller, Outcome, ReconcileContext, Result } from './contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString, orderingKeyOf } from './contract/key.ts';
+import type { Controller, Outcome, ReconcileContext, Referrer, Result } from './contract/controller.ts';
+import { type ControllerKey, DEFAULT_CLUSTER, type Key, keyString, orderingKeyOf } from './contract/key.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import { errorText, isConflict, isTransient, retryAfterMsOf, TerminalError } from './k8s/errors.ts';
@@ -113,6 +113,28 @@ export interface KeyOutcome {
   outcome: Outcome;
   requeueAfterMs?: number;
   retryAfterMs?: number;
+  /**
+   * Keys to reconcile next, in the key's cluster: the objects that reference the primary
+   * (`Result.referrers`), each for every controller whose primary is its resource. The caller
+   * enqueues them (serverless: published to the keys topic; in-process: its workqueues).
+   */
+  referrers?: ControllerKey[];
+}
+
+/**
+ * The keys of `referrers` ({@link Result.referrers}) in `cluster`: one per controller of the registry
+ * whose primary is a referrer's resource (by group and kind); a resource no controller reconciles gives none.
+ */
+export function referrerKeys(
+  controllers: ReadonlyMap<string, Controller>,
+  cluster: string,
+  referrers: readonly Referrer[] = [],
+): ControllerKey[] {
+  return referrers.flatMap(({ resource, namespace, name }) =>
+    [...controllers.values()]
+      .filter((c) => c.primary.group === resource.group && c.primary.kind === resource.kind)
+      .map((c) => ({ cluster, controller: c.name, namespace, name })),
+  );
 }
 
 /**
@@ -193,7 +215,13 @@ async function reconcileKeyLogged(
       notFound ? 'not found: nothing to do' : 'reconciled',
     );
     recordDrift(controller.name, options.reason, result, log);
-    return requeueAfterMs !== undefined ? { outcome, requeueAfterMs, durationMs } : { outcome, durationMs };
+    const referrers = referrerKeys(controllers, cluster, result?.referrers);
+    return {
+      outcome,
+      durationMs,
+      ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+      ...(referrers.length > 0 ? { referrers } : {}),
+    };
   } catch (err) {
     if (err instanceof TerminalError) {
       if (err.object) await events.record(err.object, 'Warning', err.reason, err.message);
@@ -367,6 +395,23 @@ export function createReconcileHandler(
         ).catch((err) => {
           log.warn({ err: errorText(err) }, 'requeue failed; the next resync brings the key back');
         });
+      }
+      if (result.referrers && deps.requeuer && deps.requeuer.kind !== 'none') {
+        // Published now, as a requeue is (the keys topic, each key's ordering key), with this
+        // delivery's reason: a resync's or an audit log entry's drift reaches them with its source.
+        const requeuer = deps.requeuer;
+        const enqueuedAt = new Date().toISOString();
+        await Promise.all(
+          result.referrers.map((referrer) =>
+            requeuer.requeue(keyMessageOf(referrer, message.reason, enqueuedAt), 0).catch((err) => {
+              log.warn(
+                { err: errorText(err), referrer: orderingKeyOf(referrer) },
+                'referrer not enqueued; the next resync brings it',
+              );
+            }),
+          ),
+        );
+        log.info({ referrers: result.referrers.map(orderingKeyOf) }, 'referrers enqueued');
       }
       const failed = result.outcome === 'transient' || result.outcome === 'error';
       const status = !failed ? 204 : retrying ? await retryFailed(retrying, decoded, result, log) : 500;

@@ -5,10 +5,37 @@
  * path matches a rule is answered with that rule's gRPC status instead, as Google Cloud answers an
  * error: a trailers-only response (HTTP 200, `content-type: application/grpc`, `grpc-status`,
  * percent-encoded `grpc-message`; gRPC over HTTP/2, "Responses"). It stands in for what the emulator
- * never answers: PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED.
+ * never answers: PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED. A fault may
+ * carry a `google.rpc.RetryInfo` detail, as Google's APIs attach one to a quota error: the whole
+ * `google.rpc.Status` in the binary metadata `grpc-status-details-bin`, which google-gax decodes into
+ * the error's `statusDetails` (Google's API design guide, "Errors: error details").
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import protobuf from 'protobufjs';
+
+/** `google.rpc.Status` with its `RetryInfo` detail (google/rpc/status.proto, error_details.proto), encoded with protobufjs. */
+const rpc = protobuf.parse(`
+  syntax = "proto3";
+  package google.rpc;
+  message Any { string type_url = 1; bytes value = 2; }
+  message Duration { int64 seconds = 1; int32 nanos = 2; }
+  message RetryInfo { Duration retry_delay = 1; }
+  message Status { int32 code = 1; string message = 2; repeated Any details = 3; }
+`).root;
+
+/** The `grpc-status-details-bin` value of status `code` with a RetryInfo of `retryDelayMs` (base64, as HTTP/2 carries binary metadata). */
+function statusDetailsWithRetryInfo(code: number, message: string, retryDelayMs: number): string {
+  const [RetryInfo, Status] = [rpc.lookupType('google.rpc.RetryInfo'), rpc.lookupType('google.rpc.Status')];
+  const retryDelay = { seconds: Math.floor(retryDelayMs / 1000), nanos: (retryDelayMs % 1000) * 1e6 };
+  const value = RetryInfo.encode(RetryInfo.fromObject({ retryDelay })).finish();
+  const status = Status.fromObject({
+    code,
+    message,
+    details: [{ typeUrl: 'type.googleapis.com/google.rpc.RetryInfo', value }],
+  });
+  return Buffer.from(Status.encode(status).finish()).toString('base64');
+}
 
 /** A fault: answer requests whose `:path` matches `path` with gRPC status `code`, `times` times. */
 export interface GrpcFault {
@@ -18,6 +45,8 @@ export interface GrpcFault {
   message: string;
   /** How many matching requests fail; default every one until removed. */
   times?: number;
+  /** Attach a `google.rpc.RetryInfo` asking to retry after this long, ms (whole ms). */
+  retryDelayMs?: number;
 }
 
 export interface GrpcProxy {
@@ -67,6 +96,15 @@ export async function startGrpcProxy(target: string | (() => string)): Promise<G
           'content-type': 'application/grpc',
           'grpc-status': String(fault.code),
           'grpc-message': encodeURIComponent(fault.message),
+          ...(fault.retryDelayMs !== undefined
+            ? {
+                'grpc-status-details-bin': statusDetailsWithRetryInfo(
+                  fault.code,
+                  fault.message,
+                  fault.retryDelayMs,
+                ),
+              }
+            : {}),
         },
         { endStream: true },
       );

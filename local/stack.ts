@@ -5,12 +5,15 @@
  * runs as `levelset relay`, as in its container.
  *
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
- * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions.
+ * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
+ * `auditLog`, it reads the audit log topic of the emulator its `env` names).
  */
 import { join } from 'node:path';
+import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
+import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
 import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/retry.ts';
 import { AUDIT_LOG_TOPIC, LOCAL_FUNCTIONS_SERVICE_ACCOUNT } from './audit-log.ts';
@@ -94,9 +97,12 @@ export interface LocalStackOptions {
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
   /**
-   * Serverless mode only: run the `auditLog` function and the audit log topic
-   * ({@link AUDIT_LOG_TOPIC}) with its push subscription to it, where local/audit-log.ts publishes
-   * the entries Cloud Audit Logs would (functions/audit-log.ts); default false.
+   * Drift from Cloud Audit Logs: the audit log topic ({@link AUDIT_LOG_TOPIC}), where
+   * local/audit-log.ts publishes the entries Cloud Audit Logs would, and what reads it. Serverless:
+   * the `auditLog` function and a push subscription to it (functions/audit-log.ts). In-process: a
+   * pull subscription ({@link AUDIT_LOG_PULL_SUBSCRIPTION}) the in-process process reads
+   * (relay/audit-log.ts), in the emulator of `env.PUBSUB_EMULATOR_HOST` (required then: the
+   * in-process mode runs no emulator of its own). Default false.
    */
   auditLog?: boolean;
   /** Every log line of every process, as it arrives. */
@@ -272,9 +278,39 @@ function relayProcess(
   });
 }
 
+/** The in-process mode's pull subscription of the audit log topic ({@link LocalStackOptions.auditLog}). */
+export const AUDIT_LOG_PULL_SUBSCRIPTION = `${AUDIT_LOG_TOPIC}-in-process`;
+
+/**
+ * The in-process mode's audit log topic and pull subscription in the emulator of `env`, and the
+ * environment that makes the in-process process read it (relay/in-process-main.ts).
+ * @throws {Error} when `env` names no emulator
+ */
+async function inProcessAuditLog(env: Record<string, string> = {}): Promise<Record<string, string>> {
+  const emulatorHost = env.PUBSUB_EMULATOR_HOST;
+  if (!emulatorHost)
+    throw new Error('auditLog in the in-process mode needs env.PUBSUB_EMULATOR_HOST: it runs no emulator');
+  const pubsub = new PubSub({ projectId: EMULATOR_PROJECT_ID, ...emulatorClientOptions(emulatorHost) });
+  const ignoreExists = (err: { code?: number }) => {
+    if (err.code !== 6) throw err; // gRPC ALREADY_EXISTS
+  };
+  try {
+    await pubsub.createTopic(AUDIT_LOG_TOPIC).catch(ignoreExists);
+    await pubsub.topic(AUDIT_LOG_TOPIC).createSubscription(AUDIT_LOG_PULL_SUBSCRIPTION).catch(ignoreExists);
+  } finally {
+    await pubsub.close();
+  }
+  return {
+    GOOGLE_CLOUD_PROJECT: EMULATOR_PROJECT_ID,
+    LEVELSET_AUDIT_LOG_SUBSCRIPTION: AUDIT_LOG_PULL_SUBSCRIPTION,
+    LEVELSET_FUNCTIONS_SERVICE_ACCOUNT: LOCAL_FUNCTIONS_SERVICE_ACCOUNT,
+  };
+}
+
 /** Starts the in-process mode's process, tagging its outcome lines `reconcile` and the others `relay`. */
 async function startInProcessStack(options: LocalStackOptions): Promise<InProcessStack> {
   const env: Record<string, string> = {
+    ...(options.auditLog ? await inProcessAuditLog(options.env) : {}),
     ...options.env,
     KUBECONFIG: options.inProcessKubeconfigPath ?? options.kubeconfigPath,
     LEVELSET_RESYNC_INTERVAL_MS: String(options.resyncIntervalMs ?? 0),

@@ -7,11 +7,16 @@
  * default 8080), `RELAY_COLLAPSE_MS` (default 0: the workqueue's dirty set alone collapses),
  * `LEVELSET_WORKERS` (per controller, default 4), `LEVELSET_RESYNC_INTERVAL_MS` (default 600 000;
  * 0 disables), `LOG_LEVEL`, and each controller's own configuration (README "Configuration").
+ * Drift from Cloud Audit Logs (relay/audit-log.ts): `LEVELSET_AUDIT_LOG_SUBSCRIPTION` (a subscription
+ * of the audit log sink's topic, its id or full name; default none), with
+ * `LEVELSET_FUNCTIONS_SERVICE_ACCOUNT` (the principal of this process's own writes, required then),
+ * `GOOGLE_CLOUD_PROJECT` and `PUBSUB_EMULATOR_HOST` as the functions read them (functions/config.ts).
  *
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
  * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 import * as z from 'zod';
+import { readFunctionsConfig } from '../functions/config.ts';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { startTracing } from '../functions/tracing.ts';
@@ -37,7 +42,22 @@ const envSchema = z.object({
   LEVELSET_WORKERS: optional(z.coerce.number().int().min(1).max(1000)),
   LEVELSET_RESYNC_INTERVAL_MS: optional(z.coerce.number().int().min(0)),
   LOG_LEVEL: optional(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
+  LEVELSET_AUDIT_LOG_SUBSCRIPTION: optional(z.string().min(1)),
 });
+
+/**
+ * The audit log subscription's configuration, when `LEVELSET_AUDIT_LOG_SUBSCRIPTION` is set.
+ * @throws {Error} when the functions' variables it needs are invalid, or the service account is not set
+ */
+function auditLogConfig(subscription: string | undefined) {
+  if (subscription === undefined) return undefined;
+  const { projectId, emulatorHost, serviceAccount } = readFunctionsConfig();
+  if (!serviceAccount)
+    throw new Error(
+      'invalid in-process configuration: LEVELSET_AUDIT_LOG_SUBSCRIPTION needs LEVELSET_FUNCTIONS_SERVICE_ACCOUNT (the principal of its own writes)',
+    );
+  return { subscription, projectId, serviceAccount, ...(emulatorHost ? { emulatorHost } : {}) };
+}
 
 async function main(): Promise<void> {
   const parsed = envSchema.safeParse(process.env);
@@ -61,7 +81,9 @@ async function main(): Promise<void> {
   }
   let running: InProcess;
   try {
+    const auditLog = auditLogConfig(env.LEVELSET_AUDIT_LOG_SUBSCRIPTION);
     running = await startInProcess({
+      ...(auditLog ? { auditLog } : {}),
       kubeConfig: loadKubeConfig(),
       port: env.RELAY_PORT ?? DEFAULT_PORT,
       collapseMs: env.RELAY_COLLAPSE_MS ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,

@@ -9,7 +9,9 @@
  * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100)), and
  *   not before the `Retry-After` the failure asked for (`retryAfterMs`), as the `reconcile` function;
  * - `terminal` / `malformed` → `Forget`, not retried;
- * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added.
+ * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added;
+ * - with `auditLog`, an audit log entry of a change made outside Levelset adds the keys of the
+ *   objects that own the resource (relay/audit-log.ts), as the `auditLog` function publishes them.
  *
  * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
  * `workqueue_*` metrics with `name` = controller).
@@ -23,6 +25,7 @@ import { ATTR } from '../functions/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
 import { resyncAll } from '../functions/resync.ts';
+import type { AuditLogSubscriptionConfig } from './audit-log.ts';
 import { createRelayMetrics } from './metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from './relay.ts';
 import { createWorkQueueMetrics, type RateLimiter, WorkQueue } from './workqueue.ts';
@@ -46,6 +49,11 @@ export interface InProcessOptions
   reconcileLogger?: Logger;
   /** Rate limiter per controller queue; default client-go's `DefaultControllerRateLimiter`. */
   rateLimiter?: () => RateLimiter;
+  /**
+   * Drift from Cloud Audit Logs (relay/audit-log.ts): the subscription of the audit log sink's topic
+   * to pull; each entry's owners' keys are added to their workqueues. Default: none.
+   */
+  auditLog?: AuditLogSubscriptionConfig;
 }
 
 export interface InProcess {
@@ -64,7 +72,8 @@ export interface InProcess {
 
 /**
  * Starts the in-process mode: queues and workers, then the relay's informers and health server.
- * @throws when the health server cannot listen, or `workers` is not a positive integer.
+ * @throws when the health server cannot listen, `workers` is not a positive integer, or the
+ *   `auditLog` subscription does not exist.
  */
 export async function startInProcess(options: InProcessOptions): Promise<InProcess> {
   const controllers = options.controllers ?? registry;
@@ -130,6 +139,9 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
           default:
             queue.forget(key);
         }
+        // The objects that reference the primary, to reconcile next (Result.referrers).
+        for (const referrer of result.referrers ?? [])
+          queues.get(referrer.controller)?.add(keyString(referrer));
         queue.done(key);
       }
     }
@@ -179,6 +191,23 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     publisher: toQueues,
   });
 
+  // Cloud Audit Logs' entries, mapped as the `auditLog` function maps them, into the workqueues.
+  // The subscriber (and the Pub/Sub client's gRPC stack) is loaded only when configured.
+  const auditLog = options.auditLog
+    ? await import('./audit-log.ts')
+        .then(({ subscribeToAuditLog }) =>
+          subscribeToAuditLog(
+            options.auditLog as AuditLogSubscriptionConfig,
+            { controllers, kubeConfig: () => options.kubeConfig, logger },
+            toQueues,
+          ),
+        )
+        .catch(async (err: unknown) => {
+          await relay.stop();
+          throw err;
+        })
+    : undefined;
+
   const workerLoops: Promise<void>[] = [];
   for (const [name, queue] of queues) {
     for (let i = 0; i < workers; i++)
@@ -213,6 +242,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     stop() {
       stopping ??= (async () => {
         if (timer) clearInterval(timer);
+        await auditLog?.close();
         await relay.stop();
         for (const q of queues.values()) q.shutDown();
         await Promise.all(workerLoops);

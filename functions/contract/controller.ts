@@ -204,6 +204,21 @@ export interface Result {
    * with the source that brought the key (functions/drift.ts), whatever that source was.
    */
   driftCorrected?: boolean;
+  /**
+   * Objects that reference this primary (another controller's primaries: the kit's `referencedBy`,
+   * functions/kit/references.ts), to be reconciled now: this reconcile set back something outside
+   * the cluster they depend on (a topic recreated after it was deleted out of band, which detached
+   * the Subscriptions of it), and no watch event announces that. The runtime enqueues each for every
+   * controller whose primary is its resource, in this key's cluster, with this delivery's reason
+   * (drift they correct is counted with the same source).
+   */
+  referrers?: readonly Referrer[];
+}
+
+/** An object that references a primary ({@link Result.referrers}): its resource, namespace (`""` when cluster-scoped) and name. */
+export interface Referrer extends Key {
+  /** The referrer's resource (its controllers are those whose primary has this group and kind). */
+  resource: Pick<ResourceType, 'group' | 'kind'>;
 }
 
 /**

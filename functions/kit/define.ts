@@ -42,12 +42,13 @@ import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';
 import { resourceClient } from './client.ts';
+import { withStatusDetails } from './google-cloud.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
 import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
 import { rateLimitOf } from './rate-limits.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
-import { holdWhileReferenced, type ReferencedBy } from './references.ts';
+import { holdWhileReferenced, type ReferencedBy, referringObjects } from './references.ts';
 import {
   type Desired,
   desiredConditions,
@@ -156,7 +157,9 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * Who references the primaries (references.ts): while a referrer exists, a primary's delete waits
    * (`Ready=False/StillReferenced` naming them, a Warning Event, `finalize` not called) and looks
    * again later, completing once the last referrer is gone. Declaring it puts the kit's finalizer on
-   * every primary, as `finalize` does; the RBAC gets `list` on each referrer resource.
+   * every primary, as `finalize` does; the RBAC gets `list` on each referrer resource. A reconcile
+   * that corrected drift outside the cluster (`Desired.driftCorrected`) returns the referrers
+   * (`Result.referrers`: 1 LIST per referrer resource), which the runtime reconciles next.
    */
   referencedBy?: ReferencedBy[];
   /**
@@ -330,7 +333,14 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const changed = wrote || changes.length > 0;
       await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);
       if (converged.failed) throw converged.failed;
-      const drift = desired.driftCorrected ? { driftCorrected: true } : {};
+      // Set back outside the cluster: what references the primary may have lost something with it.
+      const referrers =
+        desired.driftCorrected && referencedBy.length > 0 && !ctx.dryRun
+          ? await referringObjects(client, referencedBy, object as KubernetesObject)
+          : [];
+      const drift = desired.driftCorrected
+        ? { driftCorrected: true, ...(referrers.length > 0 ? { referrers } : {}) }
+        : {};
       return changed ? { ...resultOf(desired), changed, ...drift } : { ...resultOf(desired), ...drift };
     } catch (err) {
       if (err instanceof TerminalError && !err.object) return status.fail(err.reason, err.message, err.cause);
@@ -351,7 +361,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       rateLimited.forget(backoffId);
       return result;
     } catch (err) {
-      const limit = rateLimitOf(err);
+      const limit = rateLimitOf(await withStatusDetails(err));
       if (!limit) throw err;
       const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
       ctx.log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');

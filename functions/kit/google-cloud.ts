@@ -46,6 +46,25 @@ export function grpcCodeOf(err: unknown): number | undefined {
   return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= 16 ? code : undefined;
 }
 
+/**
+ * Decodes the `google.rpc.Status` a gRPC error carries in its binary metadata
+ * (`grpc-status-details-bin`) into its `statusDetails` (a `RetryInfo`, an `ErrorInfo`, …), with
+ * google-gax's own decoder (`GoogleError.parseGRPCStatusDetails`). google-gax does this on its
+ * promise path only: an error of a method called with a callback (the Pub/Sub client's
+ * `topic.getMetadata()`, `createTopic()`, …) reaches the caller with the details still encoded, so a
+ * RESOURCE_EXHAUSTED's retry delay would not be read (rate-limits.ts `rateLimitOf`). google-gax is
+ * loaded only for such an error, when the client that threw it has loaded it already.
+ * @returns `err`, with `statusDetails` set when its metadata held details (a detail that does not
+ *   decode is left out, as google-gax leaves it)
+ */
+export async function withStatusDetails(err: unknown): Promise<unknown> {
+  const e = err as { statusDetails?: unknown; metadata?: { get?(key: string): unknown[] } } | null;
+  if (!e || e.statusDetails !== undefined || typeof e.metadata?.get !== 'function') return err;
+  if ((e.metadata.get('grpc-status-details-bin') ?? []).length === 0) return err;
+  const { GoogleError } = await import('google-gax');
+  return GoogleError.parseGRPCStatusDetails(err as Parameters<typeof GoogleError.parseGRPCStatusDetails>[0]);
+}
+
 /** True for NOT_FOUND (e.g. a topic already deleted: success for a finalizer). */
 export function isGrpcNotFound(err: unknown): boolean {
   return grpcCodeOf(err) === GRPC.NOT_FOUND;

@@ -30,6 +30,7 @@ export type {
   ExternalChange,
   PolicyRule,
   ReconcileContext,
+  Referrer,
   ResourceType,
   Result,
   ResyncContext,

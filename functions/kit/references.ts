@@ -8,7 +8,11 @@
  *   something outside the cluster that needs the primary) waits: `Ready=False/StillReferenced`
  *   naming the referrers, a Warning Event `DeletionBlocked`, no `finalize`;
  * - the wait is a requeue ({@link recheckAfterMs}), so the delete completes by itself once the last
- *   referrer is gone.
+ *   referrer is gone;
+ * - a reconcile that set back what the primary holds outside the cluster (`driftCorrected`: a topic
+ *   recreated after it was deleted out of band) returns its referrers (`Result.referrers`), which
+ *   the runtime reconciles next: what they hold may have gone with it (Pub/Sub detached the
+ *   subscriptions of the deleted topic), and no watch event says so.
  *
  *   referencedBy: [{ resource: subscriptions, references: (sub) => [`${sub.metadata?.namespace}/${sub.spec?.topicRef?.name}`] }],
  *
@@ -17,7 +21,7 @@
  * namespace (cluster-wide for a cluster-scoped primary).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { EventRecorder, ResourceType, Result } from '../contract/controller.ts';
+import type { EventRecorder, Referrer, ResourceType, Result } from '../contract/controller.ts';
 import { isNotFound } from '../k8s/errors.ts';
 import type { ResourceClient } from './client.ts';
 import { namespacedName } from './index-spec.ts';
@@ -47,16 +51,16 @@ const referencesOf = (by: ReferencedBy, object: KubernetesObject): readonly stri
 };
 
 /**
- * The referrers of `primary`, as `Kind namespace/name`, sorted: 1 LIST per declared resource, in
- * the primary's namespace (all namespaces for a cluster-scoped primary). A resource the API server
- * does not serve (404: its CRD is not installed) has no referrers.
+ * The objects that reference `primary`: 1 LIST per declared resource, in the primary's namespace
+ * (all namespaces for a cluster-scoped primary). A resource the API server does not serve (404: its
+ * CRD is not installed) has no referrers.
  * @throws what the LIST throws besides 404 (403 when the controller lacks `list` on a referrer's resource).
  */
-export async function referrersOf(
+export async function referringObjects(
   client: ResourceClient,
   referencedBy: readonly ReferencedBy[],
   primary: KubernetesObject,
-): Promise<string[]> {
+): Promise<Referrer[]> {
   const target = namespacedName(primary);
   const lists = await Promise.all(
     referencedBy.map(async (by) =>
@@ -68,10 +72,28 @@ export async function referrersOf(
         })
       )
         .filter((o) => referencesOf(by, o).includes(target))
-        .map((o) => `${by.resource.kind} ${namespacedName(o)}`),
+        .map((o) => ({
+          resource: { group: by.resource.group, kind: by.resource.kind },
+          namespace: o.metadata?.namespace ?? '',
+          name: o.metadata?.name ?? '',
+        })),
     ),
   );
-  return lists.flat().sort();
+  return lists.flat();
+}
+
+/**
+ * The referrers of `primary` ({@link referringObjects}), as `Kind namespace/name`, sorted.
+ * @throws what {@link referringObjects} throws
+ */
+export async function referrersOf(
+  client: ResourceClient,
+  referencedBy: readonly ReferencedBy[],
+  primary: KubernetesObject,
+): Promise<string[]> {
+  return (await referringObjects(client, referencedBy, primary))
+    .map((r) => `${r.resource.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`)
+    .sort();
 }
 
 /**

@@ -8,8 +8,8 @@
  * foreign topic is never adopted; Google Cloud errors are sorted: INVALID_ARGUMENT (the emulator's)
  * and PERMISSION_DENIED (injected by the shared gRPC proxy, local/grpc-proxy.ts, which the
  * controller's Pub/Sub traffic goes through) answered once, not retried; RESOURCE_EXHAUSTED requeued
- * after per-key backoff (acknowledged, never 5xx) until it clears; DEADLINE_EXCEEDED and UNAVAILABLE
- * retried until they pass.
+ * after per-key backoff (acknowledged, never 5xx) until it clears, and after the delay its
+ * google.rpc.RetryInfo asks when it carries one; DEADLINE_EXCEEDED and UNAVAILABLE retried until they pass.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +26,7 @@ import { LABELS } from '../../functions/log.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
+import type { LogLine } from '../../local/service.ts';
 import type { StackMode } from '../../local/stack.ts';
 import {
   outcomeLines,
@@ -300,6 +301,54 @@ const suite = (mode: StackMode) => () => {
       !outcomes.some((o) => o === 'terminal' || o === 'transient' || o === 'error'),
       JSON.stringify(outcomes),
     );
+    assert.ok(await exists(pubsub.topic(topicIdOf(name))));
+  });
+
+  it('retries RESOURCE_EXHAUSTED carrying RetryInfo after the delay it asks, not sooner, and converges once the quota clears', async () => {
+    const name = 'quota-retry-info';
+    const retryDelayMs = 1500;
+    const requeuesOf = () =>
+      linesOf(name).filter((l) => l.outcome === 'requeue') as (LogLine & { requeueAfterMs?: number })[];
+    // The quota is exhausted, as Google's APIs answer it: RESOURCE_EXHAUSTED with a
+    // google.rpc.RetryInfo, to every GetTopic (every delivery of a Topic reads its topic first),
+    // until the Topic has been requeued twice; then it clears.
+    const clear = proxy.fail({
+      path: /\/GetTopic$/,
+      code: 8,
+      message: "quota exceeded by the test's proxy",
+      retryDelayMs,
+    });
+    try {
+      await createTopic(name, {});
+      await waitFor(() => requeuesOf().length >= 2, { message: `${name} requeued twice` });
+    } finally {
+      clear();
+    }
+    await waitFor(async () => ready(await getTopic(name))?.status === 'True', {
+      message: `${name} Ready once the quota clears`,
+    });
+    const requeues = requeuesOf();
+    assert.ok(
+      requeues.every((l) => l.requeueAfterMs === retryDelayMs),
+      `requeued after the delay RetryInfo asked, not the per-key backoff: ${JSON.stringify(requeues.map((l) => l.requeueAfterMs))}`,
+    );
+    const outcomes = linesOf(name).filter((l) => typeof l.outcome === 'string');
+    assert.ok(
+      outcomes.every((l) => l.outcome === 'requeue' || l.outcome === 'success'),
+      JSON.stringify(outcomes.map((l) => l.outcome)),
+    );
+    // Only a requeued delivery can pass (the quota clears after the second requeue, and a requeue
+    // comes back after its delay): no reconcile succeeded before the first requeue's delay was
+    // over (a success began at its line's time minus its duration).
+    const ms = (l: LogLine) => {
+      const t = l.timestamp as { seconds: number; nanos: number };
+      return t.seconds * 1000 + Math.round(t.nanos / 1e6);
+    };
+    const firstRequeue = ms(requeues[0] as LogLine);
+    for (const success of outcomes.filter((l) => l.outcome === 'success')) {
+      const waited = ms(success) - (success.durationMs as number) - firstRequeue;
+      assert.ok(waited >= retryDelayMs - 2, `a success began ${waited} ms after the first requeue`);
+    }
     assert.ok(await exists(pubsub.topic(topicIdOf(name))));
   });
 

@@ -117,7 +117,7 @@ describe('auditLog function: decoding a push', () => {
     const entry = auditLogEntry('p', change);
     const cases: [unknown, RegExp][] = [
       [{ nope: true }, /message/],
-      [{ message: { data: Buffer.from('not json').toString('base64') } }, /not base64-encoded JSON/],
+      [{ message: { data: Buffer.from('not json').toString('base64') } }, /message data is not JSON/],
       [
         pushEnvelope({ ...entry, protoPayload: { ...entry.protoPayload, '@type': 'type.googleapis.com/x' } }),
         /@type/,

@@ -2,8 +2,17 @@
 // TerminalError (reason from the gRPC code, message from the API), the rest is rethrown (retried).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
 import { isTransient } from '../../functions/k8s/errors.ts';
-import { GRPC, TerminalError, throwGoogleCloudError } from '../../functions/kit/index.ts';
+import { withStatusDetails } from '../../functions/kit/google-cloud.ts';
+import {
+  GRPC,
+  googleCloudClientOptions,
+  rateLimitOf,
+  TerminalError,
+  throwGoogleCloudError,
+} from '../../functions/kit/index.ts';
+import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 
 /** An error as google-gax throws it: `code` (google.rpc.Code), `details` (the API's message). */
 const grpcError = (code: number, details: string) =>
@@ -44,5 +53,34 @@ describe('throwGoogleCloudError', () => {
       () => throwGoogleCloudError(err, 'x'),
       (thrown: unknown) => thrown === err,
     );
+  });
+});
+
+describe('withStatusDetails', () => {
+  it("decodes a RESOURCE_EXHAUSTED's RetryInfo that the Pub/Sub client leaves in the metadata, so its delay is read", async () => {
+    // The proxy answers as Google's APIs answer a quota error; nothing behind it is reached.
+    const proxy = await startGrpcProxy('127.0.0.1:9');
+    proxy.fail({ path: /\/GetTopic$/, code: GRPC.RESOURCE_EXHAUSTED, message: 'quota', retryDelayMs: 2500 });
+    const pubsub = new PubSub({ projectId: 'p', ...googleCloudClientOptions(proxy.host) });
+    try {
+      const err = await pubsub
+        .topic('t')
+        .getMetadata()
+        .then(
+          () => assert.fail('answered'),
+          (e: unknown) => e,
+        );
+      assert.equal(
+        (err as { statusDetails?: unknown }).statusDetails,
+        undefined,
+        'left encoded by the client',
+      );
+      assert.deepEqual(rateLimitOf(await withStatusDetails(err)), { retryAfterMs: 2500 });
+      const plain = grpcError(GRPC.RESOURCE_EXHAUSTED, 'quota');
+      assert.equal(await withStatusDetails(plain), plain, 'an error without details unchanged');
+    } finally {
+      await pubsub.close();
+      await proxy.close();
+    }
   });
 });

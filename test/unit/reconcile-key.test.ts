@@ -22,7 +22,7 @@ import {
   reconcileTotal,
   serveMetrics,
 } from '../../functions/metrics.ts';
-import { deliveryDelayMs, reconcileKey } from '../../functions/reconcile.ts';
+import { deliveryDelayMs, reconcileKey, referrerKeys } from '../../functions/reconcile.ts';
 
 /** A logger whose raw lines (text, as written) are collected. */
 function capture() {
@@ -149,6 +149,33 @@ describe('reconcileKey', () => {
       assert.ok(!other.some((l) => l.includes('"drift"')));
     }
     assert.equal(await count(), before + 1);
+  });
+
+  it("a reconcile's referrers come back as keys of every controller whose primary is their resource, in the key's cluster", async () => {
+    const referrers = [
+      { resource: { group: '', kind: 'Thing' }, namespace: 'ns', name: 'uses-it' },
+      { resource: { group: 'example.com', kind: 'Unreconciled' }, namespace: 'ns', name: 'nobody' },
+    ];
+    const { result } = await run(
+      fake(true, async () => ({ driftCorrected: true, referrers })),
+      { namespace: 'ns', name: 'foo' },
+      undefined,
+      { cluster: 'cluster-2', known: ['cluster-2'] },
+    );
+    assert.deepEqual(result, {
+      outcome: 'success',
+      referrers: [{ cluster: 'cluster-2', controller: 'fake', namespace: 'ns', name: 'uses-it' }],
+    });
+    const registry = new Map([
+      ['a', fake(true, async () => undefined)],
+      ['b', { ...fake(true, async () => undefined), name: 'b' }],
+    ]);
+    assert.deepEqual(
+      referrerKeys(registry, 'default', referrers.slice(0, 1)).map((k) => k.controller),
+      ['fake', 'b'],
+      'each controller of the resource',
+    );
+    assert.deepEqual(referrerKeys(registry, 'default'), []);
   });
 
   it('runs the reconcile with its cluster in the context; a key of an unknown cluster is malformed, never reconciled', async () => {
