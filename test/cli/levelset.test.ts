@@ -87,6 +87,8 @@ describe('levelset (the real binary against the local stack)', () => {
       env: { LEVELSET_SOURCE_NAMESPACE: namespace },
       collapseMs: 50,
       stateDir,
+      // `levelset resync` publishes the keys itself; nothing here calls the resync function.
+      resyncOnDemand: true,
       onLog: (service, line) => {
         if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(`[${service}] ${JSON.stringify(line)}\n`);
       },
