@@ -83,31 +83,23 @@ export const memoryAndResync: Section = {
  * configuration (scripts/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they load
  * the relay's own chunks. The full-object baseline is bundled alike in a build of its own
  * (bench/informer-child.ts: in the relay's build, client-node's whole API it imports would land in
- * the relay's chunks). The two builds run side by side, into `relay/` and `full/` of one directory
- * whose `node_modules` both resolve their externals from. Returns that directory.
+ * the relay's chunks). Returns the bundle's directory.
  */
 async function bundleInformerChildren(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-relay-'));
-  try {
-    await Promise.all([
-      packageRelay({
-        out: join(dir, 'relay'),
-        extraEntryPoints: { 'bench-informer': 'bench/metadata-informer-child.ts' },
-        inProcess: false,
-      }),
-      bundle({
-        root: repoRoot,
-        entryPoints: { 'bench-full-informer': 'bench/full-informer-child.ts' },
-        outdir: join(dir, 'full'),
-        external: RELAY_EXTERNAL,
-      }),
-    ]);
-    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  } catch (err) {
-    rmSync(dir, { recursive: true, force: true });
-    throw err;
-  }
-  return dir;
+  const relayBundle = mkdtempSync(join(tmpdir(), 'levelset-bench-relay-'));
+  await packageRelay({
+    out: relayBundle,
+    extraEntryPoints: { 'bench-informer': 'bench/metadata-informer-child.ts' },
+    inProcess: false,
+  });
+  await bundle({
+    root: repoRoot,
+    entryPoints: { 'bench-full-informer': 'bench/full-informer-child.ts' },
+    outdir: join(relayBundle, 'full'),
+    external: RELAY_EXTERNAL,
+  });
+  symlinkSync(join(repoRoot, 'node_modules'), join(relayBundle, 'node_modules'), 'dir');
+  return relayBundle;
 }
 
 /** An informer child started as the relay's image starts the relay (RELAY_ENV, the deployed V8 flags). */
@@ -131,17 +123,8 @@ async function informerFigures(
   // Both informers run with the relay's deployed V8 flags (heap limit, young generation;
   // terraform/kubernetes.tf), so that the RSS is the one the relay's memory limit meets.
   const informerArgs = ['--kubeconfig', api.kubeconfigPath, '--namespace', ns, '--expect', `${n}`];
-  // The children run side by side: each reads its own process's RSS and heap, which another
-  // process beside it does not change.
-  const [meta, full, sources] = await Promise.all([
-    informerChild(join(relayBundle, 'relay', 'bench-informer.mjs'), informerArgs),
-    informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs),
-    // Before the relay was bundled: the same child from the TypeScript sources (type stripping
-    // stands in for tsc's JavaScript, which the image ran; both load every module file).
-    n === env.sizes.rssSmall
-      ? informerChild(join(repoRoot, 'bench', 'metadata-informer-child.ts'), informerArgs)
-      : undefined,
-  ]);
+  const meta = await informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs);
+  const full = await informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs);
   const flags = RELAY_NODE_OPTIONS.join(' ');
   const figures: Figure[] = [
     {
@@ -154,7 +137,10 @@ async function informerFigures(
       ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
     },
   ];
-  if (sources) {
+  if (n === env.sizes.rssSmall) {
+    // Before the relay was bundled: the same child from the TypeScript sources (type stripping
+    // stands in for tsc's JavaScript, which the image ran; both load every module file).
+    const sources = await informerChild(join(repoRoot, 'bench', 'metadata-informer-child.ts'), informerArgs);
     figures.push(
       {
         section: 'relay',

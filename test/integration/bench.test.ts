@@ -22,10 +22,10 @@ const root = new URL('../..', import.meta.url).pathname;
  * 600 s timeout), its stacks started one at a time (docs/architecture.md decision 41). The groups'
  * sections as one tiny run took them at load 13-19 (`results.json` sectionMs, seconds): e2e 53,
  * collapse 13, relay 1, api-cost 2, resync-priority 62, retries 3, topic 45 | breakdown 27, cost
- * 58, fleet 107 | cold-start 54, memory/resync 150, tracing 4 (fleet and memory/resync before they
- * started their stacks and children side by side). Each group keeps the run's order (tracing last:
- * it registers the OpenTelemetry SDK for the rest of its process). Together they are every section:
- * the figures below must come from every section of the report.
+ * 58, fleet 107 (before it started its two stacks side by side) | cold-start 54, memory/resync 150,
+ * tracing 4. Each group keeps the run's order (tracing last: it registers the OpenTelemetry SDK for
+ * the rest of its process). Together they are every section: the figures below must come from every
+ * section of the report.
  */
 const GROUPS = [
   ['e2e/throughput', 'collapse', 'relay', 'api-cost', 'resync-priority', 'retries', 'topic'],
