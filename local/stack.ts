@@ -69,6 +69,13 @@ export interface LocalStackOptions {
   /** Period of the resync timer in ms; 0 (default) runs no timer. */
   resyncIntervalMs?: number;
   /**
+   * Serverless mode only: start the `resync` function at the stack's first resync
+   * ({@link LocalStack.runResync}, the timer) instead of with the stack; default false. A stack
+   * that never resyncs (most tests) then never starts it: a Node process that loads every
+   * controller, ≈ 2-3 s of CPU. Until then {@link LocalStack.resync} throws.
+   */
+  resyncOnDemand?: boolean;
+  /**
    * Resync keys pushed to `reconcile` at once (the resync subscription's push rate, enforced by its
    * push proxy); default {@link RESYNC_PUSH_CONCURRENCY}. Live keys have their own subscription
    * and no such limit.
@@ -157,6 +164,7 @@ export interface LocalStack {
   watchdog: DeliveryWatchdog;
   /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
   readonly reconcile: Service;
+  /** The running `resync` function; with {@link LocalStackOptions.resyncOnDemand}, only after the first resync. */
   readonly resync: Service;
   /** The running `auditLog` function, with {@link LocalStackOptions.auditLog}. */
   readonly auditLog: Service | undefined;
@@ -187,7 +195,10 @@ export interface LocalStack {
   stopEmulator(): Promise<void>;
   /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
   startEmulator(): Promise<void>;
-  /** Calls the `resync` function once, as Cloud Scheduler does. @throws on a non-2xx answer. */
+  /**
+   * Calls the `resync` function once, as Cloud Scheduler does (starting it first, with
+   * {@link LocalStackOptions.resyncOnDemand}). @throws on a non-2xx answer.
+   */
   runResync(): Promise<ResyncReport>;
   /** The environment every process of the stack gets. */
   env: Record<string, string>;
@@ -515,10 +526,12 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const files = createStackFiles(options.stateDir, tracing, options.onLog);
   services.add(files.logs);
   const functions = await functionServices(options, env, files);
+  // Started with the stack, or added (stopped with it) to be started by the first resync.
+  if (options.resyncOnDemand) services.add(functions.resync);
   await services.start(
     emulatorService,
     functions.reconcile,
-    functions.resync,
+    ...(options.resyncOnDemand ? [] : [functions.resync]),
     ...(functions.auditLog ? [functions.auditLog] : []),
   );
   const started = emulatorService.running;
@@ -595,10 +608,23 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   };
   const functionOf = (name: 'reconcile' | 'resync') => {
     const running = functions[name].running;
-    if (!running) throw new Error(`${name} is not running`);
+    if (!running)
+      throw new Error(
+        `${name} is not running${name === 'resync' && options.resyncOnDemand ? ' (resyncOnDemand: it starts at the first resync)' : ''}`,
+      );
     return running;
   };
-  const runResync = () => callResync(functionOf('resync').url);
+  // One start of an on-demand resync function, whichever resync asks first.
+  let resyncStarting: Promise<Service> | undefined;
+  const resyncFunction = async (): Promise<Service> => {
+    if (functions.resync.running) return functions.resync.running;
+    if (!resyncStarting)
+      resyncStarting = functions.resync.start().finally(() => {
+        resyncStarting = undefined;
+      });
+    return resyncStarting;
+  };
+  const runResync = async () => callResync((await resyncFunction()).url);
   await services.start(resyncTimer(options.resyncIntervalMs ?? 0, runResync, options.onResync));
   writeState();
   return {

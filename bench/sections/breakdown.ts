@@ -75,6 +75,7 @@ async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string)
     kubeconfigPath: api.kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: SOURCE, LOG_LEVEL: 'warn' },
     stateDir,
+    resyncOnDemand: true, // never resyncs: no idle resync function beside what is measured
   });
   try {
     const names = Array.from({ length: sizes.rotation }, (_, k) => `traced-${k}`);

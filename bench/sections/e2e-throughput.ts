@@ -86,6 +86,7 @@ async function runMode(
     mode,
     kubeconfigPath: api.kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: source, LOG_LEVEL: 'info' },
+    resyncOnDemand: true, // never resyncs: no idle resync function beside what is measured
     onLog: (service, line) => {
       const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
       if (service !== 'reconcile' || typeof line.outcome !== 'string') return;

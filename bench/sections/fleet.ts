@@ -33,14 +33,15 @@ export const fleet: Section = {
   name: 'fleet',
   async run(env) {
     env.log('fleet');
-    const servers = [await env.apiServer(), await env.anotherApiServer()];
+    // Side by side; the driver stops both, whichever failed.
+    const servers = await Promise.all([env.apiServer(), env.anotherApiServer()]);
     const clusters: LocalCluster[] = servers.map((server, i) => ({
       id: `fleet-${'ab'[i]}`,
       kubeconfigPath: server.kubeconfigPath,
     }));
     const started: { stop(): unknown }[] = [];
     try {
-      for (const server of servers) await waitForFoosServed(server.kc);
+      await Promise.all(servers.map((server) => waitForFoosServed(server.kc)));
       for (const server of servers) started.push(await startSimulatedNode(server.kc, quiet));
       const watches = servers.map((s) => watchObjects(s.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'));
       started.push(...watches);
@@ -78,9 +79,11 @@ async function runConfiguration(
   let reconciles = 0;
   const stacks: LocalStack[] = [];
   try {
-    for (const d of deployments)
-      stacks.push(
-        await startLocalStack({
+    // The deployments start side by side (nothing is measured before every one is up); each
+    // stack started is stopped below, also when another's start failed.
+    const starts = await Promise.allSettled(
+      deployments.map((d) =>
+        startLocalStack({
           kubeconfigPath: (d[0] as LocalCluster).kubeconfigPath,
           clusters: d,
           env: { LOG_LEVEL: 'info' },
@@ -90,7 +93,10 @@ async function runConfiguration(
               reconciles++;
           },
         }),
-      );
+      ),
+    );
+    for (const s of starts) if (s.status === 'fulfilled') stacks.push(s.value);
+    for (const s of starts) if (s.status === 'rejected') throw s.reason;
     const readyIn = (w: ObjectWatch) => {
       let n = 0;
       for (const o of w.all()) if (o.metadata?.namespace === ns && isReady(o)) n++;

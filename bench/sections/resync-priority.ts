@@ -65,6 +65,8 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
     mode: 'serverless',
     kubeconfigPath: api.kubeconfigPath,
     env: { LOG_LEVEL: 'info' },
+    // Its resync backlog is published here (resyncAll), not by the resync function.
+    resyncOnDemand: true,
     onLog: (service, line) => {
       const labels = line[LABELS] as DeliveryLine['labels'];
       if (service === 'reconcile' && typeof line.outcome === 'string' && labels?.controller === 'foo')

@@ -99,7 +99,13 @@ async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
 async function deleteToGone(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
   const ns = 'bench-topic-delete';
   await api.createNs(ns);
-  const stack = await startLocalStack({ mode: 'serverless', kubeconfigPath: api.kubeconfigPath, env: {} });
+  // It never resyncs: no idle resync function beside what is measured.
+  const stack = await startLocalStack({
+    mode: 'serverless',
+    kubeconfigPath: api.kubeconfigPath,
+    env: {},
+    resyncOnDemand: true,
+  });
   const topicWatch = watchObjects(api.kc, '/apis/pubsub.levelset.dev/v1alpha1/topics');
   const fooWatch = watchObjects(api.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos');
   await Promise.all([topicWatch.ready, fooWatch.ready]);

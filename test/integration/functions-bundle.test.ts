@@ -5,11 +5,12 @@
  * package's node_modules is the repository's (on Cloud Run the buildpack's `npm ci` installs it).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
@@ -57,14 +58,19 @@ describe('the deployed functions bundle', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'levelset-bundle-'));
-    await packageFunctions({ out: dir });
-    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
-    // What the buildpack's gcp-build does after npm ci: fill the compile cache (WARM_COMPILE_CACHE).
-    // npm test's global setup gives every process its own compile cache (test/support/temp-check.ts),
-    // which module.enableCompileCache() would keep using: not this one, whose job is to fill the package's.
-    const { NODE_COMPILE_CACHE: _testCache, NODE_DISABLE_COMPILE_CACHE: _disabled, ...env } = process.env;
-    execFileSync(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir, env });
-    cluster = await startTestCluster();
+    // The API server starts while the package is built (`after` stops it, whichever failed).
+    const starting = startTestCluster();
+    try {
+      await packageFunctions({ out: dir });
+      symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
+      // What the buildpack's gcp-build does after npm ci: fill the compile cache (WARM_COMPILE_CACHE).
+      // npm test's global setup gives every process its own compile cache (test/support/temp-check.ts),
+      // which module.enableCompileCache() would keep using: not this one, whose job is to fill the package's.
+      const { NODE_COMPILE_CACHE: _testCache, NODE_DISABLE_COMPILE_CACHE: _disabled, ...env } = process.env;
+      await promisify(execFile)(process.execPath, [join(dir, WARM_COMPILE_CACHE)], { cwd: dir, env });
+    } finally {
+      cluster = await starting;
+    }
     ns = await cluster.createNamespace('bundle');
     await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
   });

@@ -82,6 +82,8 @@ export async function startPipeline(
       inProcessKubeconfigPath: identities?.inProcess.kubeconfigPath,
       env,
       collapseMs: 50,
+      // Most pipeline tests never resync: the `resync` function starts at the first runResync.
+      resyncOnDemand: true,
       ...options,
       onLog: (service, line) => {
         logs.push({ service, line });
