@@ -262,7 +262,7 @@ export function markdownReport(options: {
     '```sh',
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
-    'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm test runs once)',
+    'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm run test:load runs once)',
     'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing, fleet',
     '```',
     '',

@@ -5,7 +5,7 @@
  * bench/report.ts for how to read each figure).
  *
  *   npm run bench                 # full sizes, into bench/
- *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm test runs this once)
+ *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm run test:load runs this once)
  *   npm run bench -- --out DIR    # elsewhere
  *   npm run bench -- --only collapse --only relay   # some sections, into a temp dir
  *

@@ -1,4 +1,5 @@
-// npm run bench on tiny sizes, once, so that the benchmark cannot rot: it must run end to end and
+// npm run bench on tiny sizes, once, so that the benchmark cannot rot (in `npm run test:load`, which CI
+// runs after npm test: docs/architecture.md decision 41 (12)): it must run end to end and
 // write every section (each section's code runs; its tiny sizes measure nothing worth reading). No timing is asserted (benchmarks are not tests); only that the figures are
 // sane: the cost section prices every shipped controller, the fleet section has its ratios.
 import assert from 'node:assert/strict';
