@@ -8,6 +8,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { ProjectError } from '../functions/project.ts';
 import { conditionsCommand } from './commands/conditions.ts';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
@@ -65,9 +66,10 @@ try {
   // A finished command exits now, even if a client library left a socket or timer behind.
   if (!LONG_RUNNING.includes(String(argv._[0]))) process.exit(process.exitCode ?? 0);
 } catch (err) {
-  if (err instanceof CliError) {
+  if (err instanceof CliError || err instanceof ProjectError) {
+    // Outside a project, or a registry that is not one: one line (functions/project.ts).
     process.stderr.write(`levelset: ${err.message}\n`);
-    process.exitCode = err.exitCode;
+    process.exitCode = err instanceof CliError ? err.exitCode : EXIT_FAILURE;
   } else {
     // Unexpected: a bug or an unclassified failure. The stack trace helps a bug report.
     process.stderr.write(

@@ -9,7 +9,8 @@
  *                         which the buildpack runs after `npm ci`: dist/compile-cache.mjs
  *     package-lock.json   the project's without its workspaces ({@link archiveLockfile}), so the
  *                         buildpack's `npm ci` installs exactly the locked tree the functions need
- *     dist/index.mjs      functions/index.ts and everything it imports, in one ES module …
+ *     dist/index.mjs      the project's registry and the runtime (functions/runtime.ts), everything
+ *                         they import, in one ES module (its generated entry: {@link functionsEntry}) …
  *     dist/chunk-*.mjs    … but what is imported dynamically (resync's publisher, a controller's
  *                         client library) in chunks loaded at first use
  *     dist/compile-cache.mjs  loads the bundle once with Node's compile cache on, filling
@@ -29,12 +30,16 @@
  * `.proto`/JSON descriptors from their package directories at run time. The functions import these
  * only where needed (resync, the Topic controller, Cloud Tasks requeues), never at start.
  *
+ * `levelset build` stages it in a project's `build/functions`.
+ *
  *   npx node scripts/package-functions.ts [--out terraform/.build/functions]
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundle, walk } from './bundle.ts';
+import { findProject } from '../functions/project.ts';
+import { levelsetModule } from '../local/module-path.ts';
+import { bundle, registryEntry, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..');
 
@@ -71,8 +76,16 @@ try {
 flushCompileCache();
 `;
 
-/** The functions' source entry point, relative to the repository root. */
-export const ENTRY = 'functions/index.ts';
+/**
+ * The bundle's entry: imports the registry module `registry` (absolute path) and registers the
+ * functions for its controllers (functions/runtime.ts `registerFunctions`).
+ */
+export function functionsEntry(
+  registry: string,
+  runtime: string = levelsetModule('functions/runtime.ts'),
+): string {
+  return registryEntry(registry, runtime, 'registerFunctions');
+}
 
 /** Packages the bundle imports from node_modules instead of containing them (see the file's docstring). */
 export const EXTERNAL = [
@@ -82,14 +95,21 @@ export const EXTERNAL = [
 ] as const;
 
 export interface PackageOptions {
-  /** Repository root holding package.json, package-lock.json and functions/. */
+  /** The project's root, holding package.json and package-lock.json; default this repository. */
   root?: string;
+  /** The registry module (absolute path); default the registry of `root`'s project (functions/project.ts). */
+  registry?: string;
+  /**
+   * The module exporting `registerFunctions` (absolute path); default Levelset's functions/runtime.ts.
+   * The package's own tests give a small one, to test the packaging without bundling the runtime.
+   */
+  runtime?: string;
   /** Staging directory, emptied first. */
   out?: string;
 }
 
 /**
- * Bundles `functions/index.ts` and stages the functions' package.
+ * Bundles the runtime with the project's registry ({@link functionsEntry}) and stages the functions' package.
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
@@ -101,7 +121,9 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
 
   await bundle({
     root,
-    entryPoints: { index: ENTRY },
+    entryPoints: {
+      index: { source: functionsEntry(options.registry ?? findProject(root).registry, options.runtime) },
+    },
     outdir: join(out, 'dist'),
     external: EXTERNAL,
   });
