@@ -14,8 +14,8 @@ import {
   KubernetesObjectApi,
   loadAllYaml,
 } from '@kubernetes/client-node';
+import { waitFor } from '../functions/kit/wait.ts';
 import { repoRoot } from './service.ts';
-import { waitFor } from './wait.ts';
 
 const SECRET = 'demo-credentials';
 /** The namespace the demo applies the controllers' examples into (README's `levelset reconcile foo demo/example-foo`). */

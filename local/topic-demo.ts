@@ -8,10 +8,10 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { googleCloudConfig } from '../functions/kit/index.ts';
+import { waitFor } from '../functions/kit/wait.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import { auditLogEntry, publishAuditLogEntry } from './audit-log.ts';
 import type { PubSubEmulator } from './pubsub-emulator.ts';
-import { waitFor } from './wait.ts';
 
 const topics = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics', namespace: 'demo' };
 

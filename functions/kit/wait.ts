@@ -1,5 +1,5 @@
 /**
- * Condition waits (the tests', the local stack's demo): poll until a condition holds or a deadline passes.
+ * Condition waits (the tests' and a controller's tests, the local stack's demo): poll until a condition holds or a deadline passes.
  * Never a fixed sleep: a test is as fast as the system it tests.
  */
 import { setTimeout as delay } from 'node:timers/promises';
