@@ -1,0 +1,227 @@
+/**
+ * The user's path from the packed tarballs (`npm run test:package`, not part of `npm test`): both
+ * packages packed as npm publishes them, `levelset init` of a new project, `npm install` of the
+ * tarballs (the rest from the npm registry, through the npm cache), then what the README's first
+ * section says a user does: the example controller's own test passes; `levelset new controller`
+ * adds a second whose scaffolded test passes; `levelset build` writes a functions bundle that serves
+ * a reconcile of the project's controller, a relay bundle with its Dockerfile, and the manifests
+ * (deploy/registry.gen.json, the Terraform module's input). The tarballs hold no test files; their
+ * sizes are printed as diagnostics.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { repoRoot, type Service, startService } from '../../local/service.ts';
+import { functionsCli } from '../../local/stack.ts';
+import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { waitFor } from '../support/wait.ts';
+
+const exec = promisify(execFile);
+const MINUTES = 60_000;
+
+/** Runs `command` in `cwd`, with the npm cache preferred; its output is in the error when it fails. */
+async function run(cwd: string, command: string, args: string[], env: Record<string, string> = {}) {
+  try {
+    return await exec(command, args, {
+      cwd,
+      env: {
+        ...process.env,
+        npm_config_prefer_offline: 'true',
+        npm_config_audit: 'false',
+        npm_config_fund: 'false',
+        ...env,
+      },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `${command} ${args.join(' ')} (in ${cwd}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
+    );
+  }
+}
+
+/** The entries of a tarball `npm pack --json` described. */
+interface Packed {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: { path: string }[];
+}
+
+/** What no tarball may hold: tests, fixtures, local state, TypeScript sources outside dist/. */
+const NOT_SHIPPED = /(^|\/)(test|fixtures|\.levelset|bench)\/|\.test\.[cm]?[jt]s$|\.load\.ts$/;
+
+describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES }, () => {
+  let dir: string;
+  let project: string;
+  let packed: Packed[];
+  let cluster: TestCluster | undefined;
+  let reconcile: Service | undefined;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'levelset-user-path-'));
+    const pack = async (args: string[]) =>
+      (
+        JSON.parse(
+          (await run(repoRoot, 'npm', ['pack', ...args, '--pack-destination', dir, '--json'])).stdout,
+        ) as Packed[]
+      )[0] as Packed;
+    // `prepack` compiles each package (tsc); the root's first, whose dist/ the workspace's does not need.
+    packed = [await pack([]), await pack(['-w', 'local/apiserver'])];
+    project = join(dir, 'my-controllers');
+    // `npx levelset init my-controllers`: the CLI of this checkout, the version of the package.
+    await run(dir, process.execPath, [join(repoRoot, 'cli', 'levelset.ts'), 'init', 'my-controllers']);
+    await run(project, 'npm', ['install', ...packed.map((p) => join(dir, p.filename))]);
+  });
+
+  after(async () => {
+    await reconcile?.stop();
+    await cluster?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('packs no tests, fixtures or local state, and prints the sizes', (t) => {
+    for (const p of packed) {
+      t.diagnostic(
+        `${p.filename}: ${p.size} bytes packed, ${p.unpackedSize} unpacked, ${p.files.length} files`,
+      );
+      const shipped = p.files.map((f) => f.path).filter((f) => NOT_SHIPPED.test(f));
+      assert.deepEqual(shipped, [], `${p.filename} ships no tests`);
+      assert.ok(
+        p.files.some((f) => f.path.startsWith('dist/') && f.path.endsWith('.js')),
+        'compiled JavaScript',
+      );
+      assert.ok(
+        !p.files.some((f) => f.path.endsWith('.ts') && !f.path.endsWith('.d.ts')),
+        'no TypeScript sources',
+      );
+    }
+  });
+
+  it("init writes a project that depends on the package's exact version", () => {
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
+    assert.deepEqual(pkg.levelset, { registry: 'controllers/index.ts' });
+    assert.equal(pkg.scripts.start, 'levelset dev');
+    assert.equal(pkg.scripts.build, 'levelset build');
+    assert.match(pkg.dependencies.levelset, /levelset-0\.1\.0\.tgz$/, 'the tarball, as npm install wrote it');
+    const tf = readFileSync(join(project, 'terraform', 'main.tf'), 'utf8');
+    assert.match(tf, /source\s*=\s*"\.\.\/node_modules\/levelset\/terraform"/);
+    assert.match(
+      tf,
+      /registry\s*=\s*jsondecode\(file\("\$\{path\.module\}\/\.\.\/deploy\/registry\.gen\.json"\)\)/,
+    );
+    assert.ok(
+      existsSync(join(project, 'node_modules', 'levelset', 'terraform', 'main.tf')),
+      "the module's source exists",
+    );
+  });
+
+  it("the example controller's own test passes (npm test)", async () => {
+    const { stdout } = await run(project, 'npm', ['test']);
+    assert.match(stdout, /# pass 1\b/);
+    assert.match(stdout, /# fail 0\b/);
+  });
+
+  it('levelset new controller adds a second one, registered, whose scaffolded test passes', async () => {
+    await run(project, 'npx', [
+      'levelset',
+      'new',
+      'controller',
+      'widget',
+      '--group',
+      'example.com',
+      '--kind',
+      'Widget',
+      '--spec',
+      'size:integer!',
+    ]);
+    assert.match(readFileSync(join(project, 'controllers', 'index.ts'), 'utf8'), /widgetController/);
+    assert.ok(existsSync(join(project, 'test', 'widget.test.ts')));
+    const { stdout } = await run(project, 'npm', ['test']);
+    assert.match(stdout, /# pass 2\b/);
+    assert.match(stdout, /# fail 0\b/);
+  });
+
+  it('levelset build writes the manifests, the relay image context and a functions bundle that serves a reconcile', async () => {
+    await run(project, 'npx', ['levelset', 'build']);
+    const registry = JSON.parse(readFileSync(join(project, 'deploy', 'registry.gen.json'), 'utf8'));
+    assert.deepEqual(registry.controllers, ['greeting', 'widget']);
+    assert.deepEqual(registry.crds.map((c: { metadata: { name: string } }) => c.metadata.name).sort(), [
+      'greetings.example.com',
+      'widgets.example.com',
+    ]);
+    for (const file of [
+      'build/relay/Dockerfile',
+      'build/relay/dist/relay.mjs',
+      'build/relay/dist/in-process.mjs',
+    ])
+      assert.ok(existsSync(join(project, file)), file);
+    const functions = join(project, 'build', 'functions');
+    assert.ok(existsSync(join(functions, 'dist', 'index.mjs')));
+
+    // The bundle under the real functions-framework, as Cloud Run serves it (the buildpack's
+    // node_modules stands in for the project's).
+    symlinkSync(join(project, 'node_modules'), join(functions, 'node_modules'), 'dir');
+    cluster = await startTestCluster();
+    const ns = await cluster.createNamespace('user-path');
+    const crd = registry.crds.find(
+      (c: { metadata: { name: string } }) => c.metadata.name === 'widgets.example.com',
+    );
+    const widgets = { group: 'example.com', version: 'v1alpha1', plural: 'widgets' };
+    await cluster.createCrd(crd, widgets, ns);
+    const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    await custom.createNamespacedCustomObject({
+      ...widgets,
+      namespace: ns,
+      body: {
+        apiVersion: 'example.com/v1alpha1',
+        kind: 'Widget',
+        metadata: { name: 'bundled' },
+        spec: { size: 3 },
+      },
+    });
+    const port = await freePort();
+    reconcile = await startService({
+      name: 'reconcile-user-bundle',
+      args: [functionsCli, '--target=reconcile', `--port=${port}`, `--source=${functions}`],
+      port,
+      env: { KUBECONFIG: cluster.kubeconfigPath, LEVELSET_REQUEUE: 'none', LOG_LEVEL: 'info' },
+    });
+    const data = {
+      v: 1,
+      controller: 'widget',
+      namespace: ns,
+      name: 'bundled',
+      reason: 'manual',
+      enqueuedAt: new Date().toISOString(),
+    };
+    const res = await fetch(reconcile.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        message: { data: Buffer.from(JSON.stringify(data)).toString('base64'), messageId: '1' },
+        subscription: 'projects/p/subscriptions/levelset-keys-reconcile',
+      }),
+    });
+    assert.equal(res.status, 204);
+    const outcome = await waitFor(() => reconcile?.logs.find((l) => typeof l.outcome === 'string'), {
+      message: 'the outcome line of the delivery',
+    });
+    assert.equal(outcome.outcome, 'success');
+    // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+    const widget: any = await custom.getNamespacedCustomObject({
+      ...widgets,
+      namespace: ns,
+      name: 'bundled',
+    });
+    assert.equal(findCondition(parseConditions(widget.status?.conditions), 'Ready')?.status, 'True');
+  });
+});
