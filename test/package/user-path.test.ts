@@ -5,20 +5,22 @@
  * section says a user does: the example controller's own test passes; `levelset new controller`
  * adds a second whose scaffolded test passes; `levelset build` writes a functions bundle that serves
  * a reconcile of the project's controller, a relay bundle with its Dockerfile, and the manifests
- * (deploy/registry.gen.json, the Terraform module's input). The tarballs hold no test files; their
+ * (deploy/registry.gen.json, the Terraform module's input); `levelset dev --no-demo` converges an
+ * object of each controller and `levelset reconcile … --wait` says success. The tarballs hold no test files; their
  * sizes are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
+import { readStackState } from '../../local/state.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -230,5 +232,84 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       name: 'bundled',
     });
     assert.equal(findCondition(parseConditions(widget.status?.conditions), 'Ready')?.status, 'True');
+  });
+
+  it("levelset dev --no-demo runs the project's controllers: an object of each converges, reconcile --wait says success", async (t) => {
+    const state = join(dir, 'dev-state');
+    const cliBin = join(project, 'node_modules', 'levelset', 'bin', 'levelset.js');
+    const { NODE_TEST_CONTEXT: _runner, ...ownEnv } = process.env;
+    const env = { ...ownEnv, LEVELSET_STATE_DIR: state, METADATA_SERVER_DETECTION: 'none' };
+    const dev = spawn(
+      process.execPath,
+      [cliBin, 'dev', '--cluster', 'embedded', '--no-demo', '--resync-interval-ms', '0'],
+      { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    dev.stdout.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    dev.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => dev.once('close', (code) => resolve(code)));
+    t.after(() => dev.kill('SIGKILL'));
+    try {
+      await waitFor(() => readStackState(state)?.relayUrl, {
+        timeoutMs: 180_000,
+        message: `levelset dev to start (its output: ${output.slice(-2000)})`,
+      });
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(join(state, 'kubeconfig'));
+      await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'dev' } } });
+      const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+      const objects = [
+        { plural: 'greetings', kind: 'Greeting', spec: { message: 'hello' } },
+        { plural: 'widgets', kind: 'Widget', spec: { size: 2 } },
+      ];
+      for (const o of objects) {
+        const resource = { group: 'example.com', version: 'v1alpha1', plural: o.plural };
+        // The project's CRDs were created by levelset dev: served once the API server has them.
+        await waitFor(
+          () =>
+            custom
+              .createNamespacedCustomObject({
+                ...resource,
+                namespace: 'dev',
+                body: {
+                  apiVersion: 'example.com/v1alpha1',
+                  kind: o.kind,
+                  metadata: { name: 'one' },
+                  spec: o.spec,
+                },
+              })
+              .then(() => true),
+          { message: `a ${o.kind} created` },
+        );
+        await waitFor(
+          async () => {
+            // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
+            const object: any = await custom.getNamespacedCustomObject({
+              ...resource,
+              namespace: 'dev',
+              name: 'one',
+            });
+            return findCondition(parseConditions(object.status?.conditions), 'Ready')?.status === 'True';
+          },
+          { timeoutMs: 120_000, message: `the ${o.kind} Ready through the relay and the functions` },
+        );
+      }
+      const { stdout } = await run(
+        project,
+        process.execPath,
+        [cliBin, 'reconcile', 'widget', 'dev/one', '--wait'],
+        {
+          LEVELSET_STATE_DIR: state,
+        },
+      );
+      assert.match(stdout, /success/);
+    } finally {
+      dev.kill('SIGINT');
+    }
+    assert.equal(await exited, 0, output.slice(-2000));
   });
 });
