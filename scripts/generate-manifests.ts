@@ -44,14 +44,10 @@ import { resourceNameRegex } from '../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../functions/kit/rbac.ts';
 import { findProject, isLevelsetRepository, loadRegistry, type Project } from '../functions/project.ts';
+import { packageRoot } from '../local/module-path.ts';
 
 /** The repository root (this file lives in `scripts/`; installed, in `dist/scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
-
-/** Levelset's own files the generator reads (`deploy/namespace.yaml`): the package's root. */
-const PACKAGE_ROOT = import.meta.filename.endsWith('.ts')
-  ? REPO_ROOT
-  : resolve(import.meta.dirname, '..', '..');
 
 /** Kubernetes RBAC PolicyRule (rbac.authorization.k8s.io/v1), one API group per rule. */
 export interface ClusterRule {
@@ -567,7 +563,7 @@ export function generateFiles(
     files.set('deploy/in-process/rbac.yaml', `# ${HEADER}\n${yamlDocs(inProcessRbac)}`);
     files.set(
       'deploy/in-process/namespace.yaml',
-      `# ${HEADER}\n# Copied from deploy/namespace.yaml.\n${readFileSync(join(PACKAGE_ROOT, 'deploy', 'namespace.yaml'), 'utf8')}`,
+      `# ${HEADER}\n# Copied from deploy/namespace.yaml.\n${readFileSync(join(packageRoot, 'deploy', 'namespace.yaml'), 'utf8')}`,
     );
   }
 
