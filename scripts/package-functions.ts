@@ -133,9 +133,12 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
   pkg.main = MAIN;
   // The buildpack runs `gcp-build` after `npm ci`, with the runtime's Node: it fills the compile cache.
   pkg.scripts = { 'gcp-build': `node ${WARM_COMPILE_CACHE}` };
-  delete pkg.workspaces; // the workspaces' folders are not in the archive
-  writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  delete pkg.workspaces; // the workspaces' folders are not in the archive, nor dependencies on them
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
+  for (const name of workspaceNames(lock))
+    for (const field of ['dependencies', 'devDependencies'] as const)
+      delete (pkg[field] as Record<string, string> | undefined)?.[name];
+  writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(archiveLockfile(lock), null, 2)}\n`);
 
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
@@ -181,6 +184,13 @@ export function resolveInLockfile(
   }
 }
 
+/** The package names of `lock`'s workspaces (its entries outside node_modules, the root aside). */
+export function workspaceNames(lock: Lockfile): string[] {
+  return Object.entries(lock.packages ?? {})
+    .filter(([location, entry]) => location !== '' && !location.includes('node_modules/') && entry.name)
+    .map(([, entry]) => entry.name as string);
+}
+
 /**
  * The lockfile the functions' archive installs from: the project's without its workspaces (the
  * root's `workspaces`, each workspace's entry and its `node_modules/<name>` link) and without the
@@ -193,6 +203,9 @@ export function archiveLockfile(lock: Lockfile): Lockfile {
   const packages = structuredClone(lock.packages ?? {});
   const rootEntry = packages[''] ?? {};
   delete rootEntry.workspaces;
+  // The workspaces are not in the archive: nor is the root's dependency on them.
+  for (const name of workspaceNames(lock))
+    for (const deps of [rootEntry.dependencies, rootEntry.devDependencies]) if (deps) delete deps[name];
   for (const [location, entry] of Object.entries(packages))
     if (location !== '' && (entry.link || !location.includes('node_modules/'))) delete packages[location];
 
