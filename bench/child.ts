@@ -73,7 +73,7 @@ if (positionals[0] === 'resync') {
 }
 if (positionals[0] === 'reconcile') {
   // What the deployed function loads (the framework, every controller), so that the RSS is its.
-  await import('../functions/index.ts');
+  await import('../functions/runtime.ts');
   const { controllers } = await import('../functions/controllers/index.ts');
   const { reconcileKey } = await import('../functions/reconcile.ts');
   const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');

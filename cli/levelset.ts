@@ -8,11 +8,14 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { ProjectError } from '../functions/project.ts';
+import { buildCommand } from './commands/build.ts';
 import { conditionsCommand } from './commands/conditions.ts';
 import { controllersCommand } from './commands/controllers.ts';
 import { deadLettersCommand } from './commands/dead-letters.ts';
 import { devCommand } from './commands/dev.ts';
 import { finalizersCommand } from './commands/finalizers.ts';
+import { initCommand } from './commands/init.ts';
 import { logsCommand } from './commands/logs.ts';
 import { newCommand } from './commands/new.ts';
 import { planCommand } from './commands/plan.ts';
@@ -29,6 +32,7 @@ process.env.METADATA_SERVER_DETECTION ??= 'none';
 const parser = yargs(hideBin(process.argv))
   .scriptName('levelset')
   .usage('$0 <command>\n\nKubernetes controllers as serverless functions: run, inspect and operate Levelset.')
+  .command(initCommand)
   .command(devCommand)
   .command(relayCommand)
   .command(runCommand)
@@ -43,6 +47,7 @@ const parser = yargs(hideBin(process.argv))
   .command(logsCommand)
   .command(traceCommand)
   .command(newCommand)
+  .command(buildCommand)
   .completion('completion', 'print a bash/zsh completion script (levelset completion >> ~/.bashrc)')
   .demandCommand(1, 'name a command (levelset --help lists them)')
   .recommendCommands()
@@ -65,9 +70,10 @@ try {
   // A finished command exits now, even if a client library left a socket or timer behind.
   if (!LONG_RUNNING.includes(String(argv._[0]))) process.exit(process.exitCode ?? 0);
 } catch (err) {
-  if (err instanceof CliError) {
+  if (err instanceof CliError || err instanceof ProjectError) {
+    // Outside a project, or a registry that is not one: one line (functions/project.ts).
     process.stderr.write(`levelset: ${err.message}\n`);
-    process.exitCode = err.exitCode;
+    process.exitCode = err instanceof CliError ? err.exitCode : EXIT_FAILURE;
   } else {
     // Unexpected: a bug or an unclassified failure. The stack trace helps a bug report.
     process.stderr.write(

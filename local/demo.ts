@@ -4,7 +4,7 @@
  * shows, with a check of the result after each.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -14,7 +14,7 @@ import {
   KubernetesObjectApi,
   loadAllYaml,
 } from '@kubernetes/client-node';
-import { waitFor } from '../test/support/wait.ts';
+import { waitFor } from '../functions/kit/wait.ts';
 import { repoRoot } from './service.ts';
 
 const SECRET = 'demo-credentials';
@@ -22,9 +22,12 @@ const SECRET = 'demo-credentials';
 export const DEMO_NAMESPACE = 'demo';
 const encode = (s: string) => Buffer.from(s).toString('base64');
 
-/** Every controller's CRD (`functions/controllers/<name>/crd.yaml`). */
-function controllerCrds(): KubernetesObject[] {
-  const dir = join(repoRoot, 'functions', 'controllers');
+/**
+ * Every controller's CRD: `<folder>/crd.yaml` beside the registry module `registry` (this
+ * repository's: `functions/controllers/<name>/crd.yaml`), as `levelset build` copies them to deploy/crds.
+ */
+export function controllerCrds(registry: string): KubernetesObject[] {
+  const dir = dirname(registry);
   return readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory())
     .flatMap((d) => {
@@ -64,6 +67,15 @@ async function copiesIn(core: CoreV1Api, namespaces: string[], version: string):
 }
 
 /**
+ * Creates each of `crds` the cluster lacks (`kubectl create` of the project's CRDs, as kubebuilder's
+ * `make install`); one already there is left as it is.
+ */
+export async function installCrds(kubeConfig: KubeConfig, crds: readonly KubernetesObject[]): Promise<void> {
+  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  for (const crd of crds) await createIfAbsent(objects, crd);
+}
+
+/**
  * `before`: namespaces and the source Secret, made before the relay starts (its initial list finds
  * them). `after`: live changes, each followed by a check printed through `say`.
  * @throws when a step does not converge within 30 s.
@@ -77,8 +89,6 @@ export async function seedDemo(
   const core = kubeConfig.makeApiClient(CoreV1Api);
   if (phase === 'before') {
     for (const ns of [sourceNamespace, 'team-a', 'team-b', DEMO_NAMESPACE]) await ensureNamespace(core, ns);
-    const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
-    for (const crd of controllerCrds()) await createIfAbsent(objects, crd);
     await core
       .createNamespacedSecret({
         namespace: sourceNamespace,

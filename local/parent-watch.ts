@@ -8,14 +8,14 @@
  * - The Pub/Sub emulator (Java) runs under `local/guard.ts`, which does the same for its child.
  * - `levelset dev` watches its own parent too (`npm start`'s npm, or the shell).
  */
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { levelsetModule } from './module-path.ts';
 
 /** Polling period of {@link watchParent}, ms. */
 export const PARENT_POLL_MS = 500;
 
 /** The `--import` module that makes a Node child stop when its parent dies. */
-export const PRELOAD = pathToFileURL(join(import.meta.dirname, 'exit-with-parent.ts')).href;
+export const PRELOAD = pathToFileURL(levelsetModule('local/exit-with-parent.ts')).href;
 
 /**
  * Calls `onGone` once, when this process's parent has died (its parent process id changed). The

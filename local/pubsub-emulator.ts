@@ -15,6 +15,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../functions/publish.ts';
+import { levelsetModule, packageRoot } from './module-path.ts';
 
 export interface PubSubEmulator {
   /** `host:port`, the value for `PUBSUB_EMULATOR_HOST`. */
@@ -87,7 +88,7 @@ export const EMULATOR_JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=
  * loads at start-up, parsed and verified once, mapped by every later JVM instead): in
  * node_modules/.cache, where tools keep their caches, so that it outlives a run.
  */
-const CDS_DIRECTORY = join(import.meta.dirname, '..', 'node_modules', '.cache', 'levelset-pubsub-emulator');
+const CDS_DIRECTORY = join(packageRoot, 'node_modules', '.cache', 'levelset-pubsub-emulator');
 
 /** ms the emulator is given to stop when it writes its archive on the way (a few seconds on a busy machine). */
 const ARCHIVING_GRACE_MS = 60_000;
@@ -144,7 +145,7 @@ export async function startPubSubEmulator(
   const launcher = findPubSubEmulatorLauncher();
   const port = options.port ?? (await freePort());
   const host = emulatorHostOf(port);
-  const guard = join(import.meta.dirname, 'guard.ts');
+  const guard = levelsetModule('local/guard.ts');
   const cds = process.env.CLOUD_PUBSUB_EMULATOR_OPTS ? undefined : classDataSharing(launcher);
   const creating = cds !== undefined && cds.pending !== cds.path;
   const child: ChildProcess = spawn(

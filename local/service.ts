@@ -4,14 +4,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from './module-path.ts';
 import { PRELOAD } from './parent-watch.ts';
 
-/** The repository root. */
-export const repoRoot = dirname(dirname(fileURLToPath(import.meta.url)));
+/** The repository root (installed: the package's root, local/module-path.ts); the children's working directory. */
+export const repoRoot = packageRoot;
 
 /** A parsed log line (Cloud Logging shape); `raw` holds a line that is not JSON. */
 export type LogLine = Record<string, unknown> & { severity?: string; message?: string; raw?: string };

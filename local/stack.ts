@@ -8,16 +8,19 @@
  * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
  * `auditLog`, it reads the audit log topic of the emulator its `env` names).
  */
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { resyncTopicOf } from '../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
+import { REGISTRY_ENV, registryPath } from '../functions/project.ts';
 import { emulatorClientOptions } from '../functions/publish.ts';
 import type { ResyncReport } from '../functions/resync.ts';
 import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/retry.ts';
 import { AUDIT_LOG_TOPIC, LOCAL_FUNCTIONS_SERVICE_ACCOUNT } from './audit-log.ts';
 import { Composition, Launcher, type LocalService } from './composition.ts';
+import { levelsetModule } from './module-path.ts';
 import {
   EMULATOR_PROJECT_ID,
   emulatorHostOf,
@@ -29,7 +32,7 @@ import {
   startPubSubEmulator,
 } from './pubsub-emulator.ts';
 import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
-import { type LogLine, repoRoot, type Service, serviceUrl, startService } from './service.ts';
+import { type LogLine, type Service, serviceUrl, startService } from './service.ts';
 import { createStackFiles } from './state.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
@@ -60,6 +63,12 @@ export interface LocalStackOptions {
   functionsKubeconfigPath?: string;
   /** The in-process mode's identity, when not `kubeconfigPath`'s. */
   inProcessKubeconfigPath?: string;
+  /**
+   * The registry module whose controllers the functions and the relays run (absolute path; given to
+   * them as `LEVELSET_REGISTRY`, functions/project.ts). Default: `LEVELSET_REGISTRY`, else the
+   * registry of the current directory's project.
+   */
+  registry?: string;
   /** Controller configuration for the functions and the relay (e.g. `LEVELSET_SOURCE_NAMESPACE`). */
   env?: Record<string, string>;
   /** Keys topic id; default `levelset-keys`. */
@@ -251,10 +260,13 @@ export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
 
+/** The functions' entry for functions-framework's `--source` (functions/main.ts: the registry of `LEVELSET_REGISTRY`). */
+export const functionsMain = levelsetModule('functions/main.ts');
+
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
-  repoRoot,
-  'node_modules/@google-cloud/functions-framework/build/src/main.js',
+  dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
+  'main.js',
 );
 
 /**
@@ -331,7 +343,8 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
     const service = (line.serviceContext as { service?: string } | undefined)?.service;
     options.onLog?.(service === 'levelset-functions' ? 'reconcile' : 'relay', line);
   };
-  const relay = relayProcess('in-process', [join(repoRoot, 'relay', 'in-process-main.ts')], () => env, onLog);
+  const args = [levelsetModule('cli/levelset.ts'), 'run', '--in-process'];
+  const relay = relayProcess('in-process', args, () => env, onLog);
   if (options.relay ?? true) await relay.start();
   const [running, startRelay, stop] = [() => relay.running, () => relay.start(), () => relay.stop()];
   const killRelay = async () => relay.release()?.kill();
@@ -365,7 +378,8 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
     KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
   };
-  const source = `--source=${repoRoot}`;
+  // The functions' entry that loads the registry named by LEVELSET_REGISTRY (functions/main.ts).
+  const source = `--source=${functionsMain}`;
   const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
     const [port, onLog] = [ports[name], files.log(name)];
     const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
@@ -423,7 +437,7 @@ function relayServices(options: LocalStackOptions, env: Record<string, string>, 
   const clusters = options.clusters?.length
     ? options.clusters.map((c) => ({ ...c, name: `relay-${c.id}`, env: { RELAY_CLUSTER: c.id } }))
     : [{ id: DEFAULT_CLUSTER, kubeconfigPath, name: 'relay', env: {} }];
-  const args = [...RELAY_NODE_OPTIONS, join(repoRoot, 'cli', 'levelset.ts'), 'relay'];
+  const args = [...RELAY_NODE_OPTIONS, levelsetModule('cli/levelset.ts'), 'relay'];
   return clusters.map((c) => {
     const relayEnv = (extra: Record<string, string>) => {
       const own = { ...extra, KUBECONFIG: c.kubeconfigPath, ...c.env };
@@ -486,7 +500,10 @@ export async function startLocalStack(
   options: LocalStackOptions & { mode?: 'serverless' },
 ): Promise<LocalStack>;
 export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack>;
-export async function startLocalStack(options: LocalStackOptions): Promise<AnyLocalStack> {
+export async function startLocalStack(stackOptions: LocalStackOptions): Promise<AnyLocalStack> {
+  // The children run from Levelset's folder: they are told the project's registry.
+  const registry = { [REGISTRY_ENV]: stackOptions.registry ?? registryPath() };
+  const options = { ...stackOptions, env: { ...registry, ...stackOptions.env } };
   if (options.mode === 'in-process') return startInProcessStack(options);
   const services = new Composition();
   try {

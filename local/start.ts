@@ -17,7 +17,7 @@ import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
-import { crossClusterDemo, seedDemo } from './demo.ts';
+import { controllerCrds, crossClusterDemo, installCrds, seedDemo } from './demo.ts';
 import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
@@ -29,7 +29,15 @@ import { topicDemo } from './topic-demo.ts';
 export interface DevOptions {
   /** `auto`: the cluster in `KUBECONFIG` when it answers, else the embedded one. */
   cluster: 'auto' | 'embedded' | 'kubeconfig';
-  /** Seed the embedded cluster with demo objects. */
+  /**
+   * The registry module whose controllers run (absolute path; functions/project.ts): its folder's
+   * `<folder>/crd.yaml` files are created in an embedded cluster at start.
+   */
+  registry: string;
+  /**
+   * Seed the embedded cluster with demo objects: Levelset's own repository only (its controllers'
+   * examples); a project's `levelset dev` has none.
+   */
   demo: boolean;
   /** Namespace whose Secrets secret-replicator copies. */
   sourceNamespace: string;
@@ -168,11 +176,14 @@ export async function runDev(options: DevOptions): Promise<void> {
         say(
           '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
         );
+      // The project's CRDs, so that its objects can be created at once (kubebuilder's `make install`).
+      await installCrds(cluster.kubeConfig, controllerCrds(options.registry));
       if (options.demo) await seedDemo(cluster.kubeConfig, options.sourceNamespace, 'before');
     }
     const stack = await services.launch(() =>
       startLocalStack({
         kubeconfigPath,
+        registry: options.registry,
         clusters,
         env: { LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace, LOG_LEVEL: logLevel },
         collapseMs: options.collapseMs,

@@ -19,11 +19,22 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { type LogLine, repoRoot } from './service.ts';
+import { findProject } from '../functions/project.ts';
+import type { LogLine } from './service.ts';
 
-/** The state directory: `LEVELSET_STATE_DIR`, default `<repository>/.levelset`. */
+/**
+ * The state directory: `LEVELSET_STATE_DIR`, default `<project>/.levelset` (the project of the
+ * current directory, functions/project.ts; outside one, the current directory's).
+ */
 export function stateDirectory(env: NodeJS.ProcessEnv = process.env): string {
-  return env.LEVELSET_STATE_DIR || join(repoRoot, '.levelset');
+  if (env.LEVELSET_STATE_DIR) return env.LEVELSET_STATE_DIR;
+  let root: string;
+  try {
+    root = findProject().root;
+  } catch {
+    root = process.cwd();
+  }
+  return join(root, '.levelset');
 }
 
 export const stackStateSchema = z.object({

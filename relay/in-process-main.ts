@@ -1,6 +1,7 @@
 /**
- * The in-process mode's process (`npm run in-process`; the `deploy/in-process` Deployment's entry
- * point): configuration from the environment, {@link startInProcess}; SIGTERM/SIGINT stop the
+ * The in-process mode's process, {@link runInProcess} (`levelset run --in-process`; the
+ * `deploy/in-process` Deployment's entry, the relay bundle's `in-process.mjs`): configuration from
+ * the environment, {@link startInProcess} with the project's controllers; SIGTERM/SIGINT stop the
  * informers, let the workers finish the queued keys, and exit 0.
  *
  * Environment: `KUBECONFIG` (else `~/.kube/config`, else in-cluster), `RELAY_PORT` (health/metrics,
@@ -17,6 +18,7 @@
  */
 import * as z from 'zod';
 import { readFunctionsConfig } from '../functions/config.ts';
+import type { Controller } from '../functions/contract/controller.ts';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { startTracing } from '../functions/tracing.ts';
@@ -59,7 +61,8 @@ function auditLogConfig(subscription: string | undefined) {
   return { subscription, projectId, serviceAccount, ...(emulatorHost ? { emulatorHost } : {}) };
 }
 
-async function main(): Promise<void> {
+/** Runs `controllers` in this process until a signal stops it; a failure sets `process.exitCode` to 1. */
+export async function runInProcess(controllers: readonly Controller[]): Promise<void> {
   const parsed = envSchema.safeParse(process.env);
   if (!parsed.success) {
     // LOG_LEVEL may be the invalid variable: pino refuses unknown levels.
@@ -85,6 +88,7 @@ async function main(): Promise<void> {
     running = await startInProcess({
       ...(auditLog ? { auditLog } : {}),
       kubeConfig: loadKubeConfig(),
+      controllers,
       port: env.RELAY_PORT ?? DEFAULT_PORT,
       collapseMs: env.RELAY_COLLAPSE_MS ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,
       workers: env.LEVELSET_WORKERS ?? DEFAULT_WORKERS,
@@ -101,5 +105,3 @@ async function main(): Promise<void> {
     await tracing.shutdown();
   });
 }
-
-await main();

@@ -20,7 +20,6 @@
 import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
 import type { Controller } from '../functions/contract/controller.ts';
 import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../functions/contract/key.ts';
-import { controllers as registry } from '../functions/controllers/index.ts';
 import { ATTR } from '../functions/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../functions/log.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from '../functions/reconcile.ts';
@@ -37,8 +36,8 @@ export const DEFAULT_IN_PROCESS_COLLAPSE_MS = 0;
 
 export interface InProcessOptions
   extends Pick<RelayOptions, 'kubeConfig' | 'port' | 'host' | 'informers' | 'collapseMs' | 'collapseMode'> {
-  /** Default: the registry. */
-  controllers?: readonly Controller[];
+  /** Controllers to run: the project's registry (functions/project.ts) or a test's own. */
+  controllers: readonly Controller[];
   /** Workers per controller (controller-runtime's `MaxConcurrentReconciles`); default {@link DEFAULT_WORKERS}. */
   workers?: number;
   /** Period of the resync in ms; 0 (default) runs none. */
@@ -76,7 +75,7 @@ export interface InProcess {
  *   `auditLog` subscription does not exist.
  */
 export async function startInProcess(options: InProcessOptions): Promise<InProcess> {
-  const controllers = options.controllers ?? registry;
+  const { controllers } = options;
   const workers = options.workers ?? DEFAULT_WORKERS;
   if (!(Number.isInteger(workers) && workers >= 1)) throw new RangeError('workers must be an integer >= 1');
   const logger = options.logger ?? createLogger('relay');

@@ -1,12 +1,15 @@
 /**
- * The relay process (the Deployment's entry point): configuration from the environment
- * ({@link loadRelayConfig}), the shared key publisher, {@link startRelay}; SIGTERM/SIGINT stop the
- * informers, publish the keys still in the collapse window, flush, and exit 0.
+ * The relay process, {@link runRelay}: configuration from the environment ({@link loadRelayConfig}),
+ * the shared key publisher, {@link startRelay} with the project's controllers; SIGTERM/SIGINT stop
+ * the informers, publish the keys still in the collapse window, flush, and exit 0. Its callers:
+ * `levelset relay` (the project's registry, functions/project.ts) and the relay bundle's entry,
+ * which imports the registry (`levelset build`, cli/build.ts).
  *
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
  * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 
+import type { Controller } from '../functions/contract/controller.ts';
 import { loadKubeConfig } from '../functions/kube.ts';
 import { createLogger } from '../functions/log.ts';
 import { createKeyPublisher } from '../functions/publish.ts';
@@ -28,7 +31,8 @@ function failStart(message: string, err: unknown): void {
   process.exitCode = 1;
 }
 
-async function main(): Promise<void> {
+/** Runs the relay of `controllers` until a signal stops it; a failure sets `process.exitCode` to 1 (the file's docstring). */
+export async function runRelay(controllers: readonly Controller[]): Promise<void> {
   let config: ReturnType<typeof loadRelayConfig>;
   try {
     config = loadRelayConfig();
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
   try {
     relay = await startRelay({
       kubeConfig,
+      controllers,
       cluster: config.cluster,
       publisher,
       collapseMs: config.collapseMs,
@@ -85,5 +90,3 @@ async function main(): Promise<void> {
     await tracing.shutdown();
   });
 }
-
-await main();

@@ -2,12 +2,11 @@
  * The relay: for every watch of every controller it runs a metadata-only list+watch, maps each event
  * to the primary keys it affects, collapses repeats of a key inside a window and publishes one key
  * message per key (docs/architecture.md "The flow", step 1). In-process API: `relay/main.ts` (the Deployment's
- * entry point), `npm start` and the tests all call {@link startRelay}.
+ * process, given the project's registry), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../functions/contract/controller.ts';
 import type { Key } from '../functions/contract/key.ts';
-import { controllers as registry } from '../functions/controllers/index.ts';
 import { createLogger, type Logger } from '../functions/log.ts';
 import type { KeyPublisher } from '../functions/publish.ts';
 import type { BackoffOptions } from './backoff.ts';
@@ -28,8 +27,8 @@ export interface RelayOptions {
   cluster?: string;
   /** Where key messages go (the shared publisher of `functions/publish.ts`). Not closed by the relay. */
   publisher: Pick<KeyPublisher, 'publish' | 'flush'>;
-  /** Controllers to serve; default: the registry (`functions/controllers/index.ts`). */
-  controllers?: readonly Controller[];
+  /** Controllers to serve: the project's registry (functions/project.ts) or a test's own. */
+  controllers: readonly Controller[];
   /** Collapse window in ms; default {@link DEFAULT_COLLAPSE_MS}. */
   collapseMs?: number;
   /** Default `leading-trailing`; `trailing` is the pre-leading-edge behaviour (benchmark baseline). */
@@ -104,7 +103,7 @@ export interface Relay {
  */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   const logger = options.logger ?? createLogger('relay');
-  const controllers = options.controllers ?? registry;
+  const { controllers } = options;
   const metrics = options.metrics ?? createRelayMetrics();
   const collapseMs = options.collapseMs ?? DEFAULT_COLLAPSE_MS;
   const plans = planInformers(controllers);

@@ -223,11 +223,49 @@ export function* walk(dir: string): Generator<string> {
   }
 }
 
+/** The namespace of generated entry points' modules (`{ source }` in {@link BundleOptions.entryPoints}). */
+const GENERATED = 'levelset-entry';
+
+/** Answers the specifiers `levelset-entry:<name>` with the source `sources` holds for `<name>`. */
+function generatedEntries(sources: ReadonlyMap<string, string>, resolveDir: string): Plugin {
+  return {
+    name: 'levelset-generated-entries',
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^${GENERATED}:`) }, (args) => ({
+        path: args.path,
+        namespace: GENERATED,
+      }));
+      b.onLoad({ filter: /.*/, namespace: GENERATED }, (args) => ({
+        contents: sources.get(args.path.slice(GENERATED.length + 1)) ?? '',
+        loader: 'ts',
+        resolveDir,
+      }));
+    },
+  };
+}
+
+/**
+ * The source of an entry that imports `controllers` from the registry module `registry` (absolute
+ * path) and passes them to `run`, exported by Levelset's module `runtime` (absolute path): e.g.
+ * `registerFunctions` of functions/runtime.ts, `runRelay` of relay/main.ts.
+ */
+export function registryEntry(registry: string, runtime: string, run: string): string {
+  return [
+    `import { controllers } from ${JSON.stringify(registry)};`,
+    `import { ${run} } from ${JSON.stringify(runtime)};`,
+    `await ${run}(controllers);`,
+    '',
+  ].join('\n');
+}
+
 export interface BundleOptions {
   /** Repository root, against which `entryPoints` resolve. */
   root: string;
-  /** Output name (without extension) → source file relative to `root`, e.g. `{ index: 'functions/index.ts' }`. */
-  entryPoints: Record<string, string>;
+  /**
+   * Output name (without extension) → source file relative to `root` (e.g. `{ index: 'functions/main.ts' }`),
+   * or `{ source }`, a generated module whose imports are absolute paths or packages ({@link registryEntry}).
+   */
+  entryPoints: Record<string, string | { source: string }>;
   /** Directory the bundle is written to (`<name>.mjs`, `chunk-*.mjs`, `*.mjs.map`); not emptied here. */
   outdir: string;
   /** Packages imported from node_modules at run time instead of bundled (e.g. those reading their own files). */
@@ -242,11 +280,17 @@ export interface BundleOptions {
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
 export async function bundle(options: BundleOptions): Promise<void> {
+  const generated = new Map<string, string>();
+  for (const [name, path] of Object.entries(options.entryPoints))
+    if (typeof path !== 'string') generated.set(name, path.source);
   const { metafile } = await build({
     metafile: true,
     absWorkingDir: options.root,
     entryPoints: Object.fromEntries(
-      Object.entries(options.entryPoints).map(([name, path]) => [name, join(options.root, path)]),
+      Object.entries(options.entryPoints).map(([name, path]) => [
+        name,
+        typeof path === 'string' ? join(options.root, path) : `${GENERATED}:${name}`,
+      ]),
     ),
     outdir: options.outdir,
     outExtension: { '.js': '.mjs' },
@@ -263,7 +307,13 @@ export async function bundle(options: BundleOptions): Promise<void> {
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'silent',
     legalComments: 'none',
-    plugins: [lazyGoogleCloudLogging, clientNodeSideEffectFree, requireBuiltins, pinoCallerUnmapped],
+    plugins: [
+      generatedEntries(generated, options.root),
+      lazyGoogleCloudLogging,
+      clientNodeSideEffectFree,
+      requireBuiltins,
+      pinoCallerUnmapped,
+    ],
   });
 
   // This build's maps only: another build may have written into the same directory

@@ -1,26 +1,29 @@
 /**
- * Generates the Kubernetes RBAC and the CRD list from the controller registry
- * (`functions/controllers/index.ts`), so that the registry stays the one list of what is watched
- * and what is reconciled (docs/architecture.md "Contracts"). Writes checked-in files:
+ * Generates the Kubernetes RBAC and the CRD list from a project's controller registry (this
+ * repository's is `functions/controllers/index.ts`; a project's is found by functions/project.ts),
+ * so that the registry stays the one list of what is watched and what is reconciled
+ * (docs/architecture.md "Contracts"). `levelset build` and `npm run generate:manifests` write, in the
+ * project (paths relative to its root; `<registry>` is the registry module's folder):
  *
- * - `deploy/registry.gen.json` — the Terraform module's `registry` input ({@link TerraformRegistry}:
- *   the relay's and the functions' ClusterRole rules, the CRDs, and the Cloud Audit Logs sink's filter,
- *   `""` when no controller declares `auditLog`: terraform/audit-log.tf then creates nothing). The
- *   calling root reads it with `jsondecode(file(...))`, so nothing in it is a template.
+ * - `deploy/registry.gen.json` — what Levelset's Terraform module takes as its `registry` input
+ *   ({@link RegistryJson}): the controllers' names, the relay's and the functions' ClusterRole
+ *   rules, the Cloud Audit Logs sink's filter (`""` when no controller declares `auditLog`), and
+ *   the CRDs as objects. The calling root reads it with `jsondecode(file(...))`, so nothing in it
+ *   is a Terraform template.
  * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.
- * - `deploy/in-process/rbac.yaml` — the in-process mode's ClusterRole (the union of the relay's and
- *   the functions' rules) and its binding; `deploy/in-process/namespace.yaml`, a copy of
- *   `deploy/namespace.yaml` (kustomize cannot load files outside its root).
- * - `functions/controllers/<folder>/crd.yaml`'s `openAPIV3Schema`, for the CRD of a controller's
+ * - Levelset's own repository only (its package name is `levelset`): `deploy/in-process/rbac.yaml` — the in-process mode's
+ *   ClusterRole (the union of the relay's and the functions' rules) and its binding;
+ *   `deploy/in-process/namespace.yaml`, a copy of `deploy/namespace.yaml` (kustomize cannot load
+ *   files outside its root).
+ * - `<registry>/<folder>/crd.yaml`'s `openAPIV3Schema`, for the CRD of a controller's
  *   primary: generated from the controller's zod schemas (`defineController`'s `spec` and `status`)
  *   by {@link generateCrd}, as controller-gen generates a CRD from Go types. The rest of the file
  *   (names, scope, printer columns, the schema's root `description`) is written by hand and kept.
  *   What the zod schema checks that a CRD cannot express (a refinement) is listed in a comment.
  * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each controller's
- *   `functions/controllers/<folder>/crd.yaml` (kustomize cannot load files outside its root;
- *   Terraform reads the originals with `yamldecode(file(...))`).
+ *   `<registry>/<folder>/crd.yaml` (kustomize cannot load files outside its root).
  *
- *   npx node scripts/generate-manifests.ts          # write the files
+ *   npx node scripts/generate-manifests.ts          # write the files of the current directory's project
  *   npx node scripts/generate-manifests.ts --check  # exit 1 when a checked-in file differs (CI)
  *
  * The rules, as the relay and the functions use the API:
@@ -40,8 +43,10 @@ import { EVENT_RECORDER_RULE } from '../functions/k8s/events.ts';
 import { resourceNameRegex } from '../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../functions/kit/rbac.ts';
+import { findProject, isLevelsetRepository, loadRegistry, type Project } from '../functions/project.ts';
+import { packageRoot } from '../local/module-path.ts';
 
-/** The repository root (this file lives in `scripts/`). */
+/** The repository root (this file lives in `scripts/`; installed, in `dist/scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '..');
 
 /** Kubernetes RBAC PolicyRule (rbac.authorization.k8s.io/v1), one API group per rule. */
@@ -256,9 +261,16 @@ export function auditLogFilter(controllers: readonly Controller[]): string {
   return `log_id("cloudaudit.googleapis.com/activity") AND (${terms.join(' OR ')})`;
 }
 
-/** Every `functions/controllers/<folder>/crd.yaml`, sorted by path. */
-export function findCrdSources(root: string = REPO_ROOT): CrdSource[] {
-  const base = join(root, 'functions', 'controllers');
+/**
+ * Every `<folder>/crd.yaml` under `registryDir` (the registry module's folder; default this
+ * repository's `functions/controllers`), its path relative to `root`, sorted by path.
+ */
+export function findCrdSources(
+  root: string = REPO_ROOT,
+  registryDir: string = join(root, 'functions', 'controllers'),
+): CrdSource[] {
+  const base = registryDir;
+  if (!existsSync(base)) return [];
   const sources: CrdSource[] = [];
   for (const entry of readdirSync(base, { withFileTypes: true })) {
     if (!entry.isDirectory()) continue;
@@ -358,32 +370,41 @@ export function generateCrd(
   return { path: source.path, text: doc.toString({ lineWidth: 0 }) };
 }
 
-const HEADER =
-  'Generated by scripts/generate-manifests.ts from the controller registry (functions/controllers/index.ts). Do not edit: run `npm run generate:manifests`.';
+/** The first line of every generated file: where it comes from and how to regenerate it. */
+function headerOf(options: GenerateOptions): string {
+  return options.levelsetRepository === false
+    ? `Generated by \`levelset build\` from the controller registry (${options.registry ?? 'package.json "levelset.registry"'}). Do not edit: run \`levelset build\`.`
+    : 'Generated by scripts/generate-manifests.ts from the controller registry (functions/controllers/index.ts). Do not edit: run `npm run generate:manifests`.';
+}
 
 /**
- * The Terraform module's `registry` input (terraform/variables.tf `registry`), written to
- * `deploy/registry.gen.json`: what the module provisions for the registry's controllers.
+ * `deploy/registry.gen.json`: the registry as Levelset's Terraform module reads it (its `registry`
+ * variable, `jsondecode(file(...))`). Rules in Terraform's snake_case shape.
  */
-export interface TerraformRegistry {
-  /** Controller names, in registry order. */
+export interface RegistryJson {
+  /** The controllers' names, in registry order. */
   controllers: string[];
-  relay_cluster_rules: TerraformRule[];
-  functions_cluster_rules: TerraformRule[];
-  /** The Cloud Audit Logs sink's filter; `""` when no controller declares `auditLog`. */
+  relay_cluster_rules: { api_groups: string[]; resources: string[]; verbs: string[] }[];
+  functions_cluster_rules: { api_groups: string[]; resources: string[]; verbs: string[] }[];
+  /** The Cloud Audit Logs sink's filter; `""`: no controller declares `auditLog`. */
   audit_log_filter: string;
-  /** Each custom-resource primary's CRD (apiextensions.k8s.io/v1 objects), sorted by name. */
+  /** Every CRD of the project (`apiextensions.k8s.io/v1` objects), sorted by name. */
   crds: Record<string, unknown>[];
 }
 
-/** A ClusterRole rule in Terraform's attribute names (kubernetes_cluster_role `rule`). */
-export interface TerraformRule {
-  api_groups: string[];
-  resources: string[];
-  verbs: string[];
+/** What {@link generateFiles} writes besides what every project gets. */
+export interface GenerateOptions {
+  /**
+   * Levelset's own repository: also `deploy/in-process/`
+   * (the file's docstring). Default `true` (this repository's tests call it without options).
+   */
+  levelsetRepository?: boolean;
+  /** The registry module's path relative to the project's root, named in a project's headers. */
+  registry?: string;
 }
 
-function tfRules(rules: readonly ClusterRule[]): TerraformRule[] {
+/** Rules in Terraform's attribute names (kubernetes_cluster_role_v1 `rule`). */
+function tfRules(rules: readonly ClusterRule[]): RegistryJson['relay_cluster_rules'] {
   return rules.map((r) => ({
     api_groups: [...r.apiGroups],
     resources: [...r.resources],
@@ -418,7 +439,10 @@ function yamlDocs(docs: readonly object[]): string {
 export function generateFiles(
   controllers: readonly Controller[],
   crdSources: readonly CrdSource[],
+  options: GenerateOptions = {},
 ): Map<string, string> {
+  const levelsetRepository = options.levelsetRepository ?? true;
+  const HEADER = headerOf(options);
   const relay = relayRules(controllers);
   const fns = functionsRules(controllers);
   const files = new Map<string, string>();
@@ -432,18 +456,22 @@ export function generateFiles(
     return parseCrd(generated);
   });
 
-  const tf: TerraformRegistry & { '//': string } = {
-    '//': HEADER,
+  const registryJson: RegistryJson = {
     controllers: controllers.map((c) => c.name),
     relay_cluster_rules: tfRules(relay),
     functions_cluster_rules: tfRules(fns),
     audit_log_filter: auditLogFilter(controllers),
     crds: crds
-      .toSorted((a, b) => a.name.localeCompare(b.name))
-      .map((crd) => parseAllDocuments(crd.source.text)[0]?.toJS() as Record<string, unknown>),
+      .map((c) => parseDocument(c.source.text).toJS() as Record<string, unknown>)
+      .sort((a, b) => crdName(a).localeCompare(crdName(b))),
   };
-  const tfPath = 'deploy/registry.gen.json';
-  files.set(tfPath, biomeFormat(tfPath, `${JSON.stringify(tf, null, 2)}\n`));
+  const registryJsonPath = 'deploy/registry.gen.json';
+  const registryText = `${JSON.stringify(registryJson, null, 2)}\n`;
+  // Biome formats this repository's JSON (its lint checks it); a project's formatting is its own.
+  files.set(
+    registryJsonPath,
+    levelsetRepository ? biomeFormat(registryJsonPath, registryText) : registryText,
+  );
 
   const labels = { 'app.kubernetes.io/part-of': 'levelset' };
   const rbac = [
@@ -515,11 +543,13 @@ export function generateFiles(
       subjects: [{ kind: 'ServiceAccount', name: NAMES.inProcessServiceAccount, namespace: NAMES.namespace }],
     },
   ];
-  files.set('deploy/in-process/rbac.yaml', `# ${HEADER}\n${yamlDocs(inProcessRbac)}`);
-  files.set(
-    'deploy/in-process/namespace.yaml',
-    `# ${HEADER}\n# Copied from deploy/namespace.yaml.\n${readFileSync(join(REPO_ROOT, 'deploy', 'namespace.yaml'), 'utf8')}`,
-  );
+  if (levelsetRepository) {
+    files.set('deploy/in-process/rbac.yaml', `# ${HEADER}\n${yamlDocs(inProcessRbac)}`);
+    files.set(
+      'deploy/in-process/namespace.yaml',
+      `# ${HEADER}\n# Copied from deploy/namespace.yaml.\n${readFileSync(join(packageRoot, 'deploy', 'namespace.yaml'), 'utf8')}`,
+    );
+  }
 
   const crdFiles: string[] = [];
   for (const crd of crds) {
@@ -535,6 +565,10 @@ export function generateFiles(
   };
   files.set('deploy/crds/kustomization.yaml', `# ${HEADER}\n${yamlDocs([kustomization])}`);
   return files;
+}
+
+function crdName(crd: Record<string, unknown>): string {
+  return String((crd.metadata as { name?: unknown } | undefined)?.name ?? '');
 }
 
 /** Generated files under `deploy/crds/` that exist on disk but are no longer generated. */
@@ -569,26 +603,44 @@ export function writeFiles(files: Map<string, string>, root: string = REPO_ROOT)
   }
 }
 
+/**
+ * The manifests of `project` (default: the current directory's, functions/project.ts) from its
+ * registry: writes them, or with `check` only compares them with the files on disk.
+ * @returns the paths written (relative to the project's root), or with `check` the paths that differ
+ * @throws {ProjectError} outside a project or with a bad registry; {@link Error} for an invalid CRD file
+ */
+export async function generateManifests(
+  options: { project?: Project; check?: boolean; warn?: (line: string) => void } = {},
+): Promise<string[]> {
+  const project = options.project ?? findProject();
+  const { controllers } = await loadRegistry(project.registry);
+  const registryDir = dirname(project.registry);
+  const crdSources = findCrdSources(project.root, registryDir);
+  const files = generateFiles(controllers, crdSources, {
+    levelsetRepository: isLevelsetRepository(project),
+    registry: relative(project.root, project.registry).split('\\').join('/'),
+  });
+  for (const m of missingCrds(controllers, crdSources.map(parseCrd)))
+    options.warn?.(`warning: no ${relative(project.root, registryDir) || '.'}/*/crd.yaml defines ${m}`);
+  if (options.check) return drift(files, project.root);
+  writeFiles(files, project.root);
+  return [...files.keys()];
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { check: { type: 'boolean', default: false } } });
-  const { controllers } = await import('../functions/controllers/index.ts');
-  const crdSources = findCrdSources();
-  const files = generateFiles(controllers, crdSources);
-  const missing = missingCrds(controllers, crdSources.map(parseCrd));
-  for (const m of missing)
-    process.stderr.write(`warning: no functions/controllers/*/crd.yaml defines ${m}\n`);
+  const warn = (line: string) => process.stderr.write(`${line}\n`);
+  const paths = await generateManifests({ check: values.check, warn });
   if (values.check) {
-    const changed = drift(files);
-    if (changed.length > 0) {
+    if (paths.length > 0) {
       process.stderr.write(
-        `generated manifests are out of date (run npm run generate:manifests):\n  ${changed.join('\n  ')}\n`,
+        `generated manifests are out of date (run npm run generate:manifests):\n  ${paths.join('\n  ')}\n`,
       );
       process.exitCode = 1;
     }
     return;
   }
-  writeFiles(files);
-  process.stdout.write(`wrote ${[...files.keys()].join(', ')}\n`);
+  process.stdout.write(`wrote ${paths.join(', ')}\n`);
 }
 
 if (import.meta.main) await main();

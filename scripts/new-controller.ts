@@ -16,7 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import * as z from 'zod';
@@ -44,6 +44,8 @@ export interface ScaffoldOptions {
   status?: Field[];
   /** Repository root (default: this repository). */
   root?: string;
+  /** Where to write and what to import; default this repository's ({@link repositoryLayout}). */
+  layout?: Layout;
   /** Regenerate RBAC/CRD manifests from the registry afterwards (default true). */
   regenerate?: boolean;
 }
@@ -171,18 +173,86 @@ function exampleOf(t: FieldType, name: string, path: string): unknown {
 
 type Names = Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural' | 'scope'>>;
 
-function apiTs(o: Names, spec: Field[], status: Field[]) {
+/**
+ * Where the scaffold writes and what its files import: Levelset's own repository (the kit by path,
+ * the tests' support) or a project of `levelset init`'s shape (the `levelset` package).
+ */
+export interface Layout {
+  /** The registry module (absolute path); the controller's folder goes beside it. */
+  registry: string;
+  /** The controller's test file (absolute path). */
+  testFile(name: string): string;
+  /** The kit's specifier, from a file of the controller's folder. */
+  kit: string;
+  /** The test file's imports, for `name`: the controller's folder (relative, with its trailing `/`), the kit's lines. */
+  testImports(name: string): { folder: string; lines: string };
+  /** The command that regenerates the manifests, named in the files' comments. */
+  regenerate: string;
+  /** The command that scaffolds, named in the files' comments. */
+  scaffold: string;
+  /** The registry module as the files' comments name it (relative to the root). */
+  registryName: string;
+  /** Levelset's own repository (its generated manifests: scripts/generate-manifests.ts). */
+  levelsetRepository: boolean;
+}
+
+/** The layout of Levelset's own repository at `root`. */
+export function repositoryLayout(root: string): Layout {
+  const registry = join(root, 'functions', 'controllers', 'index.ts');
+  return {
+    registry,
+    testFile: (name) => join(root, 'test', 'controllers', `${name}.test.ts`),
+    kit: '../../kit/index.ts',
+    testImports: (name) => ({
+      folder: `../../functions/controllers/${name}/`,
+      lines: [
+        `import { findCondition, parseConditions } from '../../functions/kit/index.ts';`,
+        `import { reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';`,
+        `import { startTestCluster, type TestCluster } from '../support/cluster.ts';`,
+        `import { waitFor } from '../support/wait.ts';`,
+      ].join('\n'),
+    }),
+    regenerate: 'npm run generate:manifests',
+    scaffold: 'npm run new:controller',
+    registryName: 'functions/controllers/index.ts',
+    levelsetRepository: true,
+  };
+}
+
+/** The layout of a project whose registry module is `registry` (its tests in `<root>/test/`). */
+export function projectLayout(root: string, registry: string): Layout {
+  return {
+    registry,
+    testFile: (name) => join(root, 'test', `${name}.test.ts`),
+    kit: 'levelset/kit',
+    testImports: (name) => ({
+      folder: `${relative(join(root, 'test'), join(dirname(registry), name))
+        .split('\\')
+        .join('/')}/`,
+      lines: [
+        `import { findCondition, parseConditions } from 'levelset/kit';`,
+        `import { reconcilerForTest, startTestCluster, type TestCluster, waitFor, writesOf } from 'levelset/kit/testing';`,
+      ].join('\n'),
+    }),
+    regenerate: 'levelset build',
+    scaffold: 'levelset new controller',
+    registryName: relative(root, registry).split('\\').join('/'),
+    levelsetRepository: false,
+  };
+}
+
+function apiTs(o: Names, spec: Field[], status: Field[], layout: Layout) {
   const id = camel(o.name);
   const fields = zodFields(spec);
   const statusFields = zodFields(status);
   return `/**
  * The ${o.kind} API (\`${o.group}/${o.version}\`): the zod schemas of its spec and status, from which
- * \`npm run generate:manifests\` generates \`crd.yaml\`'s openAPIV3Schema (so the API server refuses an
+ * \`${layout.regenerate}\` generates \`crd.yaml\`'s openAPIV3Schema (so the API server refuses an
  * invalid spec with 422; the rules a CRD cannot express are checked by the reconcile, and listed in
  * \`crd.yaml\`). Other controllers may import this module; the rest of the folder is this controller's own.
  */
 import * as z from 'zod';
-import { customResource } from '../../kit/index.ts';
+import { customResource } from '${layout.kit}';
 
 /** The primary resource: \`${o.plural}.${o.group}\`, ${o.scope === 'Cluster' ? 'cluster-scoped' : 'namespaced'}. */
 export const ${id}Resource = customResource({
@@ -202,16 +272,16 @@ export type ${o.kind}Status = z.infer<typeof ${id}StatusSchema>;
 `;
 }
 
-function indexTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind'>>) {
+function indexTs(o: Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind'>>, layout: Layout) {
   const id = camel(o.name);
   return `/**
  * \`${o.name}\`: the ${o.kind} controller (\`${o.group}/${o.version}\`), on the Levelset controller kit
  * (docs/writing-a-controller.md).
  */
-import { defineController } from '../../kit/index.ts';
+import { defineController } from '${layout.kit}';
 import { ${id}Resource, ${id}SpecSchema, ${id}StatusSchema } from './api.ts';
 
-/** The \`${o.name}\` controller module (registered in \`functions/controllers/index.ts\`). */
+/** The \`${o.name}\` controller module (registered in \`${layout.registryName}\`). */
 export const ${id}Controller = defineController({
   name: '${o.name}',
   primary: ${id}Resource,
@@ -286,7 +356,8 @@ function exampleYaml(
   });
 }
 
-function testTs(o: Names) {
+function testTs(o: Names, layout: Layout) {
+  const imports = layout.testImports(o.name);
   const id = camel(o.name);
   const cluster = o.scope === 'Cluster';
   // A cluster-scoped primary: no namespace to make, its key is the name alone.
@@ -299,21 +370,18 @@ function testTs(o: Names) {
   return `/**
  * The ${o.name} controller against an API server (the local one, or TEST_KUBECONFIG's cluster): its
  * CRD and example applied with kubectl, reconciles converge it, the last one writes nothing.
- * Generated by \`npm run new:controller\`; extend it as the controller grows.
+ * Generated by \`${layout.scaffold}\`; extend it as the controller grows.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { ${id}Controller } from '../../functions/controllers/${o.name}/index.ts';
-import { findCondition, parseConditions } from '../../functions/kit/index.ts';
-import { reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
-import { waitFor } from '../support/wait.ts';
+import { ${id}Controller } from '${imports.folder}index.ts';
+${imports.lines}
 
 const exec = promisify(execFile);
-const folder = new URL('../../functions/controllers/${o.name}/', import.meta.url);
+const folder = new URL('${imports.folder}', import.meta.url);
 const resource = { group: '${o.group}', version: '${o.version}', plural: '${o.plural}' };
 
 describe('${o.name} controller', () => {
@@ -365,9 +433,8 @@ ${
 `;
 }
 
-/** Adds `import { <id>Controller } …` and its registry entry to `functions/controllers/index.ts`. */
-function addRegistryLine(root: string, o: { name: string; kind: string; group: string; version: string }) {
-  const path = join(root, 'functions', 'controllers', 'index.ts');
+/** Adds `import { <id>Controller } …` and its entry to the registry module `path`. */
+function addRegistryLine(path: string, o: { name: string; kind: string; group: string; version: string }) {
   const text = readFileSync(path, 'utf8');
   const id = `${camel(o.name)}Controller`;
   if (text.includes(`./${o.name}/index.ts`)) return;
@@ -391,40 +458,47 @@ function addRegistryLine(root: string, o: { name: string; kind: string; group: s
 export async function scaffoldController(options: ScaffoldOptions): Promise<string[]> {
   const valid = optionsSchema.parse(options);
   const root = options.root ?? REPO_ROOT;
+  const layout = options.layout ?? repositoryLayout(root);
   const o = { ...valid, plural: valid.plural ?? `${valid.kind.toLowerCase()}s` };
   const spec = options.spec ?? [];
   const status = options.status ?? [];
-  const dir = join(root, 'functions', 'controllers', o.name);
+  const dir = join(dirname(layout.registry), o.name);
   if (existsSync(dir)) throw new Error(`${relative(root, dir)} already exists`);
+  const testFile = layout.testFile(o.name);
   // Every text first (an example no schema accepts throws here), then the files: a refusal writes nothing.
   const files: [string, string][] = [
-    [join(dir, 'api.ts'), apiTs(o, spec, status)],
-    [join(dir, 'index.ts'), indexTs(o)],
+    [join(dir, 'api.ts'), apiTs(o, spec, status, layout)],
+    [join(dir, 'index.ts'), indexTs(o, layout)],
     [join(dir, 'crd.yaml'), crdYaml(o, spec, status)],
     [join(dir, 'example.yaml'), exampleYaml(o, spec)],
-    [join(root, 'test', 'controllers', `${o.name}.test.ts`), testTs(o)],
+    [testFile, testTs(o, layout)],
   ];
   mkdirSync(dir, { recursive: true });
-  mkdirSync(join(root, 'test', 'controllers'), { recursive: true });
+  mkdirSync(dirname(testFile), { recursive: true });
   for (const [path, text] of files) writeFileSync(path, text);
-  addRegistryLine(root, o);
-  const written = [...files.map(([p]) => relative(root, p)), 'functions/controllers/index.ts'];
-  // The project's formatter and import order (biome.json), so that `npm run lint` passes as generated.
-  const biome = join(REPO_ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome');
-  const format = spawnSync(
-    process.execPath,
-    [biome, 'check', '--write', ...written.filter((p) => p.endsWith('.ts'))],
-    {
-      cwd: root,
-      encoding: 'utf8',
-    },
-  );
+  addRegistryLine(layout.registry, o);
+  const written = [
+    ...files.map(([p]) => relative(root, p)),
+    relative(root, layout.registry).split('\\').join('/'),
+  ];
+  // The project's formatter and import order (biome.json), so that its lint passes as generated:
+  // this repository's Biome, or the project's own when it has one.
+  const biome = [root, REPO_ROOT]
+    .map((r) => join(r, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'))
+    .find((b) => existsSync(b));
+  const format = !biome
+    ? { status: 0, stderr: '', stdout: '' }
+    : spawnSync(process.execPath, [biome, 'check', '--write', ...written.filter((p) => p.endsWith('.ts'))], {
+        cwd: root,
+        encoding: 'utf8',
+      });
   if (format.status !== 0) throw new Error(`biome check --write failed: ${format.stderr || format.stdout}`);
   if (options.regenerate ?? true) {
-    const { controllers } = await import(
-      pathToFileURL(join(root, 'functions', 'controllers', 'index.ts')).href
-    );
-    const generated = generateFiles(controllers, findCrdSources(root));
+    const { controllers } = await import(pathToFileURL(layout.registry).href);
+    const generated = generateFiles(controllers, findCrdSources(root, dirname(layout.registry)), {
+      levelsetRepository: layout.levelsetRepository,
+      registry: layout.registryName,
+    });
     writeFiles(generated, root);
     written.push(...generated.keys());
   }

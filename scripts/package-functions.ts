@@ -9,7 +9,8 @@
  *                         which the buildpack runs after `npm ci`: dist/compile-cache.mjs
  *     package-lock.json   the project's without its workspaces ({@link archiveLockfile}), so the
  *                         buildpack's `npm ci` installs exactly the locked tree the functions need
- *     dist/index.mjs      functions/index.ts and everything it imports, in one ES module …
+ *     dist/index.mjs      the project's registry and the runtime (functions/runtime.ts), everything
+ *                         they import, in one ES module (its generated entry: {@link functionsEntry}) …
  *     dist/chunk-*.mjs    … but what is imported dynamically (resync's publisher, a controller's
  *                         client library) in chunks loaded at first use
  *     dist/compile-cache.mjs  loads the bundle once with Node's compile cache on, filling
@@ -29,16 +30,20 @@
  * `.proto`/JSON descriptors from their package directories at run time. The functions import these
  * only where needed (resync, the Topic controller, Cloud Tasks requeues), never at start.
  *
+ * `levelset build` stages it in a project's `build/functions`.
+ *
  *   npx node scripts/package-functions.ts [--out terraform/.build/functions]
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundle, walk } from './bundle.ts';
+import { findProject } from '../functions/project.ts';
+import { levelsetModule } from '../local/module-path.ts';
+import { bundle, registryEntry, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..');
 
-/** Where `archive_file` looks by default (terraform/functions.tf, `functions_source_dir`). */
+/** Where this repository's Terraform root passes the bundle (terraform/examples/basic `functions_source_dir`). */
 export const DEFAULT_OUT = join(REPO_ROOT, 'terraform', '.build', 'functions');
 
 /** The package entry point inside the archive; functions-framework loads it (package.json `main`). */
@@ -71,8 +76,16 @@ try {
 flushCompileCache();
 `;
 
-/** The functions' source entry point, relative to the repository root. */
-export const ENTRY = 'functions/index.ts';
+/**
+ * The bundle's entry: imports the registry module `registry` (absolute path) and registers the
+ * functions for its controllers (functions/runtime.ts `registerFunctions`).
+ */
+export function functionsEntry(
+  registry: string,
+  runtime: string = levelsetModule('functions/runtime.ts'),
+): string {
+  return registryEntry(registry, runtime, 'registerFunctions');
+}
 
 /** Packages the bundle imports from node_modules instead of containing them (see the file's docstring). */
 export const EXTERNAL = [
@@ -82,14 +95,21 @@ export const EXTERNAL = [
 ] as const;
 
 export interface PackageOptions {
-  /** Repository root holding package.json, package-lock.json and functions/. */
+  /** The project's root, holding package.json and package-lock.json; default this repository. */
   root?: string;
+  /** The registry module (absolute path); default the registry of `root`'s project (functions/project.ts). */
+  registry?: string;
+  /**
+   * The module exporting `registerFunctions` (absolute path); default Levelset's functions/runtime.ts.
+   * The package's own tests give a small one, to test the packaging without bundling the runtime.
+   */
+  runtime?: string;
   /** Staging directory, emptied first. */
   out?: string;
 }
 
 /**
- * Bundles `functions/index.ts` and stages the functions' package.
+ * Bundles the runtime with the project's registry ({@link functionsEntry}) and stages the functions' package.
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
@@ -101,7 +121,9 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
 
   await bundle({
     root,
-    entryPoints: { index: ENTRY },
+    entryPoints: {
+      index: { source: functionsEntry(options.registry ?? findProject(root).registry, options.runtime) },
+    },
     outdir: join(out, 'dist'),
     external: EXTERNAL,
   });
@@ -111,9 +133,12 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
   pkg.main = MAIN;
   // The buildpack runs `gcp-build` after `npm ci`, with the runtime's Node: it fills the compile cache.
   pkg.scripts = { 'gcp-build': `node ${WARM_COMPILE_CACHE}` };
-  delete pkg.workspaces; // the workspaces' folders are not in the archive
-  writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  delete pkg.workspaces; // the workspaces' folders are not in the archive, nor dependencies on them
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
+  for (const name of workspaceNames(lock))
+    for (const field of ['dependencies', 'devDependencies'] as const)
+      delete (pkg[field] as Record<string, string> | undefined)?.[name];
+  writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(archiveLockfile(lock), null, 2)}\n`);
 
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
@@ -159,6 +184,13 @@ export function resolveInLockfile(
   }
 }
 
+/** The package names of `lock`'s workspaces (its entries outside node_modules, the root aside). */
+export function workspaceNames(lock: Lockfile): string[] {
+  return Object.entries(lock.packages ?? {})
+    .filter(([location, entry]) => location !== '' && !location.includes('node_modules/') && entry.name)
+    .map(([, entry]) => entry.name as string);
+}
+
 /**
  * The lockfile the functions' archive installs from: the project's without its workspaces (the
  * root's `workspaces`, each workspace's entry and its `node_modules/<name>` link) and without the
@@ -171,6 +203,9 @@ export function archiveLockfile(lock: Lockfile): Lockfile {
   const packages = structuredClone(lock.packages ?? {});
   const rootEntry = packages[''] ?? {};
   delete rootEntry.workspaces;
+  // The workspaces are not in the archive: nor is the root's dependency on them.
+  for (const name of workspaceNames(lock))
+    for (const deps of [rootEntry.dependencies, rootEntry.devDependencies]) if (deps) delete deps[name];
   for (const [location, entry] of Object.entries(packages))
     if (location !== '' && (entry.link || !location.includes('node_modules/'))) delete packages[location];
 

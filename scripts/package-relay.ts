@@ -3,10 +3,11 @@
  * (scripts/bundle.ts, the one the functions' package uses):
  *
  *   <out>/
- *     relay.mjs          relay/main.ts (the relay process, what `levelset relay` runs) and what it
- *                        imports, in one ES module; the image's command runs it
- *     in-process.mjs     relay/in-process-main.ts, the in-process mode's process (same image,
- *                        deploy/in-process/)
+ *     relay.mjs          the relay process (relay/main.ts `runRelay`, what `levelset relay` runs) with
+ *                        the project's registry, and what they import, in one ES module; the image's
+ *                        command runs it (its generated entry: {@link relayEntry})
+ *     in-process.mjs     the in-process mode's process (relay/in-process-main.ts `runInProcess`) with
+ *                        the registry (same image, deploy/in-process/)
  *     chunk-*.mjs        what is imported dynamically (the tracing SDK, …), loaded at first use
  *     *.mjs.map          source maps of Levelset's own code only, read with `--enable-source-maps`
  *                        (not set by default: ≈ 9 MiB of the idle relay's RSS)
@@ -27,26 +28,34 @@
  * memory). The image keeps its production node_modules all the same, so that a library's
  * `require` the bundle could not resolve at build time still finds its package.
  *
+ * `levelset build` stages it, with the image's Dockerfile, in a project's `build/relay`.
+ *
  *   node scripts/package-relay.ts [--out relay/.build]
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundle, walk } from './bundle.ts';
+import { findProject } from '../functions/project.ts';
+import { levelsetModule } from '../local/module-path.ts';
+import { bundle, registryEntry, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '..');
 
 /** Where `npm run package:relay` stages the bundle by default (ignored by git). */
 export const DEFAULT_RELAY_OUT = join(REPO_ROOT, 'relay', '.build');
 
-/** The relay's source entry point, relative to the repository root. */
-export const RELAY_ENTRY = 'relay/main.ts';
+/** The relay bundle's entry: imports the registry module `registry` (absolute path) and runs the relay of its controllers. */
+export function relayEntry(registry: string): string {
+  return registryEntry(registry, levelsetModule('relay/main.ts'), 'runRelay');
+}
+
+/** The in-process bundle's entry: imports the registry module `registry` and runs its controllers in one process. */
+export function inProcessEntry(registry: string): string {
+  return registryEntry(registry, levelsetModule('relay/in-process-main.ts'), 'runInProcess');
+}
 
 /** The bundle's entry file inside `out`: what the image's CMD runs. */
 export const RELAY_MAIN = 'relay.mjs';
-
-/** The in-process mode's source entry point, relative to the repository root. */
-export const IN_PROCESS_ENTRY = 'relay/in-process-main.ts';
 
 /** The in-process mode's entry file inside `out` (deploy/in-process/in-process.yaml's args). */
 export const IN_PROCESS_MAIN = 'in-process.mjs';
@@ -55,8 +64,10 @@ export const IN_PROCESS_MAIN = 'in-process.mjs';
 export const RELAY_EXTERNAL: readonly string[] = [];
 
 export interface PackageRelayOptions {
-  /** Repository root holding relay/ and functions/. */
+  /** The project's root; default this repository. */
   root?: string;
+  /** The registry module (absolute path); default the registry of `root`'s project (functions/project.ts). */
+  registry?: string;
   /** Staging directory, emptied first. */
   out?: string;
   /**
@@ -65,7 +76,7 @@ export interface PackageRelayOptions {
    */
   extraEntryPoints?: Record<string, string>;
   /**
-   * Also bundle {@link IN_PROCESS_ENTRY} (a second esbuild build, about as long as the first);
+   * Also bundle the in-process mode ({@link inProcessEntry}: a second esbuild build, about as long as the first);
    * default `true`, as the image ships both. The relay's tests and the bench, which run the relay
    * alone, leave it out.
    */
@@ -73,14 +84,15 @@ export interface PackageRelayOptions {
 }
 
 /**
- * Bundles {@link RELAY_ENTRY} (and `extraEntryPoints`), then {@link IN_PROCESS_ENTRY} unless
- * `inProcess` is `false`, into `out`.
+ * Bundles the relay ({@link relayEntry}, and `extraEntryPoints`), then the in-process mode
+ * ({@link inProcessEntry}) unless `inProcess` is `false`, into `out`.
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
 export async function packageRelay(options: PackageRelayOptions = {}): Promise<string[]> {
   const root = options.root ?? REPO_ROOT;
   const out = options.out ?? DEFAULT_RELAY_OUT;
+  const registry = options.registry ?? findProject(root).registry;
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
   // Two builds into one directory: esbuild tree-shakes a module once for all the entry points of
@@ -89,14 +101,14 @@ export async function packageRelay(options: PackageRelayOptions = {}): Promise<s
   // loads at start. Chunk names are content hashes, so the two builds' files never collide.
   await bundle({
     root,
-    entryPoints: { relay: RELAY_ENTRY, ...options.extraEntryPoints },
+    entryPoints: { relay: { source: relayEntry(registry) }, ...options.extraEntryPoints },
     outdir: out,
     external: RELAY_EXTERNAL,
   });
   if (options.inProcess ?? true)
     await bundle({
       root,
-      entryPoints: { 'in-process': IN_PROCESS_ENTRY },
+      entryPoints: { 'in-process': { source: inProcessEntry(registry) } },
       outdir: out,
       external: RELAY_EXTERNAL,
     });

@@ -224,7 +224,7 @@ async function idleInProcessPod(
   bus: Emulator,
 ): Promise<{ cores: number; rssMib: number }> {
   const port = await freePort();
-  const pod = spawn(process.execPath, [join(repoRoot, 'relay', 'in-process-main.ts')], {
+  const pod = spawn(process.execPath, [join(repoRoot, 'cli', 'levelset.ts'), 'run', '--in-process'], {
     env: {
       ...process.env,
       KUBECONFIG: api.kubeconfigPath,

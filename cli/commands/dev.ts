@@ -5,6 +5,7 @@
 
 import { pino } from 'pino';
 import type { CommandModule } from 'yargs';
+import { findProject, isLevelsetRepository, registryPath } from '../../functions/project.ts';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
@@ -87,16 +88,16 @@ export const devCommand: CommandModule<object, DevArgs> = {
         return true;
       }),
   handler: async (argv) => {
-    // A computed specifier: the relay image compiles cli/ (tsconfig.build.json) without the local
-    // stack, which only a source checkout has. runDev takes local/start.ts's DevOptions.
-    const startModule = new URL('../../local/start.ts', import.meta.url).href;
-    const { runDev } = (await import(startModule).catch(() => {
-      throw new CliError('levelset dev runs from a source checkout (npm ci && npm start)');
-    })) as { runDev(options: object): Promise<void> };
+    // The project's registry (functions/project.ts): its controllers run; one line when there is none.
+    const project = findProject();
+    const registry = registryPath();
+    const { runDev } = await import('../../local/start.ts');
     await runDev({
+      registry,
+      // The demo plays Levelset's own controllers' examples: in its own repository only.
       cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
       clusters: argv.clusters,
-      demo: argv.demo,
+      demo: argv.demo && isLevelsetRepository(project),
       sourceNamespace: argv['source-namespace'],
       resyncIntervalMs: argv['resync-interval-ms'],
       collapseMs: argv['collapse-ms'],

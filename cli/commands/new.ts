@@ -3,6 +3,7 @@
  * as `npm run new:controller`): its folder, CRD, registry line, a test, and regenerated manifests.
  */
 import type { CommandModule } from 'yargs';
+import { findProject, isLevelsetRepository } from '../../functions/project.ts';
 import { FIELDS_GRAMMAR } from '../../scripts/scaffold-fields.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
@@ -42,9 +43,19 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
         describe: `spec fields: ${FIELDS_GRAMMAR}`,
       })
       .option('status', { type: 'string', describe: 'status fields: the same grammar as --spec' })
-      .option('root', { type: 'string', describe: 'repository to write into (default: this one)' }),
+      .option('root', {
+        type: 'string',
+        describe: 'the project to write into (default: the current directory\'s, package.json "levelset")',
+      }),
   handler: async (argv) => {
-    const { parseFields, scaffoldController } = await import('../../scripts/new-controller.ts');
+    const { parseFields, projectLayout, repositoryLayout, scaffoldController } = await import(
+      '../../scripts/new-controller.ts'
+    );
+    // The project's registry folder and tests (functions/project.ts); Levelset's own repository's layout.
+    const project = findProject(argv.root ?? process.cwd());
+    const layout = isLevelsetRepository(project)
+      ? repositoryLayout(project.root)
+      : projectLayout(project.root, project.registry);
     let written: string[];
     try {
       written = await scaffoldController({
@@ -54,7 +65,8 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
         kind: argv.kind,
         ...(argv.plural ? { plural: argv.plural } : {}),
         scope: argv.scope,
-        ...(argv.root ? { root: argv.root } : {}),
+        root: project.root,
+        layout,
         spec: parseFields(argv.spec),
         status: parseFields(argv.status),
       });
@@ -63,7 +75,7 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
       throw new CliError(`cannot scaffold ${argv.name}: ${message}`, EXIT_USAGE);
     }
     process.stdout.write(
-      `wrote\n  ${written.join('\n  ')}\nnext: write the reconcile in functions/controllers/${argv.name}/index.ts (docs/writing-a-controller.md)\n`,
+      `wrote\n  ${written.join('\n  ')}\nnext: write the reconcile in ${written[1]} (docs/writing-a-controller.md)\n`,
     );
   },
 };

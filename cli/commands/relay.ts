@@ -1,6 +1,6 @@
 /**
- * `levelset relay`: the relay process (relay/main.ts), the container's entry point. Configured by
- * the environment only (`KUBECONFIG`, `GOOGLE_CLOUD_PROJECT`, `LEVELSET_TOPIC`, `RELAY_COLLAPSE_MS`,
+ * `levelset relay`: the relay process (relay/main.ts) of the project's registry (functions/project.ts).
+ * Configured by the environment only (`KUBECONFIG`, `GOOGLE_CLOUD_PROJECT`, `LEVELSET_TOPIC`, `RELAY_COLLAPSE_MS`,
  * `RELAY_PORT`, `LOG_LEVEL`, `PUBSUB_EMULATOR_HOST`), as a Deployment sets it.
  */
 import type { CommandModule } from 'yargs';
@@ -10,7 +10,10 @@ export const relayCommand: CommandModule = {
   describe:
     'run the relay: list+watch, map to keys, collapse, publish (env: KUBECONFIG, GOOGLE_CLOUD_PROJECT, LEVELSET_TOPIC, RELAY_COLLAPSE_MS, RELAY_PORT)',
   handler: async () => {
-    // relay/main.ts starts the relay when loaded and exits on SIGTERM/SIGINT.
-    await import('../../relay/main.ts');
+    // The relay runs until SIGTERM/SIGINT.
+    const { loadRegistry } = await import('../../functions/project.ts');
+    const { controllers } = await loadRegistry();
+    const { runRelay } = await import('../../relay/main.ts');
+    await runRelay(controllers);
   },
 };

@@ -1,5 +1,5 @@
 /**
- * `levelset run --in-process`: the registered controllers the classic way, in one process
+ * `levelset run --in-process`: the project's registered controllers (functions/project.ts) the classic way, in one process
  * (relay/in-process-main.ts: shared informers → client-go workqueue → workers), the entry point of
  * `deploy/in-process/`. Configured by the environment (`KUBECONFIG`, `RELAY_PORT`,
  * `RELAY_COLLAPSE_MS`, `LEVELSET_WORKERS`, `LEVELSET_RESYNC_INTERVAL_MS`, `LOG_LEVEL`).
@@ -23,7 +23,10 @@ export const runCommand: CommandModule<object, { 'in-process': boolean }> = {
         'levelset run needs --in-process (the serverless path is levelset relay plus the functions)',
         EXIT_USAGE,
       );
-    // relay/in-process-main.ts starts the controllers when loaded and exits on SIGTERM/SIGINT.
-    await import('../../relay/in-process-main.ts');
+    // The controllers run until SIGTERM/SIGINT.
+    const { loadRegistry } = await import('../../functions/project.ts');
+    const { controllers } = await loadRegistry();
+    const { runInProcess } = await import('../../relay/in-process-main.ts');
+    await runInProcess(controllers);
   },
 };

@@ -13,10 +13,10 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../../functions/contract/controller.ts';
 import { keyString } from '../../functions/contract/key.ts';
-import { controllers } from '../../functions/controllers/index.ts';
 import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { isNotFound } from '../../functions/k8s/errors.ts';
 import { listPaged } from '../../functions/k8s/list.ts';
+import { loadRegistry } from '../../functions/project.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { formatDuration, say, table } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';
@@ -111,8 +111,9 @@ export async function runConditions(
 ): Promise<void> {
   if (argv.namespace && argv['all-namespaces'])
     throw new CliError('--namespace and --all-namespaces exclude each other', EXIT_USAGE);
+  const { controllers } = await loadRegistry();
   const selected = argv.controller
-    ? [requireController(argv.controller)]
+    ? [requireController(argv.controller, controllers)]
     : controllers.filter((c) => c.readyCondition);
   const unconditioned = selected.find((c) => !c.readyCondition);
   if (unconditioned)

@@ -4,7 +4,7 @@ import {
   type PolicyRule,
   type ResourceType,
 } from '../../functions/contract/controller.ts';
-import { controllers } from '../../functions/controllers/index.ts';
+import { loadRegistry } from '../../functions/project.ts';
 import { say, table } from '../output.ts';
 
 /** `Kind (group/version, namespaced)`; core resources show `v1`. */
@@ -43,6 +43,7 @@ function describeWatch(w: Controller['watches'][number]): string {
 
 /** Runs `levelset controllers`. */
 export async function runControllers(argv: { output: string }): Promise<void> {
+  const { controllers } = await loadRegistry();
   const rows = controllers.map((c) => ({
     name: c.name,
     primary: describeResource(c.primary),

@@ -14,7 +14,7 @@ import { createLogger, LABELS } from '../../functions/log.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';
-import { parseKey, requireController } from './reconcile.ts';
+import { parseKey, registeredController } from './reconcile.ts';
 
 export interface ReleaseArgs {
   controller: string;
@@ -34,7 +34,7 @@ async function confirm(question: string): Promise<boolean> {
 }
 
 export async function runRelease(args: ReleaseArgs, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const controller = requireController(args.controller);
+  const controller = await registeredController(args.controller);
   const key = parseKey(controller, args.key);
   const finalizer = finalizerName(controller.name);
   const kubeConfig = clusterKubeConfig(env);

@@ -23,7 +23,7 @@ import { keyLogger } from '../../functions/log.ts';
 import { CliError } from '../errors.ts';
 import { say } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';
-import { parseKey, requireController } from './reconcile.ts';
+import { parseKey, registeredController } from './reconcile.ts';
 
 export interface PlanArgs {
   controller: string;
@@ -140,7 +140,7 @@ export async function planReconcile(
   keyText: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Plan> {
-  const controller = requireController(controllerName);
+  const controller = await registeredController(controllerName);
   const key: Key = parseKey(controller, keyText);
   const cluster = clusterKubeConfig(env);
   const { kubeConfig, writes } = dryRunKubeConfig(cluster);

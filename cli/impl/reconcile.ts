@@ -7,24 +7,32 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Controller, Outcome } from '../../functions/contract/controller.ts';
 import { DEFAULT_CLUSTER, type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
 import { isDNS1123Label, isDNS1123Subdomain } from '../../functions/contract/names.ts';
-import { controllerByName, controllers } from '../../functions/controllers/index.ts';
 import { keyMessageOf } from '../../functions/message.ts';
+import { loadRegistry } from '../../functions/project.ts';
 import { CliError, EXIT_NOT_FOUND, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
 
 /**
- * The registered controller called `name`.
+ * The controller of `controllers` called `name`.
  * @throws {CliError} (exit 2) naming the registered ones.
  */
-export function requireController(name: string): Controller {
-  const controller = controllerByName(name);
+export function requireController(name: string, controllers: readonly Controller[]): Controller {
+  const controller = controllers.find((c) => c.name === name);
   if (!controller)
     throw new CliError(
       `unknown controller "${name}": one of ${controllers.map((c) => c.name).join(', ')} (levelset controllers)`,
       EXIT_USAGE,
     );
   return controller;
+}
+
+/**
+ * The project's registered controller called `name` (functions/project.ts, {@link requireController}).
+ * @throws {ProjectError} outside a project; {@link CliError} (exit 2) for an unknown name
+ */
+export async function registeredController(name: string): Promise<Controller> {
+  return requireController(name, (await loadRegistry()).controllers);
 }
 
 /**
@@ -126,7 +134,7 @@ export interface ReconcileArgs {
  * terminal or malformed outcome, {@link EXIT_NOT_FOUND} (3) when the key's primary does not exist.
  * @throws {CliError} on a usage error, no target, a refused publish, or no final outcome in time. */
 export async function runReconcile(argv: ReconcileArgs): Promise<void> {
-  const controller = requireController(argv.controller);
+  const controller = await registeredController(argv.controller);
   const key = parseKey(controller, argv.key);
   const cluster = argv.cluster ?? DEFAULT_CLUSTER;
   const target = await resolveTarget(argv);

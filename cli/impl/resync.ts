@@ -8,8 +8,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import { resyncTopicOf } from '../../functions/config.ts';
 import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
-import { controllers } from '../../functions/controllers/index.ts';
 import { createLogger } from '../../functions/log.ts';
+import { loadRegistry } from '../../functions/project.ts';
 import { RESYNC_PUBLISHING, type ResyncReport, resyncAll } from '../../functions/resync.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say, table } from '../output.ts';
@@ -78,7 +78,8 @@ function clustersOf(target: Target, cluster: string | undefined): { id: string; 
 
 /** Runs `levelset resync`. @throws {CliError} when the cluster is unreachable or a controller failed. */
 export async function runResync(argv: ResyncArgs): Promise<void> {
-  const selected = argv.controller ? [requireController(argv.controller)] : [...controllers];
+  const { controllers } = await loadRegistry();
+  const selected = argv.controller ? [requireController(argv.controller, controllers)] : [...controllers];
   const target = await resolveTarget(argv);
   const clusters = clustersOf(target, argv.cluster);
   // The resync's own topic, as the resync function publishes (functions/config.ts, resyncTopicOf).

@@ -3,7 +3,7 @@
  * controller once against an API server (the project's local one in a unit-sized test, or a real
  * cluster) and assert the API requests it made.
  *
- *   const cluster = await startTestCluster();            // test/support/cluster.ts
+ *   const cluster = await startTestCluster();            // TEST_KUBECONFIG's cluster, else a local API server
  *   const t = reconcilerForTest(icecream, cluster.kubeconfigPath);
  *   const run = await t.reconcile({ namespace, name });  // → { requests, result, error }
  *   assert.deepEqual(writesOf(run.requests), []);       // a converged reconcile only reads
@@ -31,6 +31,16 @@ import { createEventRecorder } from '../k8s/events.ts';
 import type { Logger } from '../log.ts';
 import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
 import { resourceClient } from './client.ts';
+
+export {
+  noReadyNodeSkip,
+  secondClusterSkip,
+  startSecondTestCluster,
+  startTestCluster,
+  type TestCluster,
+  uniqueSuffix,
+} from './test-cluster.ts';
+export { type WaitOptions, waitFor } from './wait.ts';
 
 /**
  * A KubeConfig that records every API request made through it, so a test can assert how many

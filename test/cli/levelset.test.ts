@@ -240,7 +240,8 @@ describe('levelset (the real binary against the local stack)', () => {
 
   test("the README's levelset examples run as written (the demo's namespace mapped to the test's)", async () => {
     // README "Try it": the second sh block, one `npx levelset …` command per line.
-    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    // From "Try it" on: "Your own controllers" above it makes a project of its own (test/package/).
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8').split('\n## Try it\n')[1] ?? '';
     const examples = [...readme.matchAll(/^npx levelset (.+?)(?:\s+#.*)?$/gm)].map((m) => m[1] ?? '');
     assert.ok(examples.length >= 5, `README examples: ${examples.join(' | ')}`);
     // The demo applies the upstream example-foo into DEMO_NAMESPACE; this test applies it into its own.

@@ -13,8 +13,8 @@ import { resyncTopicOf } from '../../functions/config.ts';
 import { MAX_BODY_BYTES } from '../../functions/http.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { functionsCli } from '../../local/stack.ts';
+import { type Service, startService } from '../../local/service.ts';
+import { functionsCli, functionsMain } from '../../local/stack.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 import { startAll } from '../support/start.ts';
@@ -147,7 +147,7 @@ describe('malformed deliveries and requests', () => {
       const port = await freePort();
       return startService({
         name: target,
-        args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${repoRoot}`],
+        args: [functionsCli, `--target=${target}`, `--port=${port}`, `--source=${functionsMain}`],
         port,
         env: {
           KUBECONFIG: cluster.kubeconfigPath,

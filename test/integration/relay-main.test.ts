@@ -1,4 +1,4 @@
-// The relay process (relay/main.ts): bad configuration exits 1 with a clear error; SIGTERM after
+// The relay process (relay/main.ts, run as `levelset relay` runs it, with this repository's registry): bad configuration exits 1 with a clear error; SIGTERM after
 // start-up stops the informers, flushes and exits 0.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -10,7 +10,7 @@ import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/clu
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 
-const mainPath = new URL('../../relay/main.ts', import.meta.url).pathname;
+const cliPath = new URL('../../cli/levelset.ts', import.meta.url).pathname;
 
 interface Run {
   lines: Record<string, unknown>[];
@@ -18,9 +18,9 @@ interface Run {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Runs relay/main.ts with exactly `env` (plus PATH/HOME), collecting its JSON log lines. */
+/** Runs `levelset relay` with exactly `env` (plus PATH/HOME), collecting its JSON log lines. */
 function runRelay(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, [mainPath], {
+  const child = spawn(process.execPath, [cliPath, 'relay'], {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

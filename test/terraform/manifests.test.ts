@@ -276,7 +276,7 @@ describe('checked-in generated files', () => {
 const repoRoot = join(import.meta.dirname, '..', '..');
 
 describe('packageFunctions', () => {
-  test('bundles the entry point with source maps, the package with the bundle as main, and the lockfile', async () => {
+  test("bundles the runtime with the project's registry, with source maps, the package with the bundle as main, and the lockfile", async () => {
     const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
     try {
       const pkg = {
@@ -290,28 +290,35 @@ describe('packageFunctions', () => {
       writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
       writeFileSync(join(root, 'package-lock.json'), '{"lockfileVersion":3}');
       mkdirSync(join(root, 'functions', 'controllers', 'foo'), { recursive: true });
-      writeFileSync(
-        join(root, 'functions', 'index.ts'),
-        "import { name } from './controllers/foo/index.ts';\nexport const reconcile = (): string => name;\n",
-      );
+      const registry = join(root, 'functions', 'controllers', 'index.ts');
+      writeFileSync(registry, "import { foo } from './foo/index.ts';\nexport const controllers = [foo];\n");
       writeFileSync(
         join(root, 'functions', 'controllers', 'foo', 'index.ts'),
-        "export const name = 'foo-controller';\n",
+        "export const foo = { name: 'foo-controller' };\n",
       );
       const out = join(root, 'out');
 
-      const files = await packageFunctions({ root, out });
+      // A runtime of its own: the packaging is tested, not the bundling of Levelset's runtime.
+      const runtime = join(root, 'runtime.ts');
+      writeFileSync(runtime, 'export const registerFunctions = (c: unknown[]): number => c.length;\n');
+      const files = await packageFunctions({ root, out, registry, runtime });
 
-      assert.deepEqual(files, [
+      for (const file of [
         WARM_COMPILE_CACHE,
         'dist/index.mjs',
         'dist/index.mjs.map',
         'package-lock.json',
         'package.json',
-      ]);
+      ])
+        assert.ok(files.includes(file), `${file} staged`);
+      assert.deepEqual(
+        files.filter((f) => !f.startsWith('dist/')),
+        ['package-lock.json', 'package.json'],
+      );
       assert.equal(MAIN, 'dist/index.mjs');
       const bundle = readFileSync(join(out, MAIN), 'utf8');
-      assert.match(bundle, /foo-controller/, 'the imported module is inside the bundle');
+      assert.match(bundle, /foo-controller/, 'the registry and its controllers are inside the bundle');
+      assert.match(bundle, /\.length/, 'so is the runtime, called with them');
       assert.match(bundle, /sourceMappingURL=index\.mjs\.map/);
       const map = JSON.parse(readFileSync(join(out, 'dist', 'index.mjs.map'), 'utf8'));
       assert.ok(
@@ -345,10 +352,15 @@ describe('packageFunctions', () => {
     try {
       for (const file of ['package.json', 'package-lock.json'])
         writeFileSync(join(root, file), readFileSync(join(repoRoot, file)));
-      mkdirSync(join(root, 'functions'));
-      writeFileSync(join(root, 'functions', 'index.ts'), 'export {};\n');
+      writeFileSync(join(root, 'registry.ts'), 'export const controllers = [];\n');
+      writeFileSync(join(root, 'runtime.ts'), 'export const registerFunctions = (): void => {};\n');
       const out = join(root, 'out');
-      await packageFunctions({ root, out });
+      await packageFunctions({
+        root,
+        out,
+        registry: join(root, 'registry.ts'),
+        runtime: join(root, 'runtime.ts'),
+      });
 
       const staged = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
       assert.equal(staged.workspaces, undefined);
@@ -382,9 +394,16 @@ describe('packageFunctions', () => {
   test("fails with esbuild's message when an import does not resolve", async () => {
     const root = mkdtempSync(join(tmpdir(), 'levelset-pkg-'));
     try {
-      mkdirSync(join(root, 'functions'), { recursive: true });
-      writeFileSync(join(root, 'functions', 'index.ts'), "import './missing.ts';\n");
-      await assert.rejects(packageFunctions({ root, out: join(root, 'out') }), /missing\.ts/);
+      writeFileSync(join(root, 'registry.ts'), "import './missing.ts';\nexport const controllers = [];\n");
+      await assert.rejects(
+        packageFunctions({
+          root,
+          out: join(root, 'out'),
+          registry: join(root, 'registry.ts'),
+          runtime: join(root, 'registry.ts'),
+        }),
+        /missing\.ts/,
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -18,8 +18,8 @@ import {
   type ClusterRule,
   functionsRules,
   REPO_ROOT,
+  type RegistryJson,
   relayRules,
-  type TerraformRegistry,
 } from '../../scripts/generate-manifests.ts';
 import {
   block,
@@ -48,7 +48,7 @@ function terraformAvailable(): boolean {
 /** This repository's `registry` input, as terraform/examples pass it (deploy/registry.gen.json). */
 const registryInput = JSON.parse(
   readFileSync(join(REPO_ROOT, 'deploy', 'registry.gen.json'), 'utf8'),
-) as TerraformRegistry;
+) as RegistryJson;
 
 /** Rules in the generated snake_case shape → Kubernetes' PolicyRule shape. */
 function fromTf(rules: unknown): ClusterRule[] {

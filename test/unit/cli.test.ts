@@ -9,14 +9,14 @@ import { ownedKinds } from '../../cli/impl/controllers.ts';
 import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
 import { parseKey, requireController } from '../../cli/impl/reconcile.ts';
 import { countDriftLines, metricSamples } from '../../cli/impl/status.ts';
-import { controllerByName } from '../../functions/controllers/index.ts';
+import { controllerByName, controllers } from '../../functions/controllers/index.ts';
 
 const foo = controllerByName('foo');
 
 test('requireController: a registered controller, else a usage error naming the registered ones', () => {
-  assert.equal(requireController('foo'), foo);
+  assert.equal(requireController('foo', controllers), foo);
   assert.throws(
-    () => requireController('bar'),
+    () => requireController('bar', controllers),
     (err: unknown) =>
       err instanceof CliError && err.exitCode === 2 && /one of secret-replicator, foo/.test(err.message),
   );
