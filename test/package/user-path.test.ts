@@ -10,7 +10,7 @@
  * sizes are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,7 @@ import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { readStackState } from '../../local/state.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
+import { loadModule, references, topBlocks } from '../terraform/hcl.ts';
 
 const exec = promisify(execFile);
 const MINUTES = 60_000;
@@ -232,6 +233,40 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       name: 'bundled',
     });
     assert.equal(findCondition(parseConditions(widget.status?.conditions), 'Ready')?.status, 'True');
+  });
+
+  it("the project's Terraform root calls the installed module with every required input, and what it reads exists", async () => {
+    // No provider can be downloaded here: `terraform validate`'s checks, structurally (test/terraform).
+    const root = await loadModule(join(project, 'terraform'));
+    const module = await loadModule(join(project, 'node_modules', 'levelset', 'terraform'));
+    const calls = topBlocks(root, 'module').filter(
+      ([, b]) => b.source === '../node_modules/levelset/terraform',
+    );
+    assert.equal(calls.length, 1, 'one call of the installed module');
+    const inputs = Object.keys(calls[0]?.[1] ?? {}).filter((k) => k !== 'source');
+    for (const i of inputs) assert.ok(module.variables.has(i), `input ${i} is a variable of the module`);
+    for (const [name, v] of module.variables)
+      if (!('default' in v)) assert.ok(inputs.includes(name), `the root passes the required ${name}`);
+    for (const v of references([root.other], 'var'))
+      assert.ok(root.variables.has(v), `var.${v} is declared in the root`);
+    // What the root reads, relative to it, exists after `levelset build`.
+    const text = [...root.texts.values()].join('\n');
+    for (const [, path] of text.matchAll(/"\$\{path\.module\}\/([^"]+)"/g))
+      assert.ok(existsSync(join(project, 'terraform', path ?? '')), `${path} exists`);
+    // The registry input has the shape of the module's variable.
+    const registry = JSON.parse(readFileSync(join(project, 'deploy', 'registry.gen.json'), 'utf8'));
+    for (const key of [
+      'controllers',
+      'relay_cluster_rules',
+      'functions_cluster_rules',
+      'audit_log_filter',
+      'crds',
+    ])
+      assert.ok(key in registry, `registry.gen.json has ${key}`);
+    const fmt = spawnSync('terraform', ['fmt', '-check', '-recursive', join(project, 'terraform')], {
+      encoding: 'utf8',
+    });
+    if (!fmt.error) assert.equal(fmt.status, 0, `terraform fmt -check: ${fmt.stdout}${fmt.stderr}`);
   });
 
   it("levelset dev --no-demo runs the project's controllers: an object of each converges, reconcile --wait says success", async (t) => {

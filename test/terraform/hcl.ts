@@ -141,3 +141,17 @@ export function seconds(duration: unknown): number {
   if (!m?.[1]) throw new Error(`not a duration in seconds: ${String(duration)}`);
   return Number(m[1]);
 }
+
+/** The top-level blocks `kind` (`module`, `moved`, `provider`) of a module, flattened: [name, body] or [index, body]. */
+export function topBlocks(m: Module, kind: string): Array<[string, Record<string, unknown>]> {
+  const out: Array<[string, Record<string, unknown>]> = [];
+  for (const o of m.other) {
+    const v = o[kind];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const b of v) out.push([String(out.length), b]);
+    else
+      for (const [name, bodies] of Object.entries(v as Record<string, unknown[]>))
+        for (const b of bodies) out.push([name, b as Record<string, unknown>]);
+  }
+  return out;
+}

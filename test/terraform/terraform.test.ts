@@ -31,6 +31,7 @@ import {
   resourcesOf,
   seconds,
   strings,
+  topBlocks,
   varName,
 } from './hcl.ts';
 
@@ -83,20 +84,6 @@ function assertRulesFrom(role: Record<string, unknown>, expr: string): void {
     resources: ref('rule.value.resources'),
     verbs: ref('rule.value.verbs'),
   });
-}
-
-/** The top-level blocks `kind` (`module`, `moved`, `provider`) of a module, flattened: [name, body] or [index, body]. */
-function topBlocks(m: Module, kind: string): Array<[string, Record<string, unknown>]> {
-  const out: Array<[string, Record<string, unknown>]> = [];
-  for (const o of m.other) {
-    const v = o[kind];
-    if (v === undefined) continue;
-    if (Array.isArray(v)) for (const b of v) out.push([String(out.length), b]);
-    else
-      for (const [name, bodies] of Object.entries(v as Record<string, unknown[]>))
-        for (const b of bodies) out.push([name, b as Record<string, unknown>]);
-  }
-  return out;
 }
 
 /** The in-cluster inputs the root passes to modules/cluster (`local.cluster_module_inputs`). */
