@@ -61,6 +61,11 @@ export interface CrdSource {
   /** Path relative to the repository root, POSIX separators. */
   path: string;
   text: string;
+  /**
+   * A CRD of Levelset's own controllers (`levelset/controllers`) read from the installed package: copied
+   * into `deploy/` and the Terraform input, never written back (the package generated it).
+   */
+  shipped?: boolean;
 }
 
 /** A parsed, validated CRD. */
@@ -262,6 +267,23 @@ export function auditLogFilter(controllers: readonly Controller[]): string {
 }
 
 /**
+ * The CRDs of Levelset's own controllers (`levelset/controllers`: Topic, Subscription) that a
+ * project registers, read from the package (`functions/controllers/<folder>/crd.yaml`, shipped in
+ * its `files`), so that a user who adds `topicController` to a registry gets its CRD as a
+ * controller of their own gets one.
+ */
+export function shippedCrdSources(controllers: readonly Controller[], root: string): CrdSource[] {
+  const registered = new Set(
+    controllers
+      .filter((c) => isCustomResource(c.primary))
+      .map((c) => `${c.primary.plural}.${c.primary.group}`),
+  );
+  return findCrdSources(root, join(packageRoot, 'functions', 'controllers'))
+    .filter((source) => registered.has(parseCrd(source).name))
+    .map((source) => ({ ...source, shipped: true }));
+}
+
+/**
  * Every `<folder>/crd.yaml` under `registryDir` (the registry module's folder; default this
  * repository's `functions/controllers`), its path relative to `root`, sorted by path.
  */
@@ -452,7 +474,7 @@ export function generateFiles(
       (c) => isCustomResource(c.primary) && `${c.primary.plural}.${c.primary.group}` === name,
     );
     const generated = generateCrd(source, owner);
-    if (owner?.schemas) files.set(generated.path, generated.text);
+    if (owner?.schemas && !source.shipped) files.set(generated.path, generated.text);
     return parseCrd(generated);
   });
 
@@ -615,7 +637,14 @@ export async function generateManifests(
   const project = options.project ?? findProject();
   const { controllers } = await loadRegistry(project.registry);
   const registryDir = dirname(project.registry);
-  const crdSources = findCrdSources(project.root, registryDir);
+  const own = findCrdSources(project.root, registryDir);
+  // Levelset's repository registers its shipped controllers from its own folder, as `own`.
+  const shipped = isLevelsetRepository(project)
+    ? []
+    : shippedCrdSources(controllers, project.root).filter(
+        (s) => !own.some((o) => parseCrd(o).name === parseCrd(s).name),
+      );
+  const crdSources = [...own, ...shipped];
   const files = generateFiles(controllers, crdSources, {
     levelsetRepository: isLevelsetRepository(project),
     registry: relative(project.root, project.registry).split('\\').join('/'),

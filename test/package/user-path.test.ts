@@ -108,6 +108,12 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
         'no TypeScript sources',
       );
     }
+    const levelset = packed.find((p) => p.filename.startsWith('levelset-'));
+    for (const crd of ['functions/controllers/topic/crd.yaml', 'functions/controllers/subscription/crd.yaml'])
+      assert.ok(
+        levelset?.files.some((f) => f.path === crd),
+        `the shipped controllers' CRD ${crd}`,
+      );
   });
 
   it("init writes a project that depends on the package's exact version", () => {

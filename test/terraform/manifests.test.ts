@@ -19,6 +19,7 @@ import {
   findCrdSources,
   functionsRules,
   generateFiles,
+  generateManifests,
   inProcessRules,
   mergeGrants,
   missingCrds,
@@ -274,6 +275,37 @@ describe('checked-in generated files', () => {
 });
 
 const repoRoot = join(import.meta.dirname, '..', '..');
+
+describe("a project's manifests", () => {
+  test("Levelset's own controllers in a project's registry bring their CRDs from the package, never written back", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'levelset-project-manifests-'));
+    try {
+      const registry = join(root, 'controllers', 'index.ts');
+      mkdirSync(join(root, 'controllers'));
+      const shipped = new URL('../../functions/controllers/shipped.ts', import.meta.url).href;
+      writeFileSync(
+        registry,
+        `import { topicController } from '${shipped}';\nexport const controllers = [topicController];\n`,
+      );
+      const packageJson = { name: 'my-controllers', levelset: { registry: 'controllers/index.ts' } };
+      writeFileSync(join(root, 'package.json'), JSON.stringify(packageJson));
+      const written = await generateManifests({ project: { root, registry, packageJson } });
+      assert.ok(written.includes('deploy/crds/topics.pubsub.levelset.dev.yaml'), written.join(', '));
+      assert.ok(
+        !written.some((p) => p.includes('functions/controllers')),
+        'nothing written into the package',
+      );
+      const input = JSON.parse(readFileSync(join(root, 'deploy', 'registry.gen.json'), 'utf8'));
+      assert.deepEqual(
+        input.crds.map((c: { metadata: { name: string } }) => c.metadata.name),
+        ['topics.pubsub.levelset.dev'],
+        "only the registered controller's CRD (not the Subscription's)",
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('packageFunctions', () => {
   test("bundles the runtime with the project's registry, with source maps, the package with the bundle as main, and the lockfile", async () => {
