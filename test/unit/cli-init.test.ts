@@ -1,0 +1,61 @@
+/**
+ * `levelset init` (scripts/init-project.ts) without installing anything: what a new project holds,
+ * and that a non-empty directory is refused with one line and nothing written. The whole user path
+ * from the packed tarballs is `npm run test:package`.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { InitError, initProject, REGISTRY } from '../../scripts/init-project.ts';
+
+describe('levelset init', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-init-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('writes a project that names its registry and depends on levelset at an exact version', async () => {
+    const project = join(dir, 'my-controllers');
+    const written = await initProject(project, { version: '9.9.9' });
+    for (const path of [
+      'package.json',
+      REGISTRY,
+      'tsconfig.json',
+      'biome.json',
+      '.gitignore',
+      'README.md',
+      'terraform/main.tf',
+    ])
+      assert.ok(written.includes(path), `${path} written`);
+    assert.ok(
+      written.some((p) => p.startsWith('test/') && p.endsWith('.test.ts')),
+      "the example's test",
+    );
+    const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
+    assert.equal(pkg.name, 'my-controllers');
+    assert.deepEqual(pkg.levelset, { registry: REGISTRY });
+    assert.equal(pkg.dependencies.levelset, '9.9.9');
+    assert.match(readFileSync(join(project, REGISTRY), 'utf8'), /export const controllers/);
+    const tf = readFileSync(join(project, 'terraform', 'main.tf'), 'utf8');
+    assert.match(tf, /source\s*=\s*"\.\.\/node_modules\/levelset\/terraform"/);
+    assert.match(
+      tf,
+      /registry\s*=\s*jsondecode\(file\("\$\{path\.module\}\/\.\.\/deploy\/registry\.gen\.json"\)\)/,
+    );
+  });
+
+  it('refuses a non-empty directory with one line and writes nothing', async () => {
+    const project = join(dir, 'occupied');
+    // A directory holding one file of the user's.
+    mkdirSync(project);
+    writeFileSync(join(project, 'notes.txt'), 'mine');
+    await assert.rejects(initProject(project), (err: unknown) => {
+      assert.ok(err instanceof InitError);
+      assert.match(err.message, /is not empty/);
+      assert.equal(err.message.split('\n').length, 1, 'one line');
+      return true;
+    });
+    assert.deepEqual(readdirSync(project), ['notes.txt'], 'nothing written');
+    assert.equal(readFileSync(join(project, 'notes.txt'), 'utf8'), 'mine');
+  });
+});
