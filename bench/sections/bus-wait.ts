@@ -1,15 +1,7 @@
 /**
- * The bus's wait of a serverless change, and Levelset's own time (end to end minus that wait),
- * measured without tracing so that the end-to-end figures beside them are the untraced ones:
- *
- * - published: the emulator's `publishTime` of the key message, read from a pull subscription of
- *   the bench's own on the live keys topic (the message id is the same on every subscription);
- * - pushed: the `reconcile` function's outcome log line for that message id, its `timestamp` minus
- *   its `durationMs` (the reconcile's start; both whole ms).
- *
- * So the wait is the emulator's push loop plus the local push proxy's hop and functions-framework's
- * parse (about a millisecond, the breakdown section measures the proxy's alone), and Levelset's own
- * time is everything else: the watch, the relay, the publish, the reconcile, the writes.
+ * The bus's wait of a serverless change (the key message's publishTime → the start of the reconcile
+ * it pushed), and Levelset's own time (end to end minus that wait), measured without tracing so that
+ * the end-to-end figures beside them are the untraced ones (the e2e section's report text).
  */
 import type { Message } from '@google-cloud/pubsub';
 import { PubSub } from '@google-cloud/pubsub';
@@ -18,14 +10,7 @@ import type { LogLine } from '../../local/service.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { type Figure, quantiles } from '../report.ts';
 import { sleep } from '../support.ts';
-
-/** One change: the controller and key whose first delivery it causes, when it was written and seen converged (epoch ms). */
-export interface TimedChange {
-  controller: string;
-  key: string;
-  t0: number;
-  at: number;
-}
+import type { TimedChange } from './changes.ts';
 
 /** Each change's bus wait (ms), for the changes whose first delivery was found. */
 export type BusWaits = Map<TimedChange, number>;

@@ -1,12 +1,7 @@
 /**
- * Section `cost`: cost per million reconciles (bench/cost.ts), for each shipped controller: its
- * reconcile run as the `reconcile` function runs it (`reconcileKey`), in a function process of its
- * own (bench/child.ts `reconcile`: what functions/index.ts loads, Terraform's heap limit), CPU time
- * from that process's `process.cpuUsage()`, wall time, memory from its own RSS, converged and
- * changing; priced at Cloud Run's request-based prices on Terraform's defaults (1 vCPU, 512 MiB,
- * concurrency 8), beside an always-on in-process controller pod (`relay/in-process-main.ts`, its
- * idle CPU and RSS read from /proc) priced as a GKE Autopilot Pod, and each controller's break-even
- * rate.
+ * Section `cost`: each shipped controller's reconcile measured in a function process of its own
+ * (bench/child.ts `reconcile`) and priced on Cloud Run (bench/cost.ts), beside an always-on
+ * in-process controller pod priced on GKE Autopilot, and each controller's break-even rate.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -19,6 +14,7 @@ import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS } from '../../local/stack.ts';
 import { sumSeries } from '../../test/support/metrics.ts';
+import { waitFor } from '../../test/support/wait.ts';
 import {
   autopilotPodPerHour,
   billedSeconds,
@@ -31,7 +27,7 @@ import {
 } from '../cost.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
 import type { Figure } from '../report.ts';
-import { applyCrds, exec, lastJsonLine, procStatusKib, sleep, waitForServed } from '../support.ts';
+import { applyCrds, jsonChild, procStatusKib, sleep, stopChild, waitForServed } from '../support.ts';
 
 /** One controller's reconcile as measured in its function process (bench/child.ts `reconcile`). */
 interface MeasuredReconcile {
@@ -178,8 +174,7 @@ async function measureInFunctionProcess(
     metadata: { ...head.metadata, ...(s.body.metadata as object | undefined) },
   } as KubernetesObject);
   env.log(`cost: ${s.controller}`);
-  const { stdout } = await exec(
-    process.execPath,
+  return jsonChild<MeasuredReconcile>(
     [
       ...FUNCTION_NODE_OPTIONS,
       join(repoRoot, 'bench', 'child.ts'),
@@ -200,18 +195,12 @@ async function measureInFunctionProcess(
       JSON.stringify(s.patches),
     ],
     {
-      maxBuffer: 1 << 20,
-      env: {
-        ...process.env,
-        KUBECONFIG: api.kubeconfigPath,
-        LEVELSET_TRACING: 'off',
-        LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
-        PUBSUB_EMULATOR_HOST: bus.emulator.host,
-        GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
-      },
+      KUBECONFIG: api.kubeconfigPath,
+      LEVELSET_TRACING: 'off',
+      LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
+      ...bus.childEnv,
     },
   );
-  return lastJsonLine<MeasuredReconcile>(stdout);
 }
 
 /**
@@ -231,22 +220,17 @@ async function idleInProcessPod(
       RELAY_PORT: String(port),
       LOG_LEVEL: 'warn',
       LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
-      PUBSUB_EMULATOR_HOST: bus.emulator.host,
-      GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
+      ...bus.childEnv,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error('the in-process mode did not get ready in 60 s');
-      await sleep(250);
-    }
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      message: 'the in-process mode ready',
+    });
     // Ready means its informers have synced; their initial LIST still queues every existing key,
     // and working through them is start-up, not idling. Idle = every workqueue empty and no key
     // added for a second (client-go's metric names, relay/workqueue.ts).
@@ -275,9 +259,7 @@ async function idleInProcessPod(
       rssMib: procStatusKib(pod.pid as number, 'VmRSS') / 1024,
     };
   } finally {
-    const exited = new Promise((r) => pod.once('exit', r));
-    pod.kill('SIGTERM');
-    await exited;
+    await stopChild(pod);
   }
 }
 

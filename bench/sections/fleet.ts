@@ -8,17 +8,8 @@ import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import type { Figure } from '../report.ts';
-import {
-  isReady,
-  now,
-  type ObjectWatch,
-  pool,
-  procStatusKib,
-  quiet,
-  sleep,
-  waitForFoosServed,
-  watchObjects,
-} from '../support.ts';
+import { now, type ObjectWatch, procStatusKib, quiet, sleep, watchObjects } from '../support.ts';
+import { foosReady } from './changes.ts';
 
 interface Configuration {
   seconds: number;
@@ -40,7 +31,6 @@ export const fleet: Section = {
     }));
     const started: { stop(): unknown }[] = [];
     try {
-      for (const server of servers) await waitForFoosServed(server.kc);
       for (const server of servers) started.push(await startSimulatedNode(server.kc, quiet));
       const watches = servers.map((s) => watchObjects(s.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'));
       started.push(...watches);
@@ -91,14 +81,8 @@ async function runConfiguration(
           },
         }),
       );
-    const readyIn = (w: ObjectWatch) => {
-      let n = 0;
-      for (const o of w.all()) if (o.metadata?.namespace === ns && isReady(o)) n++;
-      return n;
-    };
     const t0 = now();
-    await Promise.all(servers.map((s) => pool(names, 25, (name) => s.createFoo(ns, name))));
-    await Promise.all(watches.map((w) => w.until(() => readyIn(w) === names.length, 600_000)));
+    await Promise.all(servers.map((s, i) => foosReady(s, watches[i] as ObjectWatch, ns, names, 25)));
     const seconds = (now() - t0) / 1000;
     await sleep(1000); // let in-flight reconciles log their outcome
     const sumMib = (pids: number[], field: string) =>

@@ -9,15 +9,9 @@ import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
 import { bundle } from '../../scripts/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../scripts/package-relay.ts';
-import {
-  type ApiServer,
-  type Emulator,
-  FULL_RSS_SIZES,
-  type Section,
-  type SectionEnv,
-} from '../environment.ts';
+import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
 import type { Figure } from '../report.ts';
-import { exec, lastJsonLine, pool } from '../support.ts';
+import { jsonChild, pool } from '../support.ts';
 
 /** From how many watched objects an informer's RSS growth is reported (below, it is noise). */
 const RSS_GROWTH_MIN_OBJECTS = 10_000;
@@ -103,12 +97,8 @@ async function bundleInformerChildren(): Promise<string> {
 }
 
 /** An informer child started as the relay's image starts the relay (RELAY_ENV, the deployed V8 flags). */
-async function informerChild(script: string, argv: string[]): Promise<InformerRss> {
-  const { stdout } = await exec(process.execPath, ['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], {
-    env: { ...process.env, ...RELAY_ENV },
-    maxBuffer: 1 << 20,
-  });
-  return lastJsonLine<InformerRss>(stdout);
+function informerChild(script: string, argv: string[]): Promise<InformerRss> {
+  return jsonChild(['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], RELAY_ENV);
 }
 
 /** The informer RSS figures at `n` watched ConfigMaps. */
@@ -134,7 +124,7 @@ async function informerFigures(
       unit: 'MiB',
       baseline: { name: 'full-object informer', value: full.rss / MiB },
       // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
-      ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
+      ...(n === FULL_SIZES.rssLarge ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
     },
   ];
   if (n === env.sizes.rssSmall) {
@@ -168,7 +158,7 @@ async function informerFigures(
         value: (meta.rss - meta.baseline) / MiB,
         unit: 'MiB',
         baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
-        ...(n === FULL_RSS_SIZES[1]
+        ...(n === FULL_SIZES.rssLarge
           ? {
               target: {
                 text: 'ratio ≤ 0.2',
@@ -194,7 +184,7 @@ async function informerFigures(
     );
   else if (n === env.sizes.rssSmall)
     notes.push(
-      `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_RSS_SIZES.join(' and ')}); with ${env.sizes.rssSmall} and ${env.sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
+      `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_SIZES.rssSmall} and ${FULL_SIZES.rssLarge}); with ${env.sizes.rssSmall} and ${env.sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
     );
   return figures;
 }
@@ -202,28 +192,12 @@ async function informerFigures(
 /** The resync function's resyncAll in a child, with the heap limit Terraform gives it on a 512 MiB instance (functions.tf). */
 async function resyncChild(api: ApiServer, bus: Emulator, topic: string): Promise<ResyncRun> {
   await bus.pubsub.createTopic(topic);
-  const { stdout } = await exec(
-    process.execPath,
-    [
-      '--expose-gc',
-      ...FUNCTION_NODE_OPTIONS,
-      join(repoRoot, 'bench', 'child.ts'),
-      'resync',
-      '--kubeconfig',
-      api.kubeconfigPath,
-      '--topic',
-      topic,
-    ],
-    {
-      env: {
-        ...process.env,
-        PUBSUB_EMULATOR_HOST: bus.emulator.host,
-        GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
-      },
-      maxBuffer: 1 << 20,
-    },
+  const child = join(repoRoot, 'bench', 'child.ts');
+  const args = ['--expose-gc', ...FUNCTION_NODE_OPTIONS, child, 'resync', '--kubeconfig', api.kubeconfigPath];
+  const r = await jsonChild<{ published: number; durationMs: number; peakRss: number; error?: string }>(
+    [...args, '--topic', topic],
+    bus.childEnv,
   );
-  const r = lastJsonLine<{ published: number; durationMs: number; peakRss: number; error?: string }>(stdout);
   return { keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error };
 }
 
@@ -236,7 +210,7 @@ function resyncFigures(small: ResyncRun, large: ResyncRun): Figure[] {
       unit: 's',
       baseline: { name: `${small.keys} keys`, value: small.durationMs / 1000 },
       // Issue 21's target, at the full run's 100k keys.
-      ...(large.keys >= FULL_RSS_SIZES[1]
+      ...(large.keys >= FULL_SIZES.rssLarge
         ? { target: { text: '≤ 15 s', met: large.durationMs <= 15_000 } }
         : {}),
     },
