@@ -1,27 +1,17 @@
 /**
- * The breakdown section's push path alone: the local push proxy's own hop (ours, local only: Cloud
- * Run is pushed to directly), and the emulator's push delivery against an endpoint that answers
- * after a reconcile's time: pushes in flight while a backlog waits, and an isolated message's wait
- * between publish and push. (Its push loop, read from the emulator's classes: two loops per push
- * subscription, each pulling one message and pushing it synchronously, sleeping 100 ms when nothing
- * is pending; docs/architecture.md decision 6.)
+ * The breakdown section's push path alone: the local push proxy's own hop, and the emulator's push
+ * delivery against an endpoint answering after a reconcile's time (the breakdown's report text).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { FUNCTION_CONCURRENCY } from '../../local/stack.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { SectionEnv } from '../environment.ts';
 import { type Figure, quantiles } from '../report.ts';
-import { sleep } from '../support.ts';
+import { listen, sleep } from '../support.ts';
 
 /** The endpoint's answer time in the emulator measurement, ms (a reconcile's). */
 const ANSWER_MS = 20;
-
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
-};
 
 export async function pushFigures(env: SectionEnv): Promise<Figure[]> {
   const { direct, figure } = await proxyHop(env);

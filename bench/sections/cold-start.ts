@@ -12,7 +12,7 @@ import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import type { Section } from '../environment.ts';
 import { quantiles } from '../report.ts';
-import { exec, now, sleep } from '../support.ts';
+import { exec, keyMessage, now, sleep, stopChild } from '../support.ts';
 
 interface Variant {
   source: string;
@@ -101,20 +101,9 @@ async function spawnToFirst204(v: Variant, kubeconfigPath: string): Promise<numb
     },
   );
   try {
+    const message = keyMessage('secret-replicator', 'bench-source', 'missing', 'manual');
     const body = JSON.stringify({
-      message: {
-        data: Buffer.from(
-          JSON.stringify({
-            v: 1,
-            controller: 'secret-replicator',
-            namespace: 'bench-source',
-            name: 'missing',
-            reason: 'manual',
-            enqueuedAt: new Date().toISOString(),
-          }),
-        ).toString('base64'),
-        messageId: '1',
-      },
+      message: { data: Buffer.from(JSON.stringify(message)).toString('base64'), messageId: '1' },
     });
     for (;;) {
       const res = await fetch(`http://127.0.0.1:${port}/`, {
@@ -129,8 +118,6 @@ async function spawnToFirst204(v: Variant, kubeconfigPath: string): Promise<numb
     }
     return now() - t0;
   } finally {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
+    await stopChild(child);
   }
 }

@@ -174,25 +174,22 @@ async function measureInFunctionProcess(
     metadata: { ...head.metadata, ...(s.body.metadata as object | undefined) },
   } as KubernetesObject);
   env.log(`cost: ${s.controller}`);
+  const flags = {
+    kubeconfig: api.kubeconfigPath,
+    controller: s.controller,
+    namespace: s.namespace,
+    name: 'cost',
+    count: String(env.sizes.costReconciles),
+    object: JSON.stringify(head),
+    patches: JSON.stringify(s.patches),
+  };
+  const child = join(repoRoot, 'bench', 'child.ts');
   return jsonChild<MeasuredReconcile>(
     [
       ...FUNCTION_NODE_OPTIONS,
-      join(repoRoot, 'bench', 'child.ts'),
+      child,
       'reconcile',
-      '--kubeconfig',
-      api.kubeconfigPath,
-      '--controller',
-      s.controller,
-      '--namespace',
-      s.namespace,
-      '--name',
-      'cost',
-      '--count',
-      String(env.sizes.costReconciles),
-      '--object',
-      JSON.stringify(head),
-      '--patches',
-      JSON.stringify(s.patches),
+      ...Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]),
     ],
     {
       KUBECONFIG: api.kubeconfigPath,

@@ -7,7 +7,7 @@ import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { STACK_MODES, type StackMode, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv, SectionOutput } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { type Figure, figuresOf, quantiles } from '../report.ts';
 import { now, type ObjectWatch, quiet, sleep, watchObjects } from '../support.ts';
 import { type BusWaits, type DeliveryLine, ownTimeFigures, recordBusWaits } from './bus-wait.ts';
 import { type Change, foosReady, replicatedSecrets, scaledFoos, type TimedChange } from './changes.ts';
@@ -119,6 +119,7 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
   const ip = results['in-process'];
   const figures: Figure[] = [];
   const chart: SectionOutput['chart'] = [];
+  const inProcess = (value: number) => ({ name: 'in-process', value });
   const ms = (changes: TimedChange[]) => changes.map((c) => c.at - c.t0);
   for (const [kind, label] of [
     ['secret', 'Secret changed → every copy converged'],
@@ -127,41 +128,36 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
     const a = quantiles(ms(s[kind]));
     const b = quantiles(ms(ip[kind]));
     for (const q of ['p50', 'p95', 'p99'] as const)
-      figures.push({
-        section: 'e2e',
-        name: `${label}, ${q} (n=${a.n}; serverless bounded by the emulator's push loop: 2 synchronous loops per subscription, 100 ms idle sleep)`,
-        value: a[q],
-        unit: 'ms',
-        baseline: { name: 'in-process', value: b[q] },
-      });
+      figures.push(
+        figuresOf('e2e')(
+          `${label}, ${q} (n=${a.n}; serverless bounded by the emulator's push loop: 2 synchronous loops per subscription, 100 ms idle sleep)`,
+          a[q],
+          'ms',
+          inProcess(b[q]),
+        ),
+      );
     if (s.waits) figures.push(...ownTimeFigures(kind, s[kind], s.waits, ms(ip[kind])));
     chart.push(
       { name: `${kind}: serverless`, values: ms(s[kind]) },
       { name: `${kind}: in-process`, values: ms(ip[kind]) },
     );
   }
+  const throughput = figuresOf('throughput');
+  const all = `${sizes.foos} Foos → all Ready`;
   figures.push(
-    {
-      section: 'throughput',
-      name: `${sizes.foos} Foos created at once → all Ready, time`,
-      value: s.throughputMs / 1000,
-      unit: 's',
-      baseline: { name: 'in-process', value: ip.throughputMs / 1000 },
-    },
-    {
-      section: 'throughput',
-      name: `${sizes.foos} Foos → all Ready, reconciles`,
-      value: s.reconciles,
-      unit: 'reconciles',
-      baseline: { name: 'in-process', value: ip.reconciles },
-    },
-    {
-      section: 'throughput',
-      name: `${sizes.foos} Foos → all Ready, reconciles per Foo`,
-      value: s.reconciles / sizes.foos,
-      unit: 'reconciles',
-      baseline: { name: 'in-process', value: ip.reconciles / sizes.foos },
-    },
+    throughput(
+      `${sizes.foos} Foos created at once → all Ready, time`,
+      s.throughputMs / 1000,
+      's',
+      inProcess(ip.throughputMs / 1000),
+    ),
+    throughput(`${all}, reconciles`, s.reconciles, 'reconciles', inProcess(ip.reconciles)),
+    throughput(
+      `${all}, reconciles per Foo`,
+      s.reconciles / sizes.foos,
+      'reconciles',
+      inProcess(ip.reconciles / sizes.foos),
+    ),
   );
   return { figures, chart };
 }

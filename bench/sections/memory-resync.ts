@@ -10,7 +10,7 @@ import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../loca
 import { bundle } from '../../scripts/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../scripts/package-relay.ts';
 import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
-import type { Figure } from '../report.ts';
+import { type Figure, figuresOf } from '../report.ts';
 import { jsonChild, pool } from '../support.ts';
 
 /** From how many watched objects an informer's RSS growth is reported (below, it is noise). */
@@ -25,8 +25,9 @@ interface InformerRss {
   baselineHeapUsed: number;
 }
 
+/** What the resync child prints (bench/child.ts `resync`): keys published, ms, bytes. */
 interface ResyncRun {
-  keys: number;
+  published: number;
   durationMs: number;
   peakRss: number;
   error?: string;
@@ -116,71 +117,64 @@ async function informerFigures(
   const meta = await informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs);
   const full = await informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs);
   const flags = RELAY_NODE_OPTIONS.join(' ');
-  const figures: Figure[] = [
-    {
-      section: 'relay',
-      name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
-      value: meta.rss / MiB,
-      unit: 'MiB',
-      baseline: { name: 'full-object informer', value: full.rss / MiB },
+  const figure = figuresOf('relay');
+  const vsFull = (value: number) => ({ name: 'full-object informer', value });
+  const vsSources = (value: number) => ({ name: 'the same from the TypeScript sources', value });
+  const figures = [
+    figure(
+      `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
+      meta.rss / MiB,
+      'MiB',
+      vsFull(full.rss / MiB),
       // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
-      ...(n === FULL_SIZES.rssLarge ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
-    },
+      n === FULL_SIZES.rssLarge ? { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } : undefined,
+    ),
   ];
   if (n === env.sizes.rssSmall) {
     // Before the relay was bundled: the same child from the TypeScript sources (type stripping
     // stands in for tsc's JavaScript, which the image ran; both load every module file).
     const sources = await informerChild(join(repoRoot, 'bench', 'metadata-informer-child.ts'), informerArgs);
     figures.push(
-      {
-        section: 'relay',
-        name: `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
-        value: meta.baseline / MiB,
-        unit: 'MiB',
-        baseline: { name: 'the same from the TypeScript sources', value: sources.baseline / MiB },
-      },
-      {
-        section: 'relay',
-        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process), bundled`,
-        value: meta.rss / MiB,
-        unit: 'MiB',
-        baseline: { name: 'the same from the TypeScript sources', value: sources.rss / MiB },
-      },
+      figure(
+        `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
+        meta.baseline / MiB,
+        'MiB',
+        vsSources(sources.baseline / MiB),
+      ),
+      figure(
+        `RSS with ${n} watched ConfigMaps, metadata-only informer (process), bundled`,
+        meta.rss / MiB,
+        'MiB',
+        vsSources(sources.rss / MiB),
+      ),
     );
   }
   // The caches' own growth means something only when it dwarfs the noise of a process's RSS
   // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
+  const growth = { meta: meta.rss - meta.baseline, full: full.rss - full.baseline };
   if (n >= RSS_GROWTH_MIN_OBJECTS)
     figures.push(
-      {
-        section: 'relay',
-        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
-        value: (meta.rss - meta.baseline) / MiB,
-        unit: 'MiB',
-        baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
-        ...(n === FULL_SIZES.rssLarge
-          ? {
-              target: {
-                text: 'ratio ≤ 0.2',
-                met: meta.rss - meta.baseline <= 0.2 * (full.rss - full.baseline),
-              },
-            }
-          : {}),
-      },
-      {
-        section: 'relay',
-        name: `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
-        value: (meta.rss - meta.baseline) / n,
-        unit: 'bytes',
-        baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / n },
-      },
-      {
-        section: 'relay',
-        name: `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
-        value: (meta.heapUsed - meta.baselineHeapUsed) / n,
-        unit: 'bytes',
-        baseline: { name: 'full-object informer', value: (full.heapUsed - full.baselineHeapUsed) / n },
-      },
+      figure(
+        `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
+        growth.meta / MiB,
+        'MiB',
+        vsFull(growth.full / MiB),
+        n === FULL_SIZES.rssLarge
+          ? { text: 'ratio ≤ 0.2', met: growth.meta <= 0.2 * growth.full }
+          : undefined,
+      ),
+      figure(
+        `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
+        growth.meta / n,
+        'bytes',
+        vsFull(growth.full / n),
+      ),
+      figure(
+        `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
+        (meta.heapUsed - meta.baselineHeapUsed) / n,
+        'bytes',
+        vsFull((full.heapUsed - full.baselineHeapUsed) / n),
+      ),
     );
   else if (n === env.sizes.rssSmall)
     notes.push(
@@ -194,41 +188,37 @@ async function resyncChild(api: ApiServer, bus: Emulator, topic: string): Promis
   await bus.pubsub.createTopic(topic);
   const child = join(repoRoot, 'bench', 'child.ts');
   const args = ['--expose-gc', ...FUNCTION_NODE_OPTIONS, child, 'resync', '--kubeconfig', api.kubeconfigPath];
-  const r = await jsonChild<{ published: number; durationMs: number; peakRss: number; error?: string }>(
-    [...args, '--topic', topic],
-    bus.childEnv,
-  );
-  return { keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error };
+  return jsonChild([...args, '--topic', topic], bus.childEnv);
 }
 
 function resyncFigures(small: ResyncRun, large: ResyncRun): Figure[] {
+  const figure = figuresOf('resync');
+  const what = `enumerate and publish ${large.published} keys`;
+  const vsSmall = (value: number) => ({ name: `${small.published} keys`, value });
   return [
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, time`,
-      value: large.durationMs / 1000,
-      unit: 's',
-      baseline: { name: `${small.keys} keys`, value: small.durationMs / 1000 },
+    figure(
+      `${what}, time`,
+      large.durationMs / 1000,
+      's',
+      vsSmall(small.durationMs / 1000),
       // Issue 21's target, at the full run's 100k keys.
-      ...(large.keys >= FULL_SIZES.rssLarge
-        ? { target: { text: '≤ 15 s', met: large.durationMs <= 15_000 } }
-        : {}),
-    },
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, keys/s`,
-      value: large.keys / (large.durationMs / 1000),
-      unit: 'keys/s',
-      baseline: { name: `${small.keys} keys`, value: small.keys / (small.durationMs / 1000) },
-    },
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
-      value: large.peakRss / MiB,
-      unit: 'MiB',
-      baseline: { name: `${small.keys} keys`, value: small.peakRss / MiB },
+      large.published >= FULL_SIZES.rssLarge
+        ? { text: '≤ 15 s', met: large.durationMs <= 15_000 }
+        : undefined,
+    ),
+    figure(
+      `${what}, keys/s`,
+      large.published / (large.durationMs / 1000),
+      'keys/s',
+      vsSmall(small.published / (small.durationMs / 1000)),
+    ),
+    figure(
+      `${what}, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
+      large.peakRss / MiB,
+      'MiB',
+      vsSmall(small.peakRss / MiB),
       // Issue 21's target (half the default 512 MiB instance).
-      target: { text: '≤ 256 MiB', met: large.peakRss <= 256 * MiB },
-    },
+      { text: '≤ 256 MiB', met: large.peakRss <= 256 * MiB },
+    ),
   ];
 }

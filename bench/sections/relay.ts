@@ -4,7 +4,7 @@ import { configmaps, pods } from '../../functions/kit/resources.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import type { Section } from '../environment.ts';
-import { pool, quiet } from '../support.ts';
+import { keyMessage, pool, quiet } from '../support.ts';
 
 /** Distinct keys the synthetic events map to. */
 const KEYS = 10_000;
@@ -53,15 +53,7 @@ export const relayThroughput: Section = {
     await pool(
       Array.from({ length: sizes.publishKeys }, (_, i) => i),
       1000,
-      (i) =>
-        publisher.publish({
-          v: 1,
-          controller: 'bench-relay',
-          namespace: 'ns',
-          name: `k${i}`,
-          reason: 'watch',
-          enqueuedAt: new Date().toISOString(),
-        }),
+      (i) => publisher.publish(keyMessage('bench-relay', 'ns', `k${i}`)),
     );
     const keysPerS = sizes.publishKeys / ((performance.now() - p0) / 1000);
     await publisher.close();

@@ -11,7 +11,7 @@ import { createKeyPublisher } from '../../functions/publish.ts';
 import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { figuresOf, quantiles } from '../report.ts';
 import { quiet, watchObjects } from '../support.ts';
 import { type DeliveryLine, recordBusWaits } from './bus-wait.ts';
 import { scaledFoos, type TimedChange } from './changes.ts';
@@ -176,36 +176,35 @@ function priorityFigures(env: SectionEnv, runs: Run[]) {
     runs.length > 1
       ? `the median of ${runs.length} runs (each run's ratio: ${ratios((r) => r.ownTopic)})`
       : 'one run';
-  const figures: Figure[] = [
-    {
-      section: 'resync-priority',
-      name: `Foo replicas changed while ${sizes.priorityBacklog} resync keys are pending (own topic) → Deployment updated, p50 of ${median.n} changes; ${of}`,
-      value: median.ownTopic,
-      unit: 'ms',
-      baseline: { name: 'no resync running, the same run', value: median.idle },
-      target: { text: '≤ 2×', met: median.ownTopic <= 2 * median.idle },
-    },
-    {
-      section: 'resync-priority',
-      name: `the same with the backlog on the live keys topic (before: one subscription), p50 of ${median.n}${runs.length > 1 ? `; each run's ratio: ${ratios((r) => r.liveTopic)}` : ''}`,
-      value: median.liveTopic,
-      unit: 'ms',
-      baseline: { name: 'no resync running, the same run', value: median.idle },
-    },
-    {
-      section: 'resync-priority',
-      name: "the same run's own-topic changes: the bus's wait (the emulator's publishTime → the reconcile started), p50",
-      value: median.split.ownWait,
-      unit: 'ms',
-      baseline: { name: 'no resync running', value: median.split.idleWait },
-    },
-    {
-      section: 'resync-priority',
-      name: "the same run's own-topic changes: Levelset's own time (end to end − the bus's wait), p50",
-      value: median.split.ownRest,
-      unit: 'ms',
-      baseline: { name: 'no resync running', value: median.split.idleRest },
-    },
+  const figure = figuresOf('resync-priority');
+  const sameRun = (value: number) => ({ name: 'no resync running, the same run', value });
+  const noResync = (value: number) => ({ name: 'no resync running', value });
+  const figures = [
+    figure(
+      `Foo replicas changed while ${sizes.priorityBacklog} resync keys are pending (own topic) → Deployment updated, p50 of ${median.n} changes; ${of}`,
+      median.ownTopic,
+      'ms',
+      sameRun(median.idle),
+      { text: '≤ 2×', met: median.ownTopic <= 2 * median.idle },
+    ),
+    figure(
+      `the same with the backlog on the live keys topic (before: one subscription), p50 of ${median.n}${runs.length > 1 ? `; each run's ratio: ${ratios((r) => r.liveTopic)}` : ''}`,
+      median.liveTopic,
+      'ms',
+      sameRun(median.idle),
+    ),
+    figure(
+      "the same run's own-topic changes: the bus's wait (the emulator's publishTime → the reconcile started), p50",
+      median.split.ownWait,
+      'ms',
+      noResync(median.split.idleWait),
+    ),
+    figure(
+      "the same run's own-topic changes: Levelset's own time (end to end − the bus's wait), p50",
+      median.split.ownRest,
+      'ms',
+      noResync(median.split.idleRest),
+    ),
   ];
   return {
     figures,
