@@ -17,7 +17,6 @@ const SPECS: Record<string, Record<string, unknown>> = {
 export const apiCost: Section = {
   name: 'api-cost',
   async run(env) {
-    env.log('api cost');
     const api = await env.apiServer();
     const byName = new Map(registry.map((c) => [c.name, c]));
     /** Requests of the third reconcile of `key` (the first two converge it). */

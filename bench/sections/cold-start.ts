@@ -11,7 +11,7 @@ import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import type { Section } from '../environment.ts';
-import { quantiles } from '../report.ts';
+import { figuresOf, quantiles } from '../report.ts';
 import { exec, keyMessage, now, sleep, stopChild } from '../support.ts';
 
 interface Variant {
@@ -53,26 +53,26 @@ export const coldStart: Section = {
         for (const [name, v] of Object.entries(variants) as [keyof typeof variants, Variant][])
           samples[name].push(await spawnToFirst204(v, api.kubeconfigPath));
       }
+      const figure = figuresOf('cold-start');
       const b = quantiles(samples.bundle);
       const e = quantiles(samples.empty);
       const t = quantiles(samples.sources);
+      const vsEmpty = { name: 'empty functions-framework function', value: e.p50 };
       return {
         figures: [
-          {
-            section: 'cold-start',
-            name: `reconcile function (deployed bundle): spawn → first 204, median of ${b.n}`,
-            value: b.p50,
-            unit: 'ms',
-            baseline: { name: 'empty functions-framework function', value: e.p50 },
-            target: { text: '≤ 600 ms and ≤ 2×', met: b.p50 <= 600 && b.p50 <= 2 * e.p50 },
-          },
-          {
-            section: 'cold-start',
-            name: `reconcile function (TypeScript sources, as npm start runs them): spawn → first 204, median of ${t.n}`,
-            value: t.p50,
-            unit: 'ms',
-            baseline: { name: 'empty functions-framework function', value: e.p50 },
-          },
+          figure(
+            `reconcile function (deployed bundle): spawn → first 204, median of ${b.n}`,
+            b.p50,
+            'ms',
+            vsEmpty,
+            { text: '≤ 600 ms and ≤ 2×', met: b.p50 <= 600 && b.p50 <= 2 * e.p50 },
+          ),
+          figure(
+            `reconcile function (TypeScript sources, as npm start runs them): spawn → first 204, median of ${t.n}`,
+            t.p50,
+            'ms',
+            vsEmpty,
+          ),
         ],
       };
     } finally {

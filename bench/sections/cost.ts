@@ -43,13 +43,21 @@ interface MeasuredReconcile {
 /** Each shipped controller's object (created here), and two specs the changing reconciles alternate. */
 interface Subject {
   controller: string;
-  namespace: string;
+  /** Default: {@link NS}. */
+  namespace?: string;
   body: Record<string, unknown>;
   patches: Record<string, unknown>[];
 }
 
 const NS = 'bench-cost-model';
 const SOURCE_NS = 'bench-cost-source';
+
+const bundleOf = (...sources: string[]) => ({
+  spec: { sources: sources.map((name) => ({ namespace: NS, name })) },
+});
+const topicSubscribed = (ackDeadlineSeconds: number) => ({
+  spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds }] },
+});
 
 const SUBJECTS: Subject[] = [
   {
@@ -63,52 +71,33 @@ const SUBJECTS: Subject[] = [
   },
   {
     controller: 'foo',
-    namespace: NS,
     body: { spec: { deploymentName: 'cost-foo', replicas: 1 } },
     patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
   },
   {
     controller: 'customcluster',
-    namespace: NS,
     body: { spec: { message: 'hi', count: 2 } },
     patches: [{ spec: { count: 3 } }, { spec: { count: 2 } }],
   },
   {
     controller: 'icecream',
-    namespace: NS,
     body: { spec: { deploymentName: 'cost-icecream', replicas: 1 } },
     patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
   },
   {
     controller: 'configmap-bundle',
-    namespace: NS,
-    body: { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
-    patches: [
-      {
-        spec: {
-          sources: [
-            { namespace: NS, name: 'cost-source-a' },
-            { namespace: NS, name: 'cost-source-b' },
-          ],
-        },
-      },
-      { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
-    ],
+    body: bundleOf('cost-source-a'),
+    patches: [bundleOf('cost-source-a', 'cost-source-b'), bundleOf('cost-source-a')],
   },
   {
     controller: 'topic',
-    namespace: NS,
     // Labels would be the cheapest change, but the emulator cannot update a topic's labels.
-    body: { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
-    patches: [
-      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 30 }] } },
-      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
-    ],
+    body: topicSubscribed(20),
+    patches: [topicSubscribed(30), topicSubscribed(20)],
   },
   {
     // After the Topic above: its object `cost` is Ready by then, and this one subscribes to its topic.
     controller: 'subscription',
-    namespace: NS,
     body: { spec: { topicRef: { name: 'cost' }, subscriptionId: 'bench-cost-own', ackDeadlineSeconds: 20 } },
     patches: [{ spec: { ackDeadlineSeconds: 30 } }, { spec: { ackDeadlineSeconds: 20 } }],
   },
@@ -117,7 +106,6 @@ const SUBJECTS: Subject[] = [
 export const reconcileCost: Section = {
   name: 'cost',
   async run(env) {
-    env.log('cost per million reconciles');
     const api = await env.apiServer();
     const bus = await env.emulator();
     await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic', 'subscription']);
@@ -161,13 +149,13 @@ async function measureInFunctionProcess(
 ): Promise<MeasuredReconcile> {
   const controller = registry.find((c) => c.name === s.controller) as Controller;
   const p = controller.primary;
+  const namespace = s.namespace ?? NS;
   const head = {
     apiVersion: p.group ? `${p.group}/${p.version}` : p.version,
     kind: p.kind,
-    metadata: { name: 'cost', namespace: s.namespace },
+    metadata: { name: 'cost', namespace },
   };
-  if (p.group)
-    await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace: s.namespace }));
+  if (p.group) await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace }));
   await KubernetesObjectApi.makeApiClient(api.kc).create({
     ...head,
     ...s.body,
@@ -177,7 +165,7 @@ async function measureInFunctionProcess(
   const flags = {
     kubeconfig: api.kubeconfigPath,
     controller: s.controller,
-    namespace: s.namespace,
+    namespace,
     name: 'cost',
     count: String(env.sizes.costReconciles),
     object: JSON.stringify(head),

@@ -7,7 +7,7 @@ import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import type { Figure } from '../report.ts';
+import { type Figure, figuresOf } from '../report.ts';
 import { now, type ObjectWatch, procStatusKib, quiet, sleep, watchObjects } from '../support.ts';
 import { foosReady } from './changes.ts';
 
@@ -23,7 +23,6 @@ interface Configuration {
 export const fleet: Section = {
   name: 'fleet',
   async run(env) {
-    env.log('fleet');
     const servers = [await env.apiServer(), await env.anotherApiServer()];
     const clusters: LocalCluster[] = servers.map((server, i) => ({
       id: `fleet-${'ab'[i]}`,
@@ -103,42 +102,24 @@ async function runConfiguration(
 }
 
 function fleetFigures(env: SectionEnv, together: Configuration, apart: Configuration): Figure[] {
-  const base = (value: number) => ({ name: 'one deployment per cluster (2 × 1)', value });
+  const figure = figuresOf('fleet');
+  /** `of` the fleet's configuration beside `of` one deployment per cluster. */
+  const f = (name: string, unit: string, of: (c: Configuration) => number) =>
+    figure(name, of(together), unit, { name: 'one deployment per cluster (2 × 1)', value: of(apart) });
   const round = (x: number) => Math.round(x * 10) / 10;
   const work = `${env.sizes.fleetFoos} Foos per cluster created → all Ready`;
-  const f = (name: string, value: number, unit: string, baseline: number): Figure => ({
-    section: 'fleet',
-    name,
-    value,
-    unit,
-    baseline: base(baseline),
-  });
   return [
     f(
       `function processes (reconcile + resync), total peak RSS, one deployment serving 2 clusters; ${work}`,
-      Math.round(together.functionsPeakMib),
       'MiB',
-      Math.round(apart.functionsPeakMib),
+      (c) => Math.round(c.functionsPeakMib),
     ),
-    f(
-      'reconcile function processes, total peak RSS',
-      Math.round(together.reconcilePeakMib),
-      'MiB',
-      Math.round(apart.reconcilePeakMib),
+    f('reconcile function processes, total peak RSS', 'MiB', (c) => Math.round(c.reconcilePeakMib)),
+    f('reconcile function processes, total RSS after the workload', 'MiB', (c) =>
+      Math.round(c.reconcileRssMib),
     ),
-    f(
-      'reconcile function processes, total RSS after the workload',
-      Math.round(together.reconcileRssMib),
-      'MiB',
-      Math.round(apart.reconcileRssMib),
-    ),
-    f(
-      'Foo reconciles per second (both clusters)',
-      round(together.perSecond),
-      'reconciles/s',
-      round(apart.perSecond),
-    ),
-    f('time until every Foo of both clusters is Ready', round(together.seconds), 's', round(apart.seconds)),
-    f('Foo reconciles run (both clusters)', together.reconciles, 'reconciles', apart.reconciles),
+    f('Foo reconciles per second (both clusters)', 'reconciles/s', (c) => round(c.perSecond)),
+    f('time until every Foo of both clusters is Ready', 's', (c) => round(c.seconds)),
+    f('Foo reconciles run (both clusters)', 'reconciles', (c) => c.reconciles),
   ];
 }

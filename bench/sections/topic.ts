@@ -9,7 +9,7 @@ import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { type Figure, figuresOf, quantiles } from '../report.ts';
 import {
   applyCrds,
   FOOS,
@@ -21,6 +21,7 @@ import {
   watchObjects,
 } from '../support.ts';
 
+const figure = figuresOf('topic');
 const TOPICS = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics' } as const;
 
 const createTopicObject = (api: ApiServer, namespace: string, name: string, spec: object) =>
@@ -33,7 +34,6 @@ const createTopicObject = (api: ApiServer, namespace: string, name: string, spec
 export const topicCosts: Section = {
   name: 'topic',
   async run(env) {
-    env.log('topic');
     const api = await env.apiServer();
     await applyCrds(api.kubeconfigPath, ['topic']);
     const figures = await noOpCosts(env, api);
@@ -70,20 +70,14 @@ async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
     const withSub = await noOp(topicController, 'with-sub');
     const fooCost = await noOp(registry.find((c) => c.name === 'foo') as Controller, 'cost');
     return [
-      {
-        section: 'topic',
-        name: 'Topic, no-op reconcile: requests to Kubernetes',
-        value: withSub.kubernetes,
-        unit: 'requests',
-        baseline: { name: 'Foo, no-op reconcile', value: fooCost.kubernetes },
-      },
-      {
-        section: 'topic',
-        name: 'Topic with 1 subscription, no-op reconcile: requests to Pub/Sub',
-        value: withSub.pubsub,
-        unit: 'requests',
-        baseline: { name: 'Topic without subscription', value: bare.pubsub },
-      },
+      figure('Topic, no-op reconcile: requests to Kubernetes', withSub.kubernetes, 'requests', {
+        name: 'Foo, no-op reconcile',
+        value: fooCost.kubernetes,
+      }),
+      figure('Topic with 1 subscription, no-op reconcile: requests to Pub/Sub', withSub.pubsub, 'requests', {
+        name: 'Topic without subscription',
+        value: bare.pubsub,
+      }),
     ];
   } finally {
     await counter.close();
@@ -120,20 +114,16 @@ async function deletes(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
     const t = quantiles(topicGone);
     const f = quantiles(fooGone);
     return [
-      {
-        section: 'topic',
-        name: `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
-        value: Math.round(t.p50),
-        unit: 'ms',
-        baseline: { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
-      },
-      {
-        section: 'topic',
-        name: `Topic delete → object gone, p95 of ${t.n}`,
-        value: Math.round(t.p95),
-        unit: 'ms',
-        baseline: { name: 'Foo delete → gone (no finalizer), p95', value: Math.round(f.p95) },
-      },
+      figure(
+        `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
+        Math.round(t.p50),
+        'ms',
+        { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
+      ),
+      figure(`Topic delete → object gone, p95 of ${t.n}`, Math.round(t.p95), 'ms', {
+        name: 'Foo delete → gone (no finalizer), p95',
+        value: Math.round(f.p95),
+      }),
     ];
   } finally {
     topicWatch.stop();
