@@ -120,7 +120,7 @@ export interface ApiServer {
   kc: PooledKubeConfig;
   core: CoreV1Api;
   custom: CustomObjectsApi;
-  createNs(name: string, labels?: Record<string, string>): Promise<unknown>;
+  createNs(name: string): Promise<unknown>;
   /** Creates Foo `name` in `namespace` (1 replica, its Deployment named alike). */
   createFoo(namespace: string, name: string): Promise<unknown>;
   stop(): Promise<void>;
@@ -211,7 +211,7 @@ export async function startApiServer(): Promise<ApiServer> {
     kc,
     core,
     custom,
-    createNs: (name, labels = {}) => core.createNamespace({ body: { metadata: { name, labels } } }),
+    createNs: (name) => core.createNamespace({ body: { metadata: { name } } }),
     createFoo: (namespace, name) =>
       custom.createNamespacedCustomObject({
         ...FOOS,

@@ -29,17 +29,21 @@ export function figuresOf(section: string) {
   ): Figure => ({ section, name, value, unit, ...(baseline && { baseline }), ...(target && { target }) });
 }
 
+/**
+ * A maker of `section`'s figures comparing `run` to `baseline`, measured alike:
+ * `figure(name, unit, of, target?)` is `of(run)` beside `of(baseline)`, named `baselineName`.
+ */
+export function comparing<T>(section: string, run: T, baseline: T, baselineName: string) {
+  const figure = figuresOf(section);
+  return (name: string, unit: string, of: (r: T) => number, target?: Figure['target']) =>
+    figure(name, of(run), unit, { name: baselineName, value: of(baseline) }, target);
+}
+
 /** Percentiles (nearest rank) of a sample, in the sample's unit. */
-export function quantiles(xs: readonly number[]): {
-  n: number;
-  p50: number;
-  p95: number;
-  p99: number;
-  max: number;
-} {
+export function quantiles(xs: readonly number[]) {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] ?? Number.NaN;
-  return { n: s.length, p50: q(0.5), p95: q(0.95), p99: q(0.99), max: s.at(-1) ?? Number.NaN };
+  return { n: s.length, p50: q(0.5), p95: q(0.95), p99: q(0.99) };
 }
 
 /** The machine a run measured: CPUs, memory, Node, load at the start. */

@@ -9,10 +9,9 @@
  *   npm run bench -- --out DIR    # elsewhere
  *   npm run bench -- --only collapse --only relay   # some sections, into a temp dir
  *
- * Each section is a file of bench/sections/ and runs on an API server of its own, started for it
- * (bench/environment.ts): a section measures the same alone as in a full run. The Pub/Sub emulator
- * is started once, for the first section that asks for it. Every figure comes with the baseline
- * measured in the same run. Nothing here is a test: no figure is asserted.
+ * Each section is a file of bench/sections/, run on what bench/environment.ts starts for it. Every
+ * figure comes with the baseline measured in the same run. Nothing here is a test: no figure is
+ * asserted.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

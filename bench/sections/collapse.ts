@@ -9,7 +9,7 @@ import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import type { CollapseMode } from '../../relay/collapse.ts';
 import { startRelay } from '../../relay/relay.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
-import { figuresOf, quantiles } from '../report.ts';
+import { comparing, quantiles } from '../report.ts';
 import { merge, now, pool, quiet, sleep } from '../support.ts';
 
 interface ModeResult {
@@ -149,43 +149,34 @@ function collapseFigures(env: SectionEnv, out: Record<CollapseMode, ModeResult>)
   const lt = out['leading-trailing'];
   const tr = out.trailing;
   const iso = quantiles(lt.isolated);
-  const isoBase = quantiles(tr.isolated);
   const bound = 1 + Math.ceil(1000 / sizes.collapseMs);
-  const figure = figuresOf('collapse');
-  const trailing = (value: number) => ({ name: 'trailing only', value });
   const burstBound = 1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs);
+  const figure = comparing('collapse', lt, tr, 'trailing only');
+  const updates = `${sizes.objects} objects × ${sizes.objectUpdates} updates`;
   const figures = [
     figure(
       `isolated change → publish accepted, p50 (n=${iso.n}, window ${sizes.collapseMs} ms)`,
-      iso.p50,
       'ms',
-      trailing(isoBase.p50),
+      (r) => quantiles(r.isolated).p50,
       { text: '≤ 25 ms', met: iso.p50 <= 25 },
     ),
-    figure('isolated change → publish accepted, p95', iso.p95, 'ms', trailing(isoBase.p95)),
+    figure('isolated change → publish accepted, p95', 'ms', (r) => quantiles(r.isolated).p95),
     figure(
       `${sizes.burst} updates to one object within ${Math.round(lt.burst.spanMs)} ms → messages`,
-      lt.burst.messages,
       'msgs',
-      trailing(tr.burst.messages),
+      (r) => r.burst.messages,
       {
         text: `≤ 1 + ⌈${Math.round(lt.burst.spanMs)} ms / window⌉ = ${burstBound} (${bound} for 1 s)`,
         met: lt.burst.messages <= burstBound,
       },
     ),
     figure(
-      `${sizes.objects} objects × ${sizes.objectUpdates} updates (${Math.round(lt.objects.spanMs)} ms) → most messages per object per window`,
-      lt.objects.maxPerObjectPerWindow,
+      `${updates} (${Math.round(lt.objects.spanMs)} ms) → most messages per object per window`,
       'msgs',
-      trailing(tr.objects.maxPerObjectPerWindow),
+      (r) => r.objects.maxPerObjectPerWindow,
       { text: '≤ 2', met: lt.objects.maxPerObjectPerWindow <= 2 },
     ),
-    figure(
-      `${sizes.objects} objects × ${sizes.objectUpdates} updates → messages in all`,
-      lt.objects.messages,
-      'msgs',
-      trailing(tr.objects.messages),
-    ),
+    figure(`${updates} → messages in all`, 'msgs', (r) => r.objects.messages),
   ];
   return {
     figures,

@@ -7,7 +7,7 @@ import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { STACK_MODES, type StackMode, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv, SectionOutput } from '../environment.ts';
-import { type Figure, figuresOf, quantiles } from '../report.ts';
+import { comparing, type Figure, figuresOf, quantiles } from '../report.ts';
 import { now, type ObjectWatch, quiet, sleep, watchObjects } from '../support.ts';
 import { type BusWaits, type DeliveryLine, ownTimeFigures, recordBusWaits } from './bus-wait.ts';
 import { type Change, foosReady, replicatedSecrets, scaledFoos, type TimedChange } from './changes.ts';
@@ -142,22 +142,12 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
       { name: `${kind}: in-process`, values: ms(ip[kind]) },
     );
   }
-  const throughput = figuresOf('throughput');
+  const throughput = comparing('throughput', s, ip, 'in-process');
   const all = `${sizes.foos} Foos → all Ready`;
   figures.push(
-    throughput(
-      `${sizes.foos} Foos created at once → all Ready, time`,
-      s.throughputMs / 1000,
-      's',
-      inProcess(ip.throughputMs / 1000),
-    ),
-    throughput(`${all}, reconciles`, s.reconciles, 'reconciles', inProcess(ip.reconciles)),
-    throughput(
-      `${all}, reconciles per Foo`,
-      s.reconciles / sizes.foos,
-      'reconciles',
-      inProcess(ip.reconciles / sizes.foos),
-    ),
+    throughput(`${sizes.foos} Foos created at once → all Ready, time`, 's', (r) => r.throughputMs / 1000),
+    throughput(`${all}, reconciles`, 'reconciles', (r) => r.reconciles),
+    throughput(`${all}, reconciles per Foo`, 'reconciles', (r) => r.reconciles / sizes.foos),
   );
   return { figures, chart };
 }

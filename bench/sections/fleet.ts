@@ -7,7 +7,7 @@ import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import { type Figure, figuresOf } from '../report.ts';
+import { comparing, type Figure } from '../report.ts';
 import { now, type ObjectWatch, procStatusKib, quiet, sleep, watchObjects } from '../support.ts';
 import { foosReady } from './changes.ts';
 
@@ -102,10 +102,7 @@ async function runConfiguration(
 }
 
 function fleetFigures(env: SectionEnv, together: Configuration, apart: Configuration): Figure[] {
-  const figure = figuresOf('fleet');
-  /** `of` the fleet's configuration beside `of` one deployment per cluster. */
-  const f = (name: string, unit: string, of: (c: Configuration) => number) =>
-    figure(name, of(together), unit, { name: 'one deployment per cluster (2 × 1)', value: of(apart) });
+  const f = comparing('fleet', together, apart, 'one deployment per cluster (2 × 1)');
   const round = (x: number) => Math.round(x * 10) / 10;
   const work = `${env.sizes.fleetFoos} Foos per cluster created → all Ready`;
   return [

@@ -10,7 +10,7 @@ import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../loca
 import { bundle } from '../../scripts/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../scripts/package-relay.ts';
 import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
-import { type Figure, figuresOf } from '../report.ts';
+import { comparing, type Figure } from '../report.ts';
 import { jsonChild, pool } from '../support.ts';
 
 /** From how many watched objects an informer's RSS growth is reported (below, it is noise). */
@@ -117,15 +117,13 @@ async function informerFigures(
   const meta = await informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs);
   const full = await informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs);
   const flags = RELAY_NODE_OPTIONS.join(' ');
-  const figure = figuresOf('relay');
-  const vsFull = (value: number) => ({ name: 'full-object informer', value });
-  const vsSources = (value: number) => ({ name: 'the same from the TypeScript sources', value });
+  const vsFull = comparing('relay', meta, full, 'full-object informer');
+  const informer = `${n} watched ConfigMaps, metadata-only informer`;
   const figures = [
-    figure(
-      `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
-      meta.rss / MiB,
+    vsFull(
+      `RSS with ${informer} (process; ${flags}, as deployed)`,
       'MiB',
-      vsFull(full.rss / MiB),
+      (r) => r.rss / MiB,
       // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
       n === FULL_SIZES.rssLarge ? { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } : undefined,
     ),
@@ -134,46 +132,38 @@ async function informerFigures(
     // Before the relay was bundled: the same child from the TypeScript sources (type stripping
     // stands in for tsc's JavaScript, which the image ran; both load every module file).
     const sources = await informerChild(join(repoRoot, 'bench', 'metadata-informer-child.ts'), informerArgs);
+    const vsSources = comparing('relay', meta, sources, 'the same from the TypeScript sources');
     figures.push(
-      figure(
+      vsSources(
         `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
-        meta.baseline / MiB,
         'MiB',
-        vsSources(sources.baseline / MiB),
+        (r) => r.baseline / MiB,
       ),
-      figure(
-        `RSS with ${n} watched ConfigMaps, metadata-only informer (process), bundled`,
-        meta.rss / MiB,
-        'MiB',
-        vsSources(sources.rss / MiB),
-      ),
+      vsSources(`RSS with ${informer} (process), bundled`, 'MiB', (r) => r.rss / MiB),
     );
   }
   // The caches' own growth means something only when it dwarfs the noise of a process's RSS
   // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
-  const growth = { meta: meta.rss - meta.baseline, full: full.rss - full.baseline };
+  const growth = (r: InformerRss) => r.rss - r.baseline;
   if (n >= RSS_GROWTH_MIN_OBJECTS)
     figures.push(
-      figure(
-        `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
-        growth.meta / MiB,
+      vsFull(
+        `RSS with ${informer} (growth over the idle process)`,
         'MiB',
-        vsFull(growth.full / MiB),
+        (r) => growth(r) / MiB,
         n === FULL_SIZES.rssLarge
-          ? { text: 'ratio ≤ 0.2', met: growth.meta <= 0.2 * growth.full }
+          ? { text: 'ratio ≤ 0.2', met: growth(meta) <= 0.2 * growth(full) }
           : undefined,
       ),
-      figure(
+      vsFull(
         `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
-        growth.meta / n,
         'bytes',
-        vsFull(growth.full / n),
+        (r) => growth(r) / n,
       ),
-      figure(
+      vsFull(
         `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
-        (meta.heapUsed - meta.baselineHeapUsed) / n,
         'bytes',
-        vsFull((full.heapUsed - full.baselineHeapUsed) / n),
+        (r) => (r.heapUsed - r.baselineHeapUsed) / n,
       ),
     );
   else if (n === env.sizes.rssSmall)
@@ -192,32 +182,23 @@ async function resyncChild(api: ApiServer, bus: Emulator, topic: string): Promis
 }
 
 function resyncFigures(small: ResyncRun, large: ResyncRun): Figure[] {
-  const figure = figuresOf('resync');
+  const figure = comparing('resync', large, small, `${small.published} keys`);
   const what = `enumerate and publish ${large.published} keys`;
-  const vsSmall = (value: number) => ({ name: `${small.published} keys`, value });
   return [
+    // Issue 21's targets: 100k keys in ≤ 15 s (the full run's), peak ≤ 256 MiB (half the default 512 MiB instance).
     figure(
       `${what}, time`,
-      large.durationMs / 1000,
       's',
-      vsSmall(small.durationMs / 1000),
-      // Issue 21's target, at the full run's 100k keys.
+      (r) => r.durationMs / 1000,
       large.published >= FULL_SIZES.rssLarge
         ? { text: '≤ 15 s', met: large.durationMs <= 15_000 }
         : undefined,
     ),
-    figure(
-      `${what}, keys/s`,
-      large.published / (large.durationMs / 1000),
-      'keys/s',
-      vsSmall(small.published / (small.durationMs / 1000)),
-    ),
+    figure(`${what}, keys/s`, 'keys/s', (r) => r.published / (r.durationMs / 1000)),
     figure(
       `${what}, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
-      large.peakRss / MiB,
       'MiB',
-      vsSmall(small.peakRss / MiB),
-      // Issue 21's target (half the default 512 MiB instance).
+      (r) => r.peakRss / MiB,
       { text: '≤ 256 MiB', met: large.peakRss <= 256 * MiB },
     ),
   ];

@@ -14,7 +14,7 @@ import { inDeliverySpan, reconcileKey } from '../../functions/reconcile.ts';
 import { startTracing } from '../../functions/tracing.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import type { Section } from '../environment.ts';
-import { figuresOf, quantiles } from '../report.ts';
+import { comparing, figuresOf, quantiles } from '../report.ts';
 import { quiet } from '../support.ts';
 
 export const tracingCost: Section = {
@@ -77,12 +77,11 @@ export const tracingCost: Section = {
     const onRun = { reconcile: await msPerReconcile(), events: await eventsPerS() };
     await tracing.shutdown();
     rmSync(dir, { recursive: true, force: true });
-    const figure = figuresOf('tracing');
-    const off = (value: number) => ({ name: 'tracing off', value });
     const n = sizes.tracedReconciles;
+    const figure = comparing('tracing', onRun, offRun, 'tracing off');
     return {
       figures: [
-        figure(
+        figuresOf('tracing')(
           `converged foo delivery, tracing off (the API's no-op spans), median of ${n}`,
           offRun.reconcile,
           'ms',
@@ -90,15 +89,13 @@ export const tracingCost: Section = {
         ),
         figure(
           `converged foo delivery, tracing on (every span exported to a file), median of ${n}`,
-          onRun.reconcile,
           'ms',
-          off(offRun.reconcile),
+          (r) => r.reconcile,
         ),
         figure(
           `relay events/s ingested (${sizes.pipelineEvents / 10} Foo events), tracing on`,
-          onRun.events,
           'events/s',
-          off(offRun.events),
+          (r) => r.events,
         ),
       ],
     };
