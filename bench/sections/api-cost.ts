@@ -34,17 +34,11 @@ export const apiCost: Section = {
     for (const [name, spec] of Object.entries(SPECS)) {
       const primary = byName.get(name)?.primary;
       if (!primary) continue;
+      const apiVersion = `${primary.group}/${primary.version}`;
       await api.custom.createNamespacedCustomObject({
-        group: primary.group,
-        version: primary.version,
-        plural: primary.plural,
+        ...primary,
         namespace: 'bench-cost-crs',
-        body: {
-          apiVersion: `${primary.group}/${primary.version}`,
-          kind: primary.kind,
-          metadata: { name: 'cost' },
-          spec,
-        },
+        body: { apiVersion, kind: primary.kind, metadata: { name: 'cost' }, spec },
       });
       figures.push({
         section: 'api-cost',

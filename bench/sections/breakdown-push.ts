@@ -16,8 +16,8 @@ const ANSWER_MS = 20;
 const figure = figuresOf('breakdown');
 
 export async function pushFigures(env: SectionEnv): Promise<Figure[]> {
-  const { direct, figure } = await proxyHop(env);
-  return [figure, ...(await emulatorPush(env, direct))];
+  const hop = await proxyHop(env);
+  return [hop.figure, ...(await emulatorPush(env, hop.direct))];
 }
 
 /** A push to the proxy in front of a server that answers 204 at once, vs to that server (ms each). */

@@ -8,7 +8,7 @@ import { createKeyPublisher } from '../../functions/publish.ts';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { Section } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { figuresOf, quantiles } from '../report.ts';
 import { keyMessage, listen, quiet, sleep } from '../support.ts';
 
 /** The endpoint's answer time, ms (a reconcile's). */
@@ -110,9 +110,11 @@ export const retries: Section = {
       };
     };
     // `after` right after `idle`: `before` leaves the emulator busy with its failing messages' redeliveries.
-    const idleRun = await measure('idle');
-    const afterRun = await measure('after');
-    const runs = { idle: idleRun, after: afterRun, before: await measure('before') };
+    const runs = {
+      idle: await measure('idle'),
+      after: await measure('after'),
+      before: await measure('before'),
+    };
     const [idle, before, after] = [runs.idle, runs.before, runs.after].map(
       (r) => quantiles(r.latencies).p50,
     ) as [number, number, number];
@@ -120,20 +122,18 @@ export const retries: Section = {
       runs[run].unanswered
         ? `; ${runs[run].unanswered} not answered within ${waitMs / 1000} s, counted at that time (a lower bound)`
         : '';
-    const baseline = { name: 'the same, no failing key (idle)', value: idle };
     const what = (answer: string, run: Run) =>
       `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys}${censored(run)}${censored('idle')})`;
-    const figures: Figure[] = [
-      { section: 'retries', name: what('500 (before)', 'before'), value: before, unit: 'ms', baseline },
-      {
-        section: 'retries',
-        name: what('204 + requeue (after)', 'after'),
-        value: after,
-        unit: 'ms',
-        baseline,
-        target: { text: '≤ 1.2× idle', met: after <= 1.2 * idle },
-      },
-    ];
-    return { figures };
+    const figure = figuresOf('retries');
+    const vsIdle = { name: 'the same, no failing key (idle)', value: idle };
+    return {
+      figures: [
+        figure(what('500 (before)', 'before'), before, 'ms', vsIdle),
+        figure(what('204 + requeue (after)', 'after'), after, 'ms', vsIdle, {
+          text: '≤ 1.2× idle',
+          met: after <= 1.2 * idle,
+        }),
+      ],
+    };
   },
 };
