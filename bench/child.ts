@@ -1,18 +1,12 @@
 /**
- * The benchmark's child processes, so that their memory is measured alone (bench/sections/ spawns them
- * with --expose-gc). Prints one JSON line on stdout. (The informer-RSS children are
- * bench/metadata-informer-child.ts and bench/full-informer-child.ts, run bundled as the relay is.)
+ * The benchmark's child processes, so that their memory is measured alone; each prints one JSON
+ * line on stdout. `reconcile` is the cost section's function process: it loads what the deployed
+ * `reconcile` function loads and runs `reconcileKey` K times on a converged object, then K times
+ * with the object changed before each (outside the measured time). `resync` runs the resync.
  *
- *   node bench/child.ts resync --kubeconfig F --namespace NS --topic T   (PUBSUB_EMULATOR_HOST set)
+ *   node bench/child.ts resync --kubeconfig F --topic T   (PUBSUB_EMULATOR_HOST set)
  *   node --max-old-space-size=256 bench/child.ts reconcile --kubeconfig F --controller C --namespace NS
  *     --name N --count K --object '{"apiVersion","kind","metadata"}' --patches '[{…},{…}]'
- *
- * `reconcile` is the function process of the cost section: it loads what the deployed `reconcile`
- * function loads (functions/index.ts, tracing off) and runs `reconcileKey` K times on a converged
- * object, then K times with the object changed before each (a merge patch from `--patches` in
- * turn, outside the measured time). CPU time is `process.cpuUsage()` of this process around each
- * reconcile, wall time `performance.now()`; memory is this process's RSS after the reconciles and its
- * peak (`resourceUsage().maxRSS`).
  */
 import { parseArgs } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';

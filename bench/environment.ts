@@ -17,131 +17,101 @@ import type { PubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
 import type { CostRow } from './cost.ts';
 import type { Figure, Series } from './report.ts';
-import { applyCrds, createFoo, log, quiet } from './support.ts';
+import { applyCrds, FOOS, log, quiet, stopChild, waitForServed } from './support.ts';
 
-/** ConfigMaps watched by the informer-RSS children of a full run. */
-export const FULL_RSS_SIZES = [10_000, 100_000] as const;
-
-/** How much each section does; {@link sizesFor}. */
-export interface Sizes {
+/** How much each section does in a full run (`npm run bench`); the tiny run's in {@link sizesFor}. */
+export const FULL_SIZES = {
   /** Sequential changes per kind (Secret, Foo) and mode in the e2e section. */
-  e2eChanges: number;
-  /** Objects changed in turn, so that one changes again only after the relay's collapse window. */
-  rotation: number;
+  e2eChanges: 200,
+  /**
+   * Objects changed in turn, so that one changes again only after the relay's collapse window: 16
+   * changes later, beyond the serverless relay's 250 ms.
+   */
+  rotation: 16,
   /** Target namespaces of the replicated Secret. */
-  targets: number;
+  targets: 3,
   /** Foos created at once (throughput). */
-  foos: number;
+  foos: 1000,
   /** Isolated changes, each mode (collapse). */
-  isolated: number;
+  isolated: 50,
   /** Updates to one object within ~1 s (collapse). */
-  burst: number;
-  objects: number;
-  objectUpdates: number;
+  burst: 1000,
+  objects: 100,
+  objectUpdates: 50,
   /** The relay's collapse window, ms. */
-  collapseMs: number;
-  rssSmall: number;
-  rssLarge: number;
-  coldStarts: number;
+  collapseMs: 250,
+  /** ConfigMaps watched by the informer-RSS children, and listed by the resync, at two sizes. */
+  rssSmall: 10_000,
+  rssLarge: 100_000,
+  coldStarts: 5,
   /** Resync keys pending while live changes are made (resync-priority). */
-  priorityBacklog: number;
+  priorityBacklog: 5_000,
   /** Live changes per run (resync-priority). */
-  priorityChanges: number;
+  priorityChanges: 20,
   /** Runs of the resync-priority measurement, each on a stack of its own; its figures are their medians. */
-  priorityRuns: number;
-  pipelineEvents: number;
-  publishKeys: number;
-  tracedReconciles: number;
-  topics: number;
-  fleetFoos: number;
+  priorityRuns: 3,
+  pipelineEvents: 200_000,
+  publishKeys: 5_000,
+  tracedReconciles: 1000,
+  topics: 20,
+  fleetFoos: 200,
   /** Namespace counts of the API-cost section. */
-  namespaces: number[];
+  namespaces: [10, 100, 1000],
   /** Reconciles per controller and state in the cost section's function process. */
-  costReconciles: number;
+  costReconciles: 200,
   /** In-process pod idle time the cost section reads its CPU over, ms. */
-  costIdleMs: number;
+  costIdleMs: 10_000,
   /** Traced Secret changes, and Foos created at once, in the breakdown section. */
-  tracedChanges: number;
-  tracedFoos: number;
+  tracedChanges: 100,
+  tracedFoos: 200,
   /** Pushes through the push proxy and straight (breakdown). */
-  pushes: number;
+  pushes: 500,
   /** Messages of the emulator's push backlog, and isolated messages (breakdown). */
-  pushBacklog: number;
-  isolatedPushes: number;
+  pushBacklog: 100,
+  isolatedPushes: 30,
   /** Other keys published while one key fails, per run of the retries section. */
-  retryOtherKeys: number;
-}
+  retryOtherKeys: 100,
+};
+
+export type Sizes = typeof FULL_SIZES;
 
 /**
  * Tiny sizes (npm test runs the bench once at these: every section's code runs, nothing is
  * measured to be read) or the full ones.
  */
 export function sizesFor(tiny: boolean): Sizes {
-  return tiny
-    ? {
-        e2eChanges: 4,
-        rotation: 2,
-        targets: 2,
-        foos: 5,
-        isolated: 4,
-        burst: 50,
-        objects: 3,
-        objectUpdates: 10,
-        collapseMs: 250,
-        rssSmall: 50,
-        rssLarge: 200,
-        coldStarts: 1,
-        priorityBacklog: 100,
-        priorityChanges: 3,
-        priorityRuns: 1,
-        pipelineEvents: 5000,
-        publishKeys: 200,
-        tracedReconciles: 20,
-        topics: 3,
-        fleetFoos: 3,
-        namespaces: [2, 4, 8],
-        costReconciles: 5,
-        costIdleMs: 1000,
-        tracedChanges: 4,
-        tracedFoos: 5,
-        pushes: 20,
-        pushBacklog: 10,
-        isolatedPushes: 5,
-        retryOtherKeys: 5,
-      }
-    : {
-        e2eChanges: 200,
-        // objects changed in turn: one changes again 16 changes later, beyond the serverless
-        // relay's 250 ms window
-        rotation: 16,
-        targets: 3,
-        foos: 1000,
-        isolated: 50,
-        burst: 1000,
-        objects: 100,
-        objectUpdates: 50,
-        collapseMs: 250,
-        rssSmall: FULL_RSS_SIZES[0],
-        rssLarge: FULL_RSS_SIZES[1],
-        coldStarts: 5,
-        priorityBacklog: 5_000,
-        priorityChanges: 20,
-        priorityRuns: 3,
-        pipelineEvents: 200_000,
-        publishKeys: 5_000,
-        tracedReconciles: 1000,
-        topics: 20,
-        fleetFoos: 200,
-        namespaces: [10, 100, 1000],
-        costReconciles: 200,
-        costIdleMs: 10_000,
-        tracedChanges: 100,
-        tracedFoos: 200,
-        pushes: 500,
-        pushBacklog: 100,
-        isolatedPushes: 30,
-        retryOtherKeys: 100,
-      };
+  if (!tiny) return FULL_SIZES;
+  return {
+    e2eChanges: 4,
+    rotation: 2,
+    targets: 2,
+    foos: 5,
+    isolated: 4,
+    burst: 50,
+    objects: 3,
+    objectUpdates: 10,
+    collapseMs: 250,
+    rssSmall: 50,
+    rssLarge: 200,
+    coldStarts: 1,
+    priorityBacklog: 100,
+    priorityChanges: 3,
+    priorityRuns: 1,
+    pipelineEvents: 5000,
+    publishKeys: 200,
+    tracedReconciles: 20,
+    topics: 3,
+    fleetFoos: 3,
+    namespaces: [2, 4, 8],
+    costReconciles: 5,
+    costIdleMs: 1000,
+    tracedChanges: 4,
+    tracedFoos: 5,
+    pushes: 20,
+    pushBacklog: 10,
+    isolatedPushes: 5,
+    retryOtherKeys: 5,
+  };
 }
 
 /** A local API server in a process of its own, with the bench's clients of it. */
@@ -150,7 +120,7 @@ export interface ApiServer {
   kc: PooledKubeConfig;
   core: CoreV1Api;
   custom: CustomObjectsApi;
-  createNs(name: string, labels?: Record<string, string>): Promise<unknown>;
+  createNs(name: string): Promise<unknown>;
   /** Creates Foo `name` in `namespace` (1 replica, its Deployment named alike). */
   createFoo(namespace: string, name: string): Promise<unknown>;
   stop(): Promise<void>;
@@ -160,6 +130,8 @@ export interface ApiServer {
 export interface Emulator {
   emulator: PubSubEmulator;
   pubsub: PubSub;
+  /** The environment variables that point a child process's Pub/Sub clients at it. */
+  childEnv: { PUBSUB_EMULATOR_HOST: string; GOOGLE_CLOUD_PROJECT: string };
   /** Creates `topic` and the relay's key publisher (functions/publish.ts) on it. */
   publisherOnNewTopic(topic: string): Promise<ReturnType<typeof createKeyPublisher>>;
 }
@@ -168,7 +140,7 @@ export interface SectionEnv {
   tiny: boolean;
   sizes: Sizes;
   log(line: string): void;
-  /** This section's API server (started at the first call, with the Foo, CustomCluster and IceCream CRDs). */
+  /** This section's API server (started at the first call, with the Foo, CustomCluster and IceCream CRDs, the Foos served). */
   apiServer(): Promise<ApiServer>;
   /** Another API server, empty but for those CRDs, stopped with the section (e.g. the fleet's second cluster). */
   anotherApiServer(): Promise<ApiServer>;
@@ -212,13 +184,10 @@ export async function startApiServer(): Promise<ApiServer> {
   );
   log(`local API server: pid ${child.pid}; bench: pid ${process.pid}`);
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   };
+  const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
   try {
     await new Promise<void>((resolve, reject) => {
       let out = '';
@@ -229,12 +198,12 @@ export async function startApiServer(): Promise<ApiServer> {
       child.once('exit', (code) => reject(new Error(`local apiserver exited with ${code}`)));
     });
     await applyCrds(kubeconfigPath, BENCH_CRDS);
+    kc.loadFromFile(kubeconfigPath);
+    await waitForServed(() => kc.makeApiClient(CustomObjectsApi).listClusterCustomObject(FOOS));
   } catch (err) {
     await stop();
     throw err;
   }
-  const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
-  kc.loadFromFile(kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   return {
@@ -242,8 +211,18 @@ export async function startApiServer(): Promise<ApiServer> {
     kc,
     core,
     custom,
-    createNs: (name, labels = {}) => core.createNamespace({ body: { metadata: { name, labels } } }),
-    createFoo: (namespace, name) => createFoo(custom, namespace, name),
+    createNs: (name) => core.createNamespace({ body: { metadata: { name } } }),
+    createFoo: (namespace, name) =>
+      custom.createNamespacedCustomObject({
+        ...FOOS,
+        namespace,
+        body: {
+          apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+          kind: 'Foo',
+          metadata: { name },
+          spec: { deploymentName: name, replicas: 1 },
+        },
+      }),
     stop,
   };
 }
@@ -254,6 +233,7 @@ export function emulatorEnv(emulator: PubSubEmulator): Emulator {
   return {
     emulator,
     pubsub,
+    childEnv: { PUBSUB_EMULATOR_HOST: emulator.host, GOOGLE_CLOUD_PROJECT: emulator.projectId },
     publisherOnNewTopic: async (topic) => {
       await pubsub.createTopic(topic);
       return createKeyPublisher({

@@ -1,10 +1,4 @@
-/**
- * The benchmark's full-object informer child, the baseline (bench/informer-child.ts says how it
- * runs): client-node's `makeInformer` (whole objects, the classic controller's cache) on the
- * ConfigMaps of `--namespace`.
- *
- *   node --expose-gc RELAY_NODE_OPTIONS bench-full-informer.mjs --kubeconfig F --namespace NS --expect N
- */
+/** The informer-RSS child of the baseline (bench/informer-child.ts): client-node's `makeInformer`. */
 import { CoreV1Api, makeInformer } from '@kubernetes/client-node';
 import { measureInformer } from './informer-child.ts';
 

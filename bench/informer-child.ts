@@ -1,21 +1,11 @@
 /**
- * What the benchmark's informer-RSS children share (bench/sections/memory-resync.ts): each child is
- * bundled as the relay is deployed and started with the relay's V8 flags (local/stack.ts
- * RELAY_NODE_OPTIONS) and environment (RELAY_ENV), as relay/Dockerfile runs it:
- * bench/metadata-informer-child.ts beside relay/main.ts by scripts/package-relay.ts (the relay
- * image's esbuild build, so that it loads the relay's own chunks), bench/full-informer-child.ts
- * (the baseline) in an esbuild build of its own with the same configuration, so that client-node's
- * whole API it imports does not land in the relay's chunks.
- * Each prints one JSON line on stdout: `{ objects, rss, baseline, heapUsed, baselineHeapUsed, syncMs }`
- * (bytes, ms).
+ * What the benchmark's informer-RSS children share (bench/metadata-informer-child.ts, and
+ * bench/full-informer-child.ts the baseline; bench/sections/memory-resync.ts bundles and runs them
+ * as the relay is deployed). Each prints one JSON line on stdout:
+ * `{ objects, rss, baseline, heapUsed, baselineHeapUsed, syncMs }` (bytes, ms).
  *
  *   node --expose-gc RELAY_NODE_OPTIONS bench-informer.mjs|bench-full-informer.mjs
  *     --kubeconfig F --namespace NS --expect N
- *
- * Both first load what the relay process loads at start (relay/main.ts: its logger, the
- * kubeconfig, tracing (off), the key publisher, `startRelay`), so that `baseline` is the idle
- * relay's RSS; then start their informer on the ConfigMaps of NS, and take `rss` and `heapUsed`
- * once its cache holds `--expect` objects, each after two full GCs.
  */
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -46,16 +36,11 @@ export async function measureInformer(
     },
   });
   const gc = (globalThis as { gc?: () => void }).gc;
-  const rssAfterGc = () => {
+  /** The RSS, and the V8 heap in use (the caches' own size), after two full GCs; bytes. */
+  const memoryAfterGc = () => {
     gc?.();
     gc?.();
-    return process.memoryUsage().rss;
-  };
-  /** V8 heap in use after a full GC, bytes (the caches' own size, without the process's other memory). */
-  const heapUsedAfterGc = () => {
-    gc?.();
-    gc?.();
-    return process.memoryUsage().heapUsed;
+    return process.memoryUsage();
   };
 
   // The relay process at start (relay/main.ts), short of starting its informers: the same modules
@@ -68,13 +53,11 @@ export async function measureInformer(
   (globalThis as { levelsetStartRelay?: unknown }).levelsetStartRelay = startRelay;
 
   const expect = Number(values.expect);
-  const baselineHeapUsed = heapUsedAfterGc();
-  const baseline = rssAfterGc();
+  const { heapUsed: baselineHeapUsed, rss: baseline } = memoryAfterGc();
   const started = performance.now();
   const informer = await start(kc, values.namespace as string, logger);
   while (informer.size() < expect) await new Promise((r) => setTimeout(r, 20));
-  const heapUsed = heapUsedAfterGc();
-  const rss = rssAfterGc();
+  const { heapUsed, rss } = memoryAfterGc();
   console.log(
     JSON.stringify({
       objects: informer.size(),

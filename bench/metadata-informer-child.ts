@@ -1,9 +1,4 @@
-/**
- * The benchmark's metadata-only informer child (bench/informer-child.ts says how it runs): the
- * relay's MetadataInformer on the ConfigMaps of `--namespace`.
- *
- *   node --expose-gc RELAY_NODE_OPTIONS bench-informer.mjs --kubeconfig F --namespace NS --expect N
- */
+/** The informer-RSS child of the relay (bench/informer-child.ts): its MetadataInformer. */
 import { configmaps } from '../functions/kit/resources.ts';
 import { MetadataInformer } from '../relay/informer.ts';
 import { measureInformer } from './informer-child.ts';

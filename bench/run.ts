@@ -1,20 +1,19 @@
 /**
  * `npm run bench`: one run, side by side — the serverless path vs the in-process mode, the relay's
  * leading-edge collapse vs trailing-only, metadata-only vs full-object informers, API cost, resync,
- * cold start. Writes `results.json`, `report.md` and `latency.svg` (bench/write.ts; see
- * bench/report.ts for how to read each figure).
+ * cold start. Writes `results.json` (every figure, the sizes, the machine, each section's wall
+ * time), `latency.svg` (the CDF chart) and `report.md` (bench/report.ts says how to read each figure).
  *
  *   npm run bench                 # full sizes, into bench/
  *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm run test:load runs this once)
  *   npm run bench -- --out DIR    # elsewhere
  *   npm run bench -- --only collapse --only relay   # some sections, into a temp dir
  *
- * Each section is a file of bench/sections/ and runs on an API server of its own, started for it
- * (bench/environment.ts): a section measures the same alone as in a full run. The Pub/Sub emulator
- * is started once, for the first section that asks for it. Every figure comes with the baseline
- * measured in the same run. Nothing here is a test: no figure is asserted.
+ * Each section is a file of bench/sections/, run on what bench/environment.ts starts for it. Every
+ * figure comes with the baseline measured in the same run. Nothing here is a test: no figure is
+ * asserted.
  */
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,7 +28,7 @@ import {
   sizesFor,
   startApiServer,
 } from './environment.ts';
-import { machine, ratio, type Series } from './report.ts';
+import { type BenchResults, cdfChart, machine, markdownReport, ratio, type Series } from './report.ts';
 import { apiCost } from './sections/api-cost.ts';
 import { breakdown } from './sections/breakdown.ts';
 import { coldStart } from './sections/cold-start.ts';
@@ -44,7 +43,6 @@ import { retries } from './sections/retries.ts';
 import { topicCosts } from './sections/topic.ts';
 import { tracingCost } from './sections/tracing.ts';
 import { log } from './support.ts';
-import { type BenchResults, writeResults } from './write.ts';
 
 /** The sections, in the order they run (`--only` takes their names). */
 const SECTIONS: Section[] = [
@@ -168,7 +166,9 @@ try {
 }
 
 results.durationMs = Math.round(performance.now() - started);
-writeResults(outDir, results, chart);
+writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+writeFileSync(join(outDir, 'latency.svg'), cdfChart('Latency distributions (CDF, log scale)', chart));
+writeFileSync(join(outDir, 'report.md'), markdownReport(results, 'latency.svg'));
 log(`wrote ${join(outDir, 'report.md')}`);
 // The headline figures of the cost and fleet sections, on stderr as the run ends.
 if (results.cost.length)

@@ -1,13 +1,15 @@
 /**
  * Small helpers the bench's sections share: timing, a bounded pool, a cluster-wide watch that
- * resolves waiters, Foo creation, CRDs, /proc reads. Nothing here starts a process.
+ * resolves waiters, CRDs, child processes and /proc reads.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import {
-  CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
   PatchStrategy,
@@ -15,7 +17,9 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { createLogger } from '../functions/log.ts';
+import type { EnqueueReason, KeyMessage } from '../functions/message.ts';
 import { repoRoot } from '../local/service.ts';
+import { waitFor } from '../test/support/wait.ts';
 
 export const exec = promisify(execFile);
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -108,20 +112,6 @@ export function isReady(o: KubernetesObject | undefined): boolean {
 /** The Foo group/version/plural, for CustomObjectsApi calls. */
 export const FOOS = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' } as const;
 
-/** Creates Foo `name` in `namespace` through `client`, naming a Deployment of the same name with 1 replica. */
-export function createFoo(client: CustomObjectsApi, namespace: string, name: string) {
-  return client.createNamespacedCustomObject({
-    ...FOOS,
-    namespace,
-    body: {
-      apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-      kind: 'Foo',
-      metadata: { name },
-      spec: { deploymentName: name, replicas: 1 },
-    },
-  });
-}
-
 /** `kubectl apply`s the CRD of each controller in `controllers` (functions/controllers/<name>/crd.yaml), in one call. */
 export async function applyCrds(kubeconfigPath: string, controllers: readonly string[]): Promise<void> {
   await exec('kubectl', [
@@ -134,22 +124,11 @@ export async function applyCrds(kubeconfigPath: string, controllers: readonly st
 
 /** Waits until `list` answers (a CRD just applied is served); throws after 30 s. */
 export async function waitForServed(list: () => Promise<unknown>): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (
-      await list().then(
-        () => true,
-        () => false,
-      )
-    )
-      return;
-    await sleep(100);
-  }
-  throw new Error('the CRD was not served in time');
-}
-
-/** Waits until the Foo CRD of the API server `kc` talks to is served. */
-export function waitForFoosServed(kc: KubeConfig): Promise<void> {
-  return waitForServed(() => kc.makeApiClient(CustomObjectsApi).listClusterCustomObject(FOOS));
+  await waitFor(() => list().then(() => true), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    message: 'the CRD served',
+  });
 }
 
 /** A field of /proc/<pid>/status in KiB (e.g. `VmRSS`, `VmHWM`: the peak RSS); 0 when unreadable. */
@@ -162,7 +141,38 @@ export function procStatusKib(pid: number, field: string): number {
   }
 }
 
-/** The last line of a child's stdout, parsed (bench/child.ts and the informer children print one JSON line). */
-export function lastJsonLine<T = Record<string, unknown>>(stdout: string): T {
+/**
+ * Runs Node on `args` (a bench child: bench/child.ts, the informer children) with `env` added to
+ * this process's environment, and parses the last line it prints (their one JSON line).
+ */
+export async function jsonChild<T>(args: string[], env: Record<string, string> = {}): Promise<T> {
+  const { stdout } = await exec(process.execPath, args, {
+    env: { ...process.env, ...env },
+    maxBuffer: 1 << 20,
+  });
   return JSON.parse(stdout.trim().split('\n').at(-1) as string) as T;
+}
+
+/** Sends SIGTERM to `child` unless it has exited, and waits for its exit. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Starts `server` on a free port of 127.0.0.1; its URL. */
+export async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+/** A key message (functions/message.ts, v1) enqueued now. */
+export function keyMessage(
+  controller: string,
+  namespace: string,
+  name: string,
+  reason: EnqueueReason = 'watch',
+): KeyMessage {
+  return { v: 1, controller, namespace, name, reason, enqueuedAt: new Date().toISOString() };
 }

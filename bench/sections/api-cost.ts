@@ -1,10 +1,8 @@
 /** Section `api-cost`: requests per no-op reconcile, counted at the client. */
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Controller } from '../../functions/contract/controller.ts';
 import { controllers as registry } from '../../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
-import { createEventRecorder } from '../../functions/k8s/events.ts';
-import { CountingKubeConfig } from '../../test/support/counting-kubeconfig.ts';
+import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import type { Figure } from '../report.ts';
 import { pool, quiet } from '../support.ts';
@@ -19,25 +17,16 @@ const SPECS: Record<string, Record<string, unknown>> = {
 export const apiCost: Section = {
   name: 'api-cost',
   async run(env) {
-    env.log('api cost');
     const api = await env.apiServer();
-    const counting = new CountingKubeConfig();
-    counting.loadFromFile(api.kubeconfigPath);
     const byName = new Map(registry.map((c) => [c.name, c]));
     /** Requests of the third reconcile of `key` (the first two converge it). */
     const requests = async (name: string, key: { namespace: string; name: string }) => {
-      const controller = byName.get(name) as Controller;
-      const ctx = {
-        cluster: 'default',
-        kubeConfig: counting as KubeConfig,
+      const reconciler = reconcilerForTest(byName.get(name) as Controller, api.kubeconfigPath, {
         log: quiet,
-        events: createEventRecorder(counting, name, quiet),
-      };
-      await controller.reconcile(key, ctx).catch(() => undefined); // converge
-      await controller.reconcile(key, ctx).catch(() => undefined);
-      counting.requests.length = 0;
-      await controller.reconcile(key, ctx);
-      return counting.requests.length;
+      });
+      await reconciler.reconcile(key).catch(() => undefined); // converge
+      await reconciler.reconcile(key).catch(() => undefined);
+      return (await reconciler.reconcile(key)).requests.length;
     };
     const figures: Figure[] = byName.has('secret-replicator') ? await replicatorCost(env, api, requests) : [];
     // The custom-resource controllers: one converged object each.
@@ -45,17 +34,11 @@ export const apiCost: Section = {
     for (const [name, spec] of Object.entries(SPECS)) {
       const primary = byName.get(name)?.primary;
       if (!primary) continue;
+      const apiVersion = `${primary.group}/${primary.version}`;
       await api.custom.createNamespacedCustomObject({
-        group: primary.group,
-        version: primary.version,
-        plural: primary.plural,
+        ...primary,
         namespace: 'bench-cost-crs',
-        body: {
-          apiVersion: `${primary.group}/${primary.version}`,
-          kind: primary.kind,
-          metadata: { name: 'cost' },
-          spec,
-        },
+        body: { apiVersion, kind: primary.kind, metadata: { name: 'cost' }, spec },
       });
       figures.push({
         section: 'api-cost',

@@ -1,31 +1,23 @@
 /**
- * The breakdown section's push path alone: the local push proxy's own hop (ours, local only: Cloud
- * Run is pushed to directly), and the emulator's push delivery against an endpoint that answers
- * after a reconcile's time: pushes in flight while a backlog waits, and an isolated message's wait
- * between publish and push. (Its push loop, read from the emulator's classes: two loops per push
- * subscription, each pulling one message and pushing it synchronously, sleeping 100 ms when nothing
- * is pending; docs/architecture.md decision 6.)
+ * The breakdown section's push path alone: the local push proxy's own hop, and the emulator's push
+ * delivery against an endpoint answering after a reconcile's time (the breakdown's report text).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { FUNCTION_CONCURRENCY } from '../../local/stack.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { SectionEnv } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
-import { sleep } from '../support.ts';
+import { type Figure, figuresOf, quantiles } from '../report.ts';
+import { listen, sleep } from '../support.ts';
 
 /** The endpoint's answer time in the emulator measurement, ms (a reconcile's). */
 const ANSWER_MS = 20;
 
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
-};
+const figure = figuresOf('breakdown');
 
 export async function pushFigures(env: SectionEnv): Promise<Figure[]> {
-  const { direct, figure } = await proxyHop(env);
-  return [figure, ...(await emulatorPush(env, direct))];
+  const hop = await proxyHop(env);
+  return [hop.figure, ...(await emulatorPush(env, hop.direct))];
 }
 
 /** A push to the proxy in front of a server that answers 204 at once, vs to that server (ms each). */
@@ -69,13 +61,12 @@ async function proxyHop(env: SectionEnv): Promise<{ direct: number; figure: Figu
   const directMs = quantiles(hops.direct).p50;
   return {
     direct: directMs,
-    figure: {
-      section: 'breakdown',
-      name: `a push through the local push proxy (emulator → proxy → function), median of ${env.sizes.pushes}`,
-      value: quantiles(hops.proxy).p50,
-      unit: 'ms',
-      baseline: { name: 'the same push straight to the server', value: directMs },
-    },
+    figure: figure(
+      `a push through the local push proxy (emulator → proxy → function), median of ${env.sizes.pushes}`,
+      quantiles(hops.proxy).p50,
+      'ms',
+      { name: 'the same push straight to the server', value: directMs },
+    ),
   };
 }
 
@@ -132,34 +123,28 @@ async function emulatorPush(env: SectionEnv, directMs: number): Promise<Figure[]
       });
       waits.push((pushedAt.get(id) as number) - t0);
     }
+    const what = `Pub/Sub emulator push subscription`;
+    const answering = `endpoint answering in ${ANSWER_MS} ms`;
     return [
-      {
-        section: 'breakdown',
-        name: `Pub/Sub emulator push subscription: pushes in flight at once while ${sizes.pushBacklog} messages wait (endpoint answering in ${ANSWER_MS} ms)`,
-        value: maxInFlight,
-        unit: 'pushes',
-        baseline: {
+      figure(
+        `${what}: pushes in flight at once while ${sizes.pushBacklog} messages wait (${answering})`,
+        maxInFlight,
+        'pushes',
+        {
           name: "the function's request slots (one Cloud Run instance's concurrency)",
           value: FUNCTION_CONCURRENCY,
         },
-      },
-      {
-        section: 'breakdown',
-        name: `Pub/Sub emulator push subscription: backlog pushed per second (endpoint answering in ${ANSWER_MS} ms)`,
-        value: backlogPerSecond,
-        unit: 'msgs/s',
-        baseline: {
-          name: `${FUNCTION_CONCURRENCY} slots busy for ${ANSWER_MS} ms each`,
-          value: (FUNCTION_CONCURRENCY * 1000) / ANSWER_MS,
-        },
-      },
-      {
-        section: 'breakdown',
-        name: `Pub/Sub emulator push subscription: isolated message, publish accepted → pushed, median (n=${waits.length})`,
-        value: quantiles(waits).p50,
-        unit: 'ms',
-        baseline: { name: 'a push straight to the server (the HTTP hop alone)', value: directMs },
-      },
+      ),
+      figure(`${what}: backlog pushed per second (${answering})`, backlogPerSecond, 'msgs/s', {
+        name: `${FUNCTION_CONCURRENCY} slots busy for ${ANSWER_MS} ms each`,
+        value: (FUNCTION_CONCURRENCY * 1000) / ANSWER_MS,
+      }),
+      figure(
+        `${what}: isolated message, publish accepted → pushed, median (n=${waits.length})`,
+        quantiles(waits).p50,
+        'ms',
+        { name: 'a push straight to the server (the HTTP hop alone)', value: directMs },
+      ),
     ];
   } finally {
     await subscription.delete().catch(() => {});

@@ -1,38 +1,29 @@
 /**
  * Section `breakdown`: where the serverless time and reconciles go, from the traces of a local stack
- * (every span exported to files, what `levelset trace` reads): for isolated Secret changes, the
- * serverless end-to-end time split into API write → relay saw it → Pub/Sub accepted the key → the
- * function received the push → the reconcile's reads → its writes → the bench's watch saw every
- * copy; for Foos created at once, each Foo reconcile's trigger (the watch event of its `enqueue`
- * span, and whether it was published on a leading or a trailing edge of the collapse window). Then
- * the push path alone (bench/sections/breakdown-push.ts).
+ * (every span exported to files, what `levelset trace` reads): isolated Secret changes split into
+ * segments, each Foo reconcile's trigger, then the push path alone (bench/sections/breakdown-push.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { readSpans, type TracedSpan } from '../../cli/impl/trace.ts';
-import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { type Figure, quantiles } from '../report.ts';
-import { isReady, merge, now, pool, quiet, sleep, watchObjects } from '../support.ts';
+import { quiet, sleep, watchObjects } from '../support.ts';
 import { pushFigures } from './breakdown-push.ts';
+import { foosReady, replicatedSecrets, type TimedChange } from './changes.ts';
+
+/** A traced Secret change: its patched resourceVersion names its `enqueue` span. */
+type TracedChange = TimedChange & { rv: string };
 
 /** Targets of issue 34 for the segments other engineers work on (p50, ms). */
 const SEGMENT_TARGETS: Record<string, number> = {
   'relay saw → Pub/Sub accepted the key (publish)': 2,
   'reconcile: reads (start → first write sent)': 5,
 };
-
-/** One traced Secret change: its patched resourceVersion, when written and seen converged (epoch ms). */
-interface Change {
-  rv: string;
-  t0: number;
-  at: number;
-}
 
 export const breakdown: Section = {
   name: 'breakdown',
@@ -59,7 +50,7 @@ const NS = 'bench-breakdown';
 const SOURCE = 'bench-source';
 
 /** Isolated Secret changes, then Foos created at once, through a serverless stack tracing to `stateDir`. */
-async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string): Promise<Change[]> {
+async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string): Promise<TracedChange[]> {
   const { sizes } = env;
   const simulated = await startSimulatedNode(api.kc, quiet);
   const targets = Array.from({ length: sizes.targets }, (_, i) => `bench-target-${i}`);
@@ -67,9 +58,7 @@ async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string)
   const secrets = watchObjects(api.kc, '/api/v1/secrets');
   const foos = watchObjects(api.kc, `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${NS}/foos`);
   await Promise.all([secrets.ready, foos.ready]);
-  const decoded = (o: KubernetesObject | undefined) =>
-    Buffer.from((o as { data?: Record<string, string> } | undefined)?.data?.v ?? '', 'base64').toString();
-  const changes: Change[] = [];
+  const changes: TracedChange[] = [];
   const stack = await startLocalStack({
     mode: 'serverless',
     kubeconfigPath: api.kubeconfigPath,
@@ -79,38 +68,13 @@ async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string)
   });
   try {
     const names = Array.from({ length: sizes.rotation }, (_, k) => `traced-${k}`);
-    for (const name of names)
-      await api.core.createNamespacedSecret({
-        namespace: SOURCE,
-        body: {
-          metadata: {
-            name,
-            namespace: SOURCE,
-            annotations: { [REPLICATE_TO_ANNOTATION]: 'bench-target-.*' },
-          },
-          data: { v: Buffer.from('0').toString('base64') },
-        },
-      });
-    const copiesAre = (name: string, v: string) => () =>
-      targets.every((t) => decoded(secrets.get(t, name)) === v);
-    for (const name of names) await secrets.until(copiesAre(name, '0'));
+    const change = await replicatedSecrets(api, secrets, SOURCE, targets, names);
     for (let i = 1; i <= sizes.tracedChanges; i++) {
-      const name = names[i % names.length] as string;
-      const t0 = now();
-      const patched = await api.core.patchNamespacedSecret(
-        { namespace: SOURCE, name, body: { data: { v: Buffer.from(String(i)).toString('base64') } } },
-        merge,
-      );
-      const at = await secrets.until(copiesAre(name, String(i)), 30_000).catch(() => undefined);
-      if (at !== undefined) changes.push({ rv: patched.metadata?.resourceVersion ?? '', t0, at });
+      const { at, rv = '', ...c } = await change(i);
+      if (at !== undefined) changes.push({ ...c, at, rv });
     }
     const fooNames = Array.from({ length: sizes.tracedFoos }, (_, i) => `bd-${i}`);
-    await pool(fooNames, 50, (name) => api.createFoo(NS, name));
-    await foos.until(() => {
-      let ready = 0;
-      for (const o of foos.all()) if (isReady(o)) ready++;
-      return ready === sizes.tracedFoos;
-    }, 600_000);
+    await foosReady(api, foos, NS, fooNames, 50);
     await sleep(1000); // the last reconciles end their spans
   } finally {
     await stack.stop();
@@ -135,7 +99,11 @@ const isWrite = (s: TracedSpan) =>
   ['PUT', 'POST', 'PATCH', 'DELETE'].includes(String(s.attributes['http.request.method'] ?? ''));
 
 /** Each Secret change's trace, from the enqueue of the patched resourceVersion, split into segments. */
-function secretSegments(spans: readonly TracedSpan[], changes: readonly Change[], notes: string[]): Figure[] {
+function secretSegments(
+  spans: readonly TracedSpan[],
+  changes: readonly TracedChange[],
+  notes: string[],
+): Figure[] {
   const byTrace = byTraceOf(spans);
   const segments: Record<string, number[]> = {
     'API write → relay saw the watch event': [],

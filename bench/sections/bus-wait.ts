@@ -1,31 +1,16 @@
 /**
- * The bus's wait of a serverless change, and Levelset's own time (end to end minus that wait),
- * measured without tracing so that the end-to-end figures beside them are the untraced ones:
- *
- * - published: the emulator's `publishTime` of the key message, read from a pull subscription of
- *   the bench's own on the live keys topic (the message id is the same on every subscription);
- * - pushed: the `reconcile` function's outcome log line for that message id, its `timestamp` minus
- *   its `durationMs` (the reconcile's start; both whole ms).
- *
- * So the wait is the emulator's push loop plus the local push proxy's hop and functions-framework's
- * parse (about a millisecond, the breakdown section measures the proxy's alone), and Levelset's own
- * time is everything else: the watch, the relay, the publish, the reconcile, the writes.
+ * The bus's wait of a serverless change (the key message's publishTime → the start of the reconcile
+ * it pushed), and Levelset's own time (end to end minus that wait), measured without tracing so that
+ * the end-to-end figures beside them are the untraced ones (the e2e section's report text).
  */
 import type { Message } from '@google-cloud/pubsub';
 import { PubSub } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import type { LogLine } from '../../local/service.ts';
 import type { LocalStack } from '../../local/stack.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { type Figure, figuresOf, quantiles } from '../report.ts';
 import { sleep } from '../support.ts';
-
-/** One change: the controller and key whose first delivery it causes, when it was written and seen converged (epoch ms). */
-export interface TimedChange {
-  controller: string;
-  key: string;
-  t0: number;
-  at: number;
-}
+import type { TimedChange } from './changes.ts';
 
 /** Each change's bus wait (ms), for the changes whose first delivery was found. */
 export type BusWaits = Map<TimedChange, number>;
@@ -105,30 +90,25 @@ export function ownTimeFigures(
   const wait = quantiles(timed.map((c) => waits.get(c) as number));
   const e2e = quantiles(timed.map((c) => c.at - c.t0));
   const ip = quantiles(inProcessMs);
-  const baseline = (value: number) => ({ name: 'in-process end to end', value });
+  const figure = figuresOf('e2e');
+  const inProcess = (value: number) => ({ name: 'in-process end to end', value });
   return [
-    {
-      section: 'e2e',
-      name: `${label}: Levelset's own time (serverless end to end − the bus's wait, published → pushed), p50 (n=${own.n})`,
-      value: own.p50,
-      unit: 'ms',
-      baseline: baseline(ip.p50),
-      target: { text: '≤ 1.5×', met: own.p50 <= 1.5 * ip.p50 },
-    },
-    {
-      section: 'e2e',
-      name: `${label}: Levelset's own time, p95 (n=${own.n})`,
-      value: own.p95,
-      unit: 'ms',
-      baseline: baseline(ip.p95),
-      target: { text: '≤ 2.0×', met: own.p95 <= 2 * ip.p95 },
-    },
-    {
-      section: 'e2e',
-      name: `${label}: the bus's wait (the emulator's publishTime → the reconcile started), p50 (n=${wait.n})`,
-      value: wait.p50,
-      unit: 'ms',
-      baseline: { name: 'the same changes, serverless end to end p50', value: e2e.p50 },
-    },
+    figure(
+      `${label}: Levelset's own time (serverless end to end − the bus's wait, published → pushed), p50 (n=${own.n})`,
+      own.p50,
+      'ms',
+      inProcess(ip.p50),
+      { text: '≤ 1.5×', met: own.p50 <= 1.5 * ip.p50 },
+    ),
+    figure(`${label}: Levelset's own time, p95 (n=${own.n})`, own.p95, 'ms', inProcess(ip.p95), {
+      text: '≤ 2.0×',
+      met: own.p95 <= 2 * ip.p95,
+    }),
+    figure(
+      `${label}: the bus's wait (the emulator's publishTime → the reconcile started), p50 (n=${wait.n})`,
+      wait.p50,
+      'ms',
+      { name: 'the same changes, serverless end to end p50', value: e2e.p50 },
+    ),
   ];
 }

@@ -11,8 +11,8 @@ import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import type { Section } from '../environment.ts';
-import { quantiles } from '../report.ts';
-import { exec, now, sleep } from '../support.ts';
+import { figuresOf, quantiles } from '../report.ts';
+import { exec, keyMessage, now, sleep, stopChild } from '../support.ts';
 
 interface Variant {
   source: string;
@@ -53,26 +53,26 @@ export const coldStart: Section = {
         for (const [name, v] of Object.entries(variants) as [keyof typeof variants, Variant][])
           samples[name].push(await spawnToFirst204(v, api.kubeconfigPath));
       }
+      const figure = figuresOf('cold-start');
       const b = quantiles(samples.bundle);
       const e = quantiles(samples.empty);
       const t = quantiles(samples.sources);
+      const vsEmpty = { name: 'empty functions-framework function', value: e.p50 };
       return {
         figures: [
-          {
-            section: 'cold-start',
-            name: `reconcile function (deployed bundle): spawn → first 204, median of ${b.n}`,
-            value: b.p50,
-            unit: 'ms',
-            baseline: { name: 'empty functions-framework function', value: e.p50 },
-            target: { text: '≤ 600 ms and ≤ 2×', met: b.p50 <= 600 && b.p50 <= 2 * e.p50 },
-          },
-          {
-            section: 'cold-start',
-            name: `reconcile function (TypeScript sources, as npm start runs them): spawn → first 204, median of ${t.n}`,
-            value: t.p50,
-            unit: 'ms',
-            baseline: { name: 'empty functions-framework function', value: e.p50 },
-          },
+          figure(
+            `reconcile function (deployed bundle): spawn → first 204, median of ${b.n}`,
+            b.p50,
+            'ms',
+            vsEmpty,
+            { text: '≤ 600 ms and ≤ 2×', met: b.p50 <= 600 && b.p50 <= 2 * e.p50 },
+          ),
+          figure(
+            `reconcile function (TypeScript sources, as npm start runs them): spawn → first 204, median of ${t.n}`,
+            t.p50,
+            'ms',
+            vsEmpty,
+          ),
         ],
       };
     } finally {
@@ -101,20 +101,9 @@ async function spawnToFirst204(v: Variant, kubeconfigPath: string): Promise<numb
     },
   );
   try {
+    const message = keyMessage('secret-replicator', 'bench-source', 'missing', 'manual');
     const body = JSON.stringify({
-      message: {
-        data: Buffer.from(
-          JSON.stringify({
-            v: 1,
-            controller: 'secret-replicator',
-            namespace: 'bench-source',
-            name: 'missing',
-            reason: 'manual',
-            enqueuedAt: new Date().toISOString(),
-          }),
-        ).toString('base64'),
-        messageId: '1',
-      },
+      message: { data: Buffer.from(JSON.stringify(message)).toString('base64'), messageId: '1' },
     });
     for (;;) {
       const res = await fetch(`http://127.0.0.1:${port}/`, {
@@ -129,8 +118,6 @@ async function spawnToFirst204(v: Variant, kubeconfigPath: string): Promise<numb
     }
     return now() - t0;
   } finally {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
+    await stopChild(child);
   }
 }

@@ -9,7 +9,7 @@ import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import type { CollapseMode } from '../../relay/collapse.ts';
 import { startRelay } from '../../relay/relay.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
+import { comparing, quantiles } from '../report.ts';
 import { merge, now, pool, quiet, sleep } from '../support.ts';
 
 interface ModeResult {
@@ -149,50 +149,34 @@ function collapseFigures(env: SectionEnv, out: Record<CollapseMode, ModeResult>)
   const lt = out['leading-trailing'];
   const tr = out.trailing;
   const iso = quantiles(lt.isolated);
-  const isoBase = quantiles(tr.isolated);
   const bound = 1 + Math.ceil(1000 / sizes.collapseMs);
-  const figures: Figure[] = [
-    {
-      section: 'collapse',
-      name: `isolated change → publish accepted, p50 (n=${iso.n}, window ${sizes.collapseMs} ms)`,
-      value: iso.p50,
-      unit: 'ms',
-      baseline: { name: 'trailing only', value: isoBase.p50 },
-      target: { text: '≤ 25 ms', met: iso.p50 <= 25 },
-    },
-    {
-      section: 'collapse',
-      name: 'isolated change → publish accepted, p95',
-      value: iso.p95,
-      unit: 'ms',
-      baseline: { name: 'trailing only', value: isoBase.p95 },
-    },
-    {
-      section: 'collapse',
-      name: `${sizes.burst} updates to one object within ${Math.round(lt.burst.spanMs)} ms → messages`,
-      value: lt.burst.messages,
-      unit: 'msgs',
-      baseline: { name: 'trailing only', value: tr.burst.messages },
-      target: {
-        text: `≤ 1 + ⌈${Math.round(lt.burst.spanMs)} ms / window⌉ = ${1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs)} (${bound} for 1 s)`,
-        met: lt.burst.messages <= 1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs),
+  const burstBound = 1 + Math.ceil(lt.burst.spanMs / sizes.collapseMs);
+  const figure = comparing('collapse', lt, tr, 'trailing only');
+  const updates = `${sizes.objects} objects × ${sizes.objectUpdates} updates`;
+  const figures = [
+    figure(
+      `isolated change → publish accepted, p50 (n=${iso.n}, window ${sizes.collapseMs} ms)`,
+      'ms',
+      (r) => quantiles(r.isolated).p50,
+      { text: '≤ 25 ms', met: iso.p50 <= 25 },
+    ),
+    figure('isolated change → publish accepted, p95', 'ms', (r) => quantiles(r.isolated).p95),
+    figure(
+      `${sizes.burst} updates to one object within ${Math.round(lt.burst.spanMs)} ms → messages`,
+      'msgs',
+      (r) => r.burst.messages,
+      {
+        text: `≤ 1 + ⌈${Math.round(lt.burst.spanMs)} ms / window⌉ = ${burstBound} (${bound} for 1 s)`,
+        met: lt.burst.messages <= burstBound,
       },
-    },
-    {
-      section: 'collapse',
-      name: `${sizes.objects} objects × ${sizes.objectUpdates} updates (${Math.round(lt.objects.spanMs)} ms) → most messages per object per window`,
-      value: lt.objects.maxPerObjectPerWindow,
-      unit: 'msgs',
-      baseline: { name: 'trailing only', value: tr.objects.maxPerObjectPerWindow },
-      target: { text: '≤ 2', met: lt.objects.maxPerObjectPerWindow <= 2 },
-    },
-    {
-      section: 'collapse',
-      name: `${sizes.objects} objects × ${sizes.objectUpdates} updates → messages in all`,
-      value: lt.objects.messages,
-      unit: 'msgs',
-      baseline: { name: 'trailing only', value: tr.objects.messages },
-    },
+    ),
+    figure(
+      `${updates} (${Math.round(lt.objects.spanMs)} ms) → most messages per object per window`,
+      'msgs',
+      (r) => r.objects.maxPerObjectPerWindow,
+      { text: '≤ 2', met: lt.objects.maxPerObjectPerWindow <= 2 },
+    ),
+    figure(`${updates} → messages in all`, 'msgs', (r) => r.objects.messages),
   ];
   return {
     figures,

@@ -1,12 +1,7 @@
 /**
- * Section `cost`: cost per million reconciles (bench/cost.ts), for each shipped controller: its
- * reconcile run as the `reconcile` function runs it (`reconcileKey`), in a function process of its
- * own (bench/child.ts `reconcile`: what functions/index.ts loads, Terraform's heap limit), CPU time
- * from that process's `process.cpuUsage()`, wall time, memory from its own RSS, converged and
- * changing; priced at Cloud Run's request-based prices on Terraform's defaults (1 vCPU, 512 MiB,
- * concurrency 8), beside an always-on in-process controller pod (`relay/in-process-main.ts`, its
- * idle CPU and RSS read from /proc) priced as a GKE Autopilot Pod, and each controller's break-even
- * rate.
+ * Section `cost`: each shipped controller's reconcile measured in a function process of its own
+ * (bench/child.ts `reconcile`) and priced on Cloud Run (bench/cost.ts), beside an always-on
+ * in-process controller pod priced on GKE Autopilot, and each controller's break-even rate.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -19,6 +14,7 @@ import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS } from '../../local/stack.ts';
 import { sumSeries } from '../../test/support/metrics.ts';
+import { waitFor } from '../../test/support/wait.ts';
 import {
   autopilotPodPerHour,
   billedSeconds,
@@ -31,7 +27,7 @@ import {
 } from '../cost.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
 import type { Figure } from '../report.ts';
-import { applyCrds, exec, lastJsonLine, procStatusKib, sleep, waitForServed } from '../support.ts';
+import { applyCrds, jsonChild, procStatusKib, sleep, stopChild, waitForServed } from '../support.ts';
 
 /** One controller's reconcile as measured in its function process (bench/child.ts `reconcile`). */
 interface MeasuredReconcile {
@@ -47,13 +43,21 @@ interface MeasuredReconcile {
 /** Each shipped controller's object (created here), and two specs the changing reconciles alternate. */
 interface Subject {
   controller: string;
-  namespace: string;
+  /** Default: {@link NS}. */
+  namespace?: string;
   body: Record<string, unknown>;
   patches: Record<string, unknown>[];
 }
 
 const NS = 'bench-cost-model';
 const SOURCE_NS = 'bench-cost-source';
+
+const bundleOf = (...sources: string[]) => ({
+  spec: { sources: sources.map((name) => ({ namespace: NS, name })) },
+});
+const topicSubscribed = (ackDeadlineSeconds: number) => ({
+  spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds }] },
+});
 
 const SUBJECTS: Subject[] = [
   {
@@ -67,52 +71,33 @@ const SUBJECTS: Subject[] = [
   },
   {
     controller: 'foo',
-    namespace: NS,
     body: { spec: { deploymentName: 'cost-foo', replicas: 1 } },
     patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
   },
   {
     controller: 'customcluster',
-    namespace: NS,
     body: { spec: { message: 'hi', count: 2 } },
     patches: [{ spec: { count: 3 } }, { spec: { count: 2 } }],
   },
   {
     controller: 'icecream',
-    namespace: NS,
     body: { spec: { deploymentName: 'cost-icecream', replicas: 1 } },
     patches: [{ spec: { replicas: 2 } }, { spec: { replicas: 3 } }],
   },
   {
     controller: 'configmap-bundle',
-    namespace: NS,
-    body: { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
-    patches: [
-      {
-        spec: {
-          sources: [
-            { namespace: NS, name: 'cost-source-a' },
-            { namespace: NS, name: 'cost-source-b' },
-          ],
-        },
-      },
-      { spec: { sources: [{ namespace: NS, name: 'cost-source-a' }] } },
-    ],
+    body: bundleOf('cost-source-a'),
+    patches: [bundleOf('cost-source-a', 'cost-source-b'), bundleOf('cost-source-a')],
   },
   {
     controller: 'topic',
-    namespace: NS,
     // Labels would be the cheapest change, but the emulator cannot update a topic's labels.
-    body: { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
-    patches: [
-      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 30 }] } },
-      { spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds: 20 }] } },
-    ],
+    body: topicSubscribed(20),
+    patches: [topicSubscribed(30), topicSubscribed(20)],
   },
   {
     // After the Topic above: its object `cost` is Ready by then, and this one subscribes to its topic.
     controller: 'subscription',
-    namespace: NS,
     body: { spec: { topicRef: { name: 'cost' }, subscriptionId: 'bench-cost-own', ackDeadlineSeconds: 20 } },
     patches: [{ spec: { ackDeadlineSeconds: 30 } }, { spec: { ackDeadlineSeconds: 20 } }],
   },
@@ -121,7 +106,6 @@ const SUBJECTS: Subject[] = [
 export const reconcileCost: Section = {
   name: 'cost',
   async run(env) {
-    env.log('cost per million reconciles');
     const api = await env.apiServer();
     const bus = await env.emulator();
     await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic', 'subscription']);
@@ -165,53 +149,43 @@ async function measureInFunctionProcess(
 ): Promise<MeasuredReconcile> {
   const controller = registry.find((c) => c.name === s.controller) as Controller;
   const p = controller.primary;
+  const namespace = s.namespace ?? NS;
   const head = {
     apiVersion: p.group ? `${p.group}/${p.version}` : p.version,
     kind: p.kind,
-    metadata: { name: 'cost', namespace: s.namespace },
+    metadata: { name: 'cost', namespace },
   };
-  if (p.group)
-    await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace: s.namespace }));
+  if (p.group) await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace }));
   await KubernetesObjectApi.makeApiClient(api.kc).create({
     ...head,
     ...s.body,
     metadata: { ...head.metadata, ...(s.body.metadata as object | undefined) },
   } as KubernetesObject);
   env.log(`cost: ${s.controller}`);
-  const { stdout } = await exec(
-    process.execPath,
+  const flags = {
+    kubeconfig: api.kubeconfigPath,
+    controller: s.controller,
+    namespace,
+    name: 'cost',
+    count: String(env.sizes.costReconciles),
+    object: JSON.stringify(head),
+    patches: JSON.stringify(s.patches),
+  };
+  const child = join(repoRoot, 'bench', 'child.ts');
+  return jsonChild<MeasuredReconcile>(
     [
       ...FUNCTION_NODE_OPTIONS,
-      join(repoRoot, 'bench', 'child.ts'),
+      child,
       'reconcile',
-      '--kubeconfig',
-      api.kubeconfigPath,
-      '--controller',
-      s.controller,
-      '--namespace',
-      s.namespace,
-      '--name',
-      'cost',
-      '--count',
-      String(env.sizes.costReconciles),
-      '--object',
-      JSON.stringify(head),
-      '--patches',
-      JSON.stringify(s.patches),
+      ...Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]),
     ],
     {
-      maxBuffer: 1 << 20,
-      env: {
-        ...process.env,
-        KUBECONFIG: api.kubeconfigPath,
-        LEVELSET_TRACING: 'off',
-        LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
-        PUBSUB_EMULATOR_HOST: bus.emulator.host,
-        GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
-      },
+      KUBECONFIG: api.kubeconfigPath,
+      LEVELSET_TRACING: 'off',
+      LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
+      ...bus.childEnv,
     },
   );
-  return lastJsonLine<MeasuredReconcile>(stdout);
 }
 
 /**
@@ -231,22 +205,17 @@ async function idleInProcessPod(
       RELAY_PORT: String(port),
       LOG_LEVEL: 'warn',
       LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
-      PUBSUB_EMULATOR_HOST: bus.emulator.host,
-      GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
+      ...bus.childEnv,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   try {
     const deadline = Date.now() + 60_000;
-    for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error('the in-process mode did not get ready in 60 s');
-      await sleep(250);
-    }
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      message: 'the in-process mode ready',
+    });
     // Ready means its informers have synced; their initial LIST still queues every existing key,
     // and working through them is start-up, not idling. Idle = every workqueue empty and no key
     // added for a second (client-go's metric names, relay/workqueue.ts).
@@ -275,9 +244,7 @@ async function idleInProcessPod(
       rssMib: procStatusKib(pod.pid as number, 'VmRSS') / 1024,
     };
   } finally {
-    const exited = new Promise((r) => pod.once('exit', r));
-    pod.kill('SIGTERM');
-    await exited;
+    await stopChild(pod);
   }
 }
 

@@ -7,18 +7,9 @@ import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import type { Figure } from '../report.ts';
-import {
-  isReady,
-  now,
-  type ObjectWatch,
-  pool,
-  procStatusKib,
-  quiet,
-  sleep,
-  waitForFoosServed,
-  watchObjects,
-} from '../support.ts';
+import { comparing, type Figure } from '../report.ts';
+import { now, type ObjectWatch, procStatusKib, quiet, sleep, watchObjects } from '../support.ts';
+import { foosReady } from './changes.ts';
 
 interface Configuration {
   seconds: number;
@@ -32,7 +23,6 @@ interface Configuration {
 export const fleet: Section = {
   name: 'fleet',
   async run(env) {
-    env.log('fleet');
     // Side by side; the driver stops both, whichever failed.
     const servers = await Promise.all([env.apiServer(), env.anotherApiServer()]);
     const clusters: LocalCluster[] = servers.map((server, i) => ({
@@ -41,7 +31,6 @@ export const fleet: Section = {
     }));
     const started: { stop(): unknown }[] = [];
     try {
-      await Promise.all(servers.map((server) => waitForFoosServed(server.kc)));
       for (const server of servers) started.push(await startSimulatedNode(server.kc, quiet));
       const watches = servers.map((s) => watchObjects(s.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'));
       started.push(...watches);
@@ -97,14 +86,8 @@ async function runConfiguration(
     );
     for (const s of starts) if (s.status === 'fulfilled') stacks.push(s.value);
     for (const s of starts) if (s.status === 'rejected') throw s.reason;
-    const readyIn = (w: ObjectWatch) => {
-      let n = 0;
-      for (const o of w.all()) if (o.metadata?.namespace === ns && isReady(o)) n++;
-      return n;
-    };
     const t0 = now();
-    await Promise.all(servers.map((s) => pool(names, 25, (name) => s.createFoo(ns, name))));
-    await Promise.all(watches.map((w) => w.until(() => readyIn(w) === names.length, 600_000)));
+    await Promise.all(servers.map((s, i) => foosReady(s, watches[i] as ObjectWatch, ns, names, 25)));
     const seconds = (now() - t0) / 1000;
     await sleep(1000); // let in-flight reconciles log their outcome
     const sumMib = (pids: number[], field: string) =>
@@ -125,42 +108,21 @@ async function runConfiguration(
 }
 
 function fleetFigures(env: SectionEnv, together: Configuration, apart: Configuration): Figure[] {
-  const base = (value: number) => ({ name: 'one deployment per cluster (2 × 1)', value });
+  const f = comparing('fleet', together, apart, 'one deployment per cluster (2 × 1)');
   const round = (x: number) => Math.round(x * 10) / 10;
   const work = `${env.sizes.fleetFoos} Foos per cluster created → all Ready`;
-  const f = (name: string, value: number, unit: string, baseline: number): Figure => ({
-    section: 'fleet',
-    name,
-    value,
-    unit,
-    baseline: base(baseline),
-  });
   return [
     f(
       `function processes (reconcile + resync), total peak RSS, one deployment serving 2 clusters; ${work}`,
-      Math.round(together.functionsPeakMib),
       'MiB',
-      Math.round(apart.functionsPeakMib),
+      (c) => Math.round(c.functionsPeakMib),
     ),
-    f(
-      'reconcile function processes, total peak RSS',
-      Math.round(together.reconcilePeakMib),
-      'MiB',
-      Math.round(apart.reconcilePeakMib),
+    f('reconcile function processes, total peak RSS', 'MiB', (c) => Math.round(c.reconcilePeakMib)),
+    f('reconcile function processes, total RSS after the workload', 'MiB', (c) =>
+      Math.round(c.reconcileRssMib),
     ),
-    f(
-      'reconcile function processes, total RSS after the workload',
-      Math.round(together.reconcileRssMib),
-      'MiB',
-      Math.round(apart.reconcileRssMib),
-    ),
-    f(
-      'Foo reconciles per second (both clusters)',
-      round(together.perSecond),
-      'reconciles/s',
-      round(apart.perSecond),
-    ),
-    f('time until every Foo of both clusters is Ready', round(together.seconds), 's', round(apart.seconds)),
-    f('Foo reconciles run (both clusters)', together.reconciles, 'reconciles', apart.reconciles),
+    f('Foo reconciles per second (both clusters)', 'reconciles/s', (c) => round(c.perSecond)),
+    f('time until every Foo of both clusters is Ready', 's', (c) => round(c.seconds)),
+    f('Foo reconciles run (both clusters)', 'reconciles', (c) => c.reconciles),
   ];
 }

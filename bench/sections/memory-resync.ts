@@ -9,15 +9,9 @@ import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
 import { bundle } from '../../scripts/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../scripts/package-relay.ts';
-import {
-  type ApiServer,
-  type Emulator,
-  FULL_RSS_SIZES,
-  type Section,
-  type SectionEnv,
-} from '../environment.ts';
-import type { Figure } from '../report.ts';
-import { exec, lastJsonLine, pool } from '../support.ts';
+import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
+import { comparing, type Figure } from '../report.ts';
+import { jsonChild, pool } from '../support.ts';
 
 /** From how many watched objects an informer's RSS growth is reported (below, it is noise). */
 const RSS_GROWTH_MIN_OBJECTS = 10_000;
@@ -31,8 +25,9 @@ interface InformerRss {
   baselineHeapUsed: number;
 }
 
+/** What the resync child prints (bench/child.ts `resync`): keys published, ms, bytes. */
 interface ResyncRun {
-  keys: number;
+  published: number;
   durationMs: number;
   peakRss: number;
   error?: string;
@@ -103,12 +98,8 @@ async function bundleInformerChildren(): Promise<string> {
 }
 
 /** An informer child started as the relay's image starts the relay (RELAY_ENV, the deployed V8 flags). */
-async function informerChild(script: string, argv: string[]): Promise<InformerRss> {
-  const { stdout } = await exec(process.execPath, ['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], {
-    env: { ...process.env, ...RELAY_ENV },
-    maxBuffer: 1 << 20,
-  });
-  return lastJsonLine<InformerRss>(stdout);
+function informerChild(script: string, argv: string[]): Promise<InformerRss> {
+  return jsonChild(['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], RELAY_ENV);
 }
 
 /** The informer RSS figures at `n` watched ConfigMaps. */
@@ -126,75 +117,58 @@ async function informerFigures(
   const meta = await informerChild(join(relayBundle, 'bench-informer.mjs'), informerArgs);
   const full = await informerChild(join(relayBundle, 'full', 'bench-full-informer.mjs'), informerArgs);
   const flags = RELAY_NODE_OPTIONS.join(' ');
-  const figures: Figure[] = [
-    {
-      section: 'relay',
-      name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process; ${flags}, as deployed)`,
-      value: meta.rss / MiB,
-      unit: 'MiB',
-      baseline: { name: 'full-object informer', value: full.rss / MiB },
+  const vsFull = comparing('relay', meta, full, 'full-object informer');
+  const informer = `${n} watched ConfigMaps, metadata-only informer`;
+  const figures = [
+    vsFull(
+      `RSS with ${informer} (process; ${flags}, as deployed)`,
+      'MiB',
+      (r) => r.rss / MiB,
       // Issue 21's targets at 100k: the process within 150 MiB, its growth within 1/5 of the full-object informer's.
-      ...(n === FULL_RSS_SIZES[1] ? { target: { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } } : {}),
-    },
+      n === FULL_SIZES.rssLarge ? { text: '≤ 150 MiB', met: meta.rss / MiB <= 150 } : undefined,
+    ),
   ];
   if (n === env.sizes.rssSmall) {
     // Before the relay was bundled: the same child from the TypeScript sources (type stripping
     // stands in for tsc's JavaScript, which the image ran; both load every module file).
     const sources = await informerChild(join(repoRoot, 'bench', 'metadata-informer-child.ts'), informerArgs);
+    const vsSources = comparing('relay', meta, sources, 'the same from the TypeScript sources');
     figures.push(
-      {
-        section: 'relay',
-        name: `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
-        value: meta.baseline / MiB,
-        unit: 'MiB',
-        baseline: { name: 'the same from the TypeScript sources', value: sources.baseline / MiB },
-      },
-      {
-        section: 'relay',
-        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (process), bundled`,
-        value: meta.rss / MiB,
-        unit: 'MiB',
-        baseline: { name: 'the same from the TypeScript sources', value: sources.rss / MiB },
-      },
+      vsSources(
+        `idle relay process RSS, bundled (its modules loaded, publisher created, before its informers start; ${flags})`,
+        'MiB',
+        (r) => r.baseline / MiB,
+      ),
+      vsSources(`RSS with ${informer} (process), bundled`, 'MiB', (r) => r.rss / MiB),
     );
   }
   // The caches' own growth means something only when it dwarfs the noise of a process's RSS
   // (allocator and GC timing, a few MiB): thousands of objects, not a tiny run's hundreds.
+  const growth = (r: InformerRss) => r.rss - r.baseline;
   if (n >= RSS_GROWTH_MIN_OBJECTS)
     figures.push(
-      {
-        section: 'relay',
-        name: `RSS with ${n} watched ConfigMaps, metadata-only informer (growth over the idle process)`,
-        value: (meta.rss - meta.baseline) / MiB,
-        unit: 'MiB',
-        baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / MiB },
-        ...(n === FULL_RSS_SIZES[1]
-          ? {
-              target: {
-                text: 'ratio ≤ 0.2',
-                met: meta.rss - meta.baseline <= 0.2 * (full.rss - full.baseline),
-              },
-            }
-          : {}),
-      },
-      {
-        section: 'relay',
-        name: `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
-        value: (meta.rss - meta.baseline) / n,
-        unit: 'bytes',
-        baseline: { name: 'full-object informer', value: (full.rss - full.baseline) / n },
-      },
-      {
-        section: 'relay',
-        name: `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
-        value: (meta.heapUsed - meta.baselineHeapUsed) / n,
-        unit: 'bytes',
-        baseline: { name: 'full-object informer', value: (full.heapUsed - full.baselineHeapUsed) / n },
-      },
+      vsFull(
+        `RSS with ${informer} (growth over the idle process)`,
+        'MiB',
+        (r) => growth(r) / MiB,
+        n === FULL_SIZES.rssLarge
+          ? { text: 'ratio ≤ 0.2', met: growth(meta) <= 0.2 * growth(full) }
+          : undefined,
+      ),
+      vsFull(
+        `bytes per watched ConfigMap at ${n}, metadata-only informer (RSS growth / objects)`,
+        'bytes',
+        (r) => growth(r) / n,
+      ),
+      vsFull(
+        `bytes per watched ConfigMap at ${n}, metadata-only informer (V8 heap used after GC / objects)`,
+        'bytes',
+        (r) => (r.heapUsed - r.baselineHeapUsed) / n,
+      ),
     );
   else if (n === env.sizes.rssSmall)
     notes.push(
-      `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_RSS_SIZES.join(' and ')}); with ${env.sizes.rssSmall} and ${env.sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
+      `informer RSS growth over the idle process is reported from ${RSS_GROWTH_MIN_OBJECTS} watched objects up (the full run: ${FULL_SIZES.rssSmall} and ${FULL_SIZES.rssLarge}); with ${env.sizes.rssSmall} and ${env.sizes.rssLarge} the caches are smaller than the noise of the process's RSS`,
     );
   return figures;
 }
@@ -202,59 +176,30 @@ async function informerFigures(
 /** The resync function's resyncAll in a child, with the heap limit Terraform gives it on a 512 MiB instance (functions.tf). */
 async function resyncChild(api: ApiServer, bus: Emulator, topic: string): Promise<ResyncRun> {
   await bus.pubsub.createTopic(topic);
-  const { stdout } = await exec(
-    process.execPath,
-    [
-      '--expose-gc',
-      ...FUNCTION_NODE_OPTIONS,
-      join(repoRoot, 'bench', 'child.ts'),
-      'resync',
-      '--kubeconfig',
-      api.kubeconfigPath,
-      '--topic',
-      topic,
-    ],
-    {
-      env: {
-        ...process.env,
-        PUBSUB_EMULATOR_HOST: bus.emulator.host,
-        GOOGLE_CLOUD_PROJECT: bus.emulator.projectId,
-      },
-      maxBuffer: 1 << 20,
-    },
-  );
-  const r = lastJsonLine<{ published: number; durationMs: number; peakRss: number; error?: string }>(stdout);
-  return { keys: r.published, durationMs: r.durationMs, peakRss: r.peakRss, error: r.error };
+  const child = join(repoRoot, 'bench', 'child.ts');
+  const args = ['--expose-gc', ...FUNCTION_NODE_OPTIONS, child, 'resync', '--kubeconfig', api.kubeconfigPath];
+  return jsonChild([...args, '--topic', topic], bus.childEnv);
 }
 
 function resyncFigures(small: ResyncRun, large: ResyncRun): Figure[] {
+  const figure = comparing('resync', large, small, `${small.published} keys`);
+  const what = `enumerate and publish ${large.published} keys`;
   return [
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, time`,
-      value: large.durationMs / 1000,
-      unit: 's',
-      baseline: { name: `${small.keys} keys`, value: small.durationMs / 1000 },
-      // Issue 21's target, at the full run's 100k keys.
-      ...(large.keys >= FULL_RSS_SIZES[1]
-        ? { target: { text: '≤ 15 s', met: large.durationMs <= 15_000 } }
-        : {}),
-    },
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, keys/s`,
-      value: large.keys / (large.durationMs / 1000),
-      unit: 'keys/s',
-      baseline: { name: `${small.keys} keys`, value: small.keys / (small.durationMs / 1000) },
-    },
-    {
-      section: 'resync',
-      name: `enumerate and publish ${large.keys} keys, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
-      value: large.peakRss / MiB,
-      unit: 'MiB',
-      baseline: { name: `${small.keys} keys`, value: small.peakRss / MiB },
-      // Issue 21's target (half the default 512 MiB instance).
-      target: { text: '≤ 256 MiB', met: large.peakRss <= 256 * MiB },
-    },
+    // Issue 21's targets: 100k keys in ≤ 15 s (the full run's), peak ≤ 256 MiB (half the default 512 MiB instance).
+    figure(
+      `${what}, time`,
+      's',
+      (r) => r.durationMs / 1000,
+      large.published >= FULL_SIZES.rssLarge
+        ? { text: '≤ 15 s', met: large.durationMs <= 15_000 }
+        : undefined,
+    ),
+    figure(`${what}, keys/s`, 'keys/s', (r) => r.published / (r.durationMs / 1000)),
+    figure(
+      `${what}, peak RSS (V8 flags as deployed: ${FUNCTION_NODE_OPTIONS.join(' ')})`,
+      'MiB',
+      (r) => r.peakRss / MiB,
+      { text: '≤ 256 MiB', met: large.peakRss <= 256 * MiB },
+    ),
   ];
 }

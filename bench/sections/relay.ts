@@ -4,15 +4,15 @@ import { configmaps, pods } from '../../functions/kit/resources.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import type { Section } from '../environment.ts';
-import { pool, quiet } from '../support.ts';
+import { figuresOf } from '../report.ts';
+import { keyMessage, pool, quiet } from '../support.ts';
 
 /** Distinct keys the synthetic events map to. */
 const KEYS = 10_000;
 
 export const relayThroughput: Section = {
   name: 'relay',
-  async run({ sizes, log, emulator }) {
-    log('relay throughput');
+  async run({ sizes, emulator }) {
     const controller: Controller = {
       name: 'bench-relay',
       primary: configmaps,
@@ -53,32 +53,23 @@ export const relayThroughput: Section = {
     await pool(
       Array.from({ length: sizes.publishKeys }, (_, i) => i),
       1000,
-      (i) =>
-        publisher.publish({
-          v: 1,
-          controller: 'bench-relay',
-          namespace: 'ns',
-          name: `k${i}`,
-          reason: 'watch',
-          enqueuedAt: new Date().toISOString(),
-        }),
+      (i) => publisher.publish(keyMessage('bench-relay', 'ns', `k${i}`)),
     );
     const keysPerS = sizes.publishKeys / ((performance.now() - p0) / 1000);
     await publisher.close();
+    const figure = figuresOf('relay');
     return {
       figures: [
-        {
-          section: 'relay',
-          name: `events/s ingested (map + collapse, ${sizes.pipelineEvents} events over ${KEYS} keys, one thread)`,
-          value: eventsPerS,
-          unit: 'events/s',
-        },
-        {
-          section: 'relay',
-          name: `keys/s published to the Pub/Sub emulator (${sizes.publishKeys} distinct keys, ordering keys on)`,
-          value: keysPerS,
-          unit: 'keys/s',
-        },
+        figure(
+          `events/s ingested (map + collapse, ${sizes.pipelineEvents} events over ${KEYS} keys, one thread)`,
+          eventsPerS,
+          'events/s',
+        ),
+        figure(
+          `keys/s published to the Pub/Sub emulator (${sizes.publishKeys} distinct keys, ordering keys on)`,
+          keysPerS,
+          'keys/s',
+        ),
       ],
     };
   },

@@ -1,29 +1,15 @@
 /**
  * Section `retries`: what one failing key costs every other key when Pub/Sub applies its push
- * backoff (issue 32, docs/architecture.md decision 40). Cloud Pub/Sub slows the pushes of a whole
- * subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the
- * local push proxy models it (local/push-proxy.ts `pushBackoff`). Each run: the emulator's ordered
- * push subscription → the push proxy with push backoff → an endpoint answering after a reconcile's
- * time ({@link ANSWER_MS}), while one key is published 5 times a second and fails every time, and
- * other keys are published one at a time; figure: the other keys' publish → answered latency, p50.
- * The failing key's messages carry no ordering key: with one, the subscription would hold each
- * behind the previous failing one (ordered delivery), and the key could not fail 5 times a second.
- *
- * - idle: no failing key;
- * - before: the failing key's deliveries are answered `500` (the reconcile function's former answer);
- * - after: they are answered `204`, as `reconcile` now acknowledges a failure and requeues the key
- *   (functions/retry.ts): its retries are more publishes of the same key, as the 5/s here.
- *
- * The endpoint stands for the function's answers only: what is measured is the subscription's
- * delivery under each answer policy.
+ * backoff (issue 32, docs/architecture.md decision 40), with the failing key's deliveries answered
+ * 500 (before) or 204 + requeue (after), beside no failing key (idle); the report's text says how.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { createKeyPublisher } from '../../functions/publish.ts';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { Section } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
-import { quiet, sleep } from '../support.ts';
+import { figuresOf, quantiles } from '../report.ts';
+import { keyMessage, listen, quiet, sleep } from '../support.ts';
 
 /** The endpoint's answer time, ms (a reconcile's). */
 const ANSWER_MS = 20;
@@ -35,12 +21,6 @@ const OTHER_EVERY_MS = 100;
 const WAIT_MS = { full: 60_000, tiny: 5_000 } as const;
 
 type Run = 'idle' | 'before' | 'after';
-
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
-};
 
 export const retries: Section = {
   name: 'retries',
@@ -94,15 +74,9 @@ export const retries: Section = {
         // Terraform's retry policy (10 → 600 s): the failing messages' own redeliveries are rare.
         retryPolicy: { minimumBackoff: { seconds: 10 }, maximumBackoff: { seconds: 600 } },
       });
+      // Without ordering key, the failing key's messages are not held behind each other: it fails 5×/s.
       const publish = (name: string) =>
-        (name === 'failing' ? unordered : publisher).publish({
-          v: 1,
-          controller: 'bench-retries',
-          namespace: 'ns',
-          name,
-          reason: 'watch',
-          enqueuedAt: new Date().toISOString(),
-        });
+        (name === 'failing' ? unordered : publisher).publish(keyMessage('bench-retries', 'ns', name));
       let failing: NodeJS.Timeout | undefined;
       const publishedAt = new Map<string, number>();
       try {
@@ -136,9 +110,11 @@ export const retries: Section = {
       };
     };
     // `after` right after `idle`: `before` leaves the emulator busy with its failing messages' redeliveries.
-    const idleRun = await measure('idle');
-    const afterRun = await measure('after');
-    const runs = { idle: idleRun, after: afterRun, before: await measure('before') };
+    const runs = {
+      idle: await measure('idle'),
+      after: await measure('after'),
+      before: await measure('before'),
+    };
     const [idle, before, after] = [runs.idle, runs.before, runs.after].map(
       (r) => quantiles(r.latencies).p50,
     ) as [number, number, number];
@@ -146,20 +122,18 @@ export const retries: Section = {
       runs[run].unanswered
         ? `; ${runs[run].unanswered} not answered within ${waitMs / 1000} s, counted at that time (a lower bound)`
         : '';
-    const baseline = { name: 'the same, no failing key (idle)', value: idle };
     const what = (answer: string, run: Run) =>
       `other keys' publish → answered, p50, while one key fails ${FAILURES_PER_S}×/s answered ${answer} (push backoff modelled, n=${sizes.retryOtherKeys}${censored(run)}${censored('idle')})`;
-    const figures: Figure[] = [
-      { section: 'retries', name: what('500 (before)', 'before'), value: before, unit: 'ms', baseline },
-      {
-        section: 'retries',
-        name: what('204 + requeue (after)', 'after'),
-        value: after,
-        unit: 'ms',
-        baseline,
-        target: { text: '≤ 1.2× idle', met: after <= 1.2 * idle },
-      },
-    ];
-    return { figures };
+    const figure = figuresOf('retries');
+    const vsIdle = { name: 'the same, no failing key (idle)', value: idle };
+    return {
+      figures: [
+        figure(what('500 (before)', 'before'), before, 'ms', vsIdle),
+        figure(what('204 + requeue (after)', 'after'), after, 'ms', vsIdle, {
+          text: '≤ 1.2× idle',
+          met: after <= 1.2 * idle,
+        }),
+      ],
+    };
   },
 };

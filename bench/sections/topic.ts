@@ -1,21 +1,27 @@
 /**
  * Section `topic`: the Topic controller (functions/controllers/topic): the requests of a no-op
- * reconcile, to Kubernetes (counted by the KubeConfig) and to Pub/Sub (counted on the wire by a
- * proxy in front of the emulator), beside a Topic without subscription and a Foo; then, through the
- * serverless pipeline, the time from a Topic's delete to the object gone (finalize: subscription and
- * topic deleted, finalizer removed), beside a Foo's (no finalizer) in the same stack.
+ * reconcile, to Kubernetes and to Pub/Sub, then the time from a Topic's delete to the object gone
+ * through the serverless pipeline, each beside a Foo's.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { Controller } from '../../functions/contract/controller.ts';
 import { controllers as registry } from '../../functions/controllers/index.ts';
-import { createEventRecorder } from '../../functions/k8s/events.ts';
+import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { startLocalStack } from '../../local/stack.ts';
-import { CountingKubeConfig } from '../../test/support/counting-kubeconfig.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
-import { type Figure, quantiles } from '../report.ts';
-import { applyCrds, FOOS, isReady, now, quiet, waitForServed, watchObjects } from '../support.ts';
+import { type Figure, figuresOf, quantiles } from '../report.ts';
+import {
+  applyCrds,
+  FOOS,
+  isReady,
+  now,
+  type ObjectWatch,
+  quiet,
+  waitForServed,
+  watchObjects,
+} from '../support.ts';
 
+const figure = figuresOf('topic');
 const TOPICS = { group: 'pubsub.levelset.dev', version: 'v1alpha1', plural: 'topics' } as const;
 
 const createTopicObject = (api: ApiServer, namespace: string, name: string, spec: object) =>
@@ -28,11 +34,10 @@ const createTopicObject = (api: ApiServer, namespace: string, name: string, spec
 export const topicCosts: Section = {
   name: 'topic',
   async run(env) {
-    env.log('topic');
     const api = await env.apiServer();
     await applyCrds(api.kubeconfigPath, ['topic']);
     const figures = await noOpCosts(env, api);
-    figures.push(...(await deleteToGone(env, api)));
+    figures.push(...(await deletes(env, api)));
     return { figures };
   },
 };
@@ -47,21 +52,13 @@ async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
     const ns = 'bench-cost-topic';
     await api.createNs(ns);
     await waitForServed(() => api.custom.listNamespacedCustomObject({ ...TOPICS, namespace: ns }));
-    const counting = new CountingKubeConfig();
-    counting.loadFromFile(api.kubeconfigPath);
     const noOp = async (controller: Controller, name: string) => {
-      const ctx = {
-        cluster: 'default',
-        kubeConfig: counting as KubeConfig,
-        log: quiet,
-        events: createEventRecorder(counting, controller.name, quiet),
-      };
-      await controller.reconcile({ namespace: ns, name }, ctx); // finalizer, create
-      await controller.reconcile({ namespace: ns, name }, ctx); // status settles
-      counting.requests.length = 0;
+      const reconciler = reconcilerForTest(controller, api.kubeconfigPath, { log: quiet });
+      await reconciler.reconcile({ namespace: ns, name }); // finalizer, create
+      await reconciler.reconcile({ namespace: ns, name }); // status settles
       counter.counts.clear();
-      await controller.reconcile({ namespace: ns, name }, ctx);
-      return { kubernetes: counting.requests.length, pubsub: counter.total() };
+      const { requests } = await reconciler.reconcile({ namespace: ns, name });
+      return { kubernetes: requests.length, pubsub: counter.total() };
     };
     await createTopicObject(api, ns, 'bare', {});
     await createTopicObject(api, ns, 'with-sub', {
@@ -73,20 +70,14 @@ async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
     const withSub = await noOp(topicController, 'with-sub');
     const fooCost = await noOp(registry.find((c) => c.name === 'foo') as Controller, 'cost');
     return [
-      {
-        section: 'topic',
-        name: 'Topic, no-op reconcile: requests to Kubernetes',
-        value: withSub.kubernetes,
-        unit: 'requests',
-        baseline: { name: 'Foo, no-op reconcile', value: fooCost.kubernetes },
-      },
-      {
-        section: 'topic',
-        name: 'Topic with 1 subscription, no-op reconcile: requests to Pub/Sub',
-        value: withSub.pubsub,
-        unit: 'requests',
-        baseline: { name: 'Topic without subscription', value: bare.pubsub },
-      },
+      figure('Topic, no-op reconcile: requests to Kubernetes', withSub.kubernetes, 'requests', {
+        name: 'Foo, no-op reconcile',
+        value: fooCost.kubernetes,
+      }),
+      figure('Topic with 1 subscription, no-op reconcile: requests to Pub/Sub', withSub.pubsub, 'requests', {
+        name: 'Topic without subscription',
+        value: bare.pubsub,
+      }),
     ];
   } finally {
     await counter.close();
@@ -96,7 +87,7 @@ async function noOpCosts(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
 }
 
 /** Delete → gone through the serverless pipeline (the stack's own emulator), Topics and Foos in turn. */
-async function deleteToGone(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
+async function deletes(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
   const ns = 'bench-topic-delete';
   await api.createNs(ns);
   // It never resyncs: no idle resync function beside what is measured.
@@ -110,39 +101,35 @@ async function deleteToGone(env: SectionEnv, api: ApiServer): Promise<Figure[]> 
   const fooWatch = watchObjects(api.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos');
   await Promise.all([topicWatch.ready, fooWatch.ready]);
   try {
+    /** Deletes `name` of `resource`: ms until `watch` sees it gone. */
+    const deleteToGone = async (resource: typeof TOPICS | typeof FOOS, watch: ObjectWatch, name: string) => {
+      const started = now();
+      await api.custom.deleteNamespacedCustomObject({ ...resource, namespace: ns, name });
+      return (await watch.until(() => !watch.get(ns, name))) - started;
+    };
     const topicGone: number[] = [];
     const fooGone: number[] = [];
     for (let i = 0; i < env.sizes.topics; i++) {
-      const name = `t-${i}`;
-      await createTopicObject(api, ns, name, { subscriptions: [{ id: `bench-delete-${i}` }] });
-      await topicWatch.until(() => isReady(topicWatch.get(ns, name)));
-      const started = now();
-      await api.custom.deleteNamespacedCustomObject({ ...TOPICS, namespace: ns, name });
-      topicGone.push((await topicWatch.until(() => !topicWatch.get(ns, name))) - started);
-
+      await createTopicObject(api, ns, `t-${i}`, { subscriptions: [{ id: `bench-delete-${i}` }] });
+      await topicWatch.until(() => isReady(topicWatch.get(ns, `t-${i}`)));
+      topicGone.push(await deleteToGone(TOPICS, topicWatch, `t-${i}`));
       await api.createFoo(ns, `f-${i}`);
       await fooWatch.until(() => Boolean(fooWatch.get(ns, `f-${i}`)));
-      const fooStarted = now();
-      await api.custom.deleteNamespacedCustomObject({ ...FOOS, namespace: ns, name: `f-${i}` });
-      fooGone.push((await fooWatch.until(() => !fooWatch.get(ns, `f-${i}`))) - fooStarted);
+      fooGone.push(await deleteToGone(FOOS, fooWatch, `f-${i}`));
     }
     const t = quantiles(topicGone);
     const f = quantiles(fooGone);
     return [
-      {
-        section: 'topic',
-        name: `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
-        value: Math.round(t.p50),
-        unit: 'ms',
-        baseline: { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
-      },
-      {
-        section: 'topic',
-        name: `Topic delete → object gone, p95 of ${t.n}`,
-        value: Math.round(t.p95),
-        unit: 'ms',
-        baseline: { name: 'Foo delete → gone (no finalizer), p95', value: Math.round(f.p95) },
-      },
+      figure(
+        `Topic delete → object gone (finalize through the serverless pipeline), p50 of ${t.n}`,
+        Math.round(t.p50),
+        'ms',
+        { name: 'Foo delete → gone (no finalizer), p50', value: Math.round(f.p50) },
+      ),
+      figure(`Topic delete → object gone, p95 of ${t.n}`, Math.round(t.p95), 'ms', {
+        name: 'Foo delete → gone (no finalizer), p95',
+        value: Math.round(f.p95),
+      }),
     ];
   } finally {
     topicWatch.stop();

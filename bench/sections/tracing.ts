@@ -1,10 +1,7 @@
 /**
- * Section `tracing`: what tracing costs: a converged Foo's delivery (`reconcile` span, its GET and
- * LIST; the function's code path without HTTP) and the relay's event ingestion (an `enqueue` span per
- * published key), each with `LEVELSET_TRACING=off` (the API's no-ops: the baseline; itself beside
- * the reconcile without its `reconcile` span) and then on (the SDK, every span recorded and exported
- * to an OTLP/JSON file: ratio 1, the worst case), in one process, off first. It registers the
- * OpenTelemetry SDK for the rest of the process, so the driver runs it last.
+ * Section `tracing`: what tracing costs a converged Foo's delivery and the relay's event ingestion,
+ * off then on, in one process. It registers the OpenTelemetry SDK for the rest of the process, so
+ * the driver runs it last.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,13 +14,12 @@ import { inDeliverySpan, reconcileKey } from '../../functions/reconcile.ts';
 import { startTracing } from '../../functions/tracing.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import type { Section } from '../environment.ts';
-import { quantiles } from '../report.ts';
+import { comparing, figuresOf, quantiles } from '../report.ts';
 import { quiet } from '../support.ts';
 
 export const tracingCost: Section = {
   name: 'tracing',
-  async run({ sizes, log, apiServer }) {
-    log('tracing cost');
+  async run({ sizes, apiServer }) {
     const api = await apiServer();
     await api.createNs('bench-tracing');
     await api.createFoo('bench-tracing', 'traced');
@@ -70,7 +66,7 @@ export const tracingCost: Section = {
     await deliver(); // converge, warm up
     await msPerReconcile();
     const withoutSpan = await msPerReconcile(bare);
-    const off = { reconcile: await msPerReconcile(), events: await eventsPerS() };
+    const offRun = { reconcile: await msPerReconcile(), events: await eventsPerS() };
     const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-traces-'));
     const tracing = await startTracing('bench', {
       exporter: 'file',
@@ -78,32 +74,29 @@ export const tracingCost: Section = {
       sampleRatio: 1,
     });
     await deliver();
-    const on = { reconcile: await msPerReconcile(), events: await eventsPerS() };
+    const onRun = { reconcile: await msPerReconcile(), events: await eventsPerS() };
     await tracing.shutdown();
     rmSync(dir, { recursive: true, force: true });
+    const n = sizes.tracedReconciles;
+    const figure = comparing('tracing', onRun, offRun, 'tracing off');
     return {
       figures: [
-        {
-          section: 'tracing',
-          name: `converged foo delivery, tracing off (the API's no-op spans), median of ${sizes.tracedReconciles}`,
-          value: off.reconcile,
-          unit: 'ms',
-          baseline: { name: 'the same reconcile without its reconcile span', value: withoutSpan },
-        },
-        {
-          section: 'tracing',
-          name: `converged foo delivery, tracing on (every span exported to a file), median of ${sizes.tracedReconciles}`,
-          value: on.reconcile,
-          unit: 'ms',
-          baseline: { name: 'tracing off', value: off.reconcile },
-        },
-        {
-          section: 'tracing',
-          name: `relay events/s ingested (${sizes.pipelineEvents / 10} Foo events), tracing on`,
-          value: on.events,
-          unit: 'events/s',
-          baseline: { name: 'tracing off', value: off.events },
-        },
+        figuresOf('tracing')(
+          `converged foo delivery, tracing off (the API's no-op spans), median of ${n}`,
+          offRun.reconcile,
+          'ms',
+          { name: 'the same reconcile without its reconcile span', value: withoutSpan },
+        ),
+        figure(
+          `converged foo delivery, tracing on (every span exported to a file), median of ${n}`,
+          'ms',
+          (r) => r.reconcile,
+        ),
+        figure(
+          `relay events/s ingested (${sizes.pipelineEvents / 10} Foo events), tracing on`,
+          'events/s',
+          (r) => r.events,
+        ),
       ],
     };
   },

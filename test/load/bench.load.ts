@@ -9,8 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { cdfChart, costTable, type Figure, markdownReport, ratio, SECTIONS } from '../../bench/report.ts';
-import type { BenchResults } from '../../bench/write.ts';
+import {
+  type BenchResults,
+  cdfChart,
+  costTable,
+  type Figure,
+  markdownReport,
+  ratio,
+  SECTIONS,
+} from '../../bench/report.ts';
 import { controllers } from '../../functions/controllers/index.ts';
 
 const exec = promisify(execFile);
@@ -188,6 +195,20 @@ test('the latency chart of a run that measured no latency has empty axes (it use
   assert.match(svg, />1 ms</);
 });
 
+/** A run's results holding `figures` and `cost`, the rest empty. */
+const resultsOf = (figures: Figure[], cost: BenchResults['cost'] = []): BenchResults => ({
+  generatedAt: '',
+  tiny: true,
+  durationMs: 1000,
+  sectionMs: {},
+  machine: { cpus: 2 },
+  sizes: {},
+  notes: [],
+  figures,
+  cost,
+  fleet: undefined,
+});
+
 test('the report shows each figure once, in its section, with the baseline this run measured', () => {
   const figures: Figure[] = [
     {
@@ -199,15 +220,7 @@ test('the report shows each figure once, in its section, with the baseline this 
     },
     { section: 'cold-start', name: 'spawn → first 204', value: 900, unit: 'ms' },
   ];
-  const report = markdownReport({
-    figures,
-    machine: { cpus: 2 },
-    sizes: {},
-    durationMs: 1000,
-    tiny: true,
-    chartFile: 'latency.svg',
-    notes: [],
-  });
+  const report = markdownReport(resultsOf(figures), 'latency.svg');
   for (const f of figures) assert.equal(report.split(f.name).length - 1, 1, `${f.name} once`);
   const apiCost = report.slice(report.indexOf(`## ${SECTIONS['api-cost']?.title}`));
   assert.match(apiCost, /baseline = 2 namespaces\.\n\n\| figure \|/);
@@ -232,18 +245,13 @@ test("the cost section's summary has one row per controller, in the order measur
     /^\| foo \| 3, 5 \| 3\.1, 8\.8 \| 3, 100 \| 0\.48, 2\.93 \| 0\.53, 2\.93 \| 4645, 28577 \| 303 \|$/,
   );
   assert.match(lines[3] as string, /^\| topic \|/);
-  const report = markdownReport({
-    figures: [
-      { section: 'cost', name: 'foo: x', value: 1, unit: '$', baseline: { name: 'isolated', value: 2 } },
-    ],
-    machine: {},
-    sizes: {},
-    durationMs: 1,
-    tiny: true,
-    chartFile: 'latency.svg',
-    notes: [],
-    extra: { cost: costTable([row('foo')]), fleet: 'never shown: no fleet figure' },
-  });
+  const report = markdownReport(
+    resultsOf(
+      [{ section: 'cost', name: 'foo: x', value: 1, unit: '$', baseline: { name: 'isolated', value: 2 } }],
+      [row('foo')],
+    ),
+    'latency.svg',
+  );
   assert.match(report, /\| foo: x \|[^\n]*\n\n\| controller \|/);
-  assert.doesNotMatch(report, /never shown/);
+  assert.doesNotMatch(report, /A push through Cloud Pub\/Sub/, 'nothing under a section without figures');
 });
