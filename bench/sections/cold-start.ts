@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS, functionsCli, functionsMain } from '../../local/stack.ts';
 import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import type { Section } from '../environment.ts';
 import { figuresOf, quantiles } from '../report.ts';
@@ -45,7 +45,8 @@ export const coldStart: Section = {
       const variants: Record<'bundle' | 'empty' | 'sources', Variant> = {
         bundle: { source: bundle, nodeOptions: deployed, env: compileCache },
         empty: { source: empty, nodeOptions: deployed, env: {} },
-        sources: { source: repoRoot, nodeOptions: FUNCTION_NODE_OPTIONS.join(' '), env: {} },
+        // As the local stack runs them: functions/main.ts loads the project's registry (this repository's).
+        sources: { source: functionsMain, nodeOptions: FUNCTION_NODE_OPTIONS.join(' '), env: {} },
       };
       const samples = { bundle: [] as number[], empty: [] as number[], sources: [] as number[] };
       for (let i = 0; i < sizes.coldStarts; i++) {
