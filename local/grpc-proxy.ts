@@ -1,7 +1,8 @@
 /**
  * An HTTP/2 proxy in front of a gRPC server (the Pub/Sub emulator), shared by the bench and the
  * tests: every request (stream) is forwarded unchanged — headers, messages, trailers — and counted
- * by its `:path` (`/google.pubsub.v1.Publisher/GetTopic`); and, for fault injection, a request whose
+ * by its `:path` (`/google.pubsub.v1.Publisher/GetTopic`), its messages kept on request (`record`);
+ * and, for fault injection, a request whose
  * path matches a rule is answered with that rule's gRPC status instead, as Google Cloud answers an
  * error: a trailers-only response (HTTP 200, `content-type: application/grpc`, `grpc-status`,
  * percent-encoded `grpc-message`; gRPC over HTTP/2, "Responses"). It stands in for what the emulator
@@ -59,7 +60,30 @@ export interface GrpcProxy {
   fail(fault: GrpcFault): () => void;
   /** Requests answered with a fault so far, by `:path`. */
   failed: Map<string, number>;
+  /**
+   * Keeps the request messages of every request whose `:path` matches `path` (forwarded or
+   * faulted), in arrival order, each without its 5-byte gRPC frame prefix (decode it with the
+   * API's protos, e.g. `google.pubsub.v1.UpdateTopicRequest.decode`); `stop()` stops keeping.
+   */
+  record(path: RegExp): { requests: RecordedRequest[]; stop(): void };
   close(): Promise<void>;
+}
+
+/** A request kept by {@link GrpcProxy.record}: its `:path` and its (uncompressed) message. */
+export interface RecordedRequest {
+  path: string;
+  message: Buffer;
+}
+
+/** The messages of a gRPC request body: length-prefixed frames (gRPC over HTTP/2, "Requests"). */
+function framesOf(body: Buffer): Buffer[] {
+  const messages: Buffer[] = [];
+  for (let at = 0; at + 5 <= body.length; ) {
+    const length = body.readUInt32BE(at + 1);
+    messages.push(body.subarray(at + 5, at + 5 + length));
+    at += 5 + length;
+  }
+  return messages;
 }
 
 const HOP_BY_HOP = new Set([':method', ':path', ':scheme', ':authority', 'connection', 'host']);
@@ -80,10 +104,20 @@ export async function startGrpcProxy(target: string | (() => string)): Promise<G
   const counts = new Map<string, number>();
   const failed = new Map<string, number>();
   const faults = new Set<GrpcFault & { left: number }>();
+  const recorders = new Set<{ path: RegExp; requests: RecordedRequest[] }>();
   const server = http2.createServer();
   server.on('stream', (stream, headers) => {
     const path = String(headers[':path']);
     counts.set(path, (counts.get(path) ?? 0) + 1);
+    const recording = [...recorders].filter((r) => r.path.test(path));
+    if (recording.length > 0) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        for (const message of framesOf(Buffer.concat(chunks)))
+          for (const r of recording) r.requests.push({ path, message });
+      });
+    }
     const fault = [...faults].find((f) => f.path.test(path));
     if (fault) {
       fault.left -= 1;
@@ -144,6 +178,11 @@ export async function startGrpcProxy(target: string | (() => string)): Promise<G
       const entry = { ...fault, left: fault.times ?? Number.POSITIVE_INFINITY };
       faults.add(entry);
       return () => faults.delete(entry);
+    },
+    record(path) {
+      const recorder = { path, requests: [] as RecordedRequest[] };
+      recorders.add(recorder);
+      return { requests: recorder.requests, stop: () => recorders.delete(recorder) };
     },
     close: async () => {
       session?.close();

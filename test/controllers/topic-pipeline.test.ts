@@ -10,10 +10,15 @@
  * controller's Pub/Sub traffic goes through) answered once, not retried; RESOURCE_EXHAUSTED requeued
  * after per-key backoff (acknowledged, never 5xx) until it clears, and after the delay its
  * google.rpc.RetryInfo asks when it carries one; DEADLINE_EXCEEDED and UNAVAILABLE retried until they pass.
+ * The kit's policies, with the controller's Pub/Sub requests kept by the proxy and decoded with
+ * Pub/Sub's protos: `observe` writes nothing; `adopt` refuses a topic marked by another object and
+ * marks an unmarked one; `abandon` leaves the topic and sends only the unmark; `reconcile-interval: 0`
+ * makes no call while another Topic's interval brings it back twice.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
+import protos from '@google-cloud/pubsub/build/protos/protos.js';
 import {
   ApiException,
   CoreV1Api,
@@ -21,10 +26,18 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { finalizerName, findCondition, parseConditions } from '../../functions/kit/index.ts';
+import {
+  ADOPTION_POLICY,
+  CLOUD_OWNER_LABEL,
+  DELETION_POLICY,
+  finalizerName,
+  findCondition,
+  parseConditions,
+  RECONCILE_INTERVAL,
+} from '../../functions/kit/index.ts';
 import { LABELS } from '../../functions/log.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
-import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
+import { type GrpcProxy, type RecordedRequest, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { LogLine } from '../../local/service.ts';
 import type { StackMode } from '../../local/stack.ts';
@@ -45,6 +58,21 @@ const version = 'v1alpha1';
 const plural = 'topics';
 const PROJECT = 'levelset-external';
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const pb = protos.google.pubsub.v1;
+/** The Pub/Sub method of a request, e.g. `GetTopic`. */
+const methodOf = (r: RecordedRequest) => r.path.split('/').at(-1) ?? '';
+/** Whether a Pub/Sub method writes (everything but Get… and List…). */
+const writes = (method: string) => !/^(Get|List)/.test(method);
+/** The topic (full name) a Publisher request names; `undefined` for another method. */
+const topicNamedBy = (r: RecordedRequest): string | undefined => {
+  const decoders: Record<string, () => string | undefined> = {
+    GetTopic: () => pb.GetTopicRequest.decode(r.message).topic,
+    CreateTopic: () => pb.Topic.decode(r.message).name,
+    UpdateTopic: () => pb.UpdateTopicRequest.decode(r.message).topic?.name ?? undefined,
+    DeleteTopic: () => pb.DeleteTopicRequest.decode(r.message).topic,
+  };
+  return decoders[methodOf(r)]?.();
+};
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.
 type Json = any;
@@ -60,13 +88,13 @@ const suite = (mode: StackMode) => () => {
 
   const getTopic = (name: string): Promise<Json> =>
     custom.getNamespacedCustomObject({ group, version, plural, namespace: ns, name });
-  const createTopic = (name: string, spec: object) =>
+  const createTopic = (name: string, spec: object, annotations: Record<string, string> = {}) =>
     custom.createNamespacedCustomObject({
       group,
       version,
       plural,
       namespace: ns,
-      body: { apiVersion: `${group}/${version}`, kind: 'Topic', metadata: { name }, spec },
+      body: { apiVersion: `${group}/${version}`, kind: 'Topic', metadata: { name, annotations }, spec },
     });
   const deleteTopic = (name: string) =>
     custom.deleteNamespacedCustomObject({ group, version, plural, namespace: ns, name });
@@ -78,6 +106,17 @@ const suite = (mode: StackMode) => () => {
   const exists = async (r: { exists(): Promise<[boolean]> }) => (await r.exists())[0];
   const ready = (o: Json) => findCondition(parseConditions(o?.status?.conditions), 'Ready');
   const topicIdOf = (name: string) => `k8s.${ns}.${name}`;
+  const topicNameOf = (name: string) => `projects/${PROJECT}/topics/${topicIdOf(name)}`;
+  /** The live labels of Topic `name`'s topic, read past the proxy (not counted). */
+  const liveLabels = async (name: string) => (await pubsub.topic(topicIdOf(name)).getMetadata())[0].labels;
+  const waitReady = (name: string, status: 'True' | 'False', reason: string) =>
+    waitFor(
+      async () => {
+        const condition = ready(await getTopic(name));
+        return condition?.status === status && condition.reason === reason ? condition : undefined;
+      },
+      { message: `${name} Ready=${status}/${reason}` },
+    );
   /** Every log line about `topic/<ns>/<name>`, in the order its process wrote them. */
   const linesOf = (name: string) =>
     p.logs
@@ -350,6 +389,161 @@ const suite = (mode: StackMode) => () => {
       assert.ok(waited >= retryDelayMs - 2, `a success began ${waited} ms after the first requeue`);
     }
     assert.ok(await exists(pubsub.topic(topicIdOf(name))));
+  });
+
+  // The kit's policies (functions/kit/external.ts), end to end. Every Pub/Sub request of the
+  // controller is kept by the proxy and decoded with Pub/Sub's own protos, so the calls are counted
+  // per topic. The emulator refuses every update of labels (`labels is not a known Topic field`;
+  // Pub/Sub accepts it), so marking an adopted topic and unmarking an abandoned one are checked as
+  // the UpdateTopic the controller sends, and the refusal as the Topic reports it.
+
+  it('observe: reads the topic into status, never writes it, never deletes it (counted requests)', async () => {
+    await pubsub.createTopic({ name: topicIdOf('watched'), labels: { team: 'other' } });
+    await settled();
+    const kept = proxy.record(/^\/google\.pubsub\.v1\./);
+    try {
+      await createTopic('watched', {}, { [ADOPTION_POLICY]: 'observe' });
+      await waitReady('watched', 'True', 'Observed');
+      assert.equal((await getTopic('watched')).status.topic, topicNameOf('watched'));
+      await deleteTopic('watched');
+      await waitFor(() => gone('watched'), { message: 'the observing Topic gone' });
+      await settled();
+    } finally {
+      kept.stop();
+    }
+    const methods = kept.requests.map(methodOf);
+    assert.ok(methods.includes('GetTopic'), JSON.stringify(methods));
+    assert.deepEqual(methods.filter(writes), [], 'no write');
+    assert.deepEqual(await liveLabels('watched'), { team: 'other' }, 'untouched, and still there');
+  });
+
+  it('adopt never takes a topic marked by another object: Ready=False/ManagementConflict naming it, nothing written', async () => {
+    const holder = { [CLOUD_OWNER_LABEL]: 'uid-of-another-object' };
+    await pubsub.createTopic({ name: topicIdOf('held'), labels: holder });
+    await settled();
+    const kept = proxy.record(/^\/google\.pubsub\.v1\./);
+    try {
+      await createTopic('held', {}, { [ADOPTION_POLICY]: 'adopt' });
+      const condition = await waitReady('held', 'False', 'ManagementConflict');
+      assert.match(condition.message, new RegExp(`${CLOUD_OWNER_LABEL}=uid-of-another-object`));
+      await deleteTopic('held');
+      await waitFor(() => gone('held'), { message: 'the refused Topic gone' });
+      await settled();
+    } finally {
+      kept.stop();
+    }
+    assert.deepEqual(kept.requests.map(methodOf).filter(writes), [], 'nothing written');
+    assert.deepEqual(await liveLabels('held'), holder, 'another object’s topic kept, its mark too');
+  });
+
+  it('adopt takes an unmarked topic: sets its labels to the spec’s and the Topic’s uid (an UpdateTopic the emulator refuses)', async () => {
+    await pubsub.createTopic({ name: topicIdOf('orphan'), labels: { team: 'other' } });
+    await settled();
+    const kept = proxy.record(/^\/google\.pubsub\.v1\./);
+    try {
+      await createTopic('orphan', { labels: { team: 'mine' } }, { [ADOPTION_POLICY]: 'adopt' });
+      // On Pub/Sub the next state is Ready=True; the emulator answers the mark INVALID_ARGUMENT.
+      const condition = await waitReady('orphan', 'False', 'InvalidArgument');
+      assert.match(condition.message, new RegExp(`^update ${topicNameOf('orphan')}: .*labels`));
+      await settled();
+    } finally {
+      kept.stop();
+    }
+    const { uid } = (await getTopic('orphan')).metadata;
+    const updates = kept.requests
+      .filter((r) => methodOf(r) === 'UpdateTopic')
+      .map((r) => pb.UpdateTopicRequest.decode(r.message));
+    assert.ok(updates.length >= 1, 'marked');
+    for (const u of updates) {
+      assert.equal(u.topic?.name, topicNameOf('orphan'));
+      assert.deepEqual(
+        { ...u.topic?.labels },
+        { team: 'mine', [CLOUD_OWNER_LABEL]: uid },
+        'managed from now on',
+      );
+      assert.ok(u.updateMask?.paths?.includes('labels'), JSON.stringify(u.updateMask));
+    }
+    assert.deepEqual(
+      kept.requests.map(methodOf).filter((m) => writes(m) && m !== 'UpdateTopic'),
+      [],
+      'nothing created or deleted',
+    );
+    // Never marked (the emulator refused): not the Topic's, so its delete leaves it.
+    await deleteTopic('orphan');
+    await waitFor(() => gone('orphan'), { message: 'the adopting Topic gone' });
+    assert.deepEqual(await liveLabels('orphan'), { team: 'other' });
+  });
+
+  it('abandon: the delete leaves the topic and removes only the owner mark (an UpdateTopic the emulator refuses); delete set while deleting then deletes it', async () => {
+    await createTopic('kept', { labels: { team: 'kept' } }, { [DELETION_POLICY]: 'abandon' });
+    await waitReady('kept', 'True', 'Available');
+    const { uid } = (await getTopic('kept')).metadata;
+    assert.deepEqual(await liveLabels('kept'), { team: 'kept', [CLOUD_OWNER_LABEL]: uid }, 'marked');
+    await settled();
+    const kept = proxy.record(/^\/google\.pubsub\.v1\./);
+    try {
+      await deleteTopic('kept');
+      await waitFor(() => kept.requests.some((r) => methodOf(r) === 'UpdateTopic'), {
+        message: 'the unmark sent',
+      });
+      await settled();
+    } finally {
+      kept.stop();
+    }
+    const unmarks = kept.requests
+      .filter((r) => methodOf(r) === 'UpdateTopic')
+      .map((r) => pb.UpdateTopicRequest.decode(r.message));
+    for (const u of unmarks) {
+      assert.equal(u.topic?.name, topicNameOf('kept'));
+      assert.deepEqual({ ...u.topic?.labels }, { team: 'kept' }, 'the owner mark removed, the rest kept');
+      assert.deepEqual(u.updateMask?.paths, ['labels']);
+    }
+    assert.ok(!kept.requests.some((r) => methodOf(r) === 'DeleteTopic'), 'never deleted');
+    assert.ok(await exists(pubsub.topic(topicIdOf('kept'))), 'the topic left in place');
+    // The emulator refused the unmark: the finalizer holds the object (on Pub/Sub it would go).
+    assert.ok((await getTopic('kept')).metadata.deletionTimestamp, 'held by the finalizer');
+    // A policy changed on an object being deleted takes effect (and lets this one go).
+    await custom.patchNamespacedCustomObject(
+      {
+        group,
+        version,
+        plural,
+        namespace: ns,
+        name: 'kept',
+        body: { metadata: { annotations: { [DELETION_POLICY]: 'delete' } } },
+      },
+      mergePatch,
+    );
+    await waitFor(() => gone('kept'), { message: 'Topic kept gone once its policy is delete' });
+    assert.ok(!(await exists(pubsub.topic(topicIdOf('kept')))), 'then deleted');
+  });
+
+  it('reconcile-interval: 0 makes no periodic call while a Topic of 500ms is read periodically twice (counted requests)', async () => {
+    await createTopic('quiet', {}, { [RECONCILE_INTERVAL]: '0' });
+    await waitReady('quiet', 'True', 'Available');
+    await settled();
+    const kept = proxy.record(/^\/google\.pubsub\.v1\./);
+    const readsOfTicking = () =>
+      kept.requests.filter((r) => methodOf(r) === 'GetTopic' && topicNamedBy(r) === topicNameOf('ticking'))
+        .length;
+    let span: { from: number; quietOutcomes: number };
+    try {
+      // The window: from a later key's first read after it converged (each delivery of quiet's own
+      // events long done) until that key, requeued every 500 ms, has been read twice more.
+      await createTopic('ticking', {}, { [RECONCILE_INTERVAL]: '500ms' });
+      await waitReady('ticking', 'True', 'Available');
+      const converged = readsOfTicking();
+      await waitFor(() => readsOfTicking() > converged, { message: 'ticking read again' });
+      span = { from: kept.requests.length, quietOutcomes: outcomesOf('quiet').length };
+      await waitFor(() => readsOfTicking() >= converged + 3, { message: 'ticking read twice more' });
+    } finally {
+      kept.stop();
+    }
+    const named = kept.requests.slice(span.from).map(topicNamedBy);
+    assert.ok(!named.includes(topicNameOf('quiet')), JSON.stringify(named));
+    assert.equal(outcomesOf('quiet').length, span.quietOutcomes, 'not reconciled in the window');
+    await deleteTopic('ticking');
+    await waitFor(() => gone('ticking'), { message: 'Topic ticking gone' });
   });
 
   it('on delete removes subscription and topic, then the object goes', async () => {
