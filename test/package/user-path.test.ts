@@ -108,6 +108,11 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
         'no TypeScript sources',
       );
     }
+    // The published manifest states the Node it needs (the repository's does not: pack-manifest.mjs).
+    const installed = JSON.parse(
+      readFileSync(join(project, 'node_modules', 'levelset', 'package.json'), 'utf8'),
+    );
+    assert.equal(installed.engines?.node, '>=22.19.0');
     const levelset = packed.find((p) => p.filename.startsWith('levelset-'));
     for (const crd of ['functions/controllers/topic/crd.yaml', 'functions/controllers/subscription/crd.yaml'])
       assert.ok(
