@@ -11,9 +11,12 @@
  * after per-key backoff (acknowledged, never 5xx) until it clears, and after the delay its
  * google.rpc.RetryInfo asks when it carries one; DEADLINE_EXCEEDED and UNAVAILABLE retried until they pass.
  * The kit's policies, with the controller's Pub/Sub requests kept by the proxy and decoded with
- * Pub/Sub's protos: `observe` writes nothing; `adopt` refuses a topic marked by another object and
- * marks an unmarked one; `abandon` leaves the topic and sends only the unmark; `reconcile-interval: 0`
- * makes no call while another Topic's interval brings it back twice.
+ * Pub/Sub's protos, and label updates of topics answered by the proxy's model of them (the emulator
+ * refuses them, Pub/Sub accepts them: `startGrpcProxy`'s `topicLabels`): `observe` writes nothing;
+ * `adopt` refuses a topic marked by another object, and takes an unmarked one (marked, Ready, then
+ * deleted with its Topic); `abandon` leaves the topic with the owner mark removed and lets the object
+ * go, and a deletion policy changed while deleting takes effect; `reconcile-interval: 0` makes no
+ * call while another Topic's interval brings it back twice.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -83,7 +86,10 @@ const suite = (mode: StackMode) => () => {
   let custom: CustomObjectsApi;
   let core: CoreV1Api;
   let ownEmulator: PubSubEmulator | undefined;
+  /** The emulator, past the proxy: what exists there (not counted). */
   let pubsub: PubSub;
+  /** Through the proxy: a topic's labels as Pub/Sub answers them (the model's, once set). */
+  let viaProxy: PubSub;
   let proxy: GrpcProxy;
 
   const getTopic = (name: string): Promise<Json> =>
@@ -107,8 +113,8 @@ const suite = (mode: StackMode) => () => {
   const ready = (o: Json) => findCondition(parseConditions(o?.status?.conditions), 'Ready');
   const topicIdOf = (name: string) => `k8s.${ns}.${name}`;
   const topicNameOf = (name: string) => `projects/${PROJECT}/topics/${topicIdOf(name)}`;
-  /** The live labels of Topic `name`'s topic, read past the proxy (not counted). */
-  const liveLabels = async (name: string) => (await pubsub.topic(topicIdOf(name)).getMetadata())[0].labels;
+  /** The live labels of Topic `name`'s topic, read through the proxy (counted, and kept while recording). */
+  const liveLabels = async (name: string) => (await viaProxy.topic(topicIdOf(name)).getMetadata())[0].labels;
   const waitReady = (name: string, status: 'True' | 'False', reason: string) =>
     waitFor(
       async () => {
@@ -136,8 +142,11 @@ const suite = (mode: StackMode) => () => {
 
   before(async () => {
     // The controller's Pub/Sub requests go through the proxy (LEVELSET_CLOUD_EMULATOR_HOST), to
-    // the stack's emulator (serverless) or this test's (in-process), known once started.
-    proxy = await startGrpcProxy(() => ownEmulator?.host ?? serverlessStack(p).emulator.host);
+    // the stack's emulator (serverless) or this test's (in-process), known once started; the proxy
+    // answers the label updates of topics as Pub/Sub does (the emulator refuses them).
+    proxy = await startGrpcProxy(() => ownEmulator?.host ?? serverlessStack(p).emulator.host, {
+      topicLabels: true,
+    });
     p = await startPipeline(
       async (cluster): Promise<Record<string, string>> => {
         custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -153,10 +162,12 @@ const suite = (mode: StackMode) => () => {
     );
     const host = ownEmulator?.host ?? serverlessStack(p).emulator.host;
     pubsub = new PubSub({ projectId: PROJECT, ...emulatorClientOptions(host) });
+    viaProxy = new PubSub({ projectId: PROJECT, ...emulatorClientOptions(proxy.host) });
   });
 
   after(async () => {
     await pubsub?.close();
+    await viaProxy?.close();
     await p?.stop();
     await proxy?.close();
     await ownEmulator?.stop();
@@ -231,7 +242,8 @@ const suite = (mode: StackMode) => () => {
       .map((l) => l.outcome);
 
   it('answers a Google Cloud INVALID_ARGUMENT with Ready=False and the API message, once (not retried)', async () => {
-    // The emulator refuses updates of a topic's labels (INVALID_ARGUMENT): a real gRPC error.
+    // The emulator refuses updates of a topic's labels (INVALID_ARGUMENT): a real gRPC error, when
+    // the proxy forwards them to it (its model off for this case).
     await createTopic('relabel', { labels: { v: 'one' } });
     await waitFor(async () => ready(await getTopic('relabel'))?.status === 'True', {
       message: 'relabel Ready',
@@ -240,18 +252,23 @@ const suite = (mode: StackMode) => () => {
     // be queued: count from a quiet pipeline.
     await settled();
     const before = outcomesOf('relabel').length;
-    await custom.patchNamespacedCustomObject(
-      { group, version, plural, namespace: ns, name: 'relabel', body: { spec: { labels: { v: 'two' } } } },
-      mergePatch,
-    );
-    await waitFor(async () => ready(await getTopic('relabel'))?.reason === 'InvalidArgument', {
-      message: 'Ready=False/InvalidArgument',
-    });
-    await waitFor(() => outcomesOf('relabel').slice(before).includes('terminal'), {
-      message: 'a terminal outcome',
-    });
-    assert.match(ready(await getTopic('relabel'))?.message ?? '', /update_mask/);
-    await settled();
+    proxy.topicLabels = false;
+    try {
+      await custom.patchNamespacedCustomObject(
+        { group, version, plural, namespace: ns, name: 'relabel', body: { spec: { labels: { v: 'two' } } } },
+        mergePatch,
+      );
+      await waitFor(async () => ready(await getTopic('relabel'))?.reason === 'InvalidArgument', {
+        message: 'Ready=False/InvalidArgument',
+      });
+      await waitFor(() => outcomesOf('relabel').slice(before).includes('terminal'), {
+        message: 'a terminal outcome',
+      });
+      assert.match(ready(await getTopic('relabel'))?.message ?? '', /update_mask/);
+      await settled();
+    } finally {
+      proxy.topicLabels = true;
+    }
     // Acknowledged, never retried. The finalizer's own addition is an event of its own: when its key
     // was handed out before Ready was seen, its reconcile runs after that, before the patch (a
     // success) or after it (reading the new spec: a second terminal). Nothing else delivers.
@@ -394,8 +411,9 @@ const suite = (mode: StackMode) => () => {
   // The kit's policies (functions/kit/external.ts), end to end. Every Pub/Sub request of the
   // controller is kept by the proxy and decoded with Pub/Sub's own protos, so the calls are counted
   // per topic. The emulator refuses every update of labels (`labels is not a known Topic field`;
-  // Pub/Sub accepts it), so marking an adopted topic and unmarking an abandoned one are checked as
-  // the UpdateTopic the controller sends, and the refusal as the Topic reports it.
+  // Pub/Sub accepts it): marking an adopted topic and unmarking an abandoned one are answered by the
+  // proxy's model of Pub/Sub's UpdateTopic (each such request marked `modelled` in its records), so
+  // what follows them (Ready, the object gone, the topic managed) is checked too.
 
   it('observe: reads the topic into status, never writes it, never deletes it (counted requests)', async () => {
     await pubsub.createTopic({ name: topicIdOf('watched'), labels: { team: 'other' } });
@@ -436,45 +454,43 @@ const suite = (mode: StackMode) => () => {
     assert.deepEqual(await liveLabels('held'), holder, 'another object’s topic kept, its mark too');
   });
 
-  it('adopt takes an unmarked topic: sets its labels to the spec’s and the Topic’s uid (an UpdateTopic the emulator refuses)', async () => {
+  it('adopt takes an unmarked topic: marks it with the spec’s labels and the Topic’s uid (Ready=True), then manages it: deleted with its Topic', async () => {
     await pubsub.createTopic({ name: topicIdOf('orphan'), labels: { team: 'other' } });
     await settled();
     const kept = proxy.record(/^\/google\.pubsub\.v1\./);
     try {
       await createTopic('orphan', { labels: { team: 'mine' } }, { [ADOPTION_POLICY]: 'adopt' });
-      // On Pub/Sub the next state is Ready=True; the emulator answers the mark INVALID_ARGUMENT.
-      const condition = await waitReady('orphan', 'False', 'InvalidArgument');
-      assert.match(condition.message, new RegExp(`^update ${topicNameOf('orphan')}: .*labels`));
+      await waitReady('orphan', 'True', 'Available');
       await settled();
     } finally {
       kept.stop();
     }
     const { uid } = (await getTopic('orphan')).metadata;
-    const updates = kept.requests
-      .filter((r) => methodOf(r) === 'UpdateTopic')
-      .map((r) => pb.UpdateTopicRequest.decode(r.message));
-    assert.ok(updates.length >= 1, 'marked');
-    for (const u of updates) {
-      assert.equal(u.topic?.name, topicNameOf('orphan'));
-      assert.deepEqual(
-        { ...u.topic?.labels },
-        { team: 'mine', [CLOUD_OWNER_LABEL]: uid },
-        'managed from now on',
-      );
-      assert.ok(u.updateMask?.paths?.includes('labels'), JSON.stringify(u.updateMask));
-    }
+    assert.equal((await getTopic('orphan')).status.topic, topicNameOf('orphan'));
+    const marks = kept.requests.filter((r) => methodOf(r) === 'UpdateTopic');
+    assert.equal(marks.length, 1, 'marked once, then read as the Topic’s');
+    const mark = pb.UpdateTopicRequest.decode((marks[0] as RecordedRequest).message);
+    assert.equal(mark.topic?.name, topicNameOf('orphan'));
+    assert.deepEqual({ ...mark.topic?.labels }, { team: 'mine', [CLOUD_OWNER_LABEL]: uid });
+    assert.deepEqual(mark.updateMask?.paths, ['labels']);
+    assert.ok(marks[0]?.modelled, "answered by the proxy's model of UpdateTopic");
     assert.deepEqual(
       kept.requests.map(methodOf).filter((m) => writes(m) && m !== 'UpdateTopic'),
       [],
       'nothing created or deleted',
     );
-    // Never marked (the emulator refused): not the Topic's, so its delete leaves it.
+    assert.deepEqual(
+      await liveLabels('orphan'),
+      { team: 'mine', [CLOUD_OWNER_LABEL]: uid },
+      'the Topic’s from now on',
+    );
+    // Managed: the default deletion policy deletes it with its Topic.
     await deleteTopic('orphan');
     await waitFor(() => gone('orphan'), { message: 'the adopting Topic gone' });
-    assert.deepEqual(await liveLabels('orphan'), { team: 'other' });
+    assert.ok(!(await exists(pubsub.topic(topicIdOf('orphan')))), 'the adopted topic deleted with it');
   });
 
-  it('abandon: the delete leaves the topic and removes only the owner mark (an UpdateTopic the emulator refuses); delete set while deleting then deletes it', async () => {
+  it('abandon: the delete leaves the topic with only the owner mark removed, and the object goes', async () => {
     await createTopic('kept', { labels: { team: 'kept' } }, { [DELETION_POLICY]: 'abandon' });
     await waitReady('kept', 'True', 'Available');
     const { uid } = (await getTopic('kept')).metadata;
@@ -483,39 +499,56 @@ const suite = (mode: StackMode) => () => {
     const kept = proxy.record(/^\/google\.pubsub\.v1\./);
     try {
       await deleteTopic('kept');
-      await waitFor(() => kept.requests.some((r) => methodOf(r) === 'UpdateTopic'), {
-        message: 'the unmark sent',
-      });
+      await waitFor(() => gone('kept'), { message: 'Topic kept gone, its topic abandoned' });
       await settled();
     } finally {
       kept.stop();
     }
-    const unmarks = kept.requests
-      .filter((r) => methodOf(r) === 'UpdateTopic')
-      .map((r) => pb.UpdateTopicRequest.decode(r.message));
-    for (const u of unmarks) {
-      assert.equal(u.topic?.name, topicNameOf('kept'));
-      assert.deepEqual({ ...u.topic?.labels }, { team: 'kept' }, 'the owner mark removed, the rest kept');
-      assert.deepEqual(u.updateMask?.paths, ['labels']);
-    }
+    const unmarks = kept.requests.filter((r) => methodOf(r) === 'UpdateTopic');
+    assert.equal(unmarks.length, 1, 'unmarked once');
+    const unmark = pb.UpdateTopicRequest.decode((unmarks[0] as RecordedRequest).message);
+    assert.equal(unmark.topic?.name, topicNameOf('kept'));
+    assert.deepEqual({ ...unmark.topic?.labels }, { team: 'kept' });
+    assert.deepEqual(unmark.updateMask?.paths, ['labels']);
+    assert.ok(unmarks[0]?.modelled, "answered by the proxy's model of UpdateTopic");
     assert.ok(!kept.requests.some((r) => methodOf(r) === 'DeleteTopic'), 'never deleted');
     assert.ok(await exists(pubsub.topic(topicIdOf('kept'))), 'the topic left in place');
-    // The emulator refused the unmark: the finalizer holds the object (on Pub/Sub it would go).
-    assert.ok((await getTopic('kept')).metadata.deletionTimestamp, 'held by the finalizer');
-    // A policy changed on an object being deleted takes effect (and lets this one go).
-    await custom.patchNamespacedCustomObject(
-      {
-        group,
-        version,
-        plural,
-        namespace: ns,
-        name: 'kept',
-        body: { metadata: { annotations: { [DELETION_POLICY]: 'delete' } } },
-      },
-      mergePatch,
-    );
-    await waitFor(() => gone('kept'), { message: 'Topic kept gone once its policy is delete' });
-    assert.ok(!(await exists(pubsub.topic(topicIdOf('kept')))), 'then deleted');
+    assert.deepEqual(await liveLabels('kept'), { team: 'kept' }, 'the owner mark removed, the rest kept');
+  });
+
+  it('a deletion policy changed on an object being deleted takes effect: an abandon held by a refused unmark becomes a delete', async () => {
+    await createTopic('abandoning', {}, { [DELETION_POLICY]: 'abandon' });
+    await waitReady('abandoning', 'True', 'Available');
+    await settled();
+    const path = '/google.pubsub.v1.Publisher/UpdateTopic';
+    const refusedBefore = proxy.failed.get(path) ?? 0;
+    // The unmark refused, as Pub/Sub refuses an identity without pubsub.topics.update.
+    const allow = proxy.fail({
+      path: /\/UpdateTopic$/,
+      code: 7,
+      message: "permission denied by the test's proxy",
+    });
+    try {
+      await deleteTopic('abandoning');
+      await waitFor(() => (proxy.failed.get(path) ?? 0) > refusedBefore, { message: 'the unmark refused' });
+      await settled();
+      assert.ok((await getTopic('abandoning')).metadata.deletionTimestamp, 'held by the finalizer');
+      await custom.patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          plural,
+          namespace: ns,
+          name: 'abandoning',
+          body: { metadata: { annotations: { [DELETION_POLICY]: 'delete' } } },
+        },
+        mergePatch,
+      );
+      await waitFor(() => gone('abandoning'), { message: 'Topic abandoning gone once its policy is delete' });
+    } finally {
+      allow();
+    }
+    assert.ok(!(await exists(pubsub.topic(topicIdOf('abandoning')))), 'its topic deleted');
   });
 
   it('reconcile-interval: 0 makes no periodic call while a Topic of 500ms is read periodically twice (counted requests)', async () => {

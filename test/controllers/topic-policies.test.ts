@@ -6,8 +6,9 @@
  * process (the in-memory exporter), to see the span of each Google Cloud call.
  *
  * The emulator refuses every update of labels (`labels is not a known Topic field`; Pub/Sub itself
- * accepts it), so what adopting (mark) and abandoning (unmark) write is checked at the gRPC boundary:
- * the request is sent, and the emulator's refusal is reported as Pub/Sub's would be.
+ * accepts it), so the proxy answers them with its model of Pub/Sub's UpdateTopic (`topicLabels`):
+ * adopting (mark) and abandoning (unmark) are checked to their end, the topic's labels read back
+ * through the proxy.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -54,7 +55,10 @@ describe('topic controller: the kit policies', () => {
   let cluster: TestCluster;
   let emulator: PubSubEmulator;
   let proxy: GrpcProxy;
+  /** The emulator, past the proxy (not counted). */
   let pubsub: PubSub;
+  /** Through the proxy: a topic's labels as Pub/Sub answers them (the model's, once set). */
+  let viaProxy: PubSub;
   let namespace: string;
   let t: ReconcilerForTest;
   let custom: CustomObjectsApi;
@@ -88,16 +92,19 @@ describe('topic controller: the kit policies', () => {
   const topicId = (name: string) => `k8s.${namespace}.${name}`;
   const topicName = (name: string) => `projects/${EMULATOR_PROJECT}/topics/${topicId(name)}`;
   const exists = async (name: string) => (await pubsub.topic(topicId(name)).exists())[0];
+  /** Its topic's labels, read through the proxy (counted). */
+  const labelsOf = async (name: string) => (await viaProxy.topic(topicId(name)).getMetadata())[0].labels;
   /** The Pub/Sub methods called since `counts.clear()`, e.g. `['GetTopic']`. */
   const called = () => [...proxy.counts.keys()].map((p) => p.split('/').at(-1));
 
   before(async () => {
     emulator = await startPubSubEmulator();
-    proxy = await startGrpcProxy(emulator.host);
+    proxy = await startGrpcProxy(emulator.host, { topicLabels: true });
     // The controller's client (one per process) reads these at its first use: through the proxy.
     process.env.LEVELSET_CLOUD_EMULATOR_HOST = proxy.host;
     delete process.env.LEVELSET_CLOUD_PROJECT;
     pubsub = new PubSub({ projectId: EMULATOR_PROJECT, ...emulatorClientOptions(emulator.host) });
+    viaProxy = new PubSub({ projectId: EMULATOR_PROJECT, ...emulatorClientOptions(proxy.host) });
     cluster = await startTestCluster();
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     namespace = await cluster.createNamespace('topic-policy');
@@ -111,6 +118,7 @@ describe('topic controller: the kit policies', () => {
     } finally {
       delete process.env.LEVELSET_CLOUD_EMULATOR_HOST;
       await pubsub?.close();
+      await viaProxy?.close();
       await cluster?.stop();
       await proxy?.close();
       await emulator?.stop();
@@ -190,43 +198,70 @@ describe('topic controller: the kit policies', () => {
     assert.ok(await exists('held'), 'another object’s topic is never deleted');
   });
 
-  it('adopt: marks an unmarked topic (the UpdateTopic of its labels, which the emulator refuses)', async () => {
+  it('adopt: marks an unmarked topic (its labels: the spec’s and the uid), Ready=True, then manages it; under never it is refused', async () => {
     await pubsub.createTopic({ name: topicId('orphan'), labels: { team: 'other' } });
-    await create('orphan', { [ADOPTION_POLICY]: 'adopt' });
-    proxy.counts.clear();
-    const run = await t.reconcile({ namespace, name: 'orphan' });
-    assert.deepEqual(called(), ['GetTopic', 'UpdateTopic'], 'read, then marked');
-    // On Pub/Sub the topic is now the Topic's; the emulator answers the label update INVALID_ARGUMENT.
-    assert.equal(run.error?.reason, 'InvalidArgument');
-    assert.match(run.error?.message ?? '', new RegExp(`^update ${topicName('orphan')}: .*labels`));
-    // Under `never`, the same topic is refused without a write.
-    await annotate('orphan', { [ADOPTION_POLICY]: 'never' });
+    await create('orphan', { [ADOPTION_POLICY]: 'never' }, { labels: { team: 'mine' } });
     proxy.counts.clear();
     assert.equal((await t.reconcile({ namespace, name: 'orphan' })).error?.reason, 'ResourceExists');
-    assert.deepEqual(called(), ['GetTopic']);
+    assert.deepEqual(called(), ['GetTopic'], 'under never: refused, nothing written');
+    await annotate('orphan', { [ADOPTION_POLICY]: 'adopt' });
+    proxy.counts.clear();
+    proxy.modelled.clear();
+    assert.equal((await t.reconcile({ namespace, name: 'orphan' })).error, undefined);
+    assert.deepEqual(called(), ['GetTopic', 'UpdateTopic'], 'read, then marked');
+    assert.equal(proxy.modelled.get(`${PUBLISHER}UpdateTopic`), 1, "the mark answered by the proxy's model");
+    const { uid } = (await get('orphan')).metadata;
+    assert.deepEqual(await labelsOf('orphan'), { team: 'mine', [CLOUD_OWNER_LABEL]: uid });
+    // The Topic's now: read, found converged, Ready; deleted with its Topic (the default policy).
+    proxy.counts.clear();
+    assert.equal((await t.reconcile({ namespace, name: 'orphan' })).error, undefined);
+    assert.deepEqual(called(), ['GetTopic'], 'converged');
+    assert.deepEqual(
+      [ready(await get('orphan'))?.status, ready(await get('orphan'))?.reason],
+      ['True', 'Available'],
+    );
+    await remove('orphan');
+    proxy.counts.clear();
+    assert.equal((await t.reconcile({ namespace, name: 'orphan' })).error, undefined);
+    assert.deepEqual(called(), ['GetTopic', 'DeleteTopic']);
+    assert.ok(!(await exists('orphan')), 'deleted');
+    await waitFor(() => gone('orphan'), { message: 'the Topic gone' });
   });
 
-  it('abandon: the finalizer leaves the topic and removes the mark (a label update); a policy changed while deleting takes effect', async () => {
-    await create('kept', { [DELETION_POLICY]: 'abandon' });
+  it('abandon: the finalizer leaves the topic with the owner mark removed (a label update), and the object goes', async () => {
+    await create('kept', { [DELETION_POLICY]: 'abandon' }, { labels: { team: 'kept' } });
     assert.equal((await t.reconcile({ namespace, name: 'kept' })).error, undefined);
-    assert.ok(await exists('kept'));
+    const { uid } = (await get('kept')).metadata;
+    assert.deepEqual(await labelsOf('kept'), { team: 'kept', [CLOUD_OWNER_LABEL]: uid }, 'marked');
     await remove('kept');
     proxy.counts.clear();
-    const run = await t.reconcile({ namespace, name: 'kept' });
-    assert.deepEqual(called(), ['GetTopic', 'UpdateTopic'], 'the mark removed, nothing deleted');
-    assert.equal(
-      run.error?.reason,
-      'InvalidArgument',
-      'the emulator refuses the label update; the finalizer stays',
-    );
-    assert.ok((await get('kept')).metadata.deletionTimestamp, 'held by the finalizer');
-    // The policy changed on the object being deleted: the next reconcile deletes the topic.
-    await annotate('kept', { [DELETION_POLICY]: 'delete' });
-    proxy.counts.clear();
     assert.equal((await t.reconcile({ namespace, name: 'kept' })).error, undefined);
-    assert.deepEqual(called(), ['GetTopic', 'DeleteTopic']);
-    assert.ok(!(await exists('kept')), 'deleted');
+    assert.deepEqual(called(), ['GetTopic', 'UpdateTopic'], 'the mark removed, nothing deleted');
     await waitFor(() => gone('kept'), { message: 'the Topic gone' });
+    assert.ok(await exists('kept'), 'the topic left in place');
+    assert.deepEqual(await labelsOf('kept'), { team: 'kept' }, 'the owner mark removed, the rest kept');
+  });
+
+  it('a deletion policy changed on an object being deleted takes effect: an abandon held by a refused unmark becomes a delete', async () => {
+    await create('abandoning', { [DELETION_POLICY]: 'abandon' });
+    assert.equal((await t.reconcile({ namespace, name: 'abandoning' })).error, undefined);
+    await remove('abandoning');
+    // The unmark refused, as Pub/Sub refuses an identity without pubsub.topics.update.
+    proxy.fail({
+      path: /\/UpdateTopic$/,
+      code: 7,
+      message: 'permission denied by the test’s proxy',
+      times: 1,
+    });
+    const run = await t.reconcile({ namespace, name: 'abandoning' });
+    assert.equal(run.error?.reason, 'PermissionDenied');
+    assert.ok((await get('abandoning')).metadata.deletionTimestamp, 'held by the finalizer');
+    await annotate('abandoning', { [DELETION_POLICY]: 'delete' });
+    proxy.counts.clear();
+    assert.equal((await t.reconcile({ namespace, name: 'abandoning' })).error, undefined);
+    assert.deepEqual(called(), ['GetTopic', 'DeleteTopic']);
+    assert.ok(!(await exists('abandoning')), 'deleted');
+    await waitFor(() => gone('abandoning'), { message: 'the Topic gone' });
   });
 
   it('reconcile-interval: 10m requeues after 600000 ms; 0 and none ask for no requeue (only events and the resync)', async () => {
