@@ -18,6 +18,7 @@ import {
   SECTIONS,
 } from '../../bench/report.ts';
 import { controllers } from '../../functions/controllers/index.ts';
+import { PRELOAD } from '../../local/parent-watch.ts';
 import { killSession, session, sessionEmptied } from '../support/processes.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -41,9 +42,13 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
-/** A `bench/run.ts` process in a session of its own (its id is the process's pid), whose processes the test lists. */
+/**
+ * A `bench/run.ts` process in a session of its own (its id is the process's pid), whose processes
+ * the test lists. Out of this process's group, a Ctrl-C of the test does not reach it: it watches
+ * its parent as the local stack's children do (local/parent-watch.ts), and stops when the test goes.
+ */
 function startBench(args: string[]) {
-  const child = spawn(process.execPath, [join(root, 'bench', 'run.ts'), ...args], {
+  const child = spawn(process.execPath, [`--import=${PRELOAD}`, join(root, 'bench', 'run.ts'), ...args], {
     cwd: root,
     detached: true,
     env: { ...process.env, METADATA_SERVER_DETECTION: undefined },
@@ -263,6 +268,7 @@ test('SIGTERM stops what the bench started: its stacks, API server and emulator'
       `the bench exits after SIGTERM: ${bench.stderr().slice(-2000)}`,
     );
     assert.equal(await bench.exited, 143, bench.stderr().slice(-2000));
+    assert.match(bench.stderr(), /SIGTERM: stopping what the bench started/);
     await sessionEmptied(bench.sid);
   } finally {
     killSession(bench.sid);
