@@ -13,8 +13,10 @@ import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
+import { PRELOAD } from '../local/parent-watch.ts';
 import type { PubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
+import type { startLocalStack } from '../local/stack.ts';
 import type { CostRow } from './cost.ts';
 import type { Figure, Series } from './report.ts';
 import { applyCrds, FOOS, log, quiet, stopChild, waitForServed } from './support.ts';
@@ -146,6 +148,11 @@ export interface SectionEnv {
   anotherApiServer(): Promise<ApiServer>;
   /** The run's Pub/Sub emulator (started at the first call of the run). */
   emulator(): Promise<Emulator>;
+  /**
+   * local/stack.ts's `startLocalStack`, for the driver to know the stack: a signal that
+   * interrupts the run stops it (the section still stops it itself when it is done).
+   */
+  startLocalStack: typeof startLocalStack;
 }
 
 /** What a section measured. */
@@ -177,9 +184,17 @@ const BENCH_CRDS = ['foo', 'customcluster', 'icecream'] as const;
 export async function startApiServer(): Promise<ApiServer> {
   const dir = mkdtempSync(join(tmpdir(), 'levelset-bench-apiserver-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
+  // It stops itself when the bench dies, as the local stack's children do (local/parent-watch.ts).
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'local', 'apiserver', 'main.ts'), '--kubeconfig', kubeconfigPath, '--history', '20000'],
+    [
+      `--import=${PRELOAD}`,
+      join(repoRoot, 'local', 'apiserver', 'main.ts'),
+      '--kubeconfig',
+      kubeconfigPath,
+      '--history',
+      '20000',
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   log(`local API server: pid ${child.pid}; bench: pid ${process.pid}`);

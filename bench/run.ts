@@ -12,13 +12,18 @@
  * Each section is a file of bench/sections/, run on what bench/environment.ts starts for it. Every
  * figure comes with the baseline measured in the same run. Nothing here is a test: no figure is
  * asserted.
+ *
+ * SIGTERM or SIGINT (a test's timeout, Ctrl-C) stops what the run started — the running section's
+ * local stacks and API servers, the spare API server, the emulator — each by its own stop, and
+ * exits 128 + the signal's number (143, 130) without writing a report.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
+import { type AnyLocalStack, type LocalStackOptions, startLocalStack } from '../local/stack.ts';
 import {
   type ApiServer,
   type Emulator,
@@ -110,19 +115,61 @@ const freshApiServer = (more: boolean): Promise<ApiServer> => {
   return server;
 };
 
+/** The running section's local stacks and API servers (started or starting), for {@link stopOnSignal}. */
+let sectionStarted: { stacks: Promise<AnyLocalStack>[]; servers: Promise<ApiServer>[] } = {
+  stacks: [],
+  servers: [],
+};
+/** The signal that interrupted the run: nothing starts after it. */
+let interrupted: NodeJS.Signals | undefined;
+/** The stop a signal began; it ends the process. */
+let stopping: Promise<void> | undefined;
+const refuseIfInterrupted = () => {
+  if (interrupted) throw new Error(`the bench was interrupted (${interrupted})`);
+};
+
+/**
+ * Stops what the run started, each by its own stop (the running section's stacks first, then the
+ * API servers, then the emulator), and exits 128 + the signal's number. The section itself may
+ * still be running: what it starts from now on is refused.
+ */
+const stopOnSignal = (signal: NodeJS.Signals) => {
+  if (interrupted) return;
+  interrupted = signal;
+  log(`${signal}: stopping what the bench started`);
+  const settled = async <T>(p: Promise<T> | undefined) => p?.catch(() => undefined);
+  stopping = (async () => {
+    await Promise.all(sectionStarted.stacks.map(async (s) => (await settled(s))?.stop()));
+    await Promise.all([...sectionStarted.servers, spare].map(async (s) => (await settled(s))?.stop()));
+    const e = await settled(emulator);
+    await e?.pubsub.close().catch(() => {});
+    await e?.emulator.stop();
+  })()
+    .catch((err: unknown) => {
+      log(`stopping after ${signal} failed: ${String(err)}`);
+    })
+    .finally(() => process.exit(128 + constants.signals[signal]));
+};
+process.on('SIGTERM', stopOnSignal);
+process.on('SIGINT', stopOnSignal);
+
 try {
   // A section that fails is reported as a note; the others still run.
   for (const [i, section] of selected.entries()) {
+    if (interrupted) break;
     const more = i < selected.length - 1;
     log(`section ${section.name}`);
     const t0 = performance.now();
     const servers: Promise<ApiServer>[] = [];
+    const stacks: Promise<AnyLocalStack>[] = [];
+    sectionStarted = { stacks, servers };
     let own: Promise<ApiServer> | undefined;
     const env: SectionEnv = {
       tiny,
       sizes,
       log,
       apiServer: () => {
+        refuseIfInterrupted();
         if (!own) {
           own = freshApiServer(more);
           servers.push(own);
@@ -130,14 +177,22 @@ try {
         return own;
       },
       anotherApiServer: () => {
+        refuseIfInterrupted();
         const server = startApiServer();
         servers.push(server);
         return server;
       },
       emulator: () => {
+        refuseIfInterrupted();
         emulator ??= startPubSubEmulator().then(emulatorEnv);
         return emulator;
       },
+      startLocalStack: ((options: LocalStackOptions) => {
+        refuseIfInterrupted();
+        const stack = startLocalStack(options);
+        stacks.push(stack);
+        return stack;
+      }) as typeof startLocalStack,
     };
     try {
       const out = await section.run(env);
@@ -164,6 +219,9 @@ try {
     await e?.emulator.stop();
   }
 }
+
+// Interrupted: no report; the stop ends the process.
+if (stopping) await stopping;
 
 results.durationMs = Math.round(performance.now() - started);
 writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

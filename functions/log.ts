@@ -37,6 +37,12 @@ export function traceFields(): { trace_id?: string; span_id?: string; trace_flag
 
 /**
  * The root logger of a process. Level from `LOG_LEVEL` (default `info`).
+ *
+ * Without `destination`, each line is written to stdout at once (`pino.destination({ sync: true })`),
+ * not buffered: pino's asynchronous default flushes its buffer in a `process.on('exit')` hook,
+ * whose synchronous write retries forever on EPIPE, so a process whose stdout's reader had gone
+ * (the local stack's child after its parent died) hung in `process.exit()`, deaf to SIGTERM. On
+ * EPIPE the synchronous destination stops writing instead.
  * @param component `relay`, `functions`, `local`… — becomes `serviceContext.service` (`levelset-<component>`).
  */
 export function createLogger(component: string, destination?: pino.DestinationStream): Logger {
@@ -49,7 +55,7 @@ export function createLogger(component: string, destination?: pino.DestinationSt
     },
     { level: process.env.LOG_LEVEL ?? 'info', redact, mixin: traceFields },
   );
-  return destination ? pino(config, destination) : pino(config);
+  return pino(config, destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 /**

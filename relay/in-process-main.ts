@@ -103,5 +103,6 @@ export async function runInProcess(controllers: readonly Controller[]): Promise<
   stopOnSignals(logger, async () => {
     await running.stop();
     await tracing.shutdown();
+    return 0;
   });
 }

@@ -1,12 +1,15 @@
 /**
  * The relay process, {@link runRelay}: configuration from the environment ({@link loadRelayConfig}),
  * the shared key publisher, {@link startRelay} with the project's controllers; SIGTERM/SIGINT stop
- * the informers, publish the keys still in the collapse window, flush, and exit 0. Its callers:
+ * the informers, publish the keys still in the collapse window, flush within
+ * `STOP_FLUSH_TIMEOUT_MS` (relay/relay.ts), and exit. Its callers:
  * `levelset relay` (the project's registry, functions/project.ts) and the relay bundle's entry,
  * which imports the registry (`levelset build`, cli/build.ts).
  *
- * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, or a shutdown
- * that did not finish within `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
+ * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, a shutdown
+ * that left keys unpublished (the flush's deadline passed or a publish failed: logged with their
+ * count; the next resync enqueues them again), or one that did not finish within
+ * `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 
 import type { Controller } from '../functions/contract/controller.ts';
@@ -85,8 +88,11 @@ export async function runRelay(controllers: readonly Controller[]): Promise<void
   }
 
   stopOnSignals(logger, async () => {
-    await relay.stop();
-    await publisher.close();
+    const { flushed, unpublished } = await relay.stop();
+    // After the flush's deadline the Pub/Sub client still holds the publishes given up on: its
+    // close would wait for them.
+    if (flushed) await publisher.close();
     await tracing.shutdown();
+    return flushed && unpublished === 0 ? 0 : 1;
   });
 }

@@ -416,9 +416,12 @@ export class KeyPipeline {
     while (this.#inFlight.size) await Promise.allSettled([...this.#inFlight]);
   }
 
-  /** Keys whose publish failed, waiting in the retry buffer. */
-  get retrying(): number {
-    return this.#retry.size;
+  /**
+   * Keys not published yet: publishes not settled (pending in the Pub/Sub client or waiting for a
+   * slot), keys in the retry buffer and in the collapse window.
+   */
+  get unpublished(): number {
+    return this.#inFlight.size + this.#retry.size + this.#collapser.size;
   }
 
   /**

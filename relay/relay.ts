@@ -59,6 +59,8 @@ export interface RelayOptions {
   maxInFlight?: number;
   /** Metrics to record into; default: a fresh registry. */
   metrics?: RelayMetrics;
+  /** ms {@link Relay.stop} waits for the last publishes; default {@link STOP_FLUSH_TIMEOUT_MS}. */
+  stopFlushTimeoutMs?: number;
 }
 
 /** What an informer of a running relay is doing (for tests and debugging). */
@@ -79,6 +81,27 @@ export interface InformerStatus {
  */
 export const NOT_WATCHING_GRACE_MS = 5_000;
 
+/**
+ * The longest {@link Relay.stop} waits for the keys it still holds to be published, in ms: after
+ * it, they are given up (the periodic resync publishes every primary's key again). Under the local
+ * stack's 10 s between SIGTERM and SIGKILL (local/service.ts) and well under Kubernetes' default
+ * `terminationGracePeriodSeconds` of 30 s; a publish to an unreachable Pub/Sub otherwise retries
+ * for `RELAY_PUBLISH_TIMEOUT_MS` (30 s).
+ */
+export const STOP_FLUSH_TIMEOUT_MS = 5_000;
+
+/** What {@link Relay.stop} left undone. */
+export interface RelayStopResult {
+  /** The flush finished before {@link STOP_FLUSH_TIMEOUT_MS}. */
+  flushed: boolean;
+  /**
+   * Keys not published when the stop gave up on them ({@link STOP_FLUSH_TIMEOUT_MS}) or whose
+   * publish failed: publishes Pub/Sub had not accepted, keys in the retry buffer or the collapse
+   * window. 0 after a complete flush.
+   */
+  unpublished: number;
+}
+
 export interface Relay {
   /**
    * True once every informer's first LIST is in its cache (client-go's `WaitForCacheSync`) and while
@@ -89,8 +112,13 @@ export interface Relay {
   ready(): boolean;
   /** Resolves when {@link ready} becomes true. */
   whenReady(): Promise<void>;
-  /** Stops every informer, publishes the keys still in the collapse window, flushes the publisher, closes HTTP. */
-  stop(): Promise<void>;
+  /**
+   * Stops taking work (every informer stops; no event is handled after), publishes the keys still
+   * in the collapse window, flushes the publisher, closes HTTP. The flush is bounded: after
+   * {@link RelayOptions.stopFlushTimeoutMs} the keys not yet published are dropped and logged
+   * (`keys not published at stop`, an ERROR line with their count). Never rejects; idempotent.
+   */
+  stop(): Promise<RelayStopResult>;
   /** Port of `/healthz`, `/readyz`, `/metrics`. */
   port: number;
   metrics: RelayMetrics;
@@ -253,7 +281,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     logger.info({ informers: informers.size }, 'relay ready: every informer synced');
   });
 
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<RelayStopResult> | undefined;
+  const flushTimeoutMs = options.stopFlushTimeoutMs ?? STOP_FLUSH_TIMEOUT_MS;
   return {
     port: server.port,
     metrics,
@@ -271,22 +300,44 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     stop() {
       stopping ??= (async () => {
         logger.info({ pendingKeys: pipeline.pending }, 'relay stopping: stopping informers, flushing keys');
-        await Promise.all([...informers.values()].map((i) => i.stop()));
-        await pipeline.flush();
-        try {
-          await options.publisher.flush();
-        } catch (err) {
-          logger.error({ err }, 'publish failed');
-        }
-        const unpublished = pipeline.retrying;
+        // Each informer stops handling events at once (stop() aborts first, then waits for its
+        // loop, which may be in a request): the flush below holds every key there will be.
+        const informersStopped = Promise.all([...informers.values()].map((i) => i.stop()));
+        const flushed = (async () => {
+          await pipeline.flush();
+          try {
+            await options.publisher.flush();
+          } catch (err) {
+            logger.error({ err }, 'publish failed');
+          }
+        })();
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const deadline = new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), flushTimeoutMs);
+        });
+        const complete = await Promise.race([flushed.then(() => true), deadline]);
+        const informersDone = await Promise.race([informersStopped.then(() => true), deadline]);
+        clearTimeout(timer);
+        const unpublished = pipeline.unpublished;
         pipeline.discard();
-        if (unpublished)
+        if (!complete)
+          logger.error(
+            { unpublishedKeys: unpublished, timeoutMs: flushTimeoutMs },
+            'keys not published at stop: dropped after the stop deadline (the next resync enqueues them again)',
+          );
+        else if (unpublished)
           logger.warn(
-            { keys: unpublished },
-            'keys still unpublished at stop: the next resync reconciles them',
+            { unpublishedKeys: unpublished },
+            'keys not published at stop: their publish failed (the next resync enqueues them again)',
+          );
+        if (!informersDone)
+          logger.warn(
+            { timeoutMs: flushTimeoutMs },
+            'an informer was still in a request at the stop deadline',
           );
         await server.close();
-        logger.info('relay stopped');
+        logger.info({ unpublishedKeys: unpublished }, 'relay stopped');
+        return { flushed: complete, unpublished };
       })();
       return stopping;
     },

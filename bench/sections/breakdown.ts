@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { readSpans, type TracedSpan } from '../../cli/impl/trace.ts';
 import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import { startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { type Figure, quantiles } from '../report.ts';
 import { quiet, sleep, watchObjects } from '../support.ts';
@@ -59,7 +58,7 @@ async function tracedWorkload(env: SectionEnv, api: ApiServer, stateDir: string)
   const foos = watchObjects(api.kc, `/apis/samplecontroller.k8s.io/v1alpha1/namespaces/${NS}/foos`);
   await Promise.all([secrets.ready, foos.ready]);
   const changes: TracedChange[] = [];
-  const stack = await startLocalStack({
+  const stack = await env.startLocalStack({
     mode: 'serverless',
     kubeconfigPath: api.kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: SOURCE, LOG_LEVEL: 'warn' },

@@ -5,7 +5,7 @@
  */
 import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import { STACK_MODES, type StackMode, startLocalStack } from '../../local/stack.ts';
+import { STACK_MODES, type StackMode } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv, SectionOutput } from '../environment.ts';
 import { comparing, type Figure, figuresOf, quantiles } from '../report.ts';
 import { now, type ObjectWatch, quiet, sleep, watchObjects } from '../support.ts';
@@ -63,7 +63,7 @@ async function runMode(
   await api.createNs(ns);
   let reconciles = 0;
   const delivered: DeliveryLine[] = [];
-  const stack = await startLocalStack({
+  const stack = await env.startLocalStack({
     mode,
     kubeconfigPath: api.kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: SOURCE, LOG_LEVEL: 'info' },

@@ -5,7 +5,7 @@
  */
 import { LABELS } from '../../functions/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import { type LocalCluster, type LocalStack, startLocalStack } from '../../local/stack.ts';
+import type { LocalCluster, LocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { comparing, type Figure } from '../report.ts';
 import { now, type ObjectWatch, procStatusKib, quiet, sleep, watchObjects } from '../support.ts';
@@ -72,7 +72,7 @@ async function runConfiguration(
     // stack started is stopped below, also when another's start failed.
     const starts = await Promise.allSettled(
       deployments.map((d) =>
-        startLocalStack({
+        env.startLocalStack({
           kubeconfigPath: (d[0] as LocalCluster).kubeconfigPath,
           clusters: d,
           env: { LOG_LEVEL: 'info' },

@@ -9,7 +9,7 @@ import { controllers as registry } from '../../functions/controllers/index.ts';
 import { LABELS } from '../../functions/log.ts';
 import { createKeyPublisher } from '../../functions/publish.ts';
 import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
-import { type LocalStack, startLocalStack } from '../../local/stack.ts';
+import type { LocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { figuresOf, quantiles } from '../report.ts';
 import { quiet, watchObjects } from '../support.ts';
@@ -56,7 +56,7 @@ async function oneRun(env: SectionEnv, api: ApiServer, run: number): Promise<Run
   const ns = `bench-priority-${run}`;
   await api.createNs(ns);
   const delivered: DeliveryLine[] = [];
-  const stack = await startLocalStack({
+  const stack = await env.startLocalStack({
     mode: 'serverless',
     kubeconfigPath: api.kubeconfigPath,
     env: { LOG_LEVEL: 'info' },

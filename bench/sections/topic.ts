@@ -7,7 +7,6 @@ import type { Controller } from '../../functions/contract/controller.ts';
 import { controllers as registry } from '../../functions/controllers/index.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
-import { startLocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { type Figure, figuresOf, quantiles } from '../report.ts';
 import {
@@ -91,7 +90,7 @@ async function deletes(env: SectionEnv, api: ApiServer): Promise<Figure[]> {
   const ns = 'bench-topic-delete';
   await api.createNs(ns);
   // It never resyncs: no idle resync function beside what is measured.
-  const stack = await startLocalStack({
+  const stack = await env.startLocalStack({
     mode: 'serverless',
     kubeconfigPath: api.kubeconfigPath,
     env: {},

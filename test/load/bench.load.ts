@@ -3,12 +3,11 @@
 // write every section (each section's code runs; its tiny sizes measure nothing worth reading). No timing is asserted (benchmarks are not tests); only that the figures are
 // sane: the cost section prices every shipped controller, the fleet section has its ratios.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import {
   type BenchResults,
   cdfChart,
@@ -19,9 +18,80 @@ import {
   SECTIONS,
 } from '../../bench/report.ts';
 import { controllers } from '../../functions/controllers/index.ts';
+import { PRELOAD } from '../../local/parent-watch.ts';
+import { killSession, session, sessionEmptied } from '../support/processes.ts';
+import { waitFor } from '../support/wait.ts';
 
-const exec = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
+
+/** ms a bench process may run; then it gets SIGTERM, which makes it stop what it started. */
+const BENCH_TIMEOUT_MS = 600_000;
+/** ms a bench process has to stop what it started after SIGTERM (its stacks stop side by side). */
+const BENCH_STOP_MS = 60_000;
+
+/** Resolves `true` when `p` settles within `ms`, else `false` (the timer does not outlive it). */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A `bench/run.ts` process in a session of its own (its id is the process's pid), whose processes
+ * the test lists. Out of this process's group, a Ctrl-C of the test does not reach it: it watches
+ * its parent as the local stack's children do (local/parent-watch.ts), and stops when the test goes.
+ */
+function startBench(args: string[]) {
+  const child = spawn(process.execPath, [`--import=${PRELOAD}`, join(root, 'bench', 'run.ts'), ...args], {
+    cwd: root,
+    detached: true,
+    env: { ...process.env, METADATA_SERVER_DETECTION: undefined },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stdout.resume();
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    sid: child.pid ?? 0,
+    exited,
+    stderr: () => stderr,
+    kill: (signal: NodeJS.Signals) => child.kill(signal),
+  };
+}
+
+/**
+ * Runs `bench/run.ts` with `args` until it exits 0 and leaves no process. At
+ * {@link BENCH_TIMEOUT_MS} it is sent SIGTERM, and the test fails; either way its session must be
+ * empty afterwards (what a failure leaves is killed, and named).
+ * @returns its stderr
+ */
+async function runBench(args: string[]): Promise<string> {
+  const bench = startBench(args);
+  try {
+    if (!(await within(bench.exited, BENCH_TIMEOUT_MS))) {
+      bench.kill('SIGTERM');
+      const stopped = await within(bench.exited, BENCH_STOP_MS);
+      await sessionEmptied(bench.sid);
+      throw new Error(
+        `bench ${args.join(' ')} did not finish in ${BENCH_TIMEOUT_MS} ms (${stopped ? 'stopped on SIGTERM' : 'still running after SIGTERM'}): ${bench.stderr().slice(-3000)}`,
+      );
+    }
+    assert.equal(await bench.exited, 0, bench.stderr().slice(-3000));
+    await sessionEmptied(bench.sid);
+    return bench.stderr();
+  } finally {
+    killSession(bench.sid);
+  }
+}
 
 /**
  * The bench's sections (bench/run.ts, `--only` names) in three groups of about the same time, each
@@ -59,19 +129,7 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
     const runs = await Promise.all(
       GROUPS.map(async (only, i): Promise<GroupRun> => {
         const dir = join(out, String(i));
-        const args = [
-          join(root, 'bench', 'run.ts'),
-          '--tiny',
-          '--out',
-          dir,
-          ...only.flatMap((s) => ['--only', s]),
-        ];
-        const { stderr } = await exec(process.execPath, args, {
-          cwd: root,
-          maxBuffer: 16 << 20,
-          timeout: 600_000,
-          env: { ...process.env, METADATA_SERVER_DETECTION: undefined },
-        });
+        const stderr = await runBench(['--tiny', '--out', dir, ...only.flatMap((s) => ['--only', s])]);
         assert.doesNotMatch(stderr, /MetadataLookupWarning/, 'no Pub/Sub client probes a metadata server');
         return {
           only,
@@ -184,6 +242,36 @@ test('npm run bench -- --tiny writes results.json, report.md and the SVG chart w
       'the latency chart of the end to end',
     );
   } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('SIGTERM stops what the bench started: its stacks, API server and emulator', {
+  skip: process.platform !== 'linux',
+}, async (t) => {
+  if (process.env.TEST_KUBECONFIG) {
+    t.skip('the bench runs its own local API server');
+    return;
+  }
+  const out = mkdtempSync(join(tmpdir(), 'levelset-bench-test-'));
+  const bench = startBench(['--tiny', '--out', out, '--only', 'e2e/throughput']);
+  try {
+    // The serverless stack runs once its relay does (the stack starts the relay last but for its resync timer).
+    await waitFor(() => session(bench.sid).some((p) => /levelset\.ts relay/.test(p.args)), {
+      timeoutMs: 300_000,
+      intervalMs: 500,
+      message: `a relay in the bench's session: ${bench.stderr().slice(-2000)}`,
+    });
+    bench.kill('SIGTERM');
+    assert.ok(
+      await within(bench.exited, BENCH_STOP_MS),
+      `the bench exits after SIGTERM: ${bench.stderr().slice(-2000)}`,
+    );
+    assert.equal(await bench.exited, 143, bench.stderr().slice(-2000));
+    assert.match(bench.stderr(), /SIGTERM: stopping what the bench started/);
+    await sessionEmptied(bench.sid);
+  } finally {
+    killSession(bench.sid);
     rmSync(out, { recursive: true, force: true });
   }
 });

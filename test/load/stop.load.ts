@@ -14,17 +14,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { repoRoot } from '../../local/service.ts';
 import { readStackState, stackStatePath } from '../../local/state.ts';
+import { killSession, session, sessionEmptied } from '../support/processes.ts';
 import { waitFor } from '../support/wait.ts';
-
-/** The processes of session `sid` (its leader included). */
-function session(sid: number): { pid: number; args: string }[] {
-  const out = execFileSync('ps', ['-e', '-o', 'pid=,sid=,args='], { encoding: 'utf8' });
-  return out
-    .split('\n')
-    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
-    .filter((m): m is RegExpExecArray => !!m && Number(m[2]) === sid)
-    .map((m) => ({ pid: Number(m[1]), args: m[3] ?? '' }));
-}
 
 describe('stopping the local stack leaves no process', { skip: process.platform !== 'linux' }, () => {
   let stateDir: string;
@@ -71,18 +62,6 @@ describe('stopping the local stack leaves no process', { skip: process.platform 
         `${part} in the session: ${processes.map((p) => p.args).join('\n')}`,
       );
   };
-  const emptied = (sid: number) =>
-    waitFor(() => session(sid).length === 0, {
-      timeoutMs: 30_000,
-      intervalMs: 200,
-      message: `no process left in session ${sid}`,
-    }).catch((err: Error) => {
-      throw new Error(
-        `${err.message}: ${session(sid)
-          .map((p) => `${p.pid} ${p.args}`)
-          .join('\n')}`,
-      );
-    });
   const levelset = (args: string[]) => {
     try {
       return {
@@ -106,13 +85,7 @@ describe('stopping the local stack leaves no process', { skip: process.platform 
 
   after(() => {
     // Whatever a failed test left behind.
-    for (const sid of sessions)
-      for (const p of session(sid))
-        try {
-          process.kill(p.pid, 'SIGKILL');
-        } catch {
-          // gone meanwhile
-        }
+    for (const sid of sessions) killSession(sid);
     rmSync(stateDir, { recursive: true, force: true });
   });
 
@@ -120,7 +93,7 @@ describe('stopping the local stack leaves no process', { skip: process.platform 
     const { sid } = await npmStart();
     running(sid);
     process.kill(sid, 'SIGTERM');
-    await emptied(sid);
+    await sessionEmptied(sid);
     assert.ok(!existsSync(stackStatePath(stateDir)), 'stack.json removed');
   });
 
@@ -130,7 +103,7 @@ describe('stopping the local stack leaves no process', { skip: process.platform 
     const state = readStackState(stateDir);
     assert.ok(state);
     process.kill(state.pid, 'SIGKILL');
-    await emptied(first.sid);
+    await sessionEmptied(first.sid);
     assert.ok(existsSync(stackStatePath(stateDir)), 'a killed stack leaves its stack.json');
 
     const status = levelset(['status']);
@@ -161,6 +134,6 @@ describe('stopping the local stack leaves no process', { skip: process.platform 
     assert.equal(code, 1, thirdOut);
     assert.match(thirdOut, /a local stack already runs \(pid \d+/);
     process.kill(second.sid, 'SIGTERM');
-    await emptied(second.sid);
+    await sessionEmptied(second.sid);
   });
 });
