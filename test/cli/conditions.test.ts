@@ -13,8 +13,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { metaTime } from '../../functions/k8s/conditions.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 
 const exec = promisify(execFile);
 const bin = join(

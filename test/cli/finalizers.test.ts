@@ -12,9 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { finalizerName } from '../../functions/kit/index.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { LABELS } from '../../functions/log.ts';
 import { repoRoot } from '../../local/service.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 
 const exec = promisify(execFile);
 const bin = join(

@@ -14,12 +14,12 @@ import { after, before, describe, test } from 'node:test';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import type { Frame } from '../../cli/impl/watch.ts';
 import { controllers } from '../../functions/controllers/index.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import { readStackState, type StackState, writeStackState } from '../../local/state.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {

@@ -22,9 +22,8 @@ import {
 } from '@kubernetes/client-node';
 import { fooController } from '../../functions/controllers/foo/index.ts';
 import { dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
-import { reconcilerForTest } from '../../functions/kit/testing.ts';
+import { reconcilerForTest, startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 import { podsCannotRun, startWorkloads } from '../support/workloads.ts';
 

@@ -23,10 +23,10 @@ import { pino } from 'pino';
 import type { WatchEvent } from '../../functions/contract/controller.ts';
 import { FIELD_MANAGER } from '../../functions/k8s/custom-resource.ts';
 import { skipOwnCreates } from '../../functions/kit/predicates.ts';
+import { noReadyNodeSkip } from '../../functions/kit/testing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { StackMode } from '../../local/stack.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
-import { noReadyNodeSkip } from '../support/cluster.ts';
 import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import {
   keepWatching,

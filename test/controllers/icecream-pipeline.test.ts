@@ -20,9 +20,9 @@ import {
 import { pino } from 'pino';
 import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
+import { noReadyNodeSkip } from '../../functions/kit/testing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { StackMode } from '../../local/stack.ts';
-import { noReadyNodeSkip } from '../support/cluster.ts';
 import { PIPELINE_MODES, type Pipeline, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 

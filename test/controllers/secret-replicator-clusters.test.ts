@@ -17,14 +17,16 @@ import {
   REPLICATE_TO_CLUSTERS_ANNOTATION,
   SOURCE_CLUSTER_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
 import {
+  type ReconcilerForTest,
+  reconcilerForTest,
   secondClusterSkip,
   startSecondTestCluster,
   startTestCluster,
   type TestCluster,
   uniqueSuffix,
-} from '../support/cluster.ts';
+  writesOf,
+} from '../../functions/kit/testing.ts';
 
 const A = 'east';
 const B = 'west';

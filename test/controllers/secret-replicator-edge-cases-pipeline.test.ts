@@ -13,8 +13,8 @@ import {
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
+import { uniqueSuffix } from '../../functions/kit/testing.ts';
 import { LABELS } from '../../functions/log.ts';
-import { uniqueSuffix } from '../support/cluster.ts';
 import {
   leakedSecretValues,
   type Pipeline,

@@ -11,8 +11,8 @@ import {
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
+import { type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import type { StackMode } from '../../local/stack.ts';
-import { type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import {
   PIPELINE_MODES,
   type Pipeline,

@@ -18,9 +18,15 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  uniqueSuffix,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 
 const run = uniqueSuffix();
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -21,10 +21,16 @@ import {
 import { subscriptionController } from '../../functions/controllers/subscription/index.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
 import { CLOUD_OWNER_LABEL, findCondition, parseConditions } from '../../functions/kit/index.ts';
-import { keysFor, type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
+import {
+  keysFor,
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);

@@ -33,13 +33,17 @@ import {
   policiesOf,
   RECONCILE_INTERVAL,
 } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+} from '../../functions/kit/testing.ts';
 import type { EnqueueReason } from '../../functions/message.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);

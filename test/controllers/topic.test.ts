@@ -24,10 +24,15 @@ import {
   findCondition,
   parseConditions,
 } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);

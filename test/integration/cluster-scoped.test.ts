@@ -16,6 +16,7 @@ import { getTestServer } from '@google-cloud/functions-framework/testing';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import * as z from 'zod';
 import { configmaps, customResource, defineController, isControlledBy } from '../../functions/kit/index.ts';
+import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import { keyMessageSchema } from '../../functions/message.ts';
 import { createKeyPublisher } from '../../functions/publish.ts';
@@ -23,7 +24,6 @@ import { createReconcileHandler } from '../../functions/reconcile.ts';
 import { ensureKeysTopology, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { type InProcess, startInProcess } from '../../relay/in-process.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GROUP = 'cluster-scoped.levelset.dev';

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { CoreV1Api, type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { createEventRecorder, eventName, forgetEventCounts } from '../../functions/k8s/events.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 
 const run = promisify(execFile);

@@ -10,9 +10,9 @@ import type { Controller } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
+import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type InProcess, startInProcess } from '../../relay/in-process.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 describe('in-process mode (integration)', () => {

@@ -8,8 +8,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { configmaps, defineController, type Key } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+} from '../../functions/kit/testing.ts';
 
 const OWNER = 'kit-cross.levelset.dev/owner';
 const ORIGIN = 'kit-cross.levelset.dev/origin';

@@ -31,8 +31,12 @@ import {
   removeFinalizer,
   TerminalError,
 } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+} from '../../functions/kit/testing.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GROUP = 'kit-finalizers.levelset.dev';

@@ -8,8 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import * as z from 'zod';
 import { configmaps, customResource, defineController, secrets } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+} from '../../functions/kit/testing.ts';
 
 const GROUP = 'kit-reads.levelset.dev';
 const readers = customResource({ group: GROUP, version: 'v1', kind: 'Reader' });

@@ -26,8 +26,12 @@ import {
   OWNER_LABEL,
   parseConditions,
 } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+} from '../../functions/kit/testing.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GROUP = 'kit-test.levelset.dev';

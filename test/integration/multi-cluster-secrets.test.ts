@@ -20,16 +20,16 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_CLUSTER_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { LABELS } from '../../functions/log.ts';
-import type { LogLine } from '../../local/service.ts';
-import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import {
   secondClusterSkip,
   startSecondTestCluster,
   startTestCluster,
   type TestCluster,
   uniqueSuffix,
-} from '../support/cluster.ts';
+} from '../../functions/kit/testing.ts';
+import { LABELS } from '../../functions/log.ts';
+import type { LogLine } from '../../local/service.ts';
+import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import { waitFor } from '../support/wait.ts';
 
 const A = 'cluster-a';

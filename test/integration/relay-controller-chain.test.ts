@@ -11,10 +11,10 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
 import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
 import { icecreamController } from '../../functions/controllers/icecream/index.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import type { KeyMessage } from '../../functions/message.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);

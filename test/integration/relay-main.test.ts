@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import {
   emulatorHostOf,
@@ -15,7 +16,6 @@ import {
   type PubSubEmulator,
   startPubSubEmulator,
 } from '../../local/pubsub-emulator.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -15,13 +15,13 @@ import {
 import type { Controller, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
 import type { Key } from '../../functions/contract/key.ts';
 import { configmaps, secrets } from '../../functions/kit/resources.ts';
+import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { createKeyPublisher, emulatorClientOptions, type KeyPublisher } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { RelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
-import { startTestCluster, type TestCluster, uniqueSuffix } from '../support/cluster.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 

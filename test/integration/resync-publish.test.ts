@@ -12,13 +12,13 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { createSubscriber } from '../../cli/pubsub.ts';
 import type { Controller, ResourceType } from '../../functions/contract/controller.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import { createKeyPublisher, emulatorClientOptions } from '../../functions/publish.ts';
 import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -9,8 +9,8 @@ import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/clie
 import { pino } from 'pino';
 import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
 import { createEventRecorder } from '../../functions/k8s/events.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { NODE_NAMES, startSimulatedNode } from '../../local/simulated-node.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);

@@ -23,10 +23,10 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
+import { uniqueSuffix } from '../../functions/kit/testing.ts';
 import { emulatorClientOptions } from '../../functions/publish.ts';
 import { repoRoot } from '../../local/service.ts';
 import type { StallReport } from '../../local/watchdog.ts';
-import { uniqueSuffix } from '../support/cluster.ts';
 import { PIPELINE_MODES, type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -17,7 +17,7 @@ import {
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { uniqueSuffix } from '../support/cluster.ts';
+import { uniqueSuffix } from '../../functions/kit/testing.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
