@@ -181,7 +181,6 @@ export const pushEnvelopeSchema = z.object({
   subscription: z.string().optional(),
   deliveryAttempt: z.number().int().optional(),
 });
-export type PushEnvelope = z.infer<typeof pushEnvelopeSchema>;
 
 /** A push body or key message that can never be processed: acknowledged, logged, never retried. */
 export class MalformedMessageError extends Error {

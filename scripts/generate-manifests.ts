@@ -88,9 +88,6 @@ export const NAMES = {
   functionsUserPlaceholder: 'levelset-functions@PROJECT_ID.iam.gserviceaccount.com',
 } as const;
 
-/** The pattern (relative to `functions/controllers`) of CRD files; Terraform's `fileset` uses the same. */
-export const CRD_GLOB = '*/crd.yaml';
-
 /**
  * API groups served by kube-apiserver itself (not by CRDs). A primary in any other group is a custom
  * resource, whose CRD the relay waits for. `samplecontroller.k8s.io` ends in `.k8s.io` yet is a

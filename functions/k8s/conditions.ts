@@ -9,7 +9,6 @@ import * as z from 'zod';
 
 /** `True`, `False` or `Unknown` (metav1.ConditionStatus). */
 export const conditionStatusSchema = z.enum(['True', 'False', 'Unknown']);
-export type ConditionStatus = z.infer<typeof conditionStatusSchema>;
 
 /**
  * One condition (metav1.Condition). `lastTransitionTime` is RFC 3339 with second precision

@@ -3,34 +3,13 @@
  * page however large the collection.
  */
 import {
-  type ConfigurationOptions,
   HttpMethod,
   type KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
-  Observable,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
 import { apiVersionOf, jsonRequester, METADATA_LIST_ACCEPT, resourcePath } from './rest.ts';
-
-/**
- * Request options of a generated client-node API call (e.g. `CoreV1Api.listNamespacedSecret`) asking
- * for a `PartialObjectMetadataList` instead of whole objects (Kubernetes API concepts: "Receiving
- * resources as Tables or metadata only"; client-go's metadata client): the items keep their metadata
- * only, so a LIST of Secrets carries no data.
- */
-export const METADATA_ONLY: ConfigurationOptions = {
-  middleware: [
-    {
-      pre: (context) => {
-        context.setHeaderParam('Accept', METADATA_LIST_ACCEPT);
-        return new Observable(Promise.resolve(context));
-      },
-      post: (response) => new Observable(Promise.resolve(response)),
-    },
-  ],
-  middlewareMergeStrategy: 'append',
-};
 
 /** One page of a LIST: its items and the `continue` token of the next page (absent or `""` on the last). */
 export interface ListPage<T> {

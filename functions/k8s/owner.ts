@@ -6,7 +6,6 @@
  * events map back to its owner's key (sample-controller's `handleObject`).
  */
 import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
-import type { Key } from '../contract/key.ts';
 
 /** Anything with object metadata: a full object or a metadata-only one (PartialObjectMetadata). */
 export interface HasMetadata {
@@ -57,17 +56,4 @@ export function isControlledBy(object: HasMetadata, owner: HasMetadata): boolean
 export function groupOf(apiVersion: string): string {
   const slash = apiVersion.indexOf('/');
   return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
-/**
- * The key of the object controlling `object` when that controller is of `kind` in `group`
- * (any version), as sample-controller's `handleObject` finds the Foo owning a Deployment. A
- * namespaced owner is always in its dependent's namespace (owner references cannot cross
- * namespaces), so the key is `object`'s namespace and the reference's name.
- * @returns `[]` when `object` has no such controller, else one key: ready for a `Watch.map`.
- */
-export function controllerKeysOf(object: HasMetadata, owner: { group: string; kind: string }): Key[] {
-  const ref = controllerRefOf(object);
-  if (!ref || ref.kind !== owner.kind || groupOf(ref.apiVersion) !== owner.group) return [];
-  return [{ namespace: object.metadata?.namespace ?? '', name: ref.name }];
 }

@@ -27,11 +27,6 @@ export function hasFinalizer(object: KubernetesObject, finalizer: string): boole
   return (object.metadata?.finalizers ?? []).includes(finalizer);
 }
 
-/** Whether `object` is being deleted (`metadata.deletionTimestamp` set). */
-export function isBeingDeleted(object: KubernetesObject): boolean {
-  return Boolean(object.metadata?.deletionTimestamp);
-}
-
 /** One RFC 6902 operation, as the finalizer patches use them. */
 type JsonPatchOperation =
   | { op: 'test'; path: string; value: unknown }

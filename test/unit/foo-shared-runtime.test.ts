@@ -10,13 +10,7 @@ import {
   setCondition,
   statusChanged,
 } from '../../functions/k8s/conditions.ts';
-import {
-  controllerKeysOf,
-  controllerRefOf,
-  groupOf,
-  isControlledBy,
-  newControllerRef,
-} from '../../functions/k8s/owner.ts';
+import { controllerRefOf, groupOf, isControlledBy, newControllerRef } from '../../functions/k8s/owner.ts';
 
 const t0 = new Date('2026-01-01T10:00:00.123Z');
 const t1 = new Date('2026-01-01T11:30:00.999Z');
@@ -159,14 +153,7 @@ describe('k8s/owner', () => {
     );
   });
 
-  it('controllerKeysOf maps a dependent to its controller of the given group and kind', () => {
-    const dependent = { metadata: { namespace: 'ns', ownerReferences: [newControllerRef(owner, gvk)] } };
-    assert.deepEqual(controllerKeysOf(dependent, { group: 'samplecontroller.k8s.io', kind: 'Foo' }), [
-      { namespace: 'ns', name: 'example-foo' },
-    ]);
-    assert.deepEqual(controllerKeysOf(dependent, { group: 'other.io', kind: 'Foo' }), []);
-    assert.deepEqual(controllerKeysOf(dependent, { group: 'samplecontroller.k8s.io', kind: 'Bar' }), []);
-    assert.deepEqual(controllerKeysOf({ metadata: { namespace: 'ns' } }, { group: '', kind: 'Foo' }), []);
+  it('groupOf is the API group of an apiVersion', () => {
     assert.equal(groupOf('v1'), '');
     assert.equal(groupOf('apps/v1'), 'apps');
   });

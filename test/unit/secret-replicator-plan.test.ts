@@ -8,11 +8,9 @@ import {
   COPY_LABEL,
   contentHash,
   copyLabelValue,
-  copySelectorFor,
+  desiredCopies,
   desiredCopy,
-  isCopyOf,
   parseReplicateTo,
-  planReplicas,
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
   SOURCE_VERSION_ANNOTATION,
@@ -20,13 +18,47 @@ import {
   sourceKeyOf,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { TerminalError } from '../../functions/k8s/errors.ts';
-import { compareChild, planChild } from '../../functions/kit/cross-namespace.ts';
+import { selectorOf } from '../../functions/kit/children.ts';
+import {
+  compareChild,
+  isOwnedAcross,
+  planChild,
+  planCrossNamespaceChildren,
+} from '../../functions/kit/cross-namespace.ts';
+import type { Key } from '../../functions/kit/index.ts';
 
 const config: SecretReplicatorConfig = {
   sourceNamespace: 'levelset-system',
   excludeNamespaces: ['kube-system', 'kube-public', 'kube-node-lease'],
 };
 const key = { namespace: 'levelset-system', name: 'db-creds' };
+
+/** Whether the kit takes `secret` for a copy of `source`: same name, owned across namespaces by COPIES. */
+const isCopyOf = (secret: V1Secret, source: Key) =>
+  secret.metadata?.name === source.name && isOwnedAcross(secret, source, COPIES);
+
+/**
+ * The diff the kit makes (planCrossNamespaceChildren) of the replicator's desired copies against
+ * `observed` (the copies and the Secrets of the source's name), for one source; `targets` are the
+ * namespaces of the desired copies.
+ */
+function planReplicas(input: {
+  key: Key;
+  source: V1Secret | undefined;
+  namespaces: readonly V1Namespace[] | undefined;
+  observed: readonly V1Secret[];
+  config: SecretReplicatorConfig;
+}) {
+  const desired = desiredCopies(input.key, input.source, input.namespaces ?? [], input.config);
+  const plan = planCrossNamespaceChildren({
+    owner: input.key,
+    tracking: COPIES,
+    desired: desired.children,
+    observed: input.observed.filter((s) => s.metadata?.name === input.key.name),
+    retainNamespaces: desired.retainNamespaces,
+  });
+  return { targets: desired.children.map((c) => c.metadata?.namespace ?? ''), ...plan };
+}
 
 function ns(name: string, terminating = false): V1Namespace {
   return {
@@ -92,7 +124,7 @@ function namespacesOf(list: V1Secret[]): string[] {
 describe('copy label and source annotation', () => {
   test('a short name is its own label value; a long one is truncated plus a hash and stays a valid label value', () => {
     assert.equal(copyLabelValue(key), 'db-creds');
-    assert.equal(copySelectorFor(key), 'levelset.dev/replica-of=db-creds');
+    assert.equal(selectorOf(COPIES.labels(key)), 'levelset.dev/replica-of=db-creds');
     const long = { namespace: 'levelset-system', name: `${'a'.repeat(60)}.b-${'c'.repeat(40)}` };
     const value = copyLabelValue(long);
     assert.ok(value.length <= 63, `length ${value.length}`);

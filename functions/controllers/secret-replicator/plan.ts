@@ -2,7 +2,7 @@
  * The pure half of `secret-replicator`: the labels and annotations that mark a copy
  * ({@link COPIES}, how the kit tracks children in other namespaces), the choice of target
  * namespaces, and the desired copies. No I/O here, so every rule is unit-tested without an API
- * server; {@link planReplicas} shows the diff the kit makes of them (functions/kit/cross-namespace.ts).
+ * server; the kit diffs the desired copies against the live ones (functions/kit/cross-namespace.ts).
  *
  * Ownership rule: Levelset owns a Secret only when it carries BOTH {@link COPY_LABEL} with the
  * source's label value AND {@link SOURCE_ANNOTATION} naming the source, under the source's name.
@@ -15,14 +15,11 @@ import { createHash } from 'node:crypto';
 import type { KubernetesObject, V1Namespace, V1ObjectMeta, V1Secret } from '@kubernetes/client-node';
 import { RE2JS } from 're2js';
 import {
-  type CrossNamespacePlan,
   type CrossNamespaceTracking,
   isDNS1123Label,
   isDNS1123Subdomain,
-  isOwnedAcross,
   type Key,
   ownerClusterOf,
-  planCrossNamespaceChildren,
   TerminalError,
 } from '../../kit/index.ts';
 import type { SecretReplicatorConfig } from './config.ts';
@@ -99,11 +96,6 @@ export const COPIES: CrossNamespaceTracking = {
   contentHashAnnotation: CONTENT_HASH_ANNOTATION,
 };
 
-/** The label selector that lists the copies of one source (all namespaces). */
-export function copySelectorFor(source: Key): string {
-  return `${COPY_LABEL}=${copyLabelValue(source)}`;
-}
-
 /**
  * The source key a copy names in {@link SOURCE_ANNOTATION}, or `undefined` when it is missing or
  * not `<namespace>/<name>` with a valid namespace and Secret name. Reads metadata only.
@@ -151,14 +143,6 @@ export function selectClusters(source: V1Secret, others: readonly string[]): str
     return new RegExp(`^${item.replaceAll('*', '.*').replaceAll('?', '.')}$`);
   });
   return others.filter((id) => patterns.some((p) => p.test(id)));
-}
-
-/**
- * True when Levelset owns `secret` as a copy of `source`: same name, {@link COPY_LABEL} equal to
- * {@link copyLabelValue} and {@link SOURCE_ANNOTATION} equal to `<namespace>/<name>` of the source.
- */
-export function isCopyOf(secret: V1Secret, source: Key): boolean {
-  return secret.metadata?.name === source.name && isOwnedAcross(secret, source, COPIES);
 }
 
 /** True when a Namespace is being deleted (`status.phase: Terminating` or a deletionTimestamp). */
@@ -313,50 +297,4 @@ export function desiredCopies(
     children: isReplicable(source) ? targets.map((ns) => desiredCopy(source, key, ns)) : [],
     retainNamespaces: namespaces.filter(isTerminating).map((ns) => ns.metadata?.name ?? ''),
   };
-}
-
-/** The inputs of {@link planReplicas}: everything a reconcile observed. */
-export interface PlanInput {
-  /** The source key (the reconcile's key). */
-  key: Key;
-  /** The source Secret, `undefined` when it does not exist (or the key is outside the source namespace). */
-  source: V1Secret | undefined;
-  /** Every Namespace; may be `undefined` when `source` is not replicable (they are not needed then). */
-  namespaces: readonly V1Namespace[] | undefined;
-  /**
-   * Observed Secrets: the copies listed by {@link copySelectorFor} plus any Secret of the source's
-   * name seen in a target namespace (owned or not). Other Secrets are ignored; duplicates collapse
-   * (first one wins).
-   */
-  observed: readonly V1Secret[];
-  config: SecretReplicatorConfig;
-}
-
-/**
- * The diff the kit makes of {@link desiredCopies} against observed Secrets (functions/kit/cross-namespace.ts,
- * `planCrossNamespaceChildren`), for one source:
- *
- * - target without a Secret of that name → create;
- * - target with an owned copy → unchanged, update (a PUT body on its resourceVersion), or recreate
- *   (`type` differs: an immutable field; or the copy is `immutable: true` and its data differs);
- * - target with a Secret Levelset does not own → conflict (never written);
- * - owned copy outside the targets → delete, except in a Terminating namespace (left to the
- *   namespace's deletion);
- * - a source that is gone, being deleted, or a service-account token has no targets, so all its
- *   copies are deleted.
- * @throws {TerminalError} reason `InvalidReplicateTo` before any change is planned, when the
- *   source's {@link REPLICATE_TO_ANNOTATION} is invalid.
- */
-export function planReplicas(input: PlanInput): CrossNamespacePlan & { targets: string[] } {
-  const { key } = input;
-  const desired = desiredCopies(key, input.source, input.namespaces ?? [], input.config);
-  const plan = planCrossNamespaceChildren({
-    owner: key,
-    tracking: COPIES,
-    desired: desired.children,
-    observed: input.observed.filter((s) => s.metadata?.name === key.name),
-    retainNamespaces: desired.retainNamespaces,
-  });
-  const targets = desired.children.map((c) => c.metadata?.namespace ?? '');
-  return { targets, ...plan };
 }
