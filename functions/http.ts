@@ -109,15 +109,11 @@ export function rejectRequest(req: Request, rules: RequestRules = {}): Rejection
 
 /**
  * Runs `handler` outside the `node:domain` functions-framework opens for each HTTP request
- * (function_wrappers.js `wrapHttpFunction`: `domain.create().run(...)`, so that a throw in a
- * callback answers that request 500 instead of stopping the instance). While a domain is active,
- * Node's domain module marks every async resource created, every promise included, with it
- * (an async_hooks `init`, a destroy hook per resource) and enters and leaves it around each
- * callback, which a promise-heavy reconcile pays for with a large share of its CPU. Leaving the
- * domain changes one thing: a throw from a callback outside any promise chain now reaches
- * functions-framework's `uncaughtException` handler, which answers the request 500 and stops the
- * instance, as an unhandled rejection already does (Pub/Sub redelivers the key, and dead-letters
- * it after `maxDeliveryAttempts`). A handler's own rejection is still answered 500 by the framework.
+ * (function_wrappers.js `wrapHttpFunction`): an active domain marks every async resource, every
+ * promise included, which costs a promise-heavy reconcile much of its CPU (docs/architecture.md,
+ * decision 35). What changes: a throw from a callback outside any promise chain stops the instance
+ * (functions-framework's `uncaughtException` handler), as an unhandled rejection already does; a
+ * handler's own rejection is still answered 500.
  */
 export function outsideRequestDomain<R>(
   handler: (req: Request, res: Response) => R,

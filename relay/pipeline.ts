@@ -115,10 +115,8 @@ export interface PipelineOptions {
 }
 
 /**
- * Default {@link PipelineOptions.maxInFlight}: 1000 publishes pending at once. A relay that starts
- * on a large cluster emits every key of its first LIST on a leading edge; without a bound each
- * became a pending `publishMessage` inside the Pub/Sub client at once (with ordering keys, each its
- * own batch and Publish call), and tens of thousands of them ran the relay out of its heap.
+ * Default {@link PipelineOptions.maxInFlight}: without a bound, the keys of a relay's first LIST on
+ * a large cluster ran it out of heap as pending publishes (docs/architecture.md, decision 34).
  */
 export const DEFAULT_MAX_IN_FLIGHT = 1000;
 

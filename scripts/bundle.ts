@@ -5,11 +5,8 @@
  * the same way (docs/architecture.md, decision 28): one minified ES module per entry point (Node 24),
  * what is imported dynamically in chunks loaded at first use, client-node's unused modules
  * dropped, `@google-cloud/logging` loaded at its first call, and source maps of Levelset's own code
- * only (a chunk of libraries alone ships none).
- *
- * Why bundles: a process spent most of its start resolving, reading and compiling thousands of
- * module files (@kubernetes/client-node alone is ~2,000, and its `config.js` reaches the whole
- * generated model set), and kept their code in memory (`npm run bench`: cold start; relay memory).
+ * only (a chunk of libraries alone ships none). Why bundles, and the measurements behind each
+ * plugin: docs/architecture.md, decisions 28 and 36.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
@@ -30,12 +27,10 @@ export const COMMONJS_GLOBALS = [
 ].join(' ');
 
 /**
- * `@google-cloud/pino-logging-gcp-config` requires `@google-cloud/logging` at load for two exports
- * it calls only when the service context or the project is not given (functions/log.ts gives both):
- * `Logging` and `detectServiceContext`. That package's index pulls in google-gax, gRPC and every
- * Logging API client (≈ 2 MB of the bundle, most of its load time). Here the logging config gets a
- * stand-in whose two exports load the real package (from node_modules) at their first call, so
- * nothing changes in behaviour and nothing is loaded at start.
+ * `@google-cloud/pino-logging-gcp-config` requires `@google-cloud/logging` (google-gax, gRPC, every
+ * Logging API client) at load for two exports it calls only when the service context or the
+ * project is not given (functions/log.ts gives both). Its stand-in loads the real package at the
+ * first call of either.
  */
 const lazyGoogleCloudLogging: Plugin = {
   name: 'levelset-lazy-google-cloud-logging',
@@ -58,13 +53,10 @@ const lazyGoogleCloudLogging: Plugin = {
 };
 
 /**
- * The bundle's ES modules `import` Node's built-in modules (`node:http`, `https`, `net`, …, from
- * client-node, its proxy agents and Levelset's own code); Node answers an ES module import of a
- * built-in with a facade that reads every export at once, and `node:http`'s include the lazy
- * `WebSocket`, `CloseEvent` and `MessageEvent`, so the first such import compiled Node's internal
- * undici (≈ 20 ms of a cold start, `node --cpu-prof`), which nothing in the functions uses. Here
- * each built-in is `require`d instead (a CommonJS module of one line), as the bundled CommonJS
- * libraries already do: an export is read when the code reads it, so a lazy one stays unloaded.
+ * Node answers an ES module import of a built-in with a facade that reads every export at once:
+ * `node:http`'s lazy `WebSocket` then compiles Node's internal undici, which nothing here uses.
+ * Each built-in is `require`d instead, as the bundled CommonJS libraries do, so a lazy export stays
+ * unloaded.
  */
 const requireBuiltins: Plugin = {
   name: 'levelset-require-builtins',
@@ -83,12 +75,9 @@ const requireBuiltins: Plugin = {
 };
 
 /**
- * pino calls `caller()` (lib/caller.js) at every `pino()`, for the one option that reads it: a
- * transport's target given as a relative path, which Levelset never configures. It calls
- * `util.getCallSites()`, which under `--enable-source-maps` (Terraform's NODE_OPTIONS) maps each
- * frame: at start, the logger's creation parsed the source maps of the start chunks (≈ 15 ms of a
- * cold start, `node --cpu-prof`). The stand-in returns the same script names, unmapped (the bundle's
- * files, which is what a relative target would be resolved against anyway).
+ * pino calls `caller()` (lib/caller.js) at every `pino()` for a transport given by relative path,
+ * which Levelset never configures; under `--enable-source-maps` its `util.getCallSites()` parsed the
+ * start chunks' source maps. The stand-in returns the same script names, unmapped.
  */
 const pinoCallerUnmapped: Plugin = {
   name: 'levelset-pino-caller-unmapped',
@@ -104,23 +93,12 @@ const pinoCallerUnmapped: Plugin = {
 };
 
 /**
- * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, port-forward, cp,
- * informers, metrics, …) and declares no `sideEffects`, so esbuild keeps every module it reaches,
- * with their dependencies (ws, tar-fs, …), although the functions use a handful of exports
- * (KubeConfig, ApiException, the request context). Marking its modules side-effect free lets
- * esbuild drop the unused ones, as the package's own `sideEffects: false` would; `polyfill.js`,
- * imported for its side effect (the `File` global undici needs on Node 18), is kept.
- *
- * Every import from or of client-node is answered here (esbuild's onResolve filter sees the
- * imported path only, so the importer is checked in the callback). Its ~1,000 relative imports of
- * its own `dist/` files (`./gen/models/V1Pod.js`: fully specified, as ES modules' are) are answered
- * from one listing of `dist/`, without asking esbuild: a nested `b.resolve` per import made the
- * build ≈ 2.5× as long as without this plugin (docs/architecture.md, decision 36). The answer is
- * the one `b.resolve` gives (the real path, in the file namespace), and it is a plugin's answer
- * either way, so esbuild treats those files exactly as before (a plugin's path carries no
- * package.json `type`, which sets the CommonJS interop of their imports): the same bundle, byte for
- * byte. Anything else (a bare name, a path that is not a plain file of the listing) still goes
- * through `b.resolve`.
+ * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, ws, tar-fs, …) and
+ * declares no `sideEffects`, so esbuild kept every module it reaches. Marking its modules
+ * side-effect free lets esbuild drop the unused ones; `polyfill.js`, imported for its side effect,
+ * is kept. Its relative imports of its own `dist/` files are answered from one listing of `dist/`
+ * (a nested `b.resolve` per import was slow), with the path `b.resolve` would give, so the bundle
+ * is the same bytes; anything else still goes through `b.resolve` (decision 36).
  */
 const clientNodeSideEffectFree: Plugin = {
   name: 'levelset-client-node-side-effect-free',
@@ -160,10 +138,8 @@ const clientNodeSideEffectFree: Plugin = {
 /**
  * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
  * unmapped (a one-field segment, so it never borrows the mapping of the code before it), and runs
- * of unmapped positions collapse into one. Node parses every map of a module as it loads it with
- * `--enable-source-maps`; the libraries' mappings made most of that parse (≈ 20× the size of ours)
- * and of the function's cold start (`npm run bench`, cold start), for frames nobody reads as
- * TypeScript anyway.
+ * of unmapped positions collapse into one, so that `--enable-source-maps` does not parse the
+ * libraries' mappings at load.
  * @param map a source map (v3) as esbuild writes it
  * @returns the map with only the sources outside node_modules
  */

@@ -20,9 +20,7 @@
  *                         stack traces in Cloud Logging and Error Reporting name functions/…/*.ts
  *                         lines; a frame in a bundled library shows its bundle position
  *
- * Why a bundle: a cold start spent most of its time resolving, reading and compiling thousands of
- * module files (@kubernetes/client-node alone is ~2,000); one minified file loads in a fraction of
- * that (`npm run bench`, cold start, against an empty functions-framework function).
+ * Why a bundle: the cold start, docs/architecture.md decision 28.
  *
  * Left outside the bundle ({@link EXTERNAL}), loaded from node_modules as installed by the
  * buildpack's `npm ci`: functions-framework (its CLI serves the function and must find its own

@@ -10,23 +10,16 @@
  *                        the registry (same image, deploy/in-process/)
  *     chunk-*.mjs        what is imported dynamically (the tracing SDK, …), loaded at first use
  *     *.mjs.map          source maps of Levelset's own code only, read with `--enable-source-maps`
- *                        (not set by default: ≈ 9 MiB of the idle relay's RSS)
+ *                        (not set by default: it costs the idle relay memory)
  *
- * Why a bundle: the idle relay held the code of every module it loaded, and client-node's
- * `config.js` reaches its whole generated model set (≈ 80 MiB of RSS, `npm run bench`, relay
- * memory); bundled, only what the relay uses is loaded, compiled from one file.
- *
- * The relay and the in-process mode are two esbuild builds into one directory: in one build the
- * in-process mode's typed API clients (client-node's generated APIs and models) landed in chunks
- * relay.mjs imports at start, ≈ 560 KB of code and ≈ 2 MiB of the idle relay's RSS.
+ * Why a bundle: memory, docs/architecture.md decision 28. The relay and the in-process mode are two
+ * esbuild builds into one directory: in one build the in-process mode's typed API clients landed in
+ * chunks relay.mjs imports at start.
  *
  * Nothing is left outside ({@link RELAY_EXTERNAL}), unlike the functions' package: the relay's
- * gRPC clients (Pub/Sub's publisher; the Cloud Trace exporter when tracing is on) load their
- * descriptors with `require` of JSON, which esbuild inlines, and google-gax reads `.proto` files
- * from its directory only for `loadProto`, which they never call. Bundled, @google-cloud/pubsub
- * costs the idle relay ≈ 18 MiB less RSS than loaded from node_modules (`npm run bench`, relay
- * memory). The image keeps its production node_modules all the same, so that a library's
- * `require` the bundle could not resolve at build time still finds its package.
+ * gRPC clients load their descriptors with `require` of JSON, which esbuild inlines, and google-gax
+ * reads `.proto` files only for `loadProto`, which they never call. The image keeps its production
+ * node_modules all the same, so that a `require` the bundle could not resolve still finds its package.
  *
  * `levelset build` stages it, with the image's Dockerfile, in a project's `build/relay`.
  *

@@ -6,29 +6,11 @@
  * `<namespace>/<name>`; an object is the owner's only when it carries both. Without garbage
  * collection, the kit prunes them itself, also once the owner is gone.
  *
- * The rules (docs/writing-a-controller.md, "Children in other namespaces"):
- * - a child is written whole: created (POST), updated with a PUT conditional on the observed
- *   `resourceVersion`, deleted with UID and resourceVersion preconditions; a child whose
- *   `immutableFields` (or any member, when it is `immutable: true`) must change is deleted and
- *   created again;
- * - a child is unchanged when every member the desired child sets besides `metadata` is equal
- *   (empty and absent alike), its labels are exactly the desired ones, and its annotations include
- *   the desired ones (annotations of others are kept);
- * - with a `contentHashAnnotation`, the children are listed as metadata only and that annotation
- *   stands for their content; a child whose content another field manager wrote is read whole;
- * - an object of a desired child's name that the owner does not own (someone else's) is never
- *   written to or deleted: it is a conflict (`ErrResourceExists`), reported, and the other namespaces
- *   still converge;
- * - each namespace's write stands alone: a namespace gone or being deleted is skipped, failures are
- *   collected and thrown together ({@link FailedWritesError}, retried) after every other write.
- *
- * In other clusters too, with a `clusterAnnotation`: the same rules in another cluster of the
- * deployment, a child there marked with its owner's cluster id ({@link trackingInCluster}), and
- * an object the owner's only in the cluster its mark names (none: the owner's own cluster).
- *
- * An owned type declares it with `inOtherNamespaces` ({@link CrossNamespaceTracking}); the step
- * `reconcileChildrenAcross` (steps.ts) runs {@link observeCrossNamespaceChildren},
- * {@link planCrossNamespaceChildren} and {@link writeCrossNamespaceChildren}, and reports.
+ * The rules (written whole, conditional PUTs, delete-and-create for immutable fields, someone
+ * else's object never touched, each namespace's write standing alone): docs/writing-a-controller.md,
+ * "Children in other namespaces". In other clusters too, with a `clusterAnnotation`
+ * ({@link trackingInCluster}). An owned type declares it with `inOtherNamespaces`
+ * ({@link CrossNamespaceTracking}); its child set is child-sets.ts `childrenInOtherNamespaces`.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
