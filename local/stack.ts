@@ -222,11 +222,9 @@ export interface LocalStack {
 export const FUNCTION_HEAP_MIB = 256;
 
 /**
- * The functions' V8 flags, as Terraform sets them in NODE_OPTIONS at the default 512Mi
- * (terraform/functions.tf, which adds `--enable-source-maps` for the bundle): the heap limit
- * {@link FUNCTION_HEAP_MIB}, and a young generation of at most 8 MiB per semi-space, because V8
- * otherwise grows it while a resync lists and publishes, and keeps its pages. The relay's are
- * capped lower still (RELAY_NODE_OPTIONS).
+ * The functions' V8 flags, as Terraform sets them in NODE_OPTIONS (terraform/functions.tf): the
+ * heap limit {@link FUNCTION_HEAP_MIB}, and 8 MiB semi-spaces, which V8 otherwise grows during a
+ * resync and keeps (docs/architecture.md, decision 35).
  */
 export const FUNCTION_NODE_OPTIONS = [
   `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
@@ -234,10 +232,9 @@ export const FUNCTION_NODE_OPTIONS = [
 ] as const;
 
 /**
- * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS at the default
- * 512Mi memory limit (terraform/kubernetes.tf `relay_node_env`): a heap limit of half the limit,
- * and a young generation of at most 4 MiB per semi-space, because V8 otherwise grows it during a
- * LIST of many objects and keeps the pages. The functions keep 8 MiB ({@link FUNCTION_NODE_OPTIONS}).
+ * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS (terraform/kubernetes.tf
+ * `relay_node_env`): half the 512Mi memory limit as heap, and 4 MiB semi-spaces, which V8 otherwise
+ * grows during a large LIST and keeps (docs/architecture.md, decision 1).
  */
 export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=4'] as const;
 
