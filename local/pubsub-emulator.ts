@@ -135,13 +135,11 @@ function classDataSharing(launcher: string): { path: string; pending: string; fl
 }
 
 /**
- * Starts the emulator on 127.0.0.1 and waits until it answers (at most `startTimeoutMs`, default 120 000:
- * only a start that fails waits it out; the JVM's start takes over 30 s on a busy machine).
+ * Starts the emulator on 127.0.0.1 (project {@link EMULATOR_PROJECT_ID}) and waits until it answers
+ * (at most 120 s: only a start that fails waits it out; the JVM's start takes over 30 s on a busy machine).
  * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
  */
-export async function startPubSubEmulator(
-  options: { port?: number; projectId?: string; startTimeoutMs?: number } = {},
-): Promise<PubSubEmulator> {
+export async function startPubSubEmulator(options: { port?: number } = {}): Promise<PubSubEmulator> {
   const launcher = findPubSubEmulatorLauncher();
   const port = options.port ?? (await freePort());
   const host = emulatorHostOf(port);
@@ -191,7 +189,7 @@ export async function startPubSubEmulator(
       await gone;
     }
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (exited) throw new Error(`Pub/Sub emulator exited during start-up: ${stderr}`);
     try {
@@ -206,7 +204,7 @@ export async function startPubSubEmulator(
     }
     await delay(50);
   }
-  return { host, projectId: options.projectId ?? EMULATOR_PROJECT_ID, pid: child.pid ?? 0, stop };
+  return { host, projectId: EMULATOR_PROJECT_ID, pid: child.pid ?? 0, stop };
 }
 
 export interface KeysTopologyOptions {
@@ -223,9 +221,6 @@ export interface KeysTopologyOptions {
    * emulator also waits this long to redeliver a push whose connection broke (no HTTP answer).
    */
   ackDeadlineSeconds?: number;
-  /** Retry backoff bounds in seconds; default 1 → 10 locally (Terraform uses 10 → 600). */
-  minimumBackoffSeconds?: number;
-  maximumBackoffSeconds?: number;
   /**
    * Message ordering on the push subscription; default `true` (the live keys'). `false` for the
    * resync's, whose keys carry no ordering key (terraform/pubsub.tf).
@@ -287,8 +282,9 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
         enableMessageOrdering: options.messageOrdering ?? true,
         ackDeadlineSeconds: options.ackDeadlineSeconds ?? 60,
         retryPolicy: {
-          minimumBackoff: { seconds: options.minimumBackoffSeconds ?? 1 },
-          maximumBackoff: { seconds: options.maximumBackoffSeconds ?? 10 },
+          // 1 → 10 s locally (Terraform uses 10 → 600).
+          minimumBackoff: { seconds: 1 },
+          maximumBackoff: { seconds: 10 },
         },
       })
       .catch(ignoreExists);

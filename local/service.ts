@@ -23,7 +23,7 @@ export interface Service {
   pid: number;
   /** Every log line so far, oldest first. */
   logs: LogLine[];
-  /** Stops the process: SIGTERM, then SIGKILL after `graceMs` (default 10 000). Idempotent. */
+  /** Stops the process: SIGTERM, then SIGKILL after 10 s. Idempotent. */
   stop(): Promise<void>;
   /** Kills the process at once (SIGKILL: no shutdown hook runs), and waits until it is gone. Fault injection. */
   kill(): Promise<void>;
@@ -43,13 +43,15 @@ export interface ServiceOptions {
   /** Path that answers 200 once the service is ready; omitted: ready when the port accepts connections. */
   readyPath?: string;
   onLog?: (line: LogLine) => void;
-  /**
-   * Start deadline in ms; default 120 000. Only a start that fails waits it out; a Node process on a
-   * busy machine (load 20 on 2 cores: the tests of several people) takes over 30 s to import its modules.
-   */
-  startTimeoutMs?: number;
-  graceMs?: number;
 }
+
+/**
+ * Start deadline in ms. Only a start that fails waits it out; a Node process on a busy machine
+ * (load 20 on 2 cores: the tests of several people) takes over 30 s to import its modules.
+ */
+const START_TIMEOUT_MS = 120_000;
+/** How long {@link Service.stop} waits after SIGTERM before SIGKILL, ms. */
+const GRACE_MS = 10_000;
 
 async function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -106,7 +108,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const stop = async () => {
     if (exited) return;
     child.kill('SIGTERM');
-    if (!(await Promise.race([gone.then(() => true), delay(options.graceMs ?? 10_000).then(() => false)]))) {
+    if (!(await Promise.race([gone.then(() => true), delay(GRACE_MS).then(() => false)]))) {
       child.kill('SIGKILL');
       await gone;
     }
@@ -115,7 +117,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   const ready = options.readyPath
     ? () => answers(new URL(options.readyPath ?? '/', url).href)
     : () => portOpen(options.port);
-  const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
+  const deadline = Date.now() + START_TIMEOUT_MS;
   while (!(await ready())) {
     if (exited) {
       const tail = logs.slice(-5).map((l) => l.raw ?? l.message);

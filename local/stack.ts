@@ -85,14 +85,6 @@ export interface LocalStackOptions {
    */
   resyncOnDemand?: boolean;
   /**
-   * Resync keys pushed to `reconcile` at once (the resync subscription's push rate, enforced by its
-   * push proxy); default {@link RESYNC_PUSH_CONCURRENCY}. Live keys have their own subscription
-   * and no such limit.
-   */
-  resyncPushConcurrency?: number;
-  /** Requests `reconcile` serves at once (one Cloud Run instance's); default {@link FUNCTION_CONCURRENCY}. */
-  reconcileConcurrency?: number;
-  /**
    * Attempts before a failing key is dead-lettered (5–100 in the cloud; fewer allowed here); default
    * 5. `reconcile` counts a key's attempts in its message and dead-letters it itself
    * (`LEVELSET_MAX_DELIVERY_ATTEMPTS`, functions/retry.ts); the local push proxy (local/push-proxy.ts)
@@ -167,7 +159,7 @@ export interface LocalStack {
   pushProxy: PushProxy;
   /** The resync's topic and subscription (`<topic>-resync`), pushing to the same `reconcile`. */
   resyncTopology: KeysTopology;
-  /** The resync subscription's push endpoint, which forwards at most `resyncPushConcurrency` at once. */
+  /** The resync subscription's push endpoint, which forwards at most {@link RESYNC_PUSH_CONCURRENCY} at once. */
   resyncPushProxy: PushProxy;
   /** Backlog, last delivery, recoveries from stalls. */
   watchdog: DeliveryWatchdog;
@@ -554,7 +546,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     target: functions.urls.reconcile,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     // One instance's request slots, shared by the live and the resync subscriptions' pushes.
-    instanceSlots: pLimit(options.reconcileConcurrency ?? FUNCTION_CONCURRENCY),
+    instanceSlots: pLimit(FUNCTION_CONCURRENCY),
   };
   const keys = pushSubscription(started, topic, {
     ...proxy,
@@ -564,8 +556,8 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
   // function through a proxy of its own that bounds its push rate; its keys carry no ordering key
   // (functions/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
-  const maxConcurrentPushes = options.resyncPushConcurrency ?? RESYNC_PUSH_CONCURRENCY;
-  const resync = pushSubscription(started, resyncTopicOf(topic), { ...proxy, maxConcurrentPushes }, false);
+  const resyncProxy = { ...proxy, maxConcurrentPushes: RESYNC_PUSH_CONCURRENCY };
+  const resync = pushSubscription(started, resyncTopicOf(topic), resyncProxy, false);
   const resyncPushProxy = await services.launch(resync);
   // The audit log sink's topic and its push subscription to `auditLog` (terraform/audit-log.tf).
   const auditLog = options.auditLog

@@ -34,7 +34,6 @@ import { isPrimaryWatch } from '../functions/contract/watch-predicates.ts';
 import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
 import type { Logger } from '../functions/log.ts';
 import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
-import type { BackoffOptions } from './backoff.ts';
 import { type CollapseEdge, type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -105,8 +104,6 @@ export interface PipelineOptions {
   timers?: Timers;
   /** Keys the publish retry buffer holds at most; default {@link DEFAULT_RETRY_BUFFER_KEYS}. */
   retryBufferKeys?: number;
-  /** Backoff of the publish retry buffer (tests shorten it). */
-  retryBackoff?: BackoffOptions;
   /**
    * Publishes pending at once at most (≥ 1); the next wait in FIFO order. Default
    * {@link DEFAULT_MAX_IN_FLIGHT}.
@@ -205,7 +202,6 @@ export class KeyPipeline {
     const { metrics, logger } = options;
     this.#retry = new RetryBuffer<ControllerKey>({
       capacity: options.retryBufferKeys ?? DEFAULT_RETRY_BUFFER_KEYS,
-      backoff: options.retryBackoff,
       timers: this.#timers,
       onSize: (size) => metrics?.retryBufferKeys.set(size),
       onDrop: (key) => {

@@ -53,8 +53,6 @@ export interface RelayOptions {
   };
   /** Keys the publish retry buffer holds at most; default 10 000 (`relay/retry-buffer.ts`). */
   retryBufferKeys?: number;
-  /** Backoff of the publish retry buffer; default 1 s doubling to 30 s. */
-  retryBackoff?: BackoffOptions;
   /** Key publishes pending at once at most (`RELAY_MAX_IN_FLIGHT`); default 1000 (`relay/pipeline.ts`). */
   maxInFlight?: number;
   /** Metrics to record into; default: a fresh registry. */
@@ -170,7 +168,6 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     logger,
     metrics,
     retryBufferKeys: options.retryBufferKeys,
-    retryBackoff: options.retryBackoff,
     maxInFlight: options.maxInFlight,
   });
 
