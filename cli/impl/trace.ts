@@ -361,19 +361,17 @@ export interface CloudTraceQuery {
   projectId: string;
   key: string;
   controller?: string;
-  /** How far back from `nowMs`, in ms. */
+  /** How far back from now, in ms. */
   sinceMs: number;
   /** Enough traces of the key: no further page is read once this many are found. */
   last: number;
-  /** Epoch ms of "now" (default `Date.now()`). */
-  nowMs?: number;
   /** API root (default {@link CLOUD_TRACE_API}). */
   apiBase?: string;
 }
 
 /** The URL of one `projects.traces.list` page for `query`. */
 export function listTracesUrl(query: CloudTraceQuery, pageToken?: string): string {
-  const now = query.nowMs ?? Date.now();
+  const now = Date.now();
   const params = new URLSearchParams({
     view: 'COMPLETE',
     filter: cloudTraceFilter(query.key, query.controller),
@@ -438,18 +436,12 @@ async function traceSource(argv: TraceArgs, env: NodeJS.ProcessEnv): Promise<Tra
 }
 
 /**
- * Runs `levelset trace`.
- * @param deps `client`: the HTTP client of Cloud Trace (default: `GoogleAuth`, Application Default
- *   Credentials, scope cloud-platform, the target's project); `apiBase`: its root (default
- *   `LEVELSET_CLOUD_TRACE_API`, then {@link CLOUD_TRACE_API}); `env` (default `process.env`);
- *   `nowMs` (default `Date.now()`)
+ * Runs `levelset trace`: Cloud Trace through `GoogleAuth` (Application Default Credentials, scope
+ * cloud-platform, the target's project) at `LEVELSET_CLOUD_TRACE_API`, else {@link CLOUD_TRACE_API}.
  * @throws {CliError} exit code 1 when the key has no trace, or when Cloud Trace refuses or fails
  */
-export async function runTrace(
-  argv: TraceArgs,
-  deps: { client?: TraceApiClient; apiBase?: string; env?: NodeJS.ProcessEnv; nowMs?: number } = {},
-): Promise<void> {
-  const env = deps.env ?? process.env;
+export async function runTrace(argv: TraceArgs): Promise<void> {
+  const env = process.env;
   const source = await traceSource(argv, env);
   const what = `${argv.controller ? `${argv.controller} ` : ''}${argv.key}`;
   let spans: TracedSpan[];
@@ -462,12 +454,10 @@ export async function runTrace(
     const filter = cloudTraceFilter(argv.key, argv.controller);
     // projectId given: google-auth-library then never looks one up (an external account's lookup is
     // a Resource Manager call).
-    const client =
-      deps.client ??
-      new GoogleAuth({
-        scopes: 'https://www.googleapis.com/auth/cloud-platform',
-        projectId: source.projectId,
-      });
+    const client = new GoogleAuth({
+      scopes: 'https://www.googleapis.com/auth/cloud-platform',
+      projectId: source.projectId,
+    });
     try {
       spans = await readCloudSpans(client, {
         projectId: source.projectId,
@@ -475,8 +465,7 @@ export async function runTrace(
         ...(argv.controller !== undefined ? { controller: argv.controller } : {}),
         sinceMs,
         last: argv.last,
-        ...(deps.nowMs !== undefined ? { nowMs: deps.nowMs } : {}),
-        apiBase: deps.apiBase ?? (env.LEVELSET_CLOUD_TRACE_API || CLOUD_TRACE_API),
+        apiBase: env.LEVELSET_CLOUD_TRACE_API || CLOUD_TRACE_API,
       });
     } catch (err) {
       throw new CliError(
