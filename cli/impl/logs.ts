@@ -286,7 +286,7 @@ export function cloudLogSource(logging: Logging, filter: LogsFilter, pollMs = 50
  */
 export async function runLogs(
   argv: LogsArgs,
-  deps: { logging?: Logging; out?: (line: string) => void; pollMs?: number } = {},
+  deps: { logging?: Logging; out?: (line: string) => void } = {},
 ): Promise<void> {
   const out = deps.out ?? say;
   const filter: LogsFilter = { controller: argv.controller, key: argv.key, outcome: argv.outcome };
@@ -296,7 +296,7 @@ export async function runLogs(
     source = localLogSource(target.stack?.logs ?? {}, filter);
   } else {
     const logging = deps.logging ?? new Logging({ projectId: target.projectId });
-    source = cloudLogSource(logging, filter, deps.pollMs);
+    source = cloudLogSource(logging, filter);
   }
   const print = (records: LogRecord[]) => {
     for (const r of records) out(argv.output === 'json' ? JSON.stringify(r) : formatRecord(r));

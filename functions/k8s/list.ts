@@ -70,7 +70,7 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
 }
 
 /**
- * Yields the metadata of every object of `resource`, page by page, from metadata-only LISTs
+ * Yields the metadata of every object of `resource` (all namespaces), 500 a page, from metadata-only LISTs
  * (`PartialObjectMetadataList`, client-go's metadata client) parsed as plain JSON: no object body
  * (no Secret data) crosses the wire, and no page goes through client-node's model classes. For
  * what needs names only (the resync's keys).
@@ -80,19 +80,13 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
 export async function* listMetadataPaged(
   kubeConfig: KubeConfig,
   resource: ResourceType,
-  options: ListOptions = {},
 ): AsyncGenerator<{ metadata?: { namespace?: string; name?: string } }> {
   const request = jsonRequester(kubeConfig);
-  const path = resourcePath(resource, options.namespace);
+  const path = resourcePath(resource, undefined);
   yield* paginate(async (continueToken) => {
     const { body } = await request(HttpMethod.GET, path, {
       accept: METADATA_LIST_ACCEPT,
-      query: {
-        limit: String(options.limit ?? 500),
-        labelSelector: options.labelSelector || undefined,
-        fieldSelector: options.fieldSelector || undefined,
-        continue: continueToken,
-      },
+      query: { limit: '500', continue: continueToken },
     });
     const page = body as {
       items?: { metadata?: { namespace?: string; name?: string } }[];
