@@ -7,7 +7,6 @@ import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-
 import {
   createSecretReplicator,
   NAMESPACES,
-  SECRET_REPLICATOR_RBAC,
   SECRETS,
   secretReplicator,
 } from '../../functions/controllers/secret-replicator/index.ts';
@@ -79,7 +78,7 @@ describe('controller module', () => {
   test('identity, primary and rbac', () => {
     assert.equal(controller.name, 'secret-replicator');
     assert.deepEqual(controller.primary, SECRETS);
-    assert.deepEqual(SECRET_REPLICATOR_RBAC, [
+    assert.deepEqual(secretReplicator.rbac, [
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
       { apiGroups: [''], resources: ['namespaces'], verbs: ['list'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'get', 'patch'] },

@@ -18,7 +18,6 @@ import {
   type MappedKey,
   namespaces,
   type OtherClusterChildren,
-  type PolicyRule,
   type ResourceType,
   type ResyncContext,
   secrets,
@@ -194,10 +193,3 @@ export async function* listSourceKeys(
 
 /** The registered controller, configured from `LEVELSET_SOURCE_NAMESPACE` / `LEVELSET_EXCLUDE_NAMESPACES`. */
 export const secretReplicator: Controller = createSecretReplicator();
-
-/**
- * Its RBAC, derived by the kit: Secrets get/list (sources; copies: create, update, delete, and get
- * after a 409); Namespaces list; Events as the recorder needs them (Warning `ErrResourceExists` and
- * Normal `Synced` on the source, repeats counted).
- */
-export const SECRET_REPLICATOR_RBAC: PolicyRule[] = secretReplicator.rbac;
