@@ -18,7 +18,7 @@ import {
   ratio,
   SECTIONS,
 } from '../../bench/report.ts';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
