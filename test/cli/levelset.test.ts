@@ -27,7 +27,15 @@ const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf
 };
 const bin = join(repoRoot, packageJson.bin.levelset ?? 'missing');
 const FOO_CRD = join(repoRoot, 'examples', 'foo', 'controllers', 'foo', 'crd.yaml');
-const FOO_EXAMPLE = join(repoRoot, 'test', 'fixtures', 'upstream', 'sample-controller-example-foo.yaml');
+const FOO_EXAMPLE = join(
+  repoRoot,
+  'examples',
+  'foo',
+  'test',
+  'fixtures',
+  'upstream',
+  'sample-controller-example-foo.yaml',
+);
 const FOO_RESOURCE = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
 
 interface Run {
