@@ -68,7 +68,7 @@ if (positionals[0] === 'resync') {
 if (positionals[0] === 'reconcile') {
   // What the deployed function loads (the framework, every controller), so that the RSS is its.
   await import('../functions/runtime.ts');
-  const { controllers } = await import('../functions/controllers/index.ts');
+  const { controllers } = await import('../examples/registry.ts');
   const { reconcileKey } = await import('../functions/reconcile.ts');
   const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
   const byName = new Map(controllers.map((c) => [c.name, c]));

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -112,13 +112,20 @@ export function isReady(o: KubernetesObject | undefined): boolean {
 /** The Foo group/version/plural, for CustomObjectsApi calls. */
 export const FOOS = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' } as const;
 
-/** `kubectl apply`s the CRD of each controller in `controllers` (functions/controllers/<name>/crd.yaml), in one call. */
+/**
+ * `kubectl apply`s the CRD of each controller in `controllers`, in one call: a shipped controller's
+ * `functions/controllers/<name>/crd.yaml`, else the example project's `examples/<name>/controllers/<name>/crd.yaml`.
+ */
 export async function applyCrds(kubeconfigPath: string, controllers: readonly string[]): Promise<void> {
+  const crdOf = (name: string) => {
+    const shipped = join(repoRoot, 'functions', 'controllers', name, 'crd.yaml');
+    return existsSync(shipped) ? shipped : join(repoRoot, 'examples', name, 'controllers', name, 'crd.yaml');
+  };
   await exec('kubectl', [
     '--kubeconfig',
     kubeconfigPath,
     'apply',
-    ...controllers.flatMap((crd) => ['-f', join(repoRoot, 'functions', 'controllers', crd, 'crd.yaml')]),
+    ...controllers.flatMap((name) => ['-f', crdOf(name)]),
   ]);
 }
 

@@ -6,7 +6,7 @@
  *
  * The registry module exports `controllers`, the one list of the project's controllers (what the
  * relay watches, the functions run, the manifests grant). `levelset init` writes both; this
- * repository's own `package.json` names `functions/controllers/index.ts`.
+ * repository's own `package.json` names `examples/registry.ts`.
  *
  * `LEVELSET_REGISTRY` (an absolute path to the registry module) overrides the search: the local
  * stack sets it for its child processes (functions, relays), which run from Levelset's own folder.

@@ -3,8 +3,8 @@
  * live changes (a new namespace, an update of the source) so that each step of the replication
  * shows, with a check of the result after each.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -22,26 +22,11 @@ const SECRET = 'demo-credentials';
 export const DEMO_NAMESPACE = 'demo';
 const encode = (s: string) => Buffer.from(s).toString('base64');
 
-/**
- * Every controller's CRD: `<folder>/crd.yaml` beside the registry module `registry` (this
- * repository's: `functions/controllers/<name>/crd.yaml`), as `levelset build` copies them to deploy/crds.
- */
-export function controllerCrds(registry: string): KubernetesObject[] {
-  const dir = dirname(registry);
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .flatMap((d) => {
-      try {
-        return loadAllYaml(readFileSync(join(dir, d.name, 'crd.yaml'), 'utf8')) as KubernetesObject[];
-      } catch {
-        return [];
-      }
-    });
-}
-
-/** The upstream example objects of the tutorials, as the tests apply them. */
-function upstreamExample(file: string): KubernetesObject {
-  const [object] = loadAllYaml(readFileSync(join(repoRoot, 'test', 'fixtures', 'upstream', file), 'utf8'));
+/** The upstream example object `file` of the tutorial of the example project `example`, as its tests apply it. */
+function upstreamExample(example: string, file: string): KubernetesObject {
+  const [object] = loadAllYaml(
+    readFileSync(join(repoRoot, 'examples', example, 'test', 'fixtures', 'upstream', file), 'utf8'),
+  );
   return object as KubernetesObject;
 }
 
@@ -152,7 +137,7 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     say(`demo        ✓ ${what} (${Date.now() - started} ms)`);
   };
   say('demo        applying kubernetes/sample-controller example-foo.yaml into namespace demo');
-  await createIfAbsent(objects, withNamespace(upstreamExample('sample-controller-example-foo.yaml')));
+  await createIfAbsent(objects, withNamespace(upstreamExample('foo', 'sample-controller-example-foo.yaml')));
   await timed('Foo example-foo owns Deployment example-foo, status.availableReplicas = 1', async () => {
     const foo = (await custom.getNamespacedCustomObject({
       group: 'samplecontroller.k8s.io',
@@ -168,7 +153,10 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     return deployment.metadata?.ownerReferences?.[0]?.kind === 'Foo' && foo.status?.availableReplicas === 1;
   });
   say('demo        applying the Customcluster example cpod-f (count: 5) into namespace demo');
-  await createIfAbsent(objects, withNamespace(upstreamExample('customcluster-example.yaml')));
+  await createIfAbsent(
+    objects,
+    withNamespace(upstreamExample('customcluster', 'customcluster-example.yaml')),
+  );
   await timed('Customcluster cpod-f runs 5 pods, status.count = 5', async () => {
     const cc = (await custom.getNamespacedCustomObject({
       group: 'sde.dev',
@@ -180,7 +168,7 @@ async function customResourcesDemo(kubeConfig: KubeConfig, say: (line: string) =
     return cc.status?.count === 5;
   });
   say('demo        applying the Icecream tutorial example example-icecream into namespace demo');
-  await createIfAbsent(objects, withNamespace(upstreamExample('icecream-example.yaml')));
+  await createIfAbsent(objects, withNamespace(upstreamExample('icecream', 'icecream-example.yaml')));
   await timed('Icecream example-icecream: Deployment → Pods on nodes, status.nodeNames set', async () => {
     const icecream = (await custom.getNamespacedCustomObject({
       group: 'controller.nicoleh.io',

@@ -10,14 +10,14 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig, VersionApi } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type KubernetesObject, VersionApi } from '@kubernetes/client-node';
 import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
 import { createLogger } from '../functions/log.ts';
 import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
-import { controllerCrds, crossClusterDemo, installCrds, seedDemo } from './demo.ts';
+import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
 import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
@@ -29,11 +29,13 @@ import { topicDemo } from './topic-demo.ts';
 export interface DevOptions {
   /** `auto`: the cluster in `KUBECONFIG` when it answers, else the embedded one. */
   cluster: 'auto' | 'embedded' | 'kubeconfig';
-  /**
-   * The registry module whose controllers run (absolute path; functions/project.ts): its folder's
-   * `<folder>/crd.yaml` files are created in an embedded cluster at start.
-   */
+  /** The registry module whose controllers run (absolute path; functions/project.ts). */
   registry: string;
+  /**
+   * The CRDs of the registry's controllers (scripts/generate-manifests.ts `projectCrdSources`),
+   * created in an embedded cluster at start.
+   */
+  crds: readonly KubernetesObject[];
   /**
    * Seed the embedded cluster with demo objects: Levelset's own repository only (its controllers'
    * examples); a project's `levelset dev` has none.
@@ -177,7 +179,7 @@ export async function runDev(options: DevOptions): Promise<void> {
           '  simulated node   Nodes node-1..3 (kubectl get nodes); Deployments → ReplicaSets → Pods, each bound to a node, Running (embedded cluster only)',
         );
       // The project's CRDs, so that its objects can be created at once (kubebuilder's `make install`).
-      await installCrds(cluster.kubeConfig, controllerCrds(options.registry));
+      await installCrds(cluster.kubeConfig, options.crds);
       if (options.demo) await seedDemo(cluster.kubeConfig, options.sourceNamespace, 'before');
     }
     const stack = await services.launch(() =>

@@ -1,6 +1,6 @@
 /**
- * Generates the Kubernetes RBAC and the CRD list from a project's controller registry (this
- * repository's is `functions/controllers/index.ts`; a project's is found by functions/project.ts),
+ * Generates the Kubernetes RBAC and the CRD list from a project's controller registry (found by
+ * functions/project.ts; this repository's is `examples/registry.ts`),
  * so that the registry stays the one list of what is watched and what is reconciled
  * (docs/architecture.md "Contracts"). `levelset build` and `npm run generate:manifests` write, in the
  * project (paths relative to its root; `<registry>` is the registry module's folder):
@@ -15,13 +15,13 @@
  *   ClusterRole (the union of the relay's and the functions' rules) and its binding;
  *   `deploy/in-process/namespace.yaml`, a copy of `deploy/namespace.yaml` (kustomize cannot load
  *   files outside its root).
- * - `<registry>/<folder>/crd.yaml`'s `openAPIV3Schema`, for the CRD of a controller's
+ * - `crd.yaml`'s `openAPIV3Schema` ({@link projectCrdSources}), for the CRD of a controller's
  *   primary: generated from the controller's zod schemas (`defineController`'s `spec` and `status`)
  *   by {@link generateCrd}, as controller-gen generates a CRD from Go types. The rest of the file
  *   (names, scope, printer columns, the schema's root `description`) is written by hand and kept.
  *   What the zod schema checks that a CRD cannot express (a refinement) is listed in a comment.
- * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each controller's
- *   `<registry>/<folder>/crd.yaml` (kustomize cannot load files outside its root).
+ * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each registered
+ *   controller's `crd.yaml` (kustomize cannot load files outside its root).
  *
  *   npx node scripts/generate-manifests.ts          # write the files of the current directory's project
  *   npx node scripts/generate-manifests.ts --check  # exit 1 when a checked-in file differs (CI)
@@ -56,7 +56,7 @@ export interface ClusterRule {
   verbs: string[];
 }
 
-/** A controller's CRD file, as found under `functions/controllers/<folder>/crd.yaml`. */
+/** A controller's CRD file, a `crd.yaml` found by {@link findCrdSources}. */
 export interface CrdSource {
   /** Path relative to the repository root, POSIX separators. */
   path: string;
@@ -263,42 +263,52 @@ export function auditLogFilter(controllers: readonly Controller[]): string {
   return `log_id("cloudaudit.googleapis.com/activity") AND (${terms.join(' OR ')})`;
 }
 
+/** The folders {@link findCrdSources} does not enter: dependencies, build output, generated manifests. */
+const NOT_SOURCES: ReadonlySet<string> = new Set(['node_modules', 'build', 'deploy', 'dist']);
+
 /**
- * The CRDs of Levelset's own controllers (`levelset/controllers`: Topic, Subscription) that a
- * project registers, read from the package (`functions/controllers/<folder>/crd.yaml`, shipped in
- * its `files`), so that a user who adds `topicController` to a registry gets its CRD as a
- * controller of their own gets one.
+ * Every `crd.yaml` under `dir`, at any depth (skipping {@link NOT_SOURCES} and dot-folders), its
+ * path relative to `root`, sorted by path.
  */
-export function shippedCrdSources(controllers: readonly Controller[], root: string): CrdSource[] {
-  const registered = new Set(
-    controllers
-      .filter((c) => isCustomResource(c.primary))
-      .map((c) => `${c.primary.plural}.${c.primary.group}`),
-  );
-  return findCrdSources(root, join(packageRoot, 'functions', 'controllers'))
-    .filter((source) => registered.has(parseCrd(source).name))
-    .map((source) => ({ ...source, shipped: true }));
+export function findCrdSources(root: string, dir: string): CrdSource[] {
+  if (!existsSync(dir)) return [];
+  const sources: CrdSource[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory() && !entry.name.startsWith('.') && !NOT_SOURCES.has(entry.name))
+      sources.push(...findCrdSources(root, path));
+    else if (entry.isFile() && entry.name === 'crd.yaml')
+      sources.push({ path: relative(root, path).split('\\').join('/'), text: readFileSync(path, 'utf8') });
+  }
+  return sources.sort((a, b) => a.path.localeCompare(b.path));
 }
 
 /**
- * Every `<folder>/crd.yaml` under `registryDir` (the registry module's folder; default this
- * repository's `functions/controllers`), its path relative to `root`, sorted by path.
+ * The CRDs of a project's registered controllers (the custom resources they reconcile or watch):
+ * its own, found under the registry module's folder ({@link findCrdSources}; in this repository
+ * `examples/`, the example projects), then those of Levelset's own controllers
+ * (`levelset/controllers`: Topic, Subscription) that it registers and does not define itself, read
+ * from the package (`functions/controllers/<folder>/crd.yaml`, in its `files`) and never written
+ * back — except in Levelset's repository, where they are its own sources, generated like the rest.
+ * A `crd.yaml` of no registered controller is left out.
  */
-export function findCrdSources(
-  root: string = REPO_ROOT,
-  registryDir: string = join(root, 'functions', 'controllers'),
+export function projectCrdSources(
+  project: Pick<Project, 'root' | 'registry' | 'packageJson'>,
+  controllers: readonly Controller[],
 ): CrdSource[] {
-  const base = registryDir;
-  if (!existsSync(base)) return [];
-  const sources: CrdSource[] = [];
-  for (const entry of readdirSync(base, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue;
-    const file = join(base, entry.name, 'crd.yaml');
-    if (existsSync(file)) {
-      sources.push({ path: relative(root, file).split('\\').join('/'), text: readFileSync(file, 'utf8') });
-    }
-  }
-  return sources.sort((a, b) => a.path.localeCompare(b.path));
+  const registered = new Set(
+    controllers
+      .flatMap((c) => [c.primary, ...c.watches.map((w) => w.resource)])
+      .filter(isCustomResource)
+      .map((r) => `${r.plural}.${r.group}`),
+  );
+  const ofRegistered = (sources: CrdSource[]) => sources.filter((s) => registered.has(parseCrd(s).name));
+  const own = ofRegistered(findCrdSources(project.root, dirname(project.registry)));
+  const levelset = isLevelsetRepository(project);
+  const shipped = ofRegistered(findCrdSources(project.root, join(packageRoot, 'functions', 'controllers')))
+    .filter((s) => !own.some((o) => parseCrd(o).name === parseCrd(s).name))
+    .map((s) => (levelset ? s : { ...s, shipped: true }));
+  return [...own, ...shipped];
 }
 
 /**
@@ -393,7 +403,7 @@ export function generateCrd(
 function headerOf(options: GenerateOptions): string {
   return options.levelsetRepository === false
     ? `Generated by \`levelset build\` from the controller registry (${options.registry ?? 'package.json "levelset.registry"'}). Do not edit: run \`levelset build\`.`
-    : 'Generated by scripts/generate-manifests.ts from the controller registry (functions/controllers/index.ts). Do not edit: run `npm run generate:manifests`.';
+    : 'Generated by scripts/generate-manifests.ts from the controller registry (examples/registry.ts). Do not edit: run `npm run generate:manifests`.';
 }
 
 /**
@@ -633,21 +643,15 @@ export async function generateManifests(
 ): Promise<string[]> {
   const project = options.project ?? findProject();
   const { controllers } = await loadRegistry(project.registry);
-  const registryDir = dirname(project.registry);
-  const own = findCrdSources(project.root, registryDir);
-  // Levelset's repository registers its shipped controllers from its own folder, as `own`.
-  const shipped = isLevelsetRepository(project)
-    ? []
-    : shippedCrdSources(controllers, project.root).filter(
-        (s) => !own.some((o) => parseCrd(o).name === parseCrd(s).name),
-      );
-  const crdSources = [...own, ...shipped];
+  const crdSources = projectCrdSources(project, controllers);
   const files = generateFiles(controllers, crdSources, {
     levelsetRepository: isLevelsetRepository(project),
     registry: relative(project.root, project.registry).split('\\').join('/'),
   });
   for (const m of missingCrds(controllers, crdSources.map(parseCrd)))
-    options.warn?.(`warning: no ${relative(project.root, registryDir) || '.'}/*/crd.yaml defines ${m}`);
+    options.warn?.(
+      `warning: no crd.yaml under ${relative(project.root, dirname(project.registry)) || '.'} defines ${m}`,
+    );
   if (options.check) return drift(files, project.root);
   writeFiles(files, project.root);
   return [...files.keys()];

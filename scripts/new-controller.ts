@@ -1,27 +1,28 @@
 /**
- * Scaffolds a controller on the kit: the folder `functions/controllers/<name>/` (`api.ts` with the
- * resource type and the zod schema of its spec, `crd.yaml` with the OpenAPI schema, the status
- * subresource and printer columns, `index.ts` with `defineController` and a reconcile to fill in,
- * `example.yaml`), a test `test/controllers/<name>.test.ts`, the registry line, and the regenerated
- * RBAC/CRD manifests. The generated controller passes `npm test` as generated.
+ * Scaffolds a controller on the kit into a project (functions/project.ts): the folder
+ * `<registry folder>/<name>/` (`api.ts` with the resource type and the zod schema of its spec,
+ * `crd.yaml` with the OpenAPI schema, the status subresource and printer columns, `index.ts` with
+ * `defineController` and a reconcile to fill in, `example.yaml`), a test `test/<name>.test.ts`, the
+ * registry line, and the regenerated RBAC/CRD manifests. The generated controller passes the
+ * project's `npm test` as generated. Levelset's own examples are projects too (examples/icecream).
  *
- *   npm run new:controller -- icecream --group controller.nicoleh.io --version v1alpha1 --kind Icecream \
+ *   npx levelset new controller icecream --group controller.nicoleh.io --version v1alpha1 --kind Icecream \
  *     --spec deploymentName:string!,replicas:integer --status availableReplicas:integer,nodeNames:string[]
  *
  * Fields are `name:type[!]` separated by commas ({@link FIELDS_GRAMMAR}): a type is a scalar
  * (`string`, `integer`, `number`, `boolean`), an array `T[]` or `[T]`, or an object
  * `{name:type[!],…}`, nested at will (`sources:[{namespace:string!,name:string!}]`); a trailing `!`
- * makes the field required (in the CRD's `required` and the zod schema). The command is `levelset new controller` (cli/commands/new.ts),
- * which `npm run new:controller` runs; it calls {@link scaffoldController}.
+ * makes the field required (in the CRD's `required` and the zod schema). The command is `levelset new controller` (cli/commands/new.ts);
+ * it calls {@link scaffoldController}.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import * as z from 'zod';
 import { controllerName, dns1123Subdomain } from '../functions/contract/names.ts';
-import { findCrdSources, generateCrd, generateFiles, REPO_ROOT, writeFiles } from './generate-manifests.ts';
+import { findProject } from '../functions/project.ts';
+import { generateCrd, generateManifests, REPO_ROOT } from './generate-manifests.ts';
 import { type Constraints, type Field, type FieldType, isScalar } from './scaffold-fields.ts';
 
 export { FIELDS_GRAMMAR, type Field, type FieldType, parseFields } from './scaffold-fields.ts';
@@ -42,9 +43,9 @@ export interface ScaffoldOptions {
   scope?: 'Namespaced' | 'Cluster';
   spec?: Field[];
   status?: Field[];
-  /** Repository root (default: this repository). */
+  /** The project's root (default: the current directory's project, functions/project.ts). */
   root?: string;
-  /** Where to write and what to import; default this repository's ({@link repositoryLayout}). */
+  /** Where to write and what to import; default the project's ({@link projectLayout}). */
   layout?: Layout;
   /** Regenerate RBAC/CRD manifests from the registry afterwards (default true). */
   regenerate?: boolean;
@@ -173,10 +174,7 @@ function exampleOf(t: FieldType, name: string, path: string): unknown {
 
 type Names = Required<Pick<ScaffoldOptions, 'name' | 'group' | 'version' | 'kind' | 'plural' | 'scope'>>;
 
-/**
- * Where the scaffold writes and what its files import: Levelset's own repository (the kit by path,
- * the tests' support) or a project of `levelset init`'s shape (the `levelset` package).
- */
+/** Where the scaffold writes and what its files import, in a project of `levelset init`'s shape. */
 export interface Layout {
   /** The registry module (absolute path); the controller's folder goes beside it. */
   registry: string;
@@ -192,31 +190,6 @@ export interface Layout {
   scaffold: string;
   /** The registry module as the files' comments name it (relative to the root). */
   registryName: string;
-  /** Levelset's own repository (its generated manifests: scripts/generate-manifests.ts). */
-  levelsetRepository: boolean;
-}
-
-/** The layout of Levelset's own repository at `root`. */
-export function repositoryLayout(root: string): Layout {
-  const registry = join(root, 'functions', 'controllers', 'index.ts');
-  return {
-    registry,
-    testFile: (name) => join(root, 'test', 'controllers', `${name}.test.ts`),
-    kit: '../../kit/index.ts',
-    testImports: (name) => ({
-      folder: `../../functions/controllers/${name}/`,
-      lines: [
-        `import { findCondition, parseConditions } from '../../functions/kit/index.ts';`,
-        `import { reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';`,
-        `import { startTestCluster, type TestCluster } from '../support/cluster.ts';`,
-        `import { waitFor } from '../support/wait.ts';`,
-      ].join('\n'),
-    }),
-    regenerate: 'npm run generate:manifests',
-    scaffold: 'npm run new:controller',
-    registryName: 'functions/controllers/index.ts',
-    levelsetRepository: true,
-  };
 }
 
 /** The layout of a project whose registry module is `registry` (its tests in `<root>/test/`). */
@@ -237,7 +210,6 @@ export function projectLayout(root: string, registry: string): Layout {
     regenerate: 'levelset build',
     scaffold: 'levelset new controller',
     registryName: relative(root, registry).split('\\').join('/'),
-    levelsetRepository: false,
   };
 }
 
@@ -297,7 +269,7 @@ export const ${id}Controller = defineController({
 `;
 }
 
-function crdYaml(o: Names, spec: Field[], status: Field[]) {
+function crdYaml(o: Names, spec: Field[], status: Field[], layout: Layout) {
   const scalar = isScalar;
   const columnType = (t: string) => (t === 'enum' ? 'string' : t);
   const crd = {
@@ -336,7 +308,7 @@ function crdYaml(o: Names, spec: Field[], status: Field[]) {
       ],
     },
   };
-  const text = `# The ${o.kind} CRD, generated by \`npm run new:controller\`. Read by Terraform and \`npm start\`.\n${stringify(crd)}`;
+  const text = `# The ${o.kind} CRD, generated by \`${layout.scaffold}\`. Read by Terraform and \`npm start\`.\n${stringify(crd)}`;
   // The schema as `npm run generate:manifests` writes it from api.ts (the same zod schemas).
   const schemas = { spec: objectSchemaOf(spec), status: objectSchemaOf(status) };
   return generateCrd({ path: 'crd.yaml', text }, { name: o.name, primary: { version: o.version }, schemas })
@@ -439,10 +411,11 @@ function addRegistryLine(path: string, o: { name: string; kind: string; group: s
   const id = `${camel(o.name)}Controller`;
   if (text.includes(`./${o.name}/index.ts`)) return;
   const importLine = `import { ${id} } from './${o.name}/index.ts';\n`;
-  const lastImport = text.lastIndexOf("from './");
-  const afterImport = text.indexOf('\n', lastImport) + 1;
+  // After the last import (Biome orders them afterwards), also in a registry that lists no controller yet.
+  const lastImport = [...text.matchAll(/^import\b[^;]*;\n/gm)].at(-1);
   const end = text.indexOf('];', text.indexOf('export const controllers'));
-  if (lastImport < 0 || end < 0) throw new Error(`${path}: cannot find where to add the registry line`);
+  if (!lastImport || end < 0) throw new Error(`${path}: cannot find where to add the registry line`);
+  const afterImport = lastImport.index + lastImport[0].length;
   const entry = `  ${id}, // ${o.kind} (${o.group}/${o.version})\n`;
   writeFileSync(
     path,
@@ -457,8 +430,8 @@ function addRegistryLine(path: string, o: { name: string; kind: string; group: s
  */
 export async function scaffoldController(options: ScaffoldOptions): Promise<string[]> {
   const valid = optionsSchema.parse(options);
-  const root = options.root ?? REPO_ROOT;
-  const layout = options.layout ?? repositoryLayout(root);
+  const root = options.root ?? findProject().root;
+  const layout = options.layout ?? projectLayout(root, findProject(root).registry);
   const o = { ...valid, plural: valid.plural ?? `${valid.kind.toLowerCase()}s` };
   const spec = options.spec ?? [];
   const status = options.status ?? [];
@@ -469,7 +442,7 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
   const files: [string, string][] = [
     [join(dir, 'api.ts'), apiTs(o, spec, status, layout)],
     [join(dir, 'index.ts'), indexTs(o, layout)],
-    [join(dir, 'crd.yaml'), crdYaml(o, spec, status)],
+    [join(dir, 'crd.yaml'), crdYaml(o, spec, status, layout)],
     [join(dir, 'example.yaml'), exampleYaml(o, spec)],
     [testFile, testTs(o, layout)],
   ];
@@ -493,14 +466,6 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
         encoding: 'utf8',
       });
   if (format.status !== 0) throw new Error(`biome check --write failed: ${format.stderr || format.stdout}`);
-  if (options.regenerate ?? true) {
-    const { controllers } = await import(pathToFileURL(layout.registry).href);
-    const generated = generateFiles(controllers, findCrdSources(root, dirname(layout.registry)), {
-      levelsetRepository: layout.levelsetRepository,
-      registry: layout.registryName,
-    });
-    writeFiles(generated, root);
-    written.push(...generated.keys());
-  }
+  if (options.regenerate ?? true) written.push(...(await generateManifests({ project: findProject(root) })));
   return written;
 }

@@ -80,7 +80,7 @@ output "kubernetes_endpoint" {
 }
 
 output "crds" {
-  description = "Names of the CustomResourceDefinitions installed from functions/controllers/*/crd.yaml (in every cluster, by modules/cluster)."
+  description = "Names of the CustomResourceDefinitions installed from the registry input's crds (in every cluster, by modules/cluster)."
   value       = sort(keys(local.crds))
 }
 

@@ -1,6 +1,7 @@
 /** Section `api-cost`: requests per no-op reconcile, counted at the client. */
+
+import { controllers as registry } from '../../examples/registry.ts';
 import type { Controller } from '../../functions/contract/controller.ts';
-import { controllers as registry } from '../../functions/controllers/index.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';

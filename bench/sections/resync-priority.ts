@@ -4,8 +4,9 @@
  * now), and with the same backlog on the live keys topic (as before); `priorityRuns` runs, the
  * median one reported (the report's text says why).
  */
+
+import { controllers as registry } from '../../examples/registry.ts';
 import type { Controller } from '../../functions/contract/controller.ts';
-import { controllers as registry } from '../../functions/controllers/index.ts';
 import { LABELS } from '../../functions/log.ts';
 import { createKeyPublisher } from '../../functions/publish.ts';
 import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';

@@ -3,8 +3,9 @@
  * reconcile, to Kubernetes and to Pub/Sub, then the time from a Topic's delete to the object gone
  * through the serverless pipeline, each beside a Foo's.
  */
+
+import { controllers as registry } from '../../examples/registry.ts';
 import type { Controller } from '../../functions/contract/controller.ts';
-import { controllers as registry } from '../../functions/controllers/index.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';

@@ -4,8 +4,9 @@
  */
 
 import { pino } from 'pino';
+import { parse } from 'yaml';
 import type { CommandModule } from 'yargs';
-import { findProject, isLevelsetRepository, registryPath } from '../../functions/project.ts';
+import { findProject, isLevelsetRepository, loadRegistry, registryPath } from '../../functions/project.ts';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
@@ -91,9 +92,15 @@ export const devCommand: CommandModule<object, DevArgs> = {
     // The project's registry (functions/project.ts): its controllers run; one line when there is none.
     const project = findProject();
     const registry = registryPath();
-    const { runDev } = await import('../../local/start.ts');
+    const { controllers } = await loadRegistry(registry);
+    const [{ runDev }, { projectCrdSources }] = await Promise.all([
+      import('../../local/start.ts'),
+      import('../../scripts/generate-manifests.ts'),
+    ]);
     await runDev({
       registry,
+      // The project's CRDs, as `levelset build` deploys them (its own and the shipped ones it registers).
+      crds: projectCrdSources({ ...project, registry }, controllers).map((s) => parse(s.text)),
       // The demo plays Levelset's own controllers' examples: in its own repository only.
       cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
       clusters: argv.clusters,

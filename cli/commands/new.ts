@@ -1,6 +1,6 @@
 /**
- * `levelset new controller <name>`: scaffolds a controller (scripts/new-controller.ts, the same code
- * as `npm run new:controller`): its folder, CRD, registry line, a test, and regenerated manifests.
+ * `levelset new controller <name>`: scaffolds a controller into the current directory's project
+ * (scripts/new-controller.ts): its folder, CRD, registry line, a test, and regenerated manifests.
  */
 import type { CommandModule } from 'yargs';
 import { findProject, isLevelsetRepository } from '../../functions/project.ts';
@@ -48,14 +48,18 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
         describe: 'the project to write into (default: the current directory\'s, package.json "levelset")',
       }),
   handler: async (argv) => {
-    const { parseFields, projectLayout, repositoryLayout, scaffoldController } = await import(
+    const { parseFields, projectLayout, scaffoldController } = await import(
       '../../scripts/new-controller.ts'
     );
-    // The project's registry folder and tests (functions/project.ts); Levelset's own repository's layout.
+    // The project's registry folder and tests (functions/project.ts). Levelset's own repository has no
+    // controller folder of its own to scaffold into: its examples are projects (examples/<name>/).
     const project = findProject(argv.root ?? process.cwd());
-    const layout = isLevelsetRepository(project)
-      ? repositoryLayout(project.root)
-      : projectLayout(project.root, project.registry);
+    if (isLevelsetRepository(project))
+      throw new CliError(
+        "Levelset's repository scaffolds into an example project: cd examples/<name> (or levelset init examples/<name>) and run it there",
+        EXIT_USAGE,
+      );
+    const layout = projectLayout(project.root, project.registry);
     let written: string[];
     try {
       written = await scaffoldController({

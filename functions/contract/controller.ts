@@ -252,7 +252,7 @@ export interface AuditLogSource {
   keysOf(resourceName: string, ctx: ResyncContext): Promise<MappedKey[]>;
 }
 
-/** A controller module: one folder under `functions/controllers/`, one line in the registry. */
+/** A controller module: one folder beside its project's registry (`controllers/<name>/`), one line in it. */
 export interface Controller {
   /** Unique kebab-case name; the key message's `controller`. */
   name: string;

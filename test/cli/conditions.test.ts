@@ -83,7 +83,7 @@ describe('levelset conditions', () => {
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     mixed = await cluster.createNamespace('conditions');
     allReady = await cluster.createNamespace('conditions-ok');
-    await cluster.applyCrd(join(repoRoot, 'functions/controllers/foo/crd.yaml'), resource, mixed);
+    await cluster.applyCrd(join(repoRoot, 'examples/foo/controllers/foo/crd.yaml'), resource, mixed);
     await createFoo(mixed, 'ready', {
       status: 'True',
       reason: 'DeploymentAvailable',

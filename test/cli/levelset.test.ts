@@ -13,7 +13,7 @@ import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import type { Frame } from '../../cli/impl/watch.ts';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
@@ -26,8 +26,16 @@ const packageJson = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf
   bin: Record<string, string>;
 };
 const bin = join(repoRoot, packageJson.bin.levelset ?? 'missing');
-const FOO_CRD = join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml');
-const FOO_EXAMPLE = join(repoRoot, 'test', 'fixtures', 'upstream', 'sample-controller-example-foo.yaml');
+const FOO_CRD = join(repoRoot, 'examples', 'foo', 'controllers', 'foo', 'crd.yaml');
+const FOO_EXAMPLE = join(
+  repoRoot,
+  'examples',
+  'foo',
+  'test',
+  'fixtures',
+  'upstream',
+  'sample-controller-example-foo.yaml',
+);
 const FOO_RESOURCE = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
 
 interface Run {

@@ -47,7 +47,7 @@ describe('levelset logs against the local stack', () => {
     p = await startPipeline(
       async (cluster) => {
         ns = await cluster.createNamespace('logs');
-        await cluster.applyCrd(join(repoRoot, 'functions/controllers/foo/crd.yaml'), resource, ns);
+        await cluster.applyCrd(join(repoRoot, 'examples/foo/controllers/foo/crd.yaml'), resource, ns);
         return {};
       },
       { mode: 'serverless', stateDir },

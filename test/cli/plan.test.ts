@@ -20,7 +20,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { fooController } from '../../functions/controllers/foo/index.ts';
+import { fooController } from '../../examples/foo/controllers/foo/index.ts';
 import { dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
 import { reconcilerForTest, startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
@@ -71,7 +71,7 @@ describe('levelset plan', { skip: await podsCannotRun() }, () => {
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     namespace = await cluster.createNamespace('plan');
-    await cluster.applyCrd(join(repoRoot, 'functions/controllers/foo/crd.yaml'), resource, namespace);
+    await cluster.applyCrd(join(repoRoot, 'examples/foo/controllers/foo/crd.yaml'), resource, namespace);
     await custom.createNamespacedCustomObject({
       ...resource,
       namespace,

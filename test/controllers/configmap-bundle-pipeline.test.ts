@@ -16,13 +16,14 @@ import {
   setHeaderOptions,
   type V1ConfigMap,
 } from '@kubernetes/client-node';
-import { configmapBundleResource as resource } from '../../functions/controllers/configmap-bundle/api.ts';
+import { configmapBundleResource as resource } from '../../examples/configmap-bundle/controllers/configmap-bundle/api.ts';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import type { StackMode } from '../../local/stack.ts';
 import { PIPELINE_MODES, type Pipeline, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = new URL('../../functions/controllers/configmap-bundle/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/configmap-bundle/controllers/configmap-bundle/crd.yaml', import.meta.url)
+  .pathname;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.

@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { MAX_BURST } from '../../functions/controllers/customcluster/index.ts';
+import { MAX_BURST } from '../../examples/customcluster/controllers/customcluster/index.ts';
 import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
@@ -27,7 +27,8 @@ import {
 } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = new URL('../../functions/controllers/customcluster/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/customcluster/controllers/customcluster/crd.yaml', import.meta.url)
+  .pathname;
 const group = 'sde.dev';
 const version = 'v1alpha1';
 const plural = 'customclusters';

@@ -17,7 +17,7 @@ import {
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
+import { messageOf } from '../../examples/customcluster/controllers/customcluster/desired.ts';
 import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
 import { isControlledBy } from '../../functions/k8s/owner.ts';
 import type { StackMode } from '../../local/stack.ts';
@@ -34,8 +34,9 @@ import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/customcluster/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/customcluster-example.yaml', root).pathname;
+const CRD = new URL('examples/customcluster/controllers/customcluster/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/customcluster/test/fixtures/upstream/customcluster-example.yaml', root)
+  .pathname;
 const EXAMPLE_MESSAGE = 'Trying to create my own custom resource';
 const group = 'sde.dev';
 const version = 'v1alpha1';

@@ -11,8 +11,8 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernetes/client-node';
-import { messageOf } from '../../functions/controllers/customcluster/desired.ts';
-import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
+import { messageOf } from '../../examples/customcluster/controllers/customcluster/desired.ts';
+import { customclusterController } from '../../examples/customcluster/controllers/customcluster/index.ts';
 import { isControlledBy } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -22,8 +22,9 @@ import { podsCannotRun, startWorkloads } from '../support/workloads.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/customcluster/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/customcluster-example.yaml', root).pathname;
+const CRD = new URL('examples/customcluster/controllers/customcluster/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/customcluster/test/fixtures/upstream/customcluster-example.yaml', root)
+  .pathname;
 const EXAMPLE_MESSAGE = 'Trying to create my own custom resource';
 const group = 'sde.dev';
 const version = 'v1alpha1';

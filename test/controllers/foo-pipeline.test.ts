@@ -41,8 +41,9 @@ import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/foo/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.yaml', root).pathname;
+const CRD = new URL('examples/foo/controllers/foo/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/foo/test/fixtures/upstream/sample-controller-example-foo.yaml', root)
+  .pathname;
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';

@@ -17,7 +17,7 @@ import {
   CustomObjectsApi,
   type V1Deployment,
 } from '@kubernetes/client-node';
-import { fooController } from '../../functions/controllers/foo/index.ts';
+import { fooController } from '../../examples/foo/controllers/foo/index.ts';
 import { FIELD_MANAGER, isControlledBy } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -27,8 +27,9 @@ import { podsCannotRun, startWorkloads } from '../support/workloads.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/foo/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/sample-controller-example-foo.yaml', root).pathname;
+const CRD = new URL('examples/foo/controllers/foo/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/foo/test/fixtures/upstream/sample-controller-example-foo.yaml', root)
+  .pathname;
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';

@@ -18,7 +18,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
+import { icecreamResource as resource } from '../../examples/icecream/controllers/icecream/api.ts';
 import { findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { noReadyNodeSkip } from '../../functions/kit/testing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
@@ -28,8 +28,8 @@ import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/icecream/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/icecream-example.yaml', root).pathname;
+const CRD = new URL('examples/icecream/controllers/icecream/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/icecream/test/fixtures/upstream/icecream-example.yaml', root).pathname;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.

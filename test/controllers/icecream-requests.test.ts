@@ -16,8 +16,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
-import { icecreamController } from '../../functions/controllers/icecream/index.ts';
+import { icecreamResource as resource } from '../../examples/icecream/controllers/icecream/api.ts';
+import { icecreamController } from '../../examples/icecream/controllers/icecream/index.ts';
 import { FIELD_MANAGER, findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
 import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
 import { startTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -26,8 +26,8 @@ import { podsCannotRun, startWorkloads } from '../support/workloads.ts';
 
 const exec = promisify(execFile);
 const root = new URL('../../', import.meta.url);
-const CRD = new URL('functions/controllers/icecream/crd.yaml', root).pathname;
-const EXAMPLE = new URL('test/fixtures/upstream/icecream-example.yaml', root).pathname;
+const CRD = new URL('examples/icecream/controllers/icecream/crd.yaml', root).pathname;
+const EXAMPLE = new URL('examples/icecream/test/fixtures/upstream/icecream-example.yaml', root).pathname;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 // biome-ignore lint/suspicious/noExplicitAny: custom objects come back as plain JSON.

@@ -13,7 +13,7 @@ import { LABELS } from '../../functions/log.ts';
 import { type Pipeline, relayCounter, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = new URL('../../functions/controllers/foo/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname;
 const resource = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
 
 describe('drift the resync corrects is counted', { skip: !!process.env.TEST_KUBECONFIG }, () => {

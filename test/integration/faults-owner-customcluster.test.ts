@@ -2,14 +2,14 @@
  * Owned Pods after faults (issue 11): the owner-faults suite (test/support/owner-faults.ts) for
  * customcluster. A Customcluster asks for exactly `spec.count` Pods controlled by it.
  */
-import { customclusterResource } from '../../functions/controllers/customcluster/api.ts';
+import { customclusterResource } from '../../examples/customcluster/controllers/customcluster/api.ts';
 import { ownerFaultsSuite } from '../support/owner-faults.ts';
 
 ownerFaultsSuite({
   controller: 'customcluster',
   kind: 'Customcluster',
   resource: customclusterResource,
-  crd: new URL('../../functions/controllers/customcluster/crd.yaml', import.meta.url).pathname,
+  crd: new URL('../../examples/customcluster/controllers/customcluster/crd.yaml', import.meta.url).pathname,
   namespacePrefix: 'cc-faults',
   children: 'Pods',
   spec: (name) => ({ count: name === 'keep' ? 2 : 1, message: 'm' }),

@@ -2,14 +2,14 @@
  * Owned Deployments after faults (issue 11): the owner-faults suite (test/support/owner-faults.ts)
  * for foo. A Foo asks for exactly one Deployment, `spec.deploymentName`, controlled by it.
  */
-import { fooResource } from '../../functions/controllers/foo/api.ts';
+import { fooResource } from '../../examples/foo/controllers/foo/api.ts';
 import { ownerFaultsSuite } from '../support/owner-faults.ts';
 
 ownerFaultsSuite({
   controller: 'foo',
   kind: 'Foo',
   resource: fooResource,
-  crd: new URL('../../functions/controllers/foo/crd.yaml', import.meta.url).pathname,
+  crd: new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname,
   namespacePrefix: 'foo-faults',
   children: 'Deployments',
   spec: (name) => ({ deploymentName: `${name}-dep`, replicas: 1 }),

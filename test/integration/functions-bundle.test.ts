@@ -72,7 +72,7 @@ describe('the deployed functions bundle', () => {
       cluster = await starting;
     }
     ns = await cluster.createNamespace('bundle');
-    await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
+    await cluster.applyCrd(join(repoRoot, 'examples', 'foo', 'controllers', 'foo', 'crd.yaml'), foos, ns);
   });
 
   after(async () => {

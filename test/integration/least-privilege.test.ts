@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiException, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { type ClusterRule, functionsRules, relayRules } from '../../scripts/generate-manifests.ts';
 import { createLeastPrivilegedIdentities, type Identities } from '../support/identities.ts';

@@ -25,7 +25,7 @@ import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = new URL('../../functions/controllers/foo/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname;
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';

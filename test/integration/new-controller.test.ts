@@ -1,8 +1,9 @@
 /**
- * The scaffold (`npm run new:controller`, scripts/new-controller.ts) on a copy of the repository in
- * a temporary directory (nothing is written here): the generated controller typechecks, passes
- * Biome and its own generated test, is registered, and its CRD and RBAC are generated; and the
- * Icecream controller is exactly the scaffold's output plus its reconcile (index.ts).
+ * The scaffold (`levelset new controller`, scripts/new-controller.ts) on a copy of the Icecream
+ * example project (examples/icecream, of `levelset init`'s shape) in a temporary directory (nothing
+ * is written here): the generated controller typechecks, passes Biome and its own generated test,
+ * is registered, and its CRD and RBAC are generated; the Icecream and ConfigMapBundle examples are
+ * exactly the scaffold's output plus their reconcile (index.ts); Levelset's repository root refuses.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -27,35 +28,34 @@ const exec = promisify(execFile);
 const REPO = new URL('../../', import.meta.url).pathname;
 const temps: string[] = [];
 
-/** A temporary copy of the parts of the repository a scaffolded controller and its test need. */
-function copyOfRepo(parts: string[]): string {
+/** The example project the scaffold is compared with and written into (copies of it). */
+const EXAMPLE = join(REPO, 'examples', 'icecream');
+
+/**
+ * A temporary copy of `parts` of the Icecream example project, with the repository's node_modules
+ * (where `levelset` is this checkout, as npm links the workspace's `file:../..`).
+ */
+function copyOfExample(parts: string[]): string {
   const dir = mkdtempSync(join(tmpdir(), 'levelset-scaffold-'));
   temps.push(dir);
-  for (const part of parts) cpSync(join(REPO, part), join(dir, part), { recursive: true });
+  for (const part of parts) cpSync(join(EXAMPLE, part), join(dir, part), { recursive: true });
   symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
   return dir;
 }
+
+/** The example project's files a scaffold and its test need. */
+const PROJECT = ['package.json', 'tsconfig.json', 'biome.json', 'controllers'];
 
 after(() => {
   for (const dir of temps) rmSync(dir, { recursive: true, force: true });
 });
 
-describe('scaffold: npm run new:controller', () => {
+describe('scaffold: levelset new controller', () => {
   let root: string;
   let written: string[];
 
   before(async () => {
-    root = copyOfRepo([
-      'functions',
-      'local',
-      'scripts',
-      'test/support',
-      'deploy',
-      'package.json',
-      'tsconfig.json',
-      'biome.json',
-    ]);
-    mkdirSync(join(root, 'terraform'));
+    root = copyOfExample(PROJECT);
     written = await scaffoldController({
       root,
       name: 'scaffold-probe',
@@ -70,7 +70,7 @@ describe('scaffold: npm run new:controller', () => {
   });
 
   it('names the printer columns as kubebuilder projects do (words, not DEPLOYMENTNAME)', () => {
-    const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8')) as {
+    const crd = parse(readFileSync(join(root, 'controllers/scaffold-probe/crd.yaml'), 'utf8')) as {
       spec: { versions: { additionalPrinterColumns: { name: string; jsonPath: string }[] }[] };
     };
     const columns = crd.spec.versions[0]?.additionalPrinterColumns ?? [];
@@ -93,15 +93,15 @@ describe('scaffold: npm run new:controller', () => {
 
   it('writes the folder, the test, the registry line and the manifests', () => {
     for (const path of [
-      'functions/controllers/scaffold-probe/api.ts',
-      'functions/controllers/scaffold-probe/index.ts',
-      'functions/controllers/scaffold-probe/crd.yaml',
-      'functions/controllers/scaffold-probe/example.yaml',
-      'test/controllers/scaffold-probe.test.ts',
+      'controllers/scaffold-probe/api.ts',
+      'controllers/scaffold-probe/index.ts',
+      'controllers/scaffold-probe/crd.yaml',
+      'controllers/scaffold-probe/example.yaml',
+      'test/scaffold-probe.test.ts',
       'deploy/crds/scaffoldprobes.probe.levelset.dev.yaml',
     ])
       assert.ok(written.includes(path) && existsSync(join(root, path)), path);
-    const registry = readFileSync(join(root, 'functions/controllers/index.ts'), 'utf8');
+    const registry = readFileSync(join(root, 'controllers/index.ts'), 'utf8');
     assert.match(registry, /import \{ scaffoldProbeController \} from '\.\/scaffold-probe\/index\.ts';/);
     assert.match(
       registry,
@@ -112,7 +112,7 @@ describe('scaffold: npm run new:controller', () => {
   });
 
   it('writes arrays and nested objects into the CRD schema and the zod schema', async () => {
-    const crd = parse(readFileSync(join(root, 'functions/controllers/scaffold-probe/crd.yaml'), 'utf8'));
+    const crd = parse(readFileSync(join(root, 'controllers/scaffold-probe/crd.yaml'), 'utf8'));
     const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
     assert.deepEqual(spec.required, ['size', 'tier']);
     assert.deepEqual(spec.properties.size, { type: 'integer', minimum: 5, maximum: 10 });
@@ -141,7 +141,7 @@ describe('scaffold: npm run new:controller', () => {
       ['Size', 'Label', 'Tier', 'Deployment Name', 'Available Replicas', 'Ready', 'Age'],
       'printer columns for scalars only',
     );
-    const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
+    const api = await import(join(root, 'controllers/scaffold-probe/api.ts'));
     const schema = api.scaffoldProbeSpecSchema;
     assert.ok(
       schema.safeParse({
@@ -162,9 +162,7 @@ describe('scaffold: npm run new:controller', () => {
   });
 
   it("writes an example.yaml its own schema accepts (values from the fields' bounds)", async () => {
-    const example = parse(
-      readFileSync(join(root, 'functions/controllers/scaffold-probe/example.yaml'), 'utf8'),
-    );
+    const example = parse(readFileSync(join(root, 'controllers/scaffold-probe/example.yaml'), 'utf8'));
     assert.deepEqual(example.spec, {
       size: 5,
       label: 'example-scaffold-pro',
@@ -174,7 +172,7 @@ describe('scaffold: npm run new:controller', () => {
       sources: [],
       limits: {},
     });
-    const api = await import(join(root, 'functions/controllers/scaffold-probe/api.ts'));
+    const api = await import(join(root, 'controllers/scaffold-probe/api.ts'));
     assert.ok(api.scaffoldProbeSpecSchema.safeParse(example.spec).success);
   });
 
@@ -214,7 +212,7 @@ describe('scaffold: npm run new:controller', () => {
     const { NODE_TEST_CONTEXT: _, ...env } = process.env;
     const { stdout } = await exec(
       process.execPath,
-      ['--test', '--test-reporter=tap', 'test/controllers/scaffold-probe.test.ts'],
+      ['--test', '--test-reporter=tap', 'test/scaffold-probe.test.ts'],
       { cwd: root, env },
     );
     assert.match(stdout, /# pass 1/);
@@ -259,7 +257,7 @@ describe('scaffold: npm run new:controller', () => {
       }),
       /spec\.code: no example value .*example=VALUE/,
     );
-    assert.ok(!existsSync(join(root, 'functions/controllers/no-example')));
+    assert.ok(!existsSync(join(root, 'controllers/no-example')));
   });
 
   it('parses bounds, patterns, enums and examples', () => {
@@ -281,12 +279,9 @@ describe('scaffold: npm run new:controller', () => {
     const levelset = (...args: string[]) =>
       exec(process.execPath, [join(REPO, 'cli/levelset.ts'), 'new', 'controller', ...args, `--root=${root}`]);
     const { stdout } = await levelset('cli-probe', '--group=probe.levelset.dev', '--kind=CliProbe');
-    assert.match(stdout, /functions\/controllers\/cli-probe\/index\.ts/);
-    assert.ok(existsSync(join(root, 'functions/controllers/cli-probe/crd.yaml')));
-    assert.match(
-      readFileSync(join(root, 'functions/controllers/index.ts'), 'utf8'),
-      /from '\.\/cli-probe\/index\.ts'/,
-    );
+    assert.match(stdout, /controllers\/cli-probe\/index\.ts/);
+    assert.ok(existsSync(join(root, 'controllers/cli-probe/crd.yaml')));
+    assert.match(readFileSync(join(root, 'controllers/index.ts'), 'utf8'), /from '\.\/cli-probe\/index\.ts'/);
     await assert.rejects(
       levelset('cli-probe', '--group=probe.levelset.dev', '--kind=CliProbe'),
       (err: Error) => {
@@ -294,27 +289,41 @@ describe('scaffold: npm run new:controller', () => {
         assert.equal(failure.code, 2);
         assert.equal(
           failure.stderr,
-          'levelset: cannot scaffold cli-probe: functions/controllers/cli-probe already exists\n',
+          'levelset: cannot scaffold cli-probe: controllers/cli-probe already exists\n',
         );
         return true;
       },
     );
   });
+
+  it("refuses in Levelset's repository root, whose controllers are example projects: one line, nothing written", async () => {
+    await assert.rejects(
+      exec(process.execPath, [
+        join(REPO, 'cli/levelset.ts'),
+        'new',
+        'controller',
+        'root-probe',
+        '--group=probe.levelset.dev',
+        '--kind=RootProbe',
+        `--root=${REPO}`,
+      ]),
+      (err: Error) => {
+        const failure = err as Error & { code: number; stderr: string };
+        assert.equal(failure.code, 2);
+        assert.match(
+          failure.stderr,
+          /^levelset: Levelset's repository scaffolds into an example project: .*\n$/,
+        );
+        return true;
+      },
+    );
+    assert.ok(!existsSync(join(REPO, 'examples', 'root-probe')));
+  });
 });
 
 describe('scaffold: --scope Cluster', () => {
   it('writes a cluster-scoped CRD and primary whose generated test passes: keys are names alone', async () => {
-    const root = copyOfRepo([
-      'functions',
-      'local',
-      'scripts',
-      'test/support',
-      'deploy',
-      'package.json',
-      'tsconfig.json',
-      'biome.json',
-    ]);
-    mkdirSync(join(root, 'terraform'));
+    const root = copyOfExample(PROJECT);
     await exec(process.execPath, [
       join(REPO, 'cli/levelset.ts'),
       'new',
@@ -326,13 +335,13 @@ describe('scaffold: --scope Cluster', () => {
       '--spec=size:integer!',
       `--root=${root}`,
     ]);
-    const folder = join(root, 'functions/controllers/cluster-probe');
+    const folder = join(root, 'controllers/cluster-probe');
     assert.match(readFileSync(join(folder, 'crd.yaml'), 'utf8'), /\n {2}scope: Cluster\n/);
     assert.match(readFileSync(join(folder, 'api.ts'), 'utf8'), /scope: 'Cluster',/);
     const files = [
-      'functions/controllers/cluster-probe/api.ts',
-      'functions/controllers/cluster-probe/index.ts',
-      'test/controllers/cluster-probe.test.ts',
+      'controllers/cluster-probe/api.ts',
+      'controllers/cluster-probe/index.ts',
+      'test/cluster-probe.test.ts',
     ];
     await exec(process.execPath, [join(REPO, 'node_modules/@biomejs/biome/bin/biome'), 'check', ...files], {
       cwd: root,
@@ -351,7 +360,7 @@ describe('scaffold: --scope Cluster', () => {
     const { NODE_TEST_CONTEXT: _, ...env } = process.env;
     const { stdout } = await exec(
       process.execPath,
-      ['--test', '--test-reporter=tap', 'test/controllers/cluster-probe.test.ts'],
+      ['--test', '--test-reporter=tap', 'test/cluster-probe.test.ts'],
       { cwd: root, env },
     );
     assert.match(stdout, /# pass 1/);
@@ -359,12 +368,24 @@ describe('scaffold: --scope Cluster', () => {
   });
 });
 
-describe('the Icecream controller is the scaffold plus its reconcile', () => {
-  it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
-    const root = copyOfRepo(['biome.json']);
-    mkdirSync(join(root, 'functions/controllers'), { recursive: true });
-    const registry = readFileSync(join(REPO, 'functions/controllers/index.ts'), 'utf8');
-    writeFileSync(join(root, 'functions/controllers/index.ts'), registry.replace(/.*icecream.*\n/gi, ''));
+/**
+ * A project of the example's shape holding its registry without the lines matching `without`: where
+ * the scaffold writes what the example project holds.
+ */
+function emptiedExample(example: string, without: RegExp): string {
+  const root = mkdtempSync(join(tmpdir(), 'levelset-scaffold-'));
+  temps.push(root);
+  for (const file of ['package.json', 'biome.json'])
+    cpSync(join(REPO, 'examples', example, file), join(root, file));
+  mkdirSync(join(root, 'controllers'));
+  const registry = readFileSync(join(REPO, 'examples', example, 'controllers/index.ts'), 'utf8');
+  writeFileSync(join(root, 'controllers/index.ts'), registry.replace(without, ''));
+  return root;
+}
+
+describe('the Icecream example is the scaffold plus its reconcile', () => {
+  it('api.ts, crd.yaml, example.yaml, its test and the registry are byte for byte what the scaffold writes', async () => {
+    const root = emptiedExample('icecream', /.*icecream.*\n/gi);
     await scaffoldController({
       root,
       regenerate: false,
@@ -376,33 +397,19 @@ describe('the Icecream controller is the scaffold plus its reconcile', () => {
       status: parseFields('availableReplicas:integer,nodeNames:string[]'),
     });
     for (const path of [
-      'functions/controllers/icecream/api.ts',
-      'functions/controllers/icecream/crd.yaml',
-      'functions/controllers/icecream/example.yaml',
-      'test/controllers/icecream.test.ts',
+      'controllers/icecream/api.ts',
+      'controllers/icecream/crd.yaml',
+      'controllers/icecream/example.yaml',
+      'test/icecream.test.ts',
+      'controllers/index.ts',
     ])
-      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
-    const icecreamLines = (path: string) =>
-      readFileSync(path, 'utf8')
-        .split('\n')
-        .filter((l) => /icecream/i.test(l));
-    assert.deepEqual(
-      icecreamLines(join(root, 'functions/controllers/index.ts')),
-      icecreamLines(join(REPO, 'functions/controllers/index.ts')),
-      'the registry lines',
-    );
+      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(EXAMPLE, path), 'utf8'), path);
   });
 });
 
 describe('the ConfigMapBundle example is the scaffold plus its reconcile', () => {
-  it('api.ts, crd.yaml, example.yaml and its test are byte for byte what the scaffold writes', async () => {
-    const root = copyOfRepo(['biome.json']);
-    mkdirSync(join(root, 'functions/controllers'), { recursive: true });
-    const registry = readFileSync(join(REPO, 'functions/controllers/index.ts'), 'utf8');
-    writeFileSync(
-      join(root, 'functions/controllers/index.ts'),
-      registry.replace(/.*configmap-?bundle.*\n/gi, ''),
-    );
+  it('api.ts, crd.yaml, example.yaml, its test and the registry are byte for byte what the scaffold writes', async () => {
+    const root = emptiedExample('configmap-bundle', /.*configmap-?bundle.*\n/gi);
     await scaffoldController({
       root,
       regenerate: false,
@@ -413,12 +420,14 @@ describe('the ConfigMapBundle example is the scaffold plus its reconcile', () =>
       spec: parseFields('sources:[{namespace:string!,name:string!}]!'),
       status: parseFields('sourcesFound:integer,missing:string[]'),
     });
+    const example = join(REPO, 'examples', 'configmap-bundle');
     for (const path of [
-      'functions/controllers/configmap-bundle/api.ts',
-      'functions/controllers/configmap-bundle/crd.yaml',
-      'functions/controllers/configmap-bundle/example.yaml',
-      'test/controllers/configmap-bundle.test.ts',
+      'controllers/configmap-bundle/api.ts',
+      'controllers/configmap-bundle/crd.yaml',
+      'controllers/configmap-bundle/example.yaml',
+      'test/configmap-bundle.test.ts',
+      'controllers/index.ts',
     ])
-      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(REPO, path), 'utf8'), path);
+      assert.equal(readFileSync(join(root, path), 'utf8'), readFileSync(join(example, path), 'utf8'), path);
   });
 });

@@ -46,7 +46,7 @@ describe('the relay bundle', () => {
     [cluster, emulator] = await startAll([startTestCluster({ tls: true }), startPubSubEmulator()]);
     pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     ns = await cluster.createNamespace('relay-bundle');
-    await cluster.applyCrd(join(repoRoot, 'functions', 'controllers', 'foo', 'crd.yaml'), foos, ns);
+    await cluster.applyCrd(join(repoRoot, 'examples', 'foo', 'controllers', 'foo', 'crd.yaml'), foos, ns);
   });
 
   after(async () => {

@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
-import { icecreamResource as resource } from '../../functions/controllers/icecream/api.ts';
-import { icecreamController } from '../../functions/controllers/icecream/index.ts';
+import { icecreamResource as resource } from '../../examples/icecream/controllers/icecream/api.ts';
+import { icecreamController } from '../../examples/icecream/controllers/icecream/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { createLogger } from '../../functions/log.ts';
 import type { KeyMessage } from '../../functions/message.ts';
@@ -18,7 +18,7 @@ import { type Relay, startRelay } from '../../relay/relay.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
-const CRD = new URL('../../functions/controllers/icecream/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/icecream/controllers/icecream/crd.yaml', import.meta.url).pathname;
 const podSpec = { containers: [{ name: 'nginx', image: 'nginx:latest' }] };
 const template = (labels: Record<string, string>) => ({
   selector: { matchLabels: labels },

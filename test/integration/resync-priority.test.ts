@@ -13,7 +13,7 @@ import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeli
 import { waitFor } from '../support/wait.ts';
 
 const foos = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
-const CRD = new URL('../../functions/controllers/foo/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname;
 /** Resync keys pending when the live change is made: far more than the resync's push rate drains at once. */
 const BACKLOG = 1000;
 

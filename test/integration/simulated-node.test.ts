@@ -7,14 +7,15 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { customclusterController } from '../../functions/controllers/customcluster/index.ts';
+import { customclusterController } from '../../examples/customcluster/controllers/customcluster/index.ts';
 import { createEventRecorder } from '../../functions/k8s/events.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { NODE_NAMES, startSimulatedNode } from '../../local/simulated-node.ts';
 import { waitFor } from '../support/wait.ts';
 
 const exec = promisify(execFile);
-const CRD = new URL('../../functions/controllers/customcluster/crd.yaml', import.meta.url).pathname;
+const CRD = new URL('../../examples/customcluster/controllers/customcluster/crd.yaml', import.meta.url)
+  .pathname;
 
 describe('simulated node (embedded cluster)', {
   skip: process.env.TEST_KUBECONFIG ? 'a real cluster has real nodes and a scheduler' : false,

@@ -19,8 +19,8 @@ import { repoRoot } from '../../local/service.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CRD = join(repoRoot, 'functions/controllers/foo/crd.yaml');
-const CUSTOMCLUSTER_CRD = join(repoRoot, 'functions/controllers/customcluster/crd.yaml');
+const CRD = join(repoRoot, 'examples/foo/controllers/foo/crd.yaml');
+const CUSTOMCLUSTER_CRD = join(repoRoot, 'examples/customcluster/controllers/customcluster/crd.yaml');
 const group = 'samplecontroller.k8s.io';
 const version = 'v1alpha1';
 const plural = 'foos';
@@ -224,7 +224,7 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
 
   it('a requeue continues the trace: the requeued delivery is a child of the requeue span of the delivery that asked', async () => {
     // 101 pods: the customcluster controller creates at most 100 per reconcile and asks to come
-    // back in 1 s for the rest (functions/controllers/customcluster).
+    // back in 1 s for the rest (examples/customcluster).
     await custom.createNamespacedCustomObject({
       group: 'sde.dev',
       version: 'v1alpha1',

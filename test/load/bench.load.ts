@@ -17,7 +17,7 @@ import {
   ratio,
   SECTIONS,
 } from '../../bench/report.ts';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 import { PRELOAD } from '../../local/parent-watch.ts';
 import { killSession, session, sessionEmptied } from '../support/processes.ts';
 import { waitFor } from '../support/wait.ts';

@@ -7,13 +7,24 @@
  * a reconcile of the project's controller, a relay bundle with its Dockerfile, and the manifests
  * (deploy/registry.gen.json, the Terraform module's input); `levelset dev --no-demo` converges an
  * object of each controller and `levelset reconcile … --wait` says success. The tarballs hold no test files; their
- * sizes are printed as diagnostics.
+ * sizes are printed as diagnostics. And each example project (examples/<name>/), copied out of the
+ * repository with its `levelset` dependency set to the tarball, passes its own `npm test` and
+ * `levelset build`: the examples are written exactly as a user's project is.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
@@ -63,14 +74,11 @@ interface Packed {
 /** What no tarball may hold: tests, fixtures, local state, TypeScript sources outside dist/. */
 const NOT_SHIPPED = /(^|\/)(test|fixtures|\.levelset|bench)\/|\.test\.[cm]?[jt]s$|\.load\.ts$/;
 
-describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES }, () => {
-  let dir: string;
-  let project: string;
-  let packed: Packed[];
-  let cluster: TestCluster | undefined;
-  let reconcile: Service | undefined;
+let dir: string;
+let packed: Packed[];
 
-  before(async () => {
+before(
+  async () => {
     dir = mkdtempSync(join(tmpdir(), 'levelset-user-path-'));
     const pack = async (args: string[]) =>
       (
@@ -80,6 +88,20 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       )[0] as Packed;
     // `prepack` compiles each package (tsc); the root's first, whose dist/ the workspace's does not need.
     packed = [await pack([]), await pack(['-w', 'local/apiserver'])];
+  },
+  { timeout: 10 * MINUTES },
+);
+
+after(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES }, () => {
+  let project: string;
+  let cluster: TestCluster | undefined;
+  let reconcile: Service | undefined;
+
+  before(async () => {
     project = join(dir, 'my-controllers');
     // `npx levelset init my-controllers`: the CLI of this checkout, the version of the package.
     await run(dir, process.execPath, [join(repoRoot, 'cli', 'levelset.ts'), 'init', 'my-controllers']);
@@ -89,7 +111,6 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
   after(async () => {
     await reconcile?.stop();
     await cluster?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('packs no tests, fixtures or local state, and prints the sizes', (t) => {
@@ -358,4 +379,42 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
     }
     assert.equal(await exited, 0, output.slice(-2000));
   });
+});
+
+/** The example projects of the repository: every folder of examples/. */
+const EXAMPLES = readdirSync(join(repoRoot, 'examples'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
+
+describe('the example projects, copied out of the repository, on the packed tarballs', {
+  timeout: 30 * MINUTES,
+  concurrency: 2,
+}, () => {
+  for (const name of EXAMPLES)
+    it(`examples/${name}: npm install, npm test and levelset build pass`, async (t) => {
+      const project = join(dir, 'examples', name);
+      // As a user copies it: no dependencies, build output or local state.
+      cpSync(join(repoRoot, 'examples', name), project, {
+        recursive: true,
+        filter: (src) => !['node_modules', 'build', 'deploy', '.levelset'].includes(basename(src)),
+      });
+      // Its `levelset` is the checkout's (`file:../..`): the tarballs instead, installed as init's project installs them.
+      const pkg = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8'));
+      assert.equal(pkg.dependencies.levelset, 'file:../..');
+      delete pkg.dependencies.levelset;
+      writeFileSync(join(project, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+      await run(project, 'npm', ['install', ...packed.map((p) => join(dir, p.filename))]);
+
+      const { stdout } = await run(project, 'npm', ['test']);
+      t.diagnostic(stdout.match(/^(ℹ|#) (pass|fail) \d+$/gm)?.join(', ') ?? '');
+      assert.match(stdout, /^(ℹ|#) pass [1-9]\d*$/m);
+      assert.match(stdout, /^(ℹ|#) fail 0$/m);
+
+      await run(project, 'npx', ['levelset', 'build']);
+      const registry = JSON.parse(readFileSync(join(project, 'deploy', 'registry.gen.json'), 'utf8'));
+      assert.deepEqual(registry.controllers, [name]);
+      assert.equal(registry.crds.length, 1, "the example's CRD");
+      assert.ok(existsSync(join(project, 'build', 'functions', 'dist', 'index.mjs')), 'the functions bundle');
+      assert.ok(existsSync(join(project, 'build', 'relay', 'Dockerfile')), "the relay's image context");
+    });
 });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 import { auditLogFilter, REPO_ROOT } from '../../scripts/generate-manifests.ts';
 import { block, loadModule, type Module, resource, resourcesOf } from './hcl.ts';
 

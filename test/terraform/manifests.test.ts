@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import { controllers } from '../../examples/registry.ts';
 import type { Controller, ResourceType } from '../../functions/contract/controller.ts';
-import { controllers } from '../../functions/controllers/index.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
+import { findProject } from '../../functions/project.ts';
 import {
   type CrdSource,
   drift,
-  findCrdSources,
   functionsRules,
   generateFiles,
   generateManifests,
@@ -25,11 +25,15 @@ import {
   missingCrds,
   NAMES,
   parseCrd,
+  projectCrdSources,
   REPO_ROOT,
   relayRules,
 } from '../../scripts/generate-manifests.ts';
 import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import { IN_PROCESS_MAIN } from '../../scripts/package-relay.ts';
+
+/** This repository's CRD files, as `npm run generate:manifests` finds them (the examples' and the shipped controllers'). */
+const repositoryCrds = () => projectCrdSources(findProject(REPO_ROOT), controllers);
 
 const foos: ResourceType = {
   group: 'samplecontroller.k8s.io',
@@ -148,7 +152,7 @@ describe('CRDs', () => {
   });
 
   test("every controller folder's crd.yaml is valid and every custom-resource primary has one", () => {
-    const crds = findCrdSources().map(parseCrd);
+    const crds = repositoryCrds().map(parseCrd);
     assert.deepEqual(missingCrds(controllers, crds), []);
     assert.deepEqual(missingCrds([foo], []), ['foo: foos.samplecontroller.k8s.io']);
   });
@@ -156,18 +160,18 @@ describe('CRDs', () => {
 
 describe('checked-in generated files', () => {
   test('equal what scripts/generate-manifests.ts generates from the registry now', () => {
-    const files = generateFiles(controllers, findCrdSources());
+    const files = generateFiles(controllers, repositoryCrds());
     assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
   });
 
   test("a CRD's openAPIV3Schema is the controller's zod schemas: a hand edit is drift, refinements are listed", () => {
-    const source = findCrdSources().find((c) => c.path === 'functions/controllers/topic/crd.yaml');
+    const source = repositoryCrds().find((c) => c.path === 'functions/controllers/topic/crd.yaml');
     assert.ok(source);
     const edited = { ...source, text: source.text.replace('minimum: 10', 'minimum: 1') };
     assert.notEqual(edited.text, source.text);
     const files = generateFiles(
       controllers,
-      findCrdSources().map((c) => (c.path === source.path ? edited : c)),
+      repositoryCrds().map((c) => (c.path === source.path ? edited : c)),
     );
     const root = mkdtempSync(join(tmpdir(), 'levelset-crd-drift-'));
     try {
@@ -212,7 +216,7 @@ describe('checked-in generated files', () => {
     assert.equal(r.status, 0, r.stderr);
     const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
     const kinds = (k: string) => docs.filter((d) => d.kind === k);
-    assert.equal(kinds('CustomResourceDefinition').length, findCrdSources().length);
+    assert.equal(kinds('CustomResourceDefinition').length, repositoryCrds().length);
     assert.equal(kinds('Namespace')[0]?.metadata.name, NAMES.namespace);
     const dep = kinds('Deployment')[0];
     assert.equal(dep.metadata.namespace, NAMES.namespace);
@@ -241,7 +245,7 @@ describe('checked-in generated files', () => {
     assert.equal(r.status, 0, r.stderr);
     const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
     const kinds = (k: string) => docs.filter((d) => d.kind === k);
-    assert.equal(kinds('CustomResourceDefinition').length, findCrdSources().length);
+    assert.equal(kinds('CustomResourceDefinition').length, repositoryCrds().length);
     assert.equal(kinds('Namespace')[0]?.metadata.name, NAMES.namespace);
     assert.deepEqual(
       kinds('Deployment').map((d) => d.metadata.name),

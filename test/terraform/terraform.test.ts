@@ -13,10 +13,12 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
+import { findProject } from '../../functions/project.ts';
 import {
   type ClusterRule,
   functionsRules,
+  projectCrdSources,
   REPO_ROOT,
   type RegistryJson,
   relayRules,
@@ -546,15 +548,9 @@ describe('terraform/', () => {
   test("the CRDs come from the registry input, keyed by name, and are the controllers' own", () => {
     assert.equal(m.locals.get('crds'), ref('{ for crd in var.registry.crds : crd.metadata.name => crd }'));
     const names = registryInput.crds.map((crd) => (crd.metadata as { name: string }).name);
-    const folders = readdirSync(join(REPO_ROOT, 'functions', 'controllers'), { withFileTypes: true })
-      .filter(
-        (d) => d.isDirectory() && existsSync(join(REPO_ROOT, 'functions', 'controllers', d.name, 'crd.yaml')),
-      )
-      .map((d) =>
-        parseAllDocuments(
-          readFileSync(join(REPO_ROOT, 'functions', 'controllers', d.name, 'crd.yaml'), 'utf8'),
-        )[0]?.toJS(),
-      )
+    // The registered controllers' crd.yaml files: the examples' and the shipped ones'.
+    const folders = projectCrdSources(findProject(REPO_ROOT), controllers)
+      .map((source) => parseAllDocuments(source.text)[0]?.toJS())
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     assert.deepEqual(
       names,

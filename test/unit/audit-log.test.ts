@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { controllers } from '../../examples/registry.ts';
 import { AUDIT_LOG_TYPE, decodeAuditLogPush } from '../../functions/audit-log.ts';
-import { controllers } from '../../functions/controllers/index.ts';
 import { defaultTopicId } from '../../functions/controllers/topic/api.ts';
 import { keyOfTopicId, topicAuditLog } from '../../functions/controllers/topic/audit-log.ts';
 import { driftCorrected, recordDrift } from '../../functions/drift.ts';

@@ -9,9 +9,9 @@ import { ownedKinds } from '../../cli/impl/controllers.ts';
 import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
 import { parseKey, requireController } from '../../cli/impl/reconcile.ts';
 import { countDriftLines, metricSamples } from '../../cli/impl/status.ts';
-import { controllerByName, controllers } from '../../functions/controllers/index.ts';
+import { controllers } from '../../examples/registry.ts';
 
-const foo = controllerByName('foo');
+const foo = controllers.find((c) => c.name === 'foo');
 
 test('requireController: a registered controller, else a usage error naming the registered ones', () => {
   assert.equal(requireController('foo', controllers), foo);

@@ -1,6 +1,7 @@
-// The lint rule of a controller's imports (biome.json, `noRestrictedImports` on functions/controllers):
-// a controller imports the kit, its own folder and another controller's API (`../<controller>/api.ts`:
-// its resource, schemas and types), never another controller's internals nor the kit's.
+// The lint rule of a controller's imports (biome.json, `noRestrictedImports` on functions/controllers
+// and on the example projects' examples/*/controllers): a controller imports the kit, its own folder and
+// another controller's API (`../<controller>/api.ts`: its resource, schemas and types), never another
+// controller's internals nor the kit's (nor, in a project, any of the `levelset` package but `levelset/kit`).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,10 +14,10 @@ const root = mkdtempSync(join(tmpdir(), 'levelset-controller-imports-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 copyFileSync(join(REPO, 'biome.json'), join(root, 'biome.json'));
 mkdirSync(join(root, 'functions/controllers/subscription'), { recursive: true });
+mkdirSync(join(root, 'examples/foo/controllers/foo'), { recursive: true });
 
-/** The lint's message for a controller's file importing `from`, or `''` when allowed. */
-function lint(from: string): string {
-  const file = 'functions/controllers/subscription/index.ts';
+/** The lint's message for a controller's `file` importing `from`, or `''` when allowed. */
+function lint(from: string, file = 'functions/controllers/subscription/index.ts'): string {
   writeFileSync(join(root, file), `import { x } from '${from}';\n\nexport const y = x;\n`);
   const r = spawnSync(
     process.execPath,
@@ -39,5 +40,25 @@ describe('what a controller may import', () => {
         /other controllers' API \(\.\.\/<controller>\/api\.ts\), not their internals/,
         from,
       );
+  });
+});
+
+describe("what an example project's controller may import", () => {
+  const file = 'examples/foo/controllers/foo/index.ts';
+
+  it('levelset/kit, its own folder, another controller’s api.ts and the libraries', () => {
+    for (const from of ['levelset/kit', './api.ts', '../icecream/api.ts', 'zod', '@kubernetes/client-node'])
+      assert.equal(lint(from, file), '', from);
+  });
+
+  it('nothing else of Levelset, nor another controller’s internals', () => {
+    for (const from of [
+      'levelset/runtime',
+      'levelset/kit/testing',
+      'levelset',
+      '../icecream/index.ts',
+      '../../../../functions/kit/define.ts',
+    ])
+      assert.match(lint(from, file), /A controller imports the kit \(levelset\/kit\)/, from);
   });
 });

@@ -3,16 +3,18 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { controllers } from '../../examples/registry.ts';
 import { controllerName } from '../../functions/contract/names.ts';
-import { controllerByName, controllers } from '../../functions/controllers/index.ts';
 
 const sameResource = (a: { group: string; plural: string }, b: { group: string; plural: string }) =>
   a.group === b.group && a.plural === b.plural;
 
 describe('registry', () => {
-  it('lists the classic controllers', () => {
-    assert.ok(controllerByName('secret-replicator'), 'secret-replicator registered');
-    assert.equal(controllerByName('no-such-controller'), undefined);
+  it('lists the shipped controllers and the examples', () => {
+    assert.deepEqual(
+      controllers.map((c) => c.name),
+      ['secret-replicator', 'foo', 'customcluster', 'icecream', 'configmap-bundle', 'topic', 'subscription'],
+    );
   });
 
   it('names every controller uniquely, in kebab-case usable in a key message', () => {

@@ -92,7 +92,7 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
   },
 };
 
-/** The `subscription` controller module (registered in `functions/controllers/index.ts`). */
+/** The `subscription` controller module (shipped as `levelset/controllers`: functions/controllers/shipped.ts). */
 export const subscriptionController = defineExternalResource({
   name: 'subscription',
   primary: subscriptionResource,

@@ -102,7 +102,7 @@ const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
 /** The full name of topic `id` in the controllers' project. */
 const topicName = (google: GoogleCloudConfig, id: string) => `projects/${google.project}/topics/${id}`;
 
-/** The `topic` controller module (registered in `functions/controllers/index.ts`). */
+/** The `topic` controller module (shipped as `levelset/controllers`: functions/controllers/shipped.ts). */
 export const topicController = defineExternalResource({
   name: 'topic',
   primary: topicResource,

@@ -3110,8 +3110,18 @@ describe('tables (kubectl get)', () => {
     // The project's CRDs: used as found on a real cluster, created (and deleted after) where missing.
     // Read as data files from the repository (the package imports nothing of the product).
     const created: string[] = [];
-    for (const file of ['foo/crd.yaml', 'customcluster/crd.yaml']) {
-      const path = join(import.meta.dirname, '..', '..', '..', 'functions', 'controllers', file);
+    for (const example of ['foo', 'customcluster']) {
+      const path = join(
+        import.meta.dirname,
+        '..',
+        '..',
+        '..',
+        'examples',
+        example,
+        'controllers',
+        example,
+        'crd.yaml',
+      );
       const manifest = YAML.parse(readFileSync(path, 'utf8')) as Obj;
       const exists = await raw(
         kc,

@@ -38,7 +38,7 @@ variable "levelset" {
       resources  = list(string)
       verbs      = list(string)
     }))
-    # CRD manifests by CRD name (each controller's functions/controllers/<folder>/crd.yaml).
+    # CRD manifests by CRD name (each registered controller's crd.yaml, from the registry input).
     crds = any
   })
 }
