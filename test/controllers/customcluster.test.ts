@@ -14,8 +14,13 @@ import { ApiException, CoreV1Api, CustomObjectsApi, type V1Pod } from '@kubernet
 import { messageOf } from '../../examples/customcluster/controllers/customcluster/desired.ts';
 import { customclusterController } from '../../examples/customcluster/controllers/customcluster/index.ts';
 import { isControlledBy } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 import { podsCannotRun, startWorkloads } from '../support/workloads.ts';

@@ -19,8 +19,13 @@ import {
 } from '@kubernetes/client-node';
 import { fooController } from '../../examples/foo/controllers/foo/index.ts';
 import { FIELD_MANAGER, isControlledBy } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { type CustomObjects, customObjects, mergePatch, readyCondition } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 import { podsCannotRun, startWorkloads } from '../support/workloads.ts';

@@ -19,8 +19,13 @@ import {
 import { icecreamResource as resource } from '../../examples/icecream/controllers/icecream/api.ts';
 import { icecreamController } from '../../examples/icecream/controllers/icecream/index.ts';
 import { FIELD_MANAGER, findCondition, isControlledBy, parseConditions } from '../../functions/kit/index.ts';
-import { type ReconcilerForTest, reconcilerForTest, writesOf } from '../../functions/kit/testing.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
+import {
+  type ReconcilerForTest,
+  reconcilerForTest,
+  startTestCluster,
+  type TestCluster,
+  writesOf,
+} from '../../functions/kit/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { podsCannotRun, startWorkloads } from '../support/workloads.ts';
 

@@ -29,10 +29,10 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { readStackState } from '../../local/state.ts';
-import { startTestCluster, type TestCluster } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
 import { loadModule, references, topBlocks } from '../terraform/hcl.ts';
 

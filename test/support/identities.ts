@@ -14,9 +14,9 @@ import {
   type V1ClusterRole,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { uniqueSuffix } from '../../functions/kit/testing.ts';
 import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { repoRoot } from '../../local/service.ts';
-import { uniqueSuffix } from './cluster.ts';
 
 /** Namespace of the test ServiceAccounts: excluded from replication by default, present everywhere. */
 const SA_NAMESPACE = 'kube-system';

@@ -11,6 +11,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import type { LocalApiServerOptions } from '@levelset/apiserver';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
@@ -22,7 +23,6 @@ import {
   startLocalStack,
 } from '../../local/stack.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
-import { startTestCluster, type TestCluster } from './cluster.ts';
 import { createLeastPrivilegedIdentities, type Identities } from './identities.ts';
 import { scrapeSum } from './metrics.ts';
 import { waitFor } from './wait.ts';

@@ -5,9 +5,9 @@
  */
 import { CoreV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import type { TestCluster } from '../../functions/kit/testing.ts';
 import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import type { TestCluster } from './cluster.ts';
 
 /**
  * Why a test whose Pods must run cannot, or `false`: a real cluster (TEST_KUBECONFIG) with no Ready
