@@ -80,7 +80,7 @@ const biome = {
   files: { includes: ['**', '!**/node_modules', '!build', '!deploy', '!**/.terraform'] },
   formatter: { enabled: true, indentStyle: 'space', indentWidth: 2, lineWidth: 110 },
   javascript: { formatter: { quoteStyle: 'single' } },
-  linter: { enabled: true, rules: { recommended: true } },
+  linter: { enabled: true, rules: { preset: 'recommended' } },
 };
 
 const gitignore = [
@@ -155,6 +155,21 @@ variable "relay_image" {
 `;
 
 /**
+ * `value` as a JSON file the way the project's own formatter (Biome, `npm run lint`) writes it: two
+ * spaces, and an array of strings or numbers on one line when it fits in 110 columns.
+ */
+function jsonFile(value: unknown): string {
+  const text = JSON.stringify(value, null, 2).replace(
+    /^( *)("[^"\n]*": )?\[\n((?: *(?:"[^"\n]*"|-?[\d.]+),?\n)+) *\]/gm,
+    (whole, indent: string, key: string | undefined, items: string) => {
+      const line = `${indent}${key ?? ''}[${items.trim().split(/,?\n */).join(', ')}]`;
+      return line.length <= 110 ? line : whole;
+    },
+  );
+  return `${text}\n`;
+}
+
+/**
  * Writes a new project into `dir` (created when missing).
  * @param options.version the \`levelset\` version the project depends on; default the running CLI's
  * @returns the paths written, relative to `dir`, sorted
@@ -192,10 +207,10 @@ export async function initProject(dir: string, options: { version?: string } = {
     ),
   };
   const files: [string, string][] = [
-    ['package.json', `${JSON.stringify(pkg, null, 2)}\n`],
+    ['package.json', jsonFile(pkg)],
     [REGISTRY, registryTs],
-    ['tsconfig.json', `${JSON.stringify(tsconfig, null, 2)}\n`],
-    ['biome.json', `${JSON.stringify(biome, null, 2)}\n`],
+    ['tsconfig.json', jsonFile(tsconfig)],
+    ['biome.json', jsonFile(biome)],
     ['.gitignore', gitignore],
     ['README.md', readme(name)],
     ['terraform/main.tf', mainTf],

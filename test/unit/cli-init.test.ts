@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InitError, initProject, REGISTRY } from '../../scripts/init-project.ts';
@@ -42,6 +43,16 @@ describe('levelset init', () => {
       tf,
       /registry\s*=\s*jsondecode\(file\("\$\{path\.module\}\/\.\.\/deploy\/registry\.gen\.json"\)\)/,
     );
+  });
+
+  it("passes its own lint as written (Biome: its biome.json's rules and formatting)", async () => {
+    const project = join(dir, 'linted');
+    await initProject(project, { version: '9.9.9' });
+    // The project's `npm run lint` is `biome check .`, with the Biome version Levelset pins (init's devDependencies).
+    const biome = new URL('../../node_modules/@biomejs/biome/bin/biome', import.meta.url).pathname;
+    const lint = spawnSync(process.execPath, [biome, 'check', '.'], { cwd: project, encoding: 'utf8' });
+    assert.equal(lint.status, 0, lint.stdout + lint.stderr);
+    assert.doesNotMatch(lint.stdout + lint.stderr, /deprecated/i);
   });
 
   it('refuses a non-empty directory with one line and writes nothing', async () => {
