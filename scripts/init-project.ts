@@ -162,7 +162,11 @@ function jsonFile(value: unknown): string {
   const text = JSON.stringify(value, null, 2).replace(
     /^( *)("[^"\n]*": )?\[\n((?: *(?:"[^"\n]*"|-?[\d.]+),?\n)+) *\]/gm,
     (whole, indent: string, key: string | undefined, items: string) => {
-      const line = `${indent}${key ?? ''}[${items.trim().split(/,?\n */).join(', ')}]`;
+      const list = items
+        .trim()
+        .split(/,?\n */)
+        .join(', ');
+      const line = `${indent}${key ?? ''}[${list}]`;
       return line.length <= 110 ? line : whole;
     },
   );

@@ -4,9 +4,9 @@
  * from the packed tarballs is `npm run test:package`.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { InitError, initProject, REGISTRY } from '../../scripts/init-project.ts';
