@@ -5,11 +5,13 @@
  * not cleaned up. Other processes of the machine, and test files running in parallel, do not
  * disturb the check: nothing else writes there.
  *
- * It also gives every process of the run Node's compile cache ({@link TEST_COMPILE_CACHE}).
+ * It also gives every process of the run Node's compile cache ({@link TEST_COMPILE_CACHE}) and
+ * `@kubernetes/client-node` from one bundle (test/support/bundled-client-node.ts).
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BUNDLE_HOOK_URL, BUNDLES_ENV, buildClientNodeBundle } from './bundled-client-node.ts';
 
 /**
  * Node's compile cache of `npm test` (`NODE_COMPILE_CACHE`, inherited like `TMPDIR`): the
@@ -30,6 +32,9 @@ export const TEST_COMPILE_CACHE = join(
   'levelset-test-compile-cache',
 );
 
+/** Where the run's dependency bundles are kept across runs (test/support/bundled-client-node.ts). */
+const TEST_BUNDLES = join(import.meta.dirname, '..', '..', 'node_modules', '.cache', 'levelset-test-bundles');
+
 let dir: string | undefined;
 
 export async function globalSetup(): Promise<void> {
@@ -38,6 +43,10 @@ export async function globalSetup(): Promise<void> {
   // Also where tools that call module.enableCompileCache() (tsc, run by the scaffold test) keep
   // theirs, instead of <tmpdir>/node-compile-cache, which the check would count as left behind.
   process.env.NODE_COMPILE_CACHE ??= TEST_COMPILE_CACHE;
+  process.env[BUNDLES_ENV] = JSON.stringify(await buildClientNodeBundle(TEST_BUNDLES));
+  process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--import=${BUNDLE_HOOK_URL}`]
+    .filter(Boolean)
+    .join(' ');
 }
 
 export async function globalTeardown(): Promise<void> {
