@@ -104,7 +104,7 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
   /**
    * The zod schema of the `status` fields the reconcile returns (besides `observedGeneration` and
    * `conditions`, which the kit writes). With `spec`, the source of the primary's CRD schema:
-   * `npm run generate:manifests` writes `crd.yaml`'s `openAPIV3Schema` from both
+   * `levelset build` writes `crd.yaml`'s `openAPIV3Schema` from both
    * (functions/kit/crd-schema.ts). Default: none (a status of the kit's fields alone).
    */
   status?: z.ZodObject;

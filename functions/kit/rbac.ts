@@ -1,7 +1,7 @@
 /**
  * RBAC rules as a controller declares them: Kubernetes' own `PolicyRule` shape
  * (rbac.authorization.k8s.io/v1: `apiGroups`, `resources`, `verbs`), validated with zod where they
- * enter (`defineController`, and `npm run generate:manifests` for every registered controller), so
+ * enter (`defineController`, and `levelset build` for every registered controller), so
  * that a wrong shape is a clear error naming the controller and the rule, never a crash later.
  */
 import * as z from 'zod';
