@@ -17,6 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { stringify } from 'yaml';
 import * as z from 'zod';
@@ -426,7 +427,8 @@ function addRegistryLine(path: string, o: { name: string; kind: string; group: s
 /**
  * Creates the controller (see the module comment). Never overwrites: an existing folder is an error.
  * @returns the paths written, relative to the root
- * @throws {Error} for invalid options or an existing controller folder
+ * @throws {Error} for invalid options, an existing controller folder, or (when regenerating the
+ *   manifests) a project where the kit cannot be resolved, its dependencies not installed
  */
 export async function scaffoldController(options: ScaffoldOptions): Promise<string[]> {
   const valid = optionsSchema.parse(options);
@@ -437,6 +439,16 @@ export async function scaffoldController(options: ScaffoldOptions): Promise<stri
   const status = options.status ?? [];
   const dir = join(dirname(layout.registry), o.name);
   if (existsSync(dir)) throw new Error(`${relative(root, dir)} already exists`);
+  // The new files import the kit, and regenerating the manifests loads the registry, which imports
+  // it too: a project whose dependencies are not installed is refused before anything is written.
+  if (options.regenerate ?? true)
+    try {
+      createRequire(layout.registry).resolve(layout.kit);
+    } catch {
+      throw new Error(
+        `${layout.kit} is not installed in ${root}: run \`npm install\` there first (nothing was written)`,
+      );
+    }
   const testFile = layout.testFile(o.name);
   // Every text first (an example no schema accepts throws here), then the files: a refusal writes nothing.
   const files: [string, string][] = [

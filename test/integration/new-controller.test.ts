@@ -296,6 +296,35 @@ describe('scaffold: levelset new controller', () => {
     );
   });
 
+  it('refuses a project whose dependencies are not installed: one line, nothing written', async () => {
+    const bare = copyOfExample(PROJECT);
+    rmSync(join(bare, 'node_modules'));
+    const registry = readFileSync(join(bare, 'controllers', 'index.ts'), 'utf8');
+    await assert.rejects(
+      exec(process.execPath, [
+        join(REPO, 'cli/levelset.ts'),
+        'new',
+        'controller',
+        'bare-probe',
+        '--group=probe.levelset.dev',
+        '--kind=BareProbe',
+        `--root=${bare}`,
+      ]),
+      (err: Error) => {
+        const failure = err as Error & { code: number; stderr: string };
+        assert.equal(failure.code, 2, failure.stderr);
+        assert.match(
+          failure.stderr,
+          /^levelset: cannot scaffold bare-probe: levelset\/kit is not installed in .*: run `npm install` there first \(nothing was written\)\n$/,
+        );
+        return true;
+      },
+    );
+    assert.ok(!existsSync(join(bare, 'controllers', 'bare-probe')));
+    assert.ok(!existsSync(join(bare, 'test', 'bare-probe.test.ts')));
+    assert.equal(readFileSync(join(bare, 'controllers', 'index.ts'), 'utf8'), registry);
+  });
+
   it("refuses in Levelset's repository root, whose controllers are example projects: one line, nothing written", async () => {
     await assert.rejects(
       exec(process.execPath, [
