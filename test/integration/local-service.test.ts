@@ -3,12 +3,13 @@
  * port. The port is chosen free and stays unbound until the child has imported its modules (seconds
  * on a busy machine); another process that binds it meanwhile must not be taken for the service
  * (the stack would push its keys to a stranger, and the child dies of EADDRINUSE unnoticed).
- * Real processes and sockets: the "service" is a Node child that serves its pid over HTTP.
+ * Real processes and sockets: the "service" is a Node child that serves its pid over HTTP. The
+ * Pub/Sub emulator (a JVM) on a taken port fails at once, saying why.
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { freePort } from '../../local/pubsub-emulator.ts';
+import { freePort, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { onFreePort, PortInUseError, type Service, startService } from '../../local/service.ts';
 
 /** Node arguments of a child that answers every request with its pid, on `port`. */
@@ -52,6 +53,15 @@ describe('local services: ready only when their own process listens', () => {
     const service = await startService({ name: 'svc', args: pidServer(port), port, readyPath: '/' });
     started.push(service);
     assert.equal(await (await fetch(service.url)).text(), String(service.pid));
+  });
+
+  it('the Pub/Sub emulator refuses a port another process holds', async () => {
+    // Its main thread dies of a BindException while the JVM lives on: it never answers.
+    const started = startPubSubEmulator({ port: foreign.port }).then(async (emulator) => {
+      await emulator.stop(); // taken for the emulator: the foreign server answered
+      return emulator;
+    });
+    await assert.rejects(started, /another process took the port/);
   });
 
   it('onFreePort moves a service whose port was taken to a fresh one', async () => {
