@@ -135,9 +135,12 @@ function classDataSharing(launcher: string): { path: string; pending: string; fl
 }
 
 /**
- * Starts the emulator on 127.0.0.1 (project {@link EMULATOR_PROJECT_ID}) and waits until it answers
- * (at most 120 s: only a start that fails waits it out; the JVM's start takes over 30 s on a busy machine).
- * @throws {Error} when the launcher is missing, exits early, or does not answer in time.
+ * Starts the emulator on 127.0.0.1 (project {@link EMULATOR_PROJECT_ID}) and waits until it said it
+ * listens on its port and answers there (at most 120 s: only a start that fails waits it out; the
+ * JVM's start takes over 30 s on a busy machine). Another process answering on the port is never
+ * taken for it.
+ * @throws {Error} when the launcher is missing, exits early, cannot listen on the port (another
+ *   process took it), or does not answer in time.
  */
 export async function startPubSubEmulator(options: { port?: number } = {}): Promise<PubSubEmulator> {
   const launcher = findPubSubEmulatorLauncher();
@@ -162,8 +165,12 @@ export async function startPubSubEmulator(options: { port?: number } = {}): Prom
     },
   );
   let stderr = '';
+  // What it prints once bound: until then, what answers on the port may be another process.
+  const listeningLine = `Server started, listening on ${port}`;
+  let listening = false;
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
+    listening ||= stderr.includes(listeningLine);
   });
   let exited = false;
   child.once('exit', (code) => {
@@ -192,9 +199,15 @@ export async function startPubSubEmulator(options: { port?: number } = {}): Prom
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (exited) throw new Error(`Pub/Sub emulator exited during start-up: ${stderr}`);
+    // Another process bound the port after its choice: the JVM's main thread died, the JVM lives on.
+    if (stderr.includes('java.net.BindException')) {
+      await stop();
+      throw new Error(
+        `Pub/Sub emulator could not listen on ${host}: another process took the port: ${stderr}`,
+      );
+    }
     try {
-      const res = await fetch(`http://${host}/`);
-      if (res.ok) break;
+      if (listening && (await fetch(`http://${host}/`)).ok) break;
     } catch {
       // not listening yet
     }

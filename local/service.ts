@@ -6,8 +6,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
+import { isListenReport, LISTEN_REPORT_PORT_ENV, LISTEN_REPORT_PRELOAD } from './listen-report.ts';
 import { packageRoot } from './module-path.ts';
 import { PRELOAD } from './parent-watch.ts';
+import { freePort } from './pubsub-emulator.ts';
 
 /** The repository root (installed: the package's root, local/module-path.ts); the children's working directory. */
 export const repoRoot = packageRoot;
@@ -74,15 +76,49 @@ async function answers(url: string): Promise<boolean> {
 }
 
 /**
- * Starts a Node process and waits until it is ready.
+ * The port a service was to listen on was taken by another process between its choice
+ * ({@link freePort}) and the service's listen (`EADDRINUSE`); the service was stopped.
+ */
+export class PortInUseError extends Error {
+  override readonly name = 'PortInUseError';
+  /** The port taken. */
+  readonly port: number;
+  constructor(service: string, port: number) {
+    super(`${service} could not listen on port ${port}: another process took it (EADDRINUSE)`);
+    this.port = port;
+  }
+}
+
+/**
+ * Starts a Node process and waits until it is ready: it reported its own listen on `port`
+ * (local/listen-report.ts) and `readyPath` answers 200 (without one: the port accepts connections).
+ * Another process answering on the port is never taken for the service.
+ * @throws {PortInUseError} when another process holds `port`
  * @throws {Error} when it exits during start-up or is not ready by the deadline (it is then stopped).
  */
 export async function startService(options: ServiceOptions): Promise<Service> {
-  // Every child stops itself when this process dies, however it dies (local/parent-watch.ts).
-  const child: ChildProcess = spawn(process.execPath, [`--import=${PRELOAD}`, ...options.args], {
-    cwd: repoRoot,
-    env: { ...process.env, METADATA_SERVER_DETECTION: 'none', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  // Every child stops itself when this process dies, however it dies (local/parent-watch.ts), and
+  // reports its listen on the port over its IPC channel (local/listen-report.ts).
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [`--import=${PRELOAD}`, `--import=${LISTEN_REPORT_PRELOAD}`, ...options.args],
+    {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        METADATA_SERVER_DETECTION: 'none',
+        ...options.env,
+        [LISTEN_REPORT_PORT_ENV]: String(options.port),
+      },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    },
+  );
+  let listening = false;
+  let listenFailed: string | undefined;
+  child.on('message', (message) => {
+    if (!isListenReport(message)) return;
+    if ('listening' in message) listening = true;
+    else listenFailed = message.code;
   });
   const logs: LogLine[] = [];
   const take = (text: string) => {
@@ -105,6 +141,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       resolve();
     }),
   );
+  // After the exit, once its stdio and IPC channel are drained (a report sent just before it died).
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const stop = async () => {
     if (exited) return;
     child.kill('SIGTERM');
@@ -118,8 +156,14 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     ? () => answers(new URL(options.readyPath ?? '/', url).href)
     : () => portOpen(options.port);
   const deadline = Date.now() + START_TIMEOUT_MS;
-  while (!(await ready())) {
+  while (!(listening && (await ready()))) {
+    if (listenFailed === 'EADDRINUSE') {
+      await stop();
+      throw new PortInUseError(options.name, options.port);
+    }
     if (exited) {
+      await Promise.race([closed, delay(1_000)]);
+      if (listenFailed === 'EADDRINUSE') throw new PortInUseError(options.name, options.port);
       const tail = logs.slice(-5).map((l) => l.raw ?? l.message);
       throw new Error(`${options.name} exited during start-up: ${tail.join(' | ')}`);
     }
@@ -129,10 +173,31 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     }
     await delay(50);
   }
+  // Its report came: the channel has done its part.
+  if (child.connected) child.disconnect();
   const kill = async () => {
     if (exited) return;
     child.kill('SIGKILL');
     await gone;
   };
   return { name: options.name, port: options.port, url, pid: child.pid ?? 0, logs, stop, kill };
+}
+
+/** Starts on a port taken by another process (a {@link PortInUseError}) are tried again this often, each on a fresh port. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Runs `start` on `port` (default: a {@link freePort}) and, when another process took the port
+ * meanwhile ({@link PortInUseError}), again on a fresh free port, {@link PORT_ATTEMPTS} times in all.
+ * @returns what `start` returned
+ * @throws the last {@link PortInUseError}, or any other error of `start` at once
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>, port?: number): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(attempt === 1 && port !== undefined ? port : await freePort());
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || attempt >= PORT_ATTEMPTS) throw err;
+    }
+  }
 }

@@ -32,7 +32,7 @@ import {
   startPubSubEmulator,
 } from './pubsub-emulator.ts';
 import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
-import { type LogLine, type Service, serviceUrl, startService } from './service.ts';
+import { type LogLine, onFreePort, type Service, serviceUrl, startService } from './service.ts';
 import { createStackFiles } from './state.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
@@ -274,8 +274,9 @@ export class ResyncInterruptedError extends Error {
 }
 
 /**
- * A relay's process (the in-process mode's too), on a new port at each start (`RELAY_PORT`), ready
- * once `/readyz` answers; `env(extra)` is its environment at each start.
+ * A relay's process (the in-process mode's too), on a new port at each start (`RELAY_PORT`; another
+ * when some other process took it first, local/service.ts `onFreePort`), ready once `/readyz`
+ * answers; `env(extra)` is its environment at each start.
  */
 function relayProcess(
   name: string,
@@ -283,11 +284,12 @@ function relayProcess(
   env: (extra: Record<string, string>) => Record<string, string>,
   onLog: (line: LogLine) => void,
 ): Launcher<Service, [extra?: Record<string, string>]> {
-  return new Launcher(async (extra = {}) => {
-    const port = await freePort();
-    const ownEnv = { ...env(extra), RELAY_PORT: String(port) };
-    return startService({ name, args, port, env: ownEnv, readyPath: '/readyz', onLog });
-  });
+  return new Launcher((extra = {}) =>
+    onFreePort((port) => {
+      const ownEnv = { ...env(extra), RELAY_PORT: String(port) };
+      return startService({ name, args, port, env: ownEnv, readyPath: '/readyz', onLog });
+    }),
+  );
 }
 
 /** The in-process mode's pull subscription of the audit log topic ({@link LocalStackOptions.auditLog}). */
@@ -349,9 +351,15 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
   // restarts of the function, which `levelset status --watch` reads.
   const metricsPort = await freePort();
   const urls = {
-    reconcile: serviceUrl(ports.reconcile),
-    resync: serviceUrl(ports.resync),
-    auditLog: serviceUrl(ports.auditLog),
+    get reconcile() {
+      return serviceUrl(ports.reconcile);
+    },
+    get resync() {
+      return serviceUrl(ports.resync);
+    },
+    get auditLog() {
+      return serviceUrl(ports.auditLog);
+    },
     reconcileMetrics: `${serviceUrl(metricsPort)}metrics`,
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
@@ -370,11 +378,22 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
   // The functions' entry that loads the registry named by LEVELSET_REGISTRY (functions/main.ts).
   const source = `--source=${functionsMain}`;
   const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
-    const [port, onLog] = [ports[name], files.log(name)];
-    const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
+    const onLog = files.log(name);
     const metrics = name === 'reconcile' ? { LEVELSET_METRICS_PORT: String(metricsPort) } : {};
     const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
-    return new Launcher(() => startService({ name, args, port, env: ownEnv, onLog }));
+    const launch = (port: number) => {
+      const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
+      return startService({ name, args, port, env: ownEnv, onLog });
+    };
+    let started = false;
+    return new Launcher(async () => {
+      // Its first start moves to a fresh port when another process took the chosen one meanwhile;
+      // from then on the port is its own for good (a restart keeps every address of it valid).
+      const service = started ? await launch(ports[name]) : await onFreePort(launch, ports[name]);
+      ports[name] = service.port;
+      started = true;
+      return service;
+    });
   };
   return {
     reconcile: functionService('reconcile'),
@@ -625,9 +644,15 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const resyncFunction = async (): Promise<Service> => {
     if (functions.resync.running) return functions.resync.running;
     if (!resyncStarting)
-      resyncStarting = functions.resync.start().finally(() => {
-        resyncStarting = undefined;
-      });
+      resyncStarting = functions.resync
+        .start()
+        .then((started) => {
+          writeState(); // its port may have moved at this first start (functionServices)
+          return started;
+        })
+        .finally(() => {
+          resyncStarting = undefined;
+        });
     return resyncStarting;
   };
   const runResync = async () => callResync((await resyncFunction()).url);

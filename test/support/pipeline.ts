@@ -8,6 +8,7 @@
  *   for (const mode of PIPELINE_MODES) describe(`foo end to end (${mode})`, () => { … startPipeline(setup, { mode }) … });
  */
 
+import { afterEach, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import type { LocalApiServerOptions } from '@levelset/apiserver';
@@ -48,6 +49,53 @@ export interface Pipeline {
   identities?: Identities;
   stop(): Promise<void>;
 }
+
+/** The pipelines started and not stopped yet in this file (a test file runs in a process of its own). */
+const running = new Set<Pipeline>();
+
+/** How many of the stack's last warnings and errors a failed test's report shows. */
+export const FAILURE_LOG_LINES = 20;
+
+/** Severities shown for a failed test: Cloud Logging's WARNING and above (functions/log.ts). */
+const SHOWN_SEVERITIES = new Set(['WARNING', 'ERROR', 'CRITICAL', 'ALERT', 'EMERGENCY']);
+
+/**
+ * The last `max` WARNING-or-worse log lines of `p`'s processes, and lines of theirs that are not JSON
+ * and name an error (a crash's output, e.g. `Error: listen EADDRINUSE`), as `[service] SEVERITY
+ * <key> message: err` (a raw line as it is), each at most 400 characters. The services' own log
+ * lines: they never carry Secret data.
+ */
+export function warningLines(p: Pipeline, max = FAILURE_LOG_LINES): string[] {
+  return p.logs
+    .filter(
+      ({ line }) =>
+        SHOWN_SEVERITIES.has(line.severity ?? '') ||
+        (typeof line.raw === 'string' && /error/i.test(line.raw)),
+    )
+    .slice(-max)
+    .map(({ service, line }) => `[${service}] ${(line.raw ?? summaryOf(line)).slice(0, 400)}`);
+}
+
+/** `SEVERITY <key> message: err` of a JSON log line (functions/log.ts's shape). */
+function summaryOf(line: LogLine): string {
+  const key = (line[LABELS] as { key?: string } | undefined)?.key;
+  const err = line.err as string | { message?: string } | undefined;
+  const why = typeof err === 'string' ? err : err?.message;
+  return [line.severity, key, line.message].filter(Boolean).join(' ') + (why ? `: ${why}` : '');
+}
+
+// A failed test's report ends with the warnings and errors of the stacks it ran on: a wait's
+// timeout alone says what did not happen, these say why (a reconcile failing, a relay's watch).
+afterEach((context) => {
+  // Each test's own context, whose `passed` (Node 21.7+) @types/node does not declare yet.
+  const t = context as TestContext & { passed?: boolean };
+  if (t.passed !== false) return;
+  for (const p of running) {
+    const lines = warningLines(p);
+    t.diagnostic(`the stack's last ${lines.length} warnings and errors (${p.mode}):`);
+    for (const line of lines) t.diagnostic(line);
+  }
+});
 
 /**
  * Starts cluster and stack. The relay and the functions (or the in-process mode) run least-privileged:
@@ -90,13 +138,14 @@ export async function startPipeline(
         if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(`[${service}] ${JSON.stringify(line)}\n`);
       },
     });
-    return {
+    const pipeline: Pipeline = {
       cluster,
       stack,
       mode: stack.mode,
       logs,
       identities,
       async stop() {
+        running.delete(pipeline);
         // Objects with finalizers (a Topic's) go only while their controller runs.
         await cluster.deleteNamespaces();
         await stack.stop();
@@ -104,6 +153,8 @@ export async function startPipeline(
         await cluster.stop();
       },
     };
+    running.add(pipeline);
+    return pipeline;
   } catch (err) {
     await identities?.remove();
     await cluster.stop();
