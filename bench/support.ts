@@ -18,6 +18,7 @@ import {
 } from '@kubernetes/client-node';
 import { createLogger } from '../functions/log.ts';
 import type { EnqueueReason, KeyMessage } from '../functions/message.ts';
+import { PRELOAD } from '../local/parent-watch.ts';
 import { repoRoot } from '../local/service.ts';
 import { waitFor } from '../test/support/wait.ts';
 
@@ -153,7 +154,8 @@ export function procStatusKib(pid: number, field: string): number {
  * this process's environment, and parses the last line it prints (their one JSON line).
  */
 export async function jsonChild<T>(args: string[], env: Record<string, string> = {}): Promise<T> {
-  const { stdout } = await exec(process.execPath, args, {
+  // It stops itself when the bench dies (local/parent-watch.ts).
+  const { stdout } = await exec(process.execPath, [`--import=${PRELOAD}`, ...args], {
     env: { ...process.env, ...env },
     maxBuffer: 1 << 20,
   });

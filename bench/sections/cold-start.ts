@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, functionsCli, functionsMain } from '../../local/stack.ts';
@@ -88,7 +89,8 @@ async function spawnToFirst204(v: Variant, kubeconfigPath: string): Promise<numb
   const t0 = now();
   const child = spawn(
     process.execPath,
-    [functionsCli, '--target=reconcile', `--port=${port}`, `--source=${v.source}`],
+    // It stops itself when the bench dies (local/parent-watch.ts), as every variant does alike.
+    [`--import=${PRELOAD}`, functionsCli, '--target=reconcile', `--port=${port}`, `--source=${v.source}`],
     {
       env: {
         ...process.env,

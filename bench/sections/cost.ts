@@ -10,6 +10,7 @@ import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-n
 import { controllers as registry } from '../../examples/registry.ts';
 import type { Controller } from '../../functions/contract/controller.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
+import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS } from '../../local/stack.ts';
@@ -204,17 +205,22 @@ async function idleInProcessPod(
   bus: Emulator,
 ): Promise<{ cores: number; rssMib: number }> {
   const port = await freePort();
-  const pod = spawn(process.execPath, [join(repoRoot, 'cli', 'levelset.ts'), 'run', '--in-process'], {
-    env: {
-      ...process.env,
-      KUBECONFIG: api.kubeconfigPath,
-      RELAY_PORT: String(port),
-      LOG_LEVEL: 'warn',
-      LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
-      ...bus.childEnv,
+  // It stops itself when the bench dies (local/parent-watch.ts).
+  const pod = spawn(
+    process.execPath,
+    [`--import=${PRELOAD}`, join(repoRoot, 'cli', 'levelset.ts'), 'run', '--in-process'],
+    {
+      env: {
+        ...process.env,
+        KUBECONFIG: api.kubeconfigPath,
+        RELAY_PORT: String(port),
+        LOG_LEVEL: 'warn',
+        LEVELSET_SOURCE_NAMESPACE: SOURCE_NS,
+        ...bus.childEnv,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  );
   try {
     const deadline = Date.now() + 60_000;
     await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, {
