@@ -124,7 +124,12 @@ describe('foo reconcile on an API server', { skip: await podsCannotRun() }, () =
   it('costs two reads (GET the Foo, LIST its Deployments) and writes nothing once converged', async () => {
     const before = await foos.get('example-foo');
     const run = await t.reconcile(key('example-foo'));
-    assert.deepEqual(writesOf(run.requests), [], run.requests.join(', '));
+    const live = await deployment('example-foo');
+    assert.deepEqual(
+      writesOf(run.requests),
+      [],
+      `${run.requests.join(', ')}; the Foo's status was ${JSON.stringify(before.status)}, its Deployment's ${JSON.stringify(live.status)}`,
+    );
     assert.equal(run.requests.length, 2, run.requests.join(', '));
     const afterwards = await foos.get('example-foo');
     assert.equal(
