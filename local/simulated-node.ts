@@ -143,10 +143,21 @@ function workqueue(
   };
 }
 
+/** What {@link startSimulatedNode} plays besides kubelet and the scheduler. */
+export interface SimulatedNodeOptions {
+  /**
+   * Also play kube-controller-manager's Deployment and ReplicaSet controllers (default `true`): the
+   * embedded cluster has none; a real API server with its own kube-controller-manager but no
+   * kubelet (kwok's setting) wants only the Nodes, the scheduler and kubelet (`false`).
+   */
+  workloadControllers?: boolean;
+}
+
 /** Starts the simulation; `stop()` ends its informers. */
 export async function startSimulatedNode(
   kubeConfig: KubeConfig,
   log: Logger,
+  options: SimulatedNodeOptions = {},
 ): Promise<{ stop(): Promise<void> }> {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const apps = kubeConfig.makeApiClient(AppsV1Api);
@@ -384,14 +395,16 @@ export async function startSimulatedNode(
   const replicaSets = makeInformer<V1ReplicaSet>(kubeConfig, '/apis/apps/v1/replicasets', () =>
     apps.listReplicaSetForAllNamespaces(),
   );
+  const workloadControllers = options.workloadControllers ?? true;
   const onPod = (pod: V1Pod) => {
     schedule(pod);
     runPod(pod);
-    replicaSetQueue(pod.metadata?.namespace, controllerOf(pod, 'ReplicaSet'));
+    if (workloadControllers) replicaSetQueue(pod.metadata?.namespace, controllerOf(pod, 'ReplicaSet'));
   };
   pods.on('add', onPod);
   pods.on('update', onPod);
-  pods.on('delete', (pod) => replicaSetQueue(pod.metadata?.namespace, controllerOf(pod, 'ReplicaSet')));
+  if (workloadControllers)
+    pods.on('delete', (pod) => replicaSetQueue(pod.metadata?.namespace, controllerOf(pod, 'ReplicaSet')));
   const onReplicaSet = (rs: V1ReplicaSet) => {
     replicaSetQueue(rs.metadata?.namespace, rs.metadata?.name);
     deploymentQueue(rs.metadata?.namespace, controllerOf(rs, 'Deployment'));
@@ -403,7 +416,7 @@ export async function startSimulatedNode(
   deployments.on('add', onDeployment);
   deployments.on('update', onDeployment);
   let stopped = false;
-  const informers = [pods, deployments, replicaSets];
+  const informers = workloadControllers ? [pods, deployments, replicaSets] : [pods];
   for (const informer of informers) {
     informer.on('error', () => {
       if (!stopped) setTimeout(() => void informer.start().catch(ignore), 1000).unref();

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { customclusterController } from '../../examples/customcluster/controllers/customcluster/index.ts';
 import { createEventRecorder } from '../../functions/k8s/events.ts';
-import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
+import { CountingKubeConfig, startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { NODE_NAMES, startSimulatedNode } from '../../local/simulated-node.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -115,6 +115,69 @@ describe('simulated node (embedded cluster)', {
         (err.body ?? '').includes(
           `Operation cannot be fulfilled on pods/binding \\"${name}\\": pod ${name} is already assigned to node`,
         ),
+    );
+  });
+});
+
+// An API server with its own kube-controller-manager but no kubelet (kwok's setting; a kube-apiserver
+// built for TEST_KUBECONFIG runs): the simulated node plays kubelet and the scheduler only, or its
+// Deployment controller would fight kube-controller-manager's over every Deployment.
+describe('simulated node without workload controllers (kubelet and scheduler only)', {
+  skip: process.env.TEST_KUBECONFIG ? 'a real cluster has real nodes and a scheduler' : false,
+}, () => {
+  let cluster: TestCluster;
+  let node: { stop(): Promise<void> };
+  let namespace: string;
+  /** The simulated node's own requests. */
+  const nodeKubeConfig = new CountingKubeConfig();
+
+  before(async () => {
+    cluster = await startTestCluster();
+    namespace = await cluster.createNamespace('e2e-kubelet');
+    nodeKubeConfig.loadFromFile(cluster.kubeconfigPath);
+    node = await startSimulatedNode(nodeKubeConfig, pino({ level: 'silent' }), {
+      workloadControllers: false,
+    });
+  });
+
+  after(async () => {
+    await node?.stop();
+    await cluster?.stop();
+  });
+
+  it('runs a bare Pod and leaves a Deployment to the cluster: no ReplicaSet, no Pod of its own', async () => {
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+    const labels = { app: 'web' };
+    await apps.createNamespacedDeployment({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'nginx' }] } },
+        },
+      },
+    });
+    await core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'bare' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+    });
+    await waitFor(
+      async () => (await core.readNamespacedPod({ namespace, name: 'bare' })).status?.phase === 'Running',
+      { message: 'the bare Pod Running' },
+    );
+    assert.deepEqual((await apps.listNamespacedReplicaSet({ namespace })).items, []);
+    // It never even lists them: no Deployment or ReplicaSet informer.
+    assert.deepEqual(
+      nodeKubeConfig.requests.filter((r) => /\/(deployments|replicasets)\b/.test(r)),
+      [],
+      nodeKubeConfig.requests.join(', '),
+    );
+    assert.deepEqual(
+      (await core.listNamespacedPod({ namespace })).items.map((p) => p.metadata?.name),
+      ['bare'],
     );
   });
 });
