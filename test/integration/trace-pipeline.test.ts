@@ -198,14 +198,19 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
 
       // Log lines written inside the span carry its trace (Cloud Logging's fields).
       const project = serverlessStack(p).emulator.projectId;
-      const outcomeLines = p.logs.filter(({ service, line }) => {
-        const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
-        return service === 'reconcile' && labels?.key === `${ns}/traced` && typeof line.outcome === 'string';
-      });
-      const successLine = outcomeLines.find(
-        ({ line }) => line['logging.googleapis.com/spanId'] === last.spanId,
+      const outcomeLines = () =>
+        p.logs.filter(({ service, line }) => {
+          const labels = line[LABELS] as { controller?: string; key?: string } | undefined;
+          return (
+            service === 'reconcile' && labels?.key === `${ns}/traced` && typeof line.outcome === 'string'
+          );
+        });
+      // The function's span is in its trace file once it ended; its outcome line reaches this
+      // process through its stdout, which may come a moment later.
+      const successLine = await waitFor(
+        () => outcomeLines().find(({ line }) => line['logging.googleapis.com/spanId'] === last.spanId),
+        { message: 'the outcome line of the traced delivery, carrying its span id' },
       );
-      assert.ok(successLine, 'the outcome line of the traced delivery carries its span id');
       assert.equal(
         successLine.line['logging.googleapis.com/trace'],
         `projects/${project}/traces/${t.traceId}`,
