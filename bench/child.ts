@@ -10,10 +10,10 @@
  */
 import { parseArgs } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../functions/contract/controller.ts';
+import type { Controller } from '../core/contract/controller.ts';
+import { createLogger } from '../core/log.ts';
+import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
 import { configmaps } from '../functions/kit/resources.ts';
-import { createLogger } from '../functions/log.ts';
-import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -28,15 +28,15 @@ const { positionals, values } = parseArgs({
     patches: { type: 'string' },
   },
 });
-const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
+const kc = new PooledKubeConfig(); // as every Levelset process loads it (core/kube.ts)
 kc.loadFromFile(values.kubeconfig as string);
 const ns = values.namespace as string;
 const logger = createLogger('bench', { write: () => {} });
 
 if (positionals[0] === 'resync') {
   // Imported here: the informer runs must not pay for the Pub/Sub client in their memory.
-  const { createKeyPublisher } = await import('../functions/publish.ts');
-  const { RESYNC_PUBLISHING, resyncAll } = await import('../functions/resync.ts');
+  const { createKeyPublisher } = await import('../core/publish.ts');
+  const { RESYNC_PUBLISHING, resyncAll } = await import('../functions/runtime/resync.ts');
   const controller: Controller = {
     name: 'bench-resync',
     primary: configmaps,
@@ -67,9 +67,9 @@ if (positionals[0] === 'resync') {
 }
 if (positionals[0] === 'reconcile') {
   // What the deployed function loads (the framework, every controller), so that the RSS is its.
-  await import('../functions/runtime.ts');
+  await import('../functions/runtime/index.ts');
   const { controllers } = await import('../examples/registry.ts');
-  const { reconcileKey } = await import('../functions/reconcile.ts');
+  const { reconcileKey } = await import('../functions/runtime/reconcile.ts');
   const { KubernetesObjectApi, PatchStrategy } = await import('@kubernetes/client-node');
   const byName = new Map(controllers.map((c) => [c.name, c]));
   // The reconciles log as the function does (serialized, then dropped); the first failure is kept.

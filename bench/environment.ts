@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
-import { createKeyPublisher, emulatorClientOptions } from '../functions/publish.ts';
+import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
+import { createKeyPublisher, emulatorClientOptions } from '../core/publish.ts';
 import { PRELOAD } from '../local/parent-watch.ts';
 import type { PubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
@@ -134,7 +134,7 @@ export interface Emulator {
   pubsub: PubSub;
   /** The environment variables that point a child process's Pub/Sub clients at it. */
   childEnv: { PUBSUB_EMULATOR_HOST: string; GOOGLE_CLOUD_PROJECT: string };
-  /** Creates `topic` and the relay's key publisher (functions/publish.ts) on it. */
+  /** Creates `topic` and the relay's key publisher (core/publish.ts) on it. */
   publisherOnNewTopic(topic: string): Promise<ReturnType<typeof createKeyPublisher>>;
 }
 
@@ -202,7 +202,7 @@ export async function startApiServer(): Promise<ApiServer> {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   };
-  const kc = new PooledKubeConfig(); // as every Levelset process loads it (functions/kube.ts)
+  const kc = new PooledKubeConfig(); // as every Levelset process loads it (core/kube.ts)
   try {
     await new Promise<void>((resolve, reject) => {
       let out = '';

@@ -9,10 +9,10 @@
  */
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeConfig } from '../functions/kube.ts';
-import { createLogger, type Logger } from '../functions/log.ts';
-import { createKeyPublisher } from '../functions/publish.ts';
-import { startTracing } from '../functions/tracing.ts';
+import { loadKubeConfig } from '../core/kube.ts';
+import { createLogger, type Logger } from '../core/log.ts';
+import { createKeyPublisher } from '../core/publish.ts';
+import { startTracing } from '../core/tracing.ts';
 import { startRelay } from '../relay/relay.ts';
 
 /** An informer a child measures: how many objects its cache holds, and how to stop it. */

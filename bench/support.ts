@@ -16,8 +16,8 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
-import { createLogger } from '../functions/log.ts';
-import type { EnqueueReason, KeyMessage } from '../functions/message.ts';
+import { createLogger } from '../core/log.ts';
+import type { EnqueueReason, KeyMessage } from '../core/message.ts';
 import { PRELOAD } from '../local/parent-watch.ts';
 import { repoRoot } from '../local/service.ts';
 import { waitFor } from '../test/support/wait.ts';
@@ -176,7 +176,7 @@ export async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 }
 
-/** A key message (functions/message.ts, v1) enqueued now. */
+/** A key message (core/message.ts, v1) enqueued now. */
 export function keyMessage(
   controller: string,
   namespace: string,

@@ -7,7 +7,7 @@
 export const EXIT_USAGE = 2;
 /**
  * Exit code of `levelset reconcile --wait` when the key's primary does not exist (the reconcile
- * succeeded with nothing to do: `notFound` on its outcome line, functions/reconcile.ts).
+ * succeeded with nothing to do: `notFound` on its outcome line, functions/runtime/reconcile.ts).
  */
 export const EXIT_NOT_FOUND = 3;
 /** Exit code of every other expected failure: cluster unreachable, emulator absent, failed keys… */

@@ -8,7 +8,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ProjectError } from '../functions/project.ts';
+import { ProjectError } from '../core/project.ts';
 import { buildCommand } from './commands/build.ts';
 import { conditionsCommand } from './commands/conditions.ts';
 import { controllersCommand } from './commands/controllers.ts';
@@ -71,7 +71,7 @@ try {
   if (!LONG_RUNNING.includes(String(argv._[0]))) process.exit(process.exitCode ?? 0);
 } catch (err) {
   if (err instanceof CliError || err instanceof ProjectError) {
-    // Outside a project, or a registry that is not one: one line (functions/project.ts).
+    // Outside a project, or a registry that is not one: one line (core/project.ts).
     process.stderr.write(`levelset: ${err.message}\n`);
     process.exitCode = err instanceof CliError ? err.exitCode : EXIT_FAILURE;
   } else {

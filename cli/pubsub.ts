@@ -1,10 +1,10 @@
 /**
- * Pull-subscription operations the CLI needs beyond publishing (functions/publish.ts publishes):
+ * Pull-subscription operations the CLI needs beyond publishing (core/publish.ts publishes):
  * synchronous pull, lease release (modifyAckDeadline 0, Pub/Sub's nack) and acknowledge, with
  * @google-cloud/pubsub's generated `SubscriberClient` on the emulator or Google Cloud.
  */
 import { PubSub, v1 } from '@google-cloud/pubsub';
-import { emulatorClientOptions } from '../functions/publish.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
 import { CliError, firstLine } from './errors.ts';
 import type { Target } from './target.ts';
 

@@ -7,8 +7,8 @@
  * `GOOGLE_CLOUD_PROJECT` → Google Cloud; else a {@link CliError} saying how to get either.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeConfig } from '../functions/kube.ts';
-import { createKeyPublisher, type KeyPublisher, type KeyPublisherOptions } from '../functions/publish.ts';
+import { loadKubeConfig } from '../core/kube.ts';
+import { createKeyPublisher, type KeyPublisher, type KeyPublisherOptions } from '../core/publish.ts';
 import { readStackState, type StackState, stackProcessAlive, stateDirectory } from '../local/state.ts';
 import { CliError, firstLine } from './errors.ts';
 
@@ -106,7 +106,7 @@ export async function resolveTarget(
 }
 
 /**
- * The shared key publisher (functions/publish.ts) on the target's keys topic; `options` as
+ * The shared key publisher (core/publish.ts) on the target's keys topic; `options` as
  * {@link createKeyPublisher}'s (e.g. the resync's `RESYNC_PUBLISHING`).
  */
 export function targetPublisher(

@@ -8,8 +8,8 @@
  * (docs/external-resources.md says what was checked).
  */
 import { PubSub } from '@google-cloud/pubsub';
-import { AUDIT_LOG_TYPE, type AuditLogEntry } from '../functions/audit-log.ts';
-import { emulatorClientOptions } from '../functions/publish.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
+import { AUDIT_LOG_TYPE, type AuditLogEntry } from '../functions/runtime/audit-log.ts';
 
 /** The audit log sink's topic id (terraform/audit-log.tf names it `<name>-audit-log`). */
 export const AUDIT_LOG_TOPIC = 'levelset-audit-log';

@@ -3,8 +3,8 @@
  * Cloud Logging JSON lines.
  */
 import { pino } from 'pino';
-import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
-import { LABELS } from '../functions/log.ts';
+import { DEFAULT_CLUSTER } from '../core/contract/key.ts';
+import { LABELS } from '../core/log.ts';
 import type { LogLine } from './service.ts';
 
 /** Cloud Logging's `severity` of a line without pino's numeric `level` (@google-cloud/pino-logging-gcp-config). */

@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
-import { emulatorClientOptions } from '../functions/publish.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
 import { levelsetModule, packageRoot } from './module-path.ts';
 
 export interface PubSubEmulator {

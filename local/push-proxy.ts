@@ -33,8 +33,8 @@ import { Agent, createServer, type IncomingMessage, request, type Server } from 
 import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
-import { DEAD_LETTER_ATTRIBUTES } from '../functions/message.ts';
-import { emulatorClientOptions } from '../functions/publish.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../core/message.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
 
 /** Successful push answers: Pub/Sub acknowledges on 102, 200, 201, 202 and 204 ("Push subscriptions"). */
 const ACK_STATUSES = new Set([102, 200, 201, 202, 204]);

@@ -39,9 +39,9 @@ import {
   type V1ReplicaSet,
   VersionApi,
 } from '@kubernetes/client-node';
-import { controllerRefOf, isControlledBy, newControllerRef } from '../functions/k8s/owner.ts';
+import { controllerRefOf, isControlledBy, newControllerRef } from '../core/k8s/owner.ts';
+import type { Logger } from '../core/log.ts';
 import { selectorOf } from '../functions/kit/children.ts';
-import type { Logger } from '../functions/log.ts';
 
 /** The simulated nodes Pods are scheduled on. */
 export const NODE_NAMES = ['node-1', 'node-2', 'node-3'] as const;

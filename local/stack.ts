@@ -5,19 +5,19 @@
  * runs as `levelset relay`, as in its container.
  *
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
- * (`relay/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
+ * (`functions/runtime/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
  * `auditLog`, it reads the audit log topic of the emulator its `env` names).
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
-import { resyncTopicOf } from '../functions/config.ts';
-import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
-import { REGISTRY_ENV, registryPath } from '../functions/project.ts';
-import { emulatorClientOptions } from '../functions/publish.ts';
-import type { ResyncReport } from '../functions/resync.ts';
-import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/retry.ts';
+import { resyncTopicOf } from '../core/config.ts';
+import { DEFAULT_CLUSTER } from '../core/contract/key.ts';
+import { REGISTRY_ENV, registryPath } from '../core/project.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
+import type { ResyncReport } from '../functions/runtime/resync.ts';
+import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/runtime/retry.ts';
 import { AUDIT_LOG_TOPIC, LOCAL_FUNCTIONS_SERVICE_ACCOUNT } from './audit-log.ts';
 import { Composition, Launcher, type LocalService } from './composition.ts';
 import { levelsetModule } from './module-path.ts';
@@ -54,7 +54,7 @@ export interface LocalStackOptions {
   /**
    * Serverless mode only: several clusters, one relay each (`RELAY_CLUSTER` = its id), all
    * publishing to the one topic; the functions serve all of them (`LEVELSET_CLUSTERS`,
-   * functions/clusters.ts). Omitted: the one `default` cluster of `kubeconfigPath`.
+   * functions/runtime/clusters.ts). Omitted: the one `default` cluster of `kubeconfigPath`.
    */
   clusters?: LocalCluster[];
   /** The relay's identity, when not `kubeconfigPath`'s (e.g. a least-privileged ServiceAccount). */
@@ -65,7 +65,7 @@ export interface LocalStackOptions {
   inProcessKubeconfigPath?: string;
   /**
    * The registry module whose controllers the functions and the relays run (absolute path; given to
-   * them as `LEVELSET_REGISTRY`, functions/project.ts). Default: `LEVELSET_REGISTRY`, else the
+   * them as `LEVELSET_REGISTRY`, core/project.ts). Default: `LEVELSET_REGISTRY`, else the
    * registry of the current directory's project.
    */
   registry?: string;
@@ -87,7 +87,7 @@ export interface LocalStackOptions {
   /**
    * Attempts before a failing key is dead-lettered (5–100 in the cloud; fewer allowed here); default
    * 5. `reconcile` counts a key's attempts in its message and dead-letters it itself
-   * (`LEVELSET_MAX_DELIVERY_ATTEMPTS`, functions/retry.ts); the local push proxy (local/push-proxy.ts)
+   * (`LEVELSET_MAX_DELIVERY_ATTEMPTS`, functions/runtime/retry.ts); the local push proxy (local/push-proxy.ts)
    * counts the deliveries it answers non-2xx (a crash, `LEVELSET_RETRY=pubsub`) and dead-letters in
    * the emulator's stead.
    */
@@ -107,9 +107,9 @@ export interface LocalStackOptions {
   /**
    * Drift from Cloud Audit Logs: the audit log topic ({@link AUDIT_LOG_TOPIC}), where
    * local/audit-log.ts publishes the entries Cloud Audit Logs would, and what reads it. Serverless:
-   * the `auditLog` function and a push subscription to it (functions/audit-log.ts). In-process: a
+   * the `auditLog` function and a push subscription to it (functions/runtime/audit-log.ts). In-process: a
    * pull subscription ({@link AUDIT_LOG_PULL_SUBSCRIPTION}) the in-process process reads
-   * (relay/audit-log.ts), in the emulator of `env.PUBSUB_EMULATOR_HOST` (required then: the
+   * (functions/runtime/audit-log-subscription.ts), in the emulator of `env.PUBSUB_EMULATOR_HOST` (required then: the
    * in-process mode runs no emulator of its own). Default false.
    */
   auditLog?: boolean;
@@ -126,7 +126,7 @@ export interface LocalStackOptions {
    */
   stateDir?: string;
   /**
-   * Every process traces into `<stateDir>/traces/<service>.jsonl` (functions/tracing.ts `file`, every
+   * Every process traces into `<stateDir>/traces/<service>.jsonl` (core/tracing.ts `file`, every
    * trace exported), what `levelset trace` reads; default: true when `stateDir` is set.
    */
   tracing?: boolean;
@@ -249,8 +249,8 @@ export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
 
-/** The functions' entry for functions-framework's `--source` (functions/main.ts: the registry of `LEVELSET_REGISTRY`). */
-export const functionsMain = levelsetModule('functions/main.ts');
+/** The functions' entry for functions-framework's `--source` (functions/runtime/main.ts: the registry of `LEVELSET_REGISTRY`). */
+export const functionsMain = levelsetModule('functions/runtime/main.ts');
 
 /** The functions-framework CLI (`functions-framework --target=… --port=…`). */
 export const functionsCli = join(
@@ -297,7 +297,7 @@ export const AUDIT_LOG_PULL_SUBSCRIPTION = `${AUDIT_LOG_TOPIC}-in-process`;
 
 /**
  * The in-process mode's audit log topic and pull subscription in the emulator of `env`, and the
- * environment that makes the in-process process read it (relay/in-process-main.ts).
+ * environment that makes the in-process process read it (functions/runtime/in-process-main.ts).
  * @throws {Error} when `env` names no emulator
  */
 async function inProcessAuditLog(env: Record<string, string> = {}): Promise<Record<string, string>> {
@@ -347,7 +347,7 @@ type StackFiles = ReturnType<typeof createStackFiles>;
 /** The `reconcile` and `resync` functions under functions-framework, each on a port of its own for good. */
 async function functionServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
   const ports = { reconcile: await freePort(), resync: await freePort(), auditLog: await freePort() };
-  // The reconcile's Prometheus metrics (functions/metrics.ts) on a port of their own, kept across
+  // The reconcile's Prometheus metrics (core/metrics.ts) on a port of their own, kept across
   // restarts of the function, which `levelset status --watch` reads.
   const metricsPort = await freePort();
   const urls = {
@@ -364,7 +364,7 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
   const functionsEnv = {
-    // Requeues and retries (functions/requeue.ts, functions/retry.ts) come back through a timer in
+    // Requeues and retries (functions/runtime/requeue.ts, functions/runtime/retry.ts) come back through a timer in
     // reconcile's process that publishes the key to the keys topic, as Cloud Tasks does in the cloud.
     LEVELSET_REQUEUE: 'local',
     // The attempts before a failing key is dead-lettered: the push proxy's (Terraform's dead-letter policy's).
@@ -375,7 +375,7 @@ async function functionServices(options: LocalStackOptions, env: Record<string, 
     KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
     ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
   };
-  // The functions' entry that loads the registry named by LEVELSET_REGISTRY (functions/main.ts).
+  // The functions' entry that loads the registry named by LEVELSET_REGISTRY (functions/runtime/main.ts).
   const source = `--source=${functionsMain}`;
   const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
     const onLog = files.log(name);
@@ -572,9 +572,9 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     ...(options.pushBackoff !== undefined ? { pushBackoff: options.pushBackoff } : {}),
   });
   const pushProxy = await services.launch(keys);
-  // The resync's own topic and subscription (functions/config.ts, resyncTopicOf), to the same
+  // The resync's own topic and subscription (core/config.ts, resyncTopicOf), to the same
   // function through a proxy of its own that bounds its push rate; its keys carry no ordering key
-  // (functions/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
+  // (functions/runtime/resync.ts RESYNC_PUBLISHING), as in terraform/pubsub.tf.
   const resyncProxy = { ...proxy, maxConcurrentPushes: RESYNC_PUSH_CONCURRENCY };
   const resync = pushSubscription(started, resyncTopicOf(topic), resyncProxy, false);
   const resyncPushProxy = await services.launch(resync);

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type KubernetesObject, VersionApi } from '@kubernetes/client-node';
 import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
-import { createLogger } from '../functions/log.ts';
-import { PooledKubeConfig } from '../functions/pooled-kubeconfig.ts';
+import { createLogger } from '../core/log.ts';
+import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
@@ -29,10 +29,10 @@ import { topicDemo } from './topic-demo.ts';
 export interface DevOptions {
   /** `auto`: the cluster in `KUBECONFIG` when it answers, else the embedded one. */
   cluster: 'auto' | 'embedded' | 'kubeconfig';
-  /** The registry module whose controllers run (absolute path; functions/project.ts). */
+  /** The registry module whose controllers run (absolute path; core/project.ts). */
   registry: string;
   /**
-   * The CRDs of the registry's controllers (scripts/generate-manifests.ts `projectCrdSources`),
+   * The CRDs of the registry's controllers (cli/build/generate-manifests.ts `projectCrdSources`),
    * created in an embedded cluster at start.
    */
   crds: readonly KubernetesObject[];
@@ -57,7 +57,7 @@ export interface DevOptions {
   kubeconfig?: string;
   /**
    * Clusters to serve, default 1. More than one: that many embedded API servers (`cluster-1`,
-   * `cluster-2`, …), a relay in each, one set of functions for all (functions/clusters.ts).
+   * `cluster-2`, …), a relay in each, one set of functions for all (functions/runtime/clusters.ts).
    */
   clusters?: number;
 }

@@ -19,12 +19,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod';
-import { findProject } from '../functions/project.ts';
+import { findProject } from '../core/project.ts';
 import type { LogLine } from './service.ts';
 
 /**
  * The state directory: `LEVELSET_STATE_DIR`, default `<project>/.levelset` (the project of the
- * current directory, functions/project.ts; outside one, the current directory's).
+ * current directory, core/project.ts; outside one, the current directory's).
  */
 export function stateDirectory(env: NodeJS.ProcessEnv = process.env): string {
   if (env.LEVELSET_STATE_DIR) return env.LEVELSET_STATE_DIR;
@@ -56,7 +56,7 @@ export const stackStateSchema = z.object({
   /** `GET` answers the delivery watchdog's figures (local/watchdog.ts `DeliveryStatus`) as JSON. */
   deliveriesUrl: z.string().optional(),
   /**
-   * The `reconcile` function's Prometheus metrics (functions/metrics.ts: reconciles by controller and
+   * The `reconcile` function's Prometheus metrics (core/metrics.ts: reconciles by controller and
    * outcome, their duration, drift), `GET` in text format.
    */
   reconcileMetricsUrl: z.string().optional(),
@@ -72,7 +72,7 @@ export const stackStateSchema = z.object({
   /** Service name → its log file (one JSON log line per line). */
   logs: z.record(z.string(), z.string()),
   /**
-   * Service name → its trace file (OTLP/JSON lines, functions/tracing.ts), what `levelset trace`
+   * Service name → its trace file (OTLP/JSON lines, core/tracing.ts), what `levelset trace`
    * reads; absent when the stack does not trace.
    */
   traces: z.record(z.string(), z.string()).optional(),

@@ -7,9 +7,9 @@
  */
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { emulatorClientOptions } from '../core/publish.ts';
 import { googleCloudConfig } from '../functions/kit/index.ts';
 import { waitFor } from '../functions/kit/wait.ts';
-import { emulatorClientOptions } from '../functions/publish.ts';
 import { auditLogEntry, publishAuditLogEntry } from './audit-log.ts';
 import type { PubSubEmulator } from './pubsub-emulator.ts';
 

@@ -16,7 +16,7 @@
  * Pub/Sub on Google Cloud needs none of this; it is the local stack's guard against its emulator.
  */
 import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
-import { emulatorClientOptions } from '../functions/publish.ts';
+import { emulatorClientOptions } from '../core/publish.ts';
 import type { PushProxy } from './push-proxy.ts';
 
 /** What the watchdog knows about deliveries; times are epoch ms, `undefined` when it never happened. */

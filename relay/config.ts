@@ -2,8 +2,8 @@
  * The relay process's configuration, from the environment, validated with zod.
  */
 import * as z from 'zod';
-import { DEFAULT_CLUSTER } from '../functions/contract/key.ts';
-import { clusterId } from '../functions/contract/names.ts';
+import { DEFAULT_CLUSTER } from '../core/contract/key.ts';
+import { clusterId } from '../core/contract/names.ts';
 import { DEFAULT_WATCH_SILENCE_TIMEOUT_MS } from './informer.ts';
 import { DEFAULT_MAX_IN_FLIGHT } from './pipeline.ts';
 import { DEFAULT_RETRY_BUFFER_KEYS } from './retry-buffer.ts';

@@ -26,10 +26,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeConfig, KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { ResourceType, WatchEvent } from '../functions/contract/controller.ts';
-import { type Key, keyString, parseKeyString } from '../functions/contract/key.ts';
-import { apiVersionOf, resourcePath } from '../functions/k8s/rest.ts';
-import type { Logger } from '../functions/log.ts';
+import type { ResourceType, WatchEvent } from '../core/contract/controller.ts';
+import { type Key, keyString, parseKeyString } from '../core/contract/key.ts';
+import { apiVersionOf, resourcePath } from '../core/k8s/rest.ts';
+import type { Logger } from '../core/log.ts';
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import { ApiStatusError, isServed, listMetadata, MetadataWatch, resourceName } from './metadata.ts';
 import { recordStatusRead, SIGNIFICANT_METADATA } from './predicate.ts';

@@ -3,8 +3,8 @@
  * the shared key publisher, {@link startRelay} with the project's controllers; SIGTERM/SIGINT stop
  * the informers, publish the keys still in the collapse window, flush within
  * `STOP_FLUSH_TIMEOUT_MS` (relay/relay.ts), and exit. Its callers:
- * `levelset relay` (the project's registry, functions/project.ts) and the relay bundle's entry,
- * which imports the registry (`levelset build`, cli/build.ts).
+ * `levelset relay` (the project's registry, core/project.ts) and the relay bundle's entry,
+ * which imports the registry (`levelset build`, cli/build/index.ts).
  *
  * Exit codes: 0 after a clean shutdown; 1 on invalid configuration, a failed start, a shutdown
  * that left keys unpublished (the flush's deadline passed or a publish failed: logged with their
@@ -12,12 +12,12 @@
  * `SHUTDOWN_TIMEOUT_MS` (relay/shutdown.ts).
  */
 
-import type { Controller } from '../functions/contract/controller.ts';
-import { loadKubeConfig } from '../functions/kube.ts';
-import { createLogger } from '../functions/log.ts';
-import { createKeyPublisher } from '../functions/publish.ts';
-import { startTracing } from '../functions/tracing.ts';
-import type { Tracing } from '../functions/tracing-config.ts';
+import type { Controller } from '../core/contract/controller.ts';
+import { loadKubeConfig } from '../core/kube.ts';
+import { createLogger } from '../core/log.ts';
+import { createKeyPublisher } from '../core/publish.ts';
+import { startTracing } from '../core/tracing.ts';
+import type { Tracing } from '../core/tracing-config.ts';
 import { ConfigError, loadRelayConfig } from './config.ts';
 import { startRelay } from './relay.ts';
 import { stopOnSignals } from './shutdown.ts';

@@ -15,7 +15,7 @@ import {
   type V1ObjectMeta,
   Watch,
 } from '@kubernetes/client-node';
-import type { ResourceType } from '../functions/contract/controller.ts';
+import type { ResourceType } from '../core/contract/controller.ts';
 import {
   apiVersionOf,
   type JsonRequester,
@@ -23,7 +23,7 @@ import {
   METADATA_LIST_ACCEPT,
   METADATA_WATCH_ACCEPT,
   resourcePath,
-} from '../functions/k8s/rest.ts';
+} from '../core/k8s/rest.ts';
 
 /** kubectl's client-side apply annotation: a full copy of the applied object, a Secret's data included. */
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -177,7 +177,7 @@ export class ApiStatusError extends Error {
 const requesters = new WeakMap<KubeConfig, JsonRequester>();
 
 /**
- * GET `path` as JSON (functions/k8s/rest.ts, one requester per KubeConfig).
+ * GET `path` as JSON (core/k8s/rest.ts, one requester per KubeConfig).
  * @throws {ApiStatusError} on a non-2xx answer, with its `Retry-After`
  */
 async function getJson(

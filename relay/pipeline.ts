@@ -20,7 +20,7 @@ import {
   type ResourceType,
   type Watch,
   type WatchEvent,
-} from '../functions/contract/controller.ts';
+} from '../core/contract/controller.ts';
 import {
   type ControllerKey,
   DEFAULT_CLUSTER,
@@ -28,12 +28,12 @@ import {
   keyString,
   type MappedKey,
   orderingKeyOf,
-} from '../functions/contract/key.ts';
-import { isDNS1123Label } from '../functions/contract/names.ts';
-import { isPrimaryWatch } from '../functions/contract/watch-predicates.ts';
-import { ATTR, SPAN, tracer } from '../functions/k8s/tracing.ts';
-import type { Logger } from '../functions/log.ts';
-import { type KeyMessage, keyMessageOf } from '../functions/message.ts';
+} from '../core/contract/key.ts';
+import { isDNS1123Label } from '../core/contract/names.ts';
+import { isPrimaryWatch } from '../core/contract/watch-predicates.ts';
+import { ATTR, SPAN, tracer } from '../core/k8s/tracing.ts';
+import type { Logger } from '../core/log.ts';
+import { type KeyMessage, keyMessageOf } from '../core/message.ts';
 import { type CollapseEdge, type CollapseMode, Collapser, systemTimers, type Timers } from './collapse.ts';
 import { resourceName } from './metadata.ts';
 import type { RelayMetrics } from './metrics.ts';
@@ -373,7 +373,7 @@ export class KeyPipeline {
     const run = async () => {
       try {
         // The publish runs under the key's span: the Pub/Sub client's publish span is its child and
-        // carries the trace in the message (functions/publish.ts).
+        // carries the trace in the message (core/publish.ts).
         const messageId = await context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
           this.#options.publish(message),
         );

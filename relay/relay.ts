@@ -5,10 +5,10 @@
  * process, given the project's registry), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../functions/contract/controller.ts';
-import type { Key } from '../functions/contract/key.ts';
-import { createLogger, type Logger } from '../functions/log.ts';
-import type { KeyPublisher } from '../functions/publish.ts';
+import type { Controller } from '../core/contract/controller.ts';
+import type { Key } from '../core/contract/key.ts';
+import { createLogger, type Logger } from '../core/log.ts';
+import type { KeyPublisher } from '../core/publish.ts';
 import type { BackoffOptions } from './backoff.ts';
 import type { CollapseMode } from './collapse.ts';
 import { DEFAULT_COLLAPSE_MS, DEFAULT_PORT } from './config.ts';
@@ -25,9 +25,9 @@ export interface RelayOptions {
   kubeConfig: KubeConfig;
   /** The id of that cluster, named in every key message (`RELAY_CLUSTER`); default `default`. */
   cluster?: string;
-  /** Where key messages go (the shared publisher of `functions/publish.ts`). Not closed by the relay. */
+  /** Where key messages go (the shared publisher of `core/publish.ts`). Not closed by the relay. */
   publisher: Pick<KeyPublisher, 'publish' | 'flush'>;
-  /** Controllers to serve: the project's registry (functions/project.ts) or a test's own. */
+  /** Controllers to serve: the project's registry (core/project.ts) or a test's own. */
   controllers: readonly Controller[];
   /** Collapse window in ms; default {@link DEFAULT_COLLAPSE_MS}. */
   collapseMs?: number;

@@ -4,7 +4,7 @@
  * to; exit 1 when it fails or takes longer than {@link SHUTDOWN_TIMEOUT_MS} (inside
  * the default 30 s `terminationGracePeriodSeconds`).
  */
-import type { Logger } from '../functions/log.ts';
+import type { Logger } from '../core/log.ts';
 
 /** The longest a shutdown may take before the process exits 1, in ms. */
 export const SHUTDOWN_TIMEOUT_MS = 25_000;

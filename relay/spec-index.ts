@@ -13,9 +13,9 @@
  * mapping to it from then on.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../functions/contract/controller.ts';
-import { type Key, keyString } from '../functions/contract/key.ts';
-import type { Logger } from '../functions/log.ts';
+import type { Controller } from '../core/contract/controller.ts';
+import { type Key, keyString } from '../core/contract/key.ts';
+import type { Logger } from '../core/log.ts';
 
 /** Values kept per object and index at most; more are dropped, with a warning. */
 export const MAX_INDEX_VALUES = 256;

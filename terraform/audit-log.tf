@@ -1,4 +1,4 @@
-# Drift seen from Cloud Audit Logs (functions/audit-log.ts, docs/external-resources.md): a change made
+# Drift seen from Cloud Audit Logs (functions/runtime/audit-log.ts, docs/external-resources.md): a change made
 # to a managed cloud resource outside Levelset is an Admin Activity entry (always on, free); a log
 # sink in each audited project sends the entries of the services the registered controllers manage
 # to a topic, whose push subscription calls the auditLog function, which publishes the owning

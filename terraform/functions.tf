@@ -11,9 +11,9 @@ locals {
   functions_source_dir = var.functions_source_dir
 
   # How the functions reach the clusters, with the runtime service account's Google access token
-  # (functions/gke-auth.ts; no CA data: a DNS endpoint's certificate is public). One cluster: the
-  # Cloud Run path of functions/kube.ts, KUBERNETES_ENDPOINT, the cluster `default` (key messages
-  # v1, as before clusters existed). A fleet: LEVELSET_CLUSTERS (functions/clusters.ts), each
+  # (core/gke-auth.ts; no CA data: a DNS endpoint's certificate is public). One cluster: the
+  # Cloud Run path of core/kube.ts, KUBERNETES_ENDPOINT, the cluster `default` (key messages
+  # v1, as before clusters existed). A fleet: LEVELSET_CLUSTERS (functions/runtime/clusters.ts), each
   # cluster's id and endpoint, in the order of `clusters`.
   cluster_env = local.fleet ? {
     LEVELSET_CLUSTERS = jsonencode([for c in local.cluster_list : { id = c.id, endpoint = local.cluster_endpoints[c.id] }])
@@ -32,7 +32,7 @@ locals {
     # sources of the bundle, not its minified lines.
     NODE_OPTIONS = "--max-old-space-size=${local.function_heap_mib} --max-semi-space-size=8 --enable-source-maps"
     # V8's code for the modules a start loads, compiled at build time by the package's gcp-build
-    # (scripts/package-functions.ts, WARM_COMPILE_CACHE) with the runtime's Node, so a cold start
+    # (cli/build/package-functions.ts, WARM_COMPILE_CACHE) with the runtime's Node, so a cold start
     # reads it instead of compiling them. The buildpack builds and runs the function in /workspace.
     NODE_COMPILE_CACHE          = "/workspace/dist/compile-cache"
     NODE_COMPILE_CACHE_PORTABLE = "1"
@@ -200,7 +200,7 @@ resource "google_cloud_run_v2_service_iam_member" "resync_invoker" {
   member   = google_service_account.scheduler.member
 }
 
-# One job per cluster, each POSTing {"cluster": "<id>"} (functions/resync.ts resyncRequestSchema):
+# One job per cluster, each POSTing {"cluster": "<id>"} (functions/runtime/resync.ts resyncRequestSchema):
 # a cluster's enumeration has the whole attempt deadline to itself, an unreachable cluster fails
 # and is retried alone, and each cluster's resync has its own outcome (docs/architecture.md,
 # decision 27). The single cluster's job keeps its name and its empty body (every cluster of the

@@ -12,7 +12,7 @@ data "google_project" "this" {
 
 locals {
   # The clusters, by id: `clusters` in its order, or the one cluster of cluster_name, id `default`
-  # (functions/contract/key.ts DEFAULT_CLUSTER: no LEVELSET_CLUSTERS, no RELAY_CLUSTER, message v1).
+  # (core/contract/key.ts DEFAULT_CLUSTER: no LEVELSET_CLUSTERS, no RELAY_CLUSTER, message v1).
   fleet = length(var.clusters) > 0
   cluster_list = local.fleet ? [
     for c in var.clusters : { id = coalesce(c.id, c.name), name = c.name, location = c.location, kubernetes_endpoint = c.kubernetes_endpoint }
@@ -57,7 +57,7 @@ locals {
   reconcile_function_name = "${var.name}-reconcile"
   resync_function_name    = "${var.name}-resync"
   dead_letter_topic_name  = "${var.topic_name}-dead-letter"
-  # functions/config.ts, resyncTopicOf: the resync's keys, on a subscription of their own.
+  # core/config.ts, resyncTopicOf: the resync's keys, on a subscription of their own.
   resync_topic_name = "${var.topic_name}-resync"
 
   # The controllers' configuration: the same environment for the functions and the relay.

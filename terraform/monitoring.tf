@@ -1,10 +1,10 @@
-# Log-based metrics from the JSON lines the functions and the relay write (functions/log.ts):
+# Log-based metrics from the JSON lines the functions and the relay write (core/log.ts):
 # `logging.googleapis.com/labels` becomes the entry's labels (controller, key); the reconcile's final
 # line carries `outcome` (success | requeue | transient | terminal | malformed | error) and
 # `durationMs`; a key a resync or an audit log entry found drifted adds one WARNING line with
-# `drift: true` and `driftSource` (functions/drift.ts); every line of a delivery carries `deliveryDelayMs`, from the key message's
-# `enqueuedAt` to its delivery (functions/reconcile.ts). Labels `controller` and `cluster` come from
-# the line's labels (functions/log.ts keyLogger). Alerts: keys in the dead-letter subscription, relay
+# `drift: true` and `driftSource` (functions/runtime/drift.ts); every line of a delivery carries `deliveryDelayMs`, from the key message's
+# `enqueuedAt` to its delivery (functions/runtime/reconcile.ts). Labels `controller` and `cluster` come from
+# the line's labels (core/log.ts keyLogger). Alerts: keys in the dead-letter subscription, relay
 # publish failures, drift the resync corrected (watch events the relay missed; the audit log's drift
 # is expected, counted, never alerted on). The dashboard and the
 # SLOs that read these metrics: dashboard.tf.
@@ -17,7 +17,7 @@ locals {
   ])
 
   # One line per key whose resync- or audit-log-triggered reconcile changed something
-  # (functions/drift.ts): the cloud's count of `levelset_drift_corrected_total` (Cloud Run instances
+  # (functions/runtime/drift.ts): the cloud's count of `levelset_drift_corrected_total` (Cloud Run instances
   # are not scraped).
   drift_log_filter = join(" AND ", [
     "resource.type=\"cloud_run_revision\"",

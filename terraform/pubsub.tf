@@ -72,7 +72,7 @@ resource "google_pubsub_subscription" "reconcile" {
   ]
 }
 
-# The resync's keys (functions/config.ts, resyncTopicOf): a topic and push subscription of their own,
+# The resync's keys (core/config.ts, resyncTopicOf): a topic and push subscription of their own,
 # to the same reconcile function, so that a live key never waits behind a resync's backlog (one
 # subscription would hand out the 100k resync keys queued before it). Pub/Sub delivers each
 # subscription's backlog independently; the resync's drains at its own pace (push flow control adapts

@@ -1,4 +1,4 @@
-# Requeue and retry (functions/requeue.ts, functions/retry.ts): a key comes back to reconcile after a
+# Requeue and retry (functions/runtime/requeue.ts, functions/runtime/retry.ts): a key comes back to reconcile after a
 # delay — because its reconcile returned `requeueAfterMs`, or because it failed and reconcile
 # acknowledged it (never a non-2xx answer: on Pub/Sub that would slow the pushes of every key, the
 # push backoff) and retries it after a per-key backoff. Either way a Cloud Tasks HTTP task
@@ -60,7 +60,7 @@ resource "google_service_account_iam_member" "functions_act_as_self" {
   member             = google_service_account.functions.member
 }
 
-# reconcile dead-letters a key that failed its every attempt (functions/retry.ts).
+# reconcile dead-letters a key that failed its every attempt (functions/runtime/retry.ts).
 resource "google_pubsub_topic_iam_member" "functions_dead_letter_publisher" {
   project = var.project_id
   topic   = google_pubsub_topic.dead_letter.name

@@ -1,4 +1,4 @@
-# Traces (functions/tracing.ts, docs/operations.md "Traces"): the functions and the relay export one
+# Traces (core/tracing.ts, docs/operations.md "Traces"): the functions and the relay export one
 # trace per key to Cloud Trace with the OpenTelemetry SDK (Cloud Trace exporter, API v2). Each
 # identity that writes spans gets roles/cloudtrace.agent (cloudtrace.traces.patch) and nothing else
 # for it; the push and scheduler identities write none.

@@ -1,7 +1,7 @@
 /** Section `api-cost`: requests per no-op reconcile, counted at the client. */
 
+import type { Controller } from '../../core/contract/controller.ts';
 import { controllers as registry } from '../../examples/registry.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';

@@ -5,7 +5,7 @@
  */
 import type { Message } from '@google-cloud/pubsub';
 import { PubSub } from '@google-cloud/pubsub';
-import { emulatorClientOptions } from '../../functions/publish.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import type { LogLine } from '../../local/service.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import { type Figure, figuresOf, quantiles } from '../report.ts';

@@ -6,11 +6,11 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../cli/build/package-functions.ts';
 import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, functionsCli, functionsMain } from '../../local/stack.ts';
-import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
 import type { Section } from '../environment.ts';
 import { figuresOf, quantiles } from '../report.ts';
 import { exec, keyMessage, now, sleep, stopChild } from '../support.ts';
@@ -46,7 +46,7 @@ export const coldStart: Section = {
       const variants: Record<'bundle' | 'empty' | 'sources', Variant> = {
         bundle: { source: bundle, nodeOptions: deployed, env: compileCache },
         empty: { source: empty, nodeOptions: deployed, env: {} },
-        // As the local stack runs them: functions/main.ts loads the project's registry (this repository's).
+        // As the local stack runs them: functions/runtime/main.ts loads the project's registry (this repository's).
         sources: { source: functionsMain, nodeOptions: FUNCTION_NODE_OPTIONS.join(' '), env: {} },
       };
       const samples = { bundle: [] as number[], empty: [] as number[], sources: [] as number[] };

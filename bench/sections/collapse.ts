@@ -2,10 +2,10 @@
  * Section `collapse`: the relay alone against the API server and the emulator, its isolated-change
  * latency and its bursts, leading + trailing edge vs trailing only.
  */
-import type { Controller } from '../../functions/contract/controller.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import type { KeyMessage } from '../../core/message.ts';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
-import type { KeyMessage } from '../../functions/message.ts';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import type { CollapseMode } from '../../relay/collapse.ts';
 import { startRelay } from '../../relay/relay.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
@@ -56,7 +56,7 @@ async function runMode(
     ],
     reconcile: async () => undefined,
   };
-  const relayKc = new PooledKubeConfig(); // as the relay process loads it (functions/kube.ts)
+  const relayKc = new PooledKubeConfig(); // as the relay process loads it (core/kube.ts)
   relayKc.loadFromFile(api.kubeconfigPath);
   const relay = await startRelay({
     kubeConfig: relayKc,

@@ -7,8 +7,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import type { Controller } from '../../core/contract/controller.ts';
 import { controllers as registry } from '../../examples/registry.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
@@ -230,7 +230,7 @@ async function idleInProcessPod(
     });
     // Ready means its informers have synced; their initial LIST still queues every existing key,
     // and working through them is start-up, not idling. Idle = every workqueue empty and no key
-    // added for a second (client-go's metric names, relay/workqueue.ts).
+    // added for a second (client-go's metric names, functions/runtime/workqueue.ts).
     const queueState = async () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       return { depth: sumSeries(text, 'workqueue_depth'), adds: sumSeries(text, 'workqueue_adds_total') };

@@ -3,7 +3,7 @@
  * server with a simulated node; and, for the serverless changes, Levelset's own time (end to end
  * minus the bus's wait, bench/sections/bus-wait.ts).
  */
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import { STACK_MODES, type StackMode } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv, SectionOutput } from '../environment.ts';

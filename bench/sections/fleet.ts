@@ -3,7 +3,7 @@
  * of two clusters → all Ready) served by one deployment of the functions for both clusters vs one
  * deployment per cluster; the function processes' total peak RSS and the reconciles/s of each.
  */
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { LocalCluster, LocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';

@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bundle } from '../../cli/build/bundle.ts';
+import { packageRelay, RELAY_EXTERNAL } from '../../cli/build/package-relay.ts';
 import { repoRoot } from '../../local/service.ts';
 import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
-import { bundle } from '../../scripts/bundle.ts';
-import { packageRelay, RELAY_EXTERNAL } from '../../scripts/package-relay.ts';
 import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
 import { comparing, type Figure } from '../report.ts';
 import { jsonChild, pool } from '../support.ts';
@@ -75,7 +75,7 @@ export const memoryAndResync: Section = {
 
 /**
  * The informer children, run as the relay is deployed: bundled with the relay's esbuild
- * configuration (scripts/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they load
+ * configuration (cli/build/package-relay.ts, relay/Dockerfile), beside relay/main.ts so that they load
  * the relay's own chunks. The full-object baseline is bundled alike in a build of its own
  * (bench/informer-child.ts: in the relay's build, client-node's whole API it imports would land in
  * the relay's chunks). Returns the bundle's directory.

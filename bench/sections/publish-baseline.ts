@@ -8,9 +8,9 @@
  */
 import { createServer } from 'node:http';
 import { type Message, PubSub, type Subscription, type Topic } from '@google-cloud/pubsub';
-import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
-import { encodeKeyMessage, keyMessageOf } from '../../functions/message.ts';
-import { emulatorClientOptions, ORDERED_BATCHING } from '../../functions/publish.ts';
+import { DEFAULT_CLUSTER } from '../../core/contract/key.ts';
+import { encodeKeyMessage, keyMessageOf } from '../../core/message.ts';
+import { emulatorClientOptions, ORDERED_BATCHING } from '../../core/publish.ts';
 import type { PubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { listen } from '../support.ts';
 

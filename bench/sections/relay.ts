@@ -1,5 +1,5 @@
 /** Section `relay`: events/s through the key pipeline (no I/O), keys/s published to the emulator. */
-import type { Controller } from '../../functions/contract/controller.ts';
+import type { Controller } from '../../core/contract/controller.ts';
 import { configmaps, pods } from '../../functions/kit/resources.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';

@@ -5,11 +5,11 @@
  * median one reported (the report's text says why).
  */
 
+import type { Controller } from '../../core/contract/controller.ts';
+import { LABELS } from '../../core/log.ts';
+import { createKeyPublisher } from '../../core/publish.ts';
 import { controllers as registry } from '../../examples/registry.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
-import { LABELS } from '../../functions/log.ts';
-import { createKeyPublisher } from '../../functions/publish.ts';
-import { RESYNC_PUBLISHING, resyncAll } from '../../functions/resync.ts';
+import { RESYNC_PUBLISHING, resyncAll } from '../../functions/runtime/resync.ts';
 import type { LocalStack } from '../../local/stack.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';
 import { figuresOf, quantiles } from '../report.ts';

@@ -4,7 +4,7 @@
  * 500 (before) or 204 + requeue (after), beside no failing key (idle); the report's text says how.
  */
 import { createServer } from 'node:http';
-import { createKeyPublisher } from '../../functions/publish.ts';
+import { createKeyPublisher } from '../../core/publish.ts';
 import { startPushProxy } from '../../local/push-proxy.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { Section } from '../environment.ts';

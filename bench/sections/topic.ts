@@ -4,8 +4,8 @@
  * through the serverless pipeline, each beside a Foo's.
  */
 
+import type { Controller } from '../../core/contract/controller.ts';
 import { controllers as registry } from '../../examples/registry.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 import type { ApiServer, Section, SectionEnv } from '../environment.ts';

@@ -6,7 +6,7 @@
 import { pino } from 'pino';
 import { parse } from 'yaml';
 import type { CommandModule } from 'yargs';
-import { findProject, isLevelsetRepository, loadRegistry, registryPath } from '../../functions/project.ts';
+import { findProject, isLevelsetRepository, loadRegistry, registryPath } from '../../core/project.ts';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 
@@ -89,13 +89,13 @@ export const devCommand: CommandModule<object, DevArgs> = {
         return true;
       }),
   handler: async (argv) => {
-    // The project's registry (functions/project.ts): its controllers run; one line when there is none.
+    // The project's registry (core/project.ts): its controllers run; one line when there is none.
     const project = findProject();
     const registry = registryPath();
     const { controllers } = await loadRegistry(registry);
     const [{ runDev }, { projectCrdSources }] = await Promise.all([
       import('../../local/start.ts'),
-      import('../../scripts/generate-manifests.ts'),
+      import('../build/generate-manifests.ts'),
     ]);
     await runDev({
       registry,

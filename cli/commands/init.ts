@@ -1,5 +1,5 @@
 /**
- * `levelset init <dir>`: a new project that depends on Levelset (scripts/init-project.ts): its
+ * `levelset init <dir>`: a new project that depends on Levelset (cli/scaffold/init-project.ts): its
  * registry, an example controller and its test, the Terraform root that calls Levelset's module.
  * A non-empty directory is refused with one line; nothing is written then.
  */
@@ -13,7 +13,7 @@ export const initCommand: CommandModule<object, { dir: string }> = {
   builder: (y) =>
     y.positional('dir', { type: 'string', demandOption: true, describe: 'the directory to create' }),
   handler: async (argv) => {
-    const { InitError, initProject } = await import('../../scripts/init-project.ts');
+    const { InitError, initProject } = await import('../scaffold/init-project.ts');
     let written: string[];
     try {
       written = await initProject(argv.dir);

@@ -1,11 +1,11 @@
 /**
  * `levelset new controller <name>`: scaffolds a controller into the current directory's project
- * (scripts/new-controller.ts): its folder, CRD, registry line, a test, and regenerated manifests.
+ * (cli/scaffold/new-controller.ts): its folder, CRD, registry line, a test, and regenerated manifests.
  */
 import type { CommandModule } from 'yargs';
-import { findProject, isLevelsetRepository } from '../../functions/project.ts';
-import { FIELDS_GRAMMAR } from '../../scripts/scaffold-fields.ts';
+import { findProject, isLevelsetRepository } from '../../core/project.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
+import { FIELDS_GRAMMAR } from '../scaffold/scaffold-fields.ts';
 
 interface NewControllerArgs {
   name: string;
@@ -48,10 +48,8 @@ const controllerCommand: CommandModule<object, NewControllerArgs> = {
         describe: 'the project to write into (default: the current directory\'s, package.json "levelset")',
       }),
   handler: async (argv) => {
-    const { parseFields, projectLayout, scaffoldController } = await import(
-      '../../scripts/new-controller.ts'
-    );
-    // The project's registry folder and tests (functions/project.ts). Levelset's own repository has no
+    const { parseFields, projectLayout, scaffoldController } = await import('../scaffold/new-controller.ts');
+    // The project's registry folder and tests (core/project.ts). Levelset's own repository has no
     // controller folder of its own to scaffold into: its examples are projects (examples/<name>/).
     const project = findProject(argv.root ?? process.cwd());
     if (isLevelsetRepository(project))

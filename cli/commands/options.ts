@@ -2,11 +2,11 @@
  * Options shared by the commands that act on a Levelset deployment (cli/target.ts).
  */
 import type { Argv } from 'yargs';
-import { isDNS1123Label } from '../../functions/contract/names.ts';
+import { isDNS1123Label } from '../../core/contract/names.ts';
 
 /**
  * `--cluster <id>`: the cluster a command's keys are in (a DNS-1123 label; the key message's
- * `cluster`, functions/message.ts). Omitted: see each command.
+ * `cluster`, core/message.ts). Omitted: see each command.
  */
 export function clusterOption<T>(y: Argv<T>, describe: string) {
   return y.option('cluster', {

@@ -1,6 +1,6 @@
 /**
- * `levelset run --in-process`: the project's registered controllers (functions/project.ts) the classic way, in one process
- * (relay/in-process-main.ts: shared informers → client-go workqueue → workers), the entry point of
+ * `levelset run --in-process`: the project's registered controllers (core/project.ts) the classic way, in one process
+ * (functions/runtime/in-process-main.ts: shared informers → client-go workqueue → workers), the entry point of
  * `deploy/in-process/`. Configured by the environment (`KUBECONFIG`, `RELAY_PORT`,
  * `RELAY_COLLAPSE_MS`, `LEVELSET_WORKERS`, `LEVELSET_RESYNC_INTERVAL_MS`, `LOG_LEVEL`).
  */
@@ -24,9 +24,9 @@ export const runCommand: CommandModule<object, { 'in-process': boolean }> = {
         EXIT_USAGE,
       );
     // The controllers run until SIGTERM/SIGINT.
-    const { loadRegistry } = await import('../../functions/project.ts');
+    const { loadRegistry } = await import('../../core/project.ts');
     const { controllers } = await loadRegistry();
-    const { runInProcess } = await import('../../relay/in-process-main.ts');
+    const { runInProcess } = await import('../../functions/runtime/in-process-main.ts');
     await runInProcess(controllers);
   },
 };

@@ -1,6 +1,6 @@
 /**
  * `levelset trace <controller> <key>` (the shape of `plan` and `reconcile`): the last reconciles of a key as a waterfall, from the local stack's
- * traces (`levelset dev` writes them; functions/tracing.ts) or, with `--project` (or
+ * traces (`levelset dev` writes them; core/tracing.ts) or, with `--project` (or
  * `GOOGLE_CLOUD_PROJECT` and no local stack), from Cloud Trace. Implementation: cli/impl/trace.ts.
  */
 import type { CommandModule } from 'yargs';

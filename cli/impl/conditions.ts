@@ -11,12 +11,12 @@
  * not installed) is skipped and said so.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../../functions/contract/controller.ts';
-import { keyString } from '../../functions/contract/key.ts';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
-import { isNotFound } from '../../functions/k8s/errors.ts';
-import { listPaged } from '../../functions/k8s/list.ts';
-import { loadRegistry } from '../../functions/project.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import { keyString } from '../../core/contract/key.ts';
+import { findCondition, parseConditions } from '../../core/k8s/conditions.ts';
+import { isNotFound } from '../../core/k8s/errors.ts';
+import { listPaged } from '../../core/k8s/list.ts';
+import { loadRegistry } from '../../core/project.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { formatDuration, say, table } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';

@@ -3,8 +3,8 @@ import {
   listWatchId,
   type PolicyRule,
   type ResourceType,
-} from '../../functions/contract/controller.ts';
-import { loadRegistry } from '../../functions/project.ts';
+} from '../../core/contract/controller.ts';
+import { loadRegistry } from '../../core/project.ts';
 import { say, table } from '../output.ts';
 
 /** `Kind (group/version, namespaced)`; core resources show `v1`. */

@@ -1,10 +1,5 @@
-import { keyString } from '../../functions/contract/key.ts';
-import {
-  clusterOf,
-  DEAD_LETTER_ATTRIBUTES,
-  type KeyMessage,
-  keyMessageSchema,
-} from '../../functions/message.ts';
+import { keyString } from '../../core/contract/key.ts';
+import { clusterOf, DEAD_LETTER_ATTRIBUTES, type KeyMessage, keyMessageSchema } from '../../core/message.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { createSubscriber, type PulledMessage } from '../pubsub.ts';

@@ -7,10 +7,10 @@
  */
 import { createInterface } from 'node:readline/promises';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { keyString } from '../../functions/contract/key.ts';
-import { isNotFound } from '../../functions/k8s/errors.ts';
+import { keyString } from '../../core/contract/key.ts';
+import { isNotFound } from '../../core/k8s/errors.ts';
+import { createLogger, LABELS } from '../../core/log.ts';
 import { finalizerName, hasFinalizer, removeFinalizer, resourceClient } from '../../functions/kit/index.ts';
-import { createLogger, LABELS } from '../../functions/log.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';

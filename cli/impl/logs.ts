@@ -9,7 +9,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Entry, Logging } from '@google-cloud/logging';
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import { fieldText, ownFields } from '../../local/progress.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { say } from '../output.ts';

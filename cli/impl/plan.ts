@@ -1,7 +1,7 @@
 /**
  * `levelset plan <controller> <key>`: runs one reconcile of `key` with every Kubernetes write sent
  * as a server-side dry-run (`dryRun=All`: the API server validates, defaults, applies and answers
- * the object it would store, and stores nothing; functions/k8s/dry-run.ts), and prints the change it
+ * the object it would store, and stores nothing; core/k8s/dry-run.ts), and prints the change it
  * would make to each child and to the status: created, changed fields (before → after, from the
  * live object and the API server's answer), pruned. Events are not recorded (they are listed), and
  * a reconcile that acts outside the cluster writes nothing there (`ReconcileContext.dryRun`; the
@@ -15,11 +15,11 @@
 import { Writable } from 'node:stream';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { EventType, ExternalChange, Result } from '../../functions/contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString } from '../../functions/contract/key.ts';
-import { type DryRunWrite, dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
-import { errorText, TerminalError } from '../../functions/k8s/errors.ts';
-import { keyLogger } from '../../functions/log.ts';
+import type { EventType, ExternalChange, Result } from '../../core/contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString } from '../../core/contract/key.ts';
+import { type DryRunWrite, dryRunKubeConfig } from '../../core/k8s/dry-run.ts';
+import { errorText, TerminalError } from '../../core/k8s/errors.ts';
+import { keyLogger } from '../../core/log.ts';
 import { CliError } from '../errors.ts';
 import { say } from '../output.ts';
 import { clusterError, clusterKubeConfig } from '../target.ts';

@@ -4,11 +4,11 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Controller, Outcome } from '../../functions/contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString, parseKeyString } from '../../functions/contract/key.ts';
-import { isDNS1123Label, isDNS1123Subdomain } from '../../functions/contract/names.ts';
-import { keyMessageOf } from '../../functions/message.ts';
-import { loadRegistry } from '../../functions/project.ts';
+import type { Controller, Outcome } from '../../core/contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, parseKeyString } from '../../core/contract/key.ts';
+import { isDNS1123Label, isDNS1123Subdomain } from '../../core/contract/names.ts';
+import { keyMessageOf } from '../../core/message.ts';
+import { loadRegistry } from '../../core/project.ts';
 import { CliError, EXIT_NOT_FOUND, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
 import { resolveTarget, type Target, targetPublisher } from '../target.ts';
@@ -28,7 +28,7 @@ export function requireController(name: string, controllers: readonly Controller
 }
 
 /**
- * The project's registered controller called `name` (functions/project.ts, {@link requireController}).
+ * The project's registered controller called `name` (core/project.ts, {@link requireController}).
  * @throws {ProjectError} outside a project; {@link CliError} (exit 2) for an unknown name
  */
 export async function registeredController(name: string): Promise<Controller> {
@@ -59,14 +59,14 @@ export function parseKey(controller: Controller, text: string): Key {
   );
 }
 
-/** Outcomes after which Pub/Sub delivers the message no more (functions/reconcile.ts answers 204). */
+/** Outcomes after which Pub/Sub delivers the message no more (functions/runtime/reconcile.ts answers 204). */
 const FINAL: readonly Outcome[] = ['success', 'requeue', 'terminal', 'malformed'];
 
 interface OutcomeLine {
   outcome: Outcome;
   durationMs?: number;
   err?: string;
-  /** The reconcile found no primary (functions/reconcile.ts). */
+  /** The reconcile found no primary (functions/runtime/reconcile.ts). */
   notFound?: boolean;
 }
 

@@ -6,11 +6,11 @@
 
 import type { KubeConfig } from '@kubernetes/client-node';
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
-import { resyncTopicOf } from '../../functions/config.ts';
-import { DEFAULT_CLUSTER } from '../../functions/contract/key.ts';
-import { createLogger } from '../../functions/log.ts';
-import { loadRegistry } from '../../functions/project.ts';
-import { RESYNC_PUBLISHING, type ResyncReport, resyncAll } from '../../functions/resync.ts';
+import { resyncTopicOf } from '../../core/config.ts';
+import { DEFAULT_CLUSTER } from '../../core/contract/key.ts';
+import { createLogger } from '../../core/log.ts';
+import { loadRegistry } from '../../core/project.ts';
+import { RESYNC_PUBLISHING, type ResyncReport, resyncAll } from '../../functions/runtime/resync.ts';
 import { CliError, EXIT_USAGE } from '../errors.ts';
 import { say, table } from '../output.ts';
 import { clusterError, resolveTarget, type Target, targetKubeConfig, targetPublisher } from '../target.ts';
@@ -82,7 +82,7 @@ export async function runResync(argv: ResyncArgs): Promise<void> {
   const selected = argv.controller ? [requireController(argv.controller, controllers)] : [...controllers];
   const target = await resolveTarget(argv);
   const clusters = clustersOf(target, argv.cluster);
-  // The resync's own topic, as the resync function publishes (functions/config.ts, resyncTopicOf).
+  // The resync's own topic, as the resync function publishes (core/config.ts, resyncTopicOf).
   const publisher = targetPublisher({ ...target, topic: resyncTopicOf(target.topic) }, RESYNC_PUBLISHING);
   const logger = createLogger('cli');
   logger.level = 'silent';

@@ -9,12 +9,12 @@
  * the Pub/Sub API has no such call and the emulator no metrics, so locally they come from the
  * stack's delivery watchdog, local/watchdog.ts, with the last delivery); dead letters by pulling the
  * dead-letter subscription without acknowledging (emulator and Google Cloud alike); drift the
- * resync corrected (functions/drift.ts) from the drift lines: counted in the stack's reconcile log
+ * resync corrected (functions/runtime/drift.ts) from the drift lines: counted in the stack's reconcile log
  * locally, from Terraform's log-based metric `levelset/drift_corrected` on Google Cloud.
  */
 import { readFileSync } from 'node:fs';
 import { GoogleAuth } from 'google-auth-library';
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import type { DeliveryStatus } from '../../local/watchdog.ts';
 import { CliError, EXIT_USAGE, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
@@ -65,7 +65,7 @@ async function relayStatus(url: string): Promise<RelayStatus> {
   return status;
 }
 
-/** Drift the resync corrected (functions/drift.ts), by controller. */
+/** Drift the resync corrected (functions/runtime/drift.ts), by controller. */
 export interface Drift {
   byController: Record<string, number>;
   /** Over what: `since the stack started`, `in the last 24 h`. */
@@ -74,7 +74,7 @@ export interface Drift {
 }
 
 /**
- * Counts the drift lines (`drift: true`, functions/drift.ts) by controller in a reconcile log of
+ * Counts the drift lines (`drift: true`, functions/runtime/drift.ts) by controller in a reconcile log of
  * JSON lines: what Terraform's log-based metric `drift_corrected` counts in Cloud Logging.
  */
 export function countDriftLines(text: string): Record<string, number> {

@@ -9,7 +9,7 @@
  * Cloud Trace; else a running local stack → its trace files; else `GOOGLE_CLOUD_PROJECT` → Cloud
  * Trace; else the local trace files of a stopped stack.
  * - Local: `<stateDir>/traces/*.jsonl`, OTLP/JSON lines (one `ExportTraceServiceRequest` per line,
- *   functions/tracing.ts). The files outlive the stack (they are cleared when the next one starts),
+ *   core/tracing.ts). The files outlive the stack (they are cleared when the next one starts),
  *   so a key's story can be read after `levelset dev` stopped.
  * - Cloud Trace: the API v1 `projects.traces.list` (`view=COMPLETE`), filtered by the span labels
  *   the Cloud Trace exporter writes from the span attributes (`levelset.key`, `levelset.controller`),
@@ -20,7 +20,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GoogleAuth } from 'google-auth-library';
 import * as z from 'zod';
-import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
+import { ATTR, SPAN } from '../../core/k8s/tracing.ts';
 import { stateDirectory } from '../../local/state.ts';
 import { CliError, firstLine } from '../errors.ts';
 import { formatDuration, say } from '../output.ts';
@@ -327,7 +327,7 @@ export function hexSpanId(id: string): string {
  * A Cloud Trace v1 span as a {@link TracedSpan}: ids in hex, times in epoch ms, the labels as
  * attributes (strings: v1 keeps no types) without the exporter's own (`g.co/…`) and `service.name`,
  * which is the span's `service` (written when the exporter's `resourceFilter` passes it,
- * functions/tracing-sdk.ts; `unknown` otherwise). v1 has no span events; its status is read from
+ * core/tracing-sdk.ts; `unknown` otherwise). v1 has no span events; its status is read from
  * the `/error/message` label when present (code 2), else unset (0).
  * @throws {Error} when a time is not RFC 3339
  */

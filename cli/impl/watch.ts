@@ -5,7 +5,7 @@
  *
  * Nothing is recomputed from logs: every figure is read, at each refresh, from the processes' own
  * endpoints that `.levelset/stack.json` names —
- * - the `reconcile` function's `/metrics` (`reconcileMetricsUrl`, functions/metrics.ts):
+ * - the `reconcile` function's `/metrics` (`reconcileMetricsUrl`, core/metrics.ts):
  *   `levelset_reconcile_total` and `levelset_reconcile_duration_seconds` by controller and outcome,
  *   `levelset_drift_corrected_total` by controller;
  * - the relay's `/metrics`: `levelset_relay_keys_published_total` by controller;

@@ -2,10 +2,10 @@
  * Drift seen in Cloud Audit Logs: a controller of cloud resources declares which resources it owns,
  * as Google names them, and how such a name leads back to the key of the object that owns it. A
  * change made outside Levelset (a topic deleted in the console, its labels changed with gcloud) is
- * then an Admin Activity entry that the `auditLog` function (functions/audit-log.ts) turns into that
+ * then an Admin Activity entry that the `auditLog` function (functions/runtime/audit-log.ts) turns into that
  * key, reconciled within seconds instead of at the next resync (docs/external-resources.md, "Drift
  * from Cloud Audit Logs"). The log sink's filter is generated from the same declarations
- * (scripts/generate-manifests.ts).
+ * (cli/build/generate-manifests.ts).
  *
  *   auditLog: {
  *     serviceName: 'pubsub.googleapis.com',
@@ -15,9 +15,9 @@
  *   },
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { AuditLogSource, ResourceType, ResyncContext } from '../contract/controller.ts';
-import type { Key, MappedKey } from '../contract/key.ts';
-import { listPaged } from '../k8s/list.ts';
+import type { AuditLogSource, ResourceType, ResyncContext } from '../../core/contract/controller.ts';
+import type { Key, MappedKey } from '../../core/contract/key.ts';
+import { listPaged } from '../../core/k8s/list.ts';
 
 /** A resource name matched by one of a declaration's patterns. */
 export interface ResourceNameMatch {

@@ -17,9 +17,9 @@
  * labels) waits for it.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ReconcileContext } from '../contract/controller.ts';
-import { type Key, keyString } from '../contract/key.ts';
-import { type FailedWrite, FailedWritesError } from '../k8s/errors.ts';
+import type { ReconcileContext } from '../../core/contract/controller.ts';
+import { type Key, keyString } from '../../core/contract/key.ts';
+import { type FailedWrite, FailedWritesError } from '../../core/k8s/errors.ts';
 import {
   type ChildChange,
   type CrossNamespaceTracking,

@@ -12,13 +12,13 @@
  * or an older Levelset left with an `Update` entry).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType, WatchEvent } from '../contract/controller.ts';
-import type { Key } from '../contract/key.ts';
-import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
-import { isConflict, isNotFound, TerminalError } from '../k8s/errors.ts';
-import { type GroupVersionKind, isControlledBy, newControllerRef } from '../k8s/owner.ts';
-import { apiVersionOf } from '../k8s/rest.ts';
-import { ATTR, type ChildOperation, inSpan } from '../k8s/tracing.ts';
+import type { ResourceType, WatchEvent } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
+import { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
+import { type GroupVersionKind, isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
+import { apiVersionOf } from '../../core/k8s/rest.ts';
+import { ATTR, type ChildOperation, inSpan } from '../../core/k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
 import { isEmptyValue, ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
 import type { MapFunction } from './map.ts';

@@ -9,26 +9,26 @@
  * body, as the generated clients throw them.
  */
 import { HttpMethod, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../contract/controller.ts';
-import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
-import { dryRunWriteOf, isDryRun } from '../k8s/dry-run.ts';
-import { apiStatusOf } from '../k8s/errors.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
+import { dryRunWriteOf, isDryRun } from '../../core/k8s/dry-run.ts';
+import { apiStatusOf } from '../../core/k8s/errors.ts';
 import {
   apiVersionOf,
   jsonRequester,
   METADATA_LIST_ACCEPT,
   type RequestOptions,
   resourcePath,
-} from '../k8s/rest.ts';
+} from '../../core/k8s/rest.ts';
 
-export { type RequestOptions, resourcePath } from '../k8s/rest.ts';
+export { type RequestOptions, resourcePath } from '../../core/k8s/rest.ts';
 
 /** One API request; resolves with the decoded JSON body. @throws {ApiException} for a status outside 2xx */
 export type Requester = (method: HttpMethod, path: string, options?: RequestOptions) => Promise<unknown>;
 
 /**
- * A {@link Requester} over `kubeConfig`'s current cluster and user (functions/k8s/rest.ts). With a
- * dry-run KubeConfig (functions/k8s/dry-run.ts) every write is a server-side dry-run, and its logged
+ * A {@link Requester} over `kubeConfig`'s current cluster and user (core/k8s/rest.ts). With a
+ * dry-run KubeConfig (core/k8s/dry-run.ts) every write is a server-side dry-run, and its logged
  * write gets the object before (one GET of it first; a create has none) and the API server's answer.
  * @throws {Error} without a current cluster
  */
@@ -86,7 +86,7 @@ export interface DeletePreconditions {
 export interface ResourceClient {
   /**
    * `true` when every write is a server-side dry-run (`levelset plan`: a dry-run KubeConfig,
-   * functions/k8s/dry-run.ts): nothing is persisted, so a write that needs an earlier one's result
+   * core/k8s/dry-run.ts): nothing is persisted, so a write that needs an earlier one's result
    * (the managedFields patch after a create) is not sent.
    */
   readonly dryRun: boolean;

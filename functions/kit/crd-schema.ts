@@ -22,7 +22,7 @@
  */
 import { RE2JS } from 're2js';
 import * as z from 'zod';
-import { conditionSchema } from '../k8s/conditions.ts';
+import { conditionSchema } from '../../core/k8s/conditions.ts';
 
 /** An apiextensions.k8s.io/v1 `JSONSchemaProps`, as plain JSON. */
 export type JSONSchemaProps = { [keyword: string]: unknown };

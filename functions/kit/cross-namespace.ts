@@ -14,10 +14,10 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../contract/controller.ts';
-import { type Key, keyString } from '../contract/key.ts';
-import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
-import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../k8s/errors.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
+import { type Key, keyString } from '../../core/contract/key.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
+import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../../core/k8s/errors.ts';
 import { type CrossNamespaceTracking, selectorOf } from './children.ts';
 import type { ResourceClient } from './client.ts';
 import { forEachLimit, mapLimit } from './concurrency.ts';

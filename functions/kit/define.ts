@@ -24,7 +24,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
-import { ItemExponentialBackoff } from '../backoff.ts';
+import { ItemExponentialBackoff } from '../../core/backoff.ts';
 import type {
   Controller,
   PolicyRule,
@@ -34,10 +34,10 @@ import type {
   Verb,
   Watch,
   WatchEvent,
-} from '../contract/controller.ts';
-import { type Key, keyString } from '../contract/key.ts';
-import { errorText, TerminalError } from '../k8s/errors.ts';
-import { EVENT_RECORDER_RULE } from '../k8s/events.ts';
+} from '../../core/contract/controller.ts';
+import { type Key, keyString } from '../../core/contract/key.ts';
+import { errorText, TerminalError } from '../../core/k8s/errors.ts';
+import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
 import { childSetsOf, convergeChildren } from './child-sets.ts';
 import type { ChildChange, OwnedType } from './children.ts';

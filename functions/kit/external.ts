@@ -19,14 +19,14 @@
  * - **quota**: a token bucket per Google API in the instance ({@link apiLimiter}); a
  *   `RESOURCE_EXHAUSTED` answer becomes a requeue after its delay (defineController, rate-limits.ts);
  * - **drift**: a resource the object had converged that is found missing or changed is set back and
- *   reported (`Result.driftCorrected`: counted by the runtime with its source, functions/drift.ts);
+ *   reported (`Result.driftCorrected`: counted by the runtime with its source, functions/runtime/drift.ts);
  * - **policies** per object, by annotation: {@link DELETION_POLICY}, {@link ADOPTION_POLICY},
  *   {@link RECONCILE_INTERVAL}.
  */
 import * as z from 'zod';
-import type { PolicyRule, ResourceType } from '../contract/controller.ts';
-import { TerminalError } from '../k8s/errors.ts';
-import { inSpan } from '../k8s/tracing.ts';
+import type { PolicyRule, ResourceType } from '../../core/contract/controller.ts';
+import { TerminalError } from '../../core/k8s/errors.ts';
+import { inSpan } from '../../core/k8s/tracing.ts';
 import { messageResourceExists } from './children.ts';
 import { type ControllerDefinition, defineController, type SecondaryWatch } from './define.ts';
 import {

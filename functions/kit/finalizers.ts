@@ -13,8 +13,8 @@
  * so that the reconcile runs again from a fresh read (client-go's `RetryOnConflict`).
  */
 import { ApiException, HttpMethod, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../contract/controller.ts';
-import { apiStatusOf } from '../k8s/errors.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
+import { apiStatusOf } from '../../core/k8s/errors.ts';
 import { requester, resourcePath } from './client.ts';
 
 /** The finalizer of controller `controller`: `levelset.dev/<controller>` (a qualified name, as finalizers must be). */

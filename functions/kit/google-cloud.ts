@@ -1,5 +1,5 @@
 /**
- * Google Cloud API errors sorted the way the kit sorts Kubernetes API errors (functions/k8s/errors.ts):
+ * Google Cloud API errors sorted the way the kit sorts Kubernetes API errors (core/k8s/errors.ts):
  * what no retry can fix becomes a {@link TerminalError} (the kit answers `Ready=False/<reason>` + a
  * Warning Event, and the message is acknowledged: no hot loop; the next resync tries again), the rest
  * is rethrown as it is and retried by Pub/Sub with backoff.
@@ -17,7 +17,7 @@
 import type { PubSub } from '@google-cloud/pubsub';
 import { TokenBucket } from 'limiter';
 import * as z from 'zod';
-import { TerminalError } from '../k8s/errors.ts';
+import { TerminalError } from '../../core/k8s/errors.ts';
 
 /** Canonical gRPC codes (google.rpc.Code) the kit sorts. */
 export const GRPC = {

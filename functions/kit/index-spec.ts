@@ -10,7 +10,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { z } from 'zod';
-import type { Controller } from '../contract/controller.ts';
+import type { Controller } from '../../core/contract/controller.ts';
 import type { MapFunction } from './map.ts';
 
 /** What an index function receives: the whole primary object and its spec, parsed by the controller's schema. */

@@ -36,9 +36,14 @@ export type {
   ResyncContext,
   Watch,
   WatchEvent,
-} from '../contract/controller.ts';
-export { type Key, keyString, type MappedKey } from '../contract/key.ts';
-export { dns1123Label, dns1123Subdomain, isDNS1123Label, isDNS1123Subdomain } from '../contract/names.ts';
+} from '../../core/contract/controller.ts';
+export { type Key, keyString, type MappedKey } from '../../core/contract/key.ts';
+export {
+  dns1123Label,
+  dns1123Subdomain,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+} from '../../core/contract/names.ts';
 export {
   type Condition,
   type ConditionInput,
@@ -46,8 +51,8 @@ export {
   isConditionTrue,
   parseConditions,
   setCondition,
-} from '../k8s/conditions.ts';
-export { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+} from '../../core/k8s/conditions.ts';
+export { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 export {
   apiStatusOf,
   type FailedWrite,
@@ -55,9 +60,9 @@ export {
   isConflict,
   isNotFound,
   TerminalError,
-} from '../k8s/errors.ts';
-export { type ListPage, listPaged } from '../k8s/list.ts';
-export { controllerRefOf, isControlledBy, newControllerRef } from '../k8s/owner.ts';
+} from '../../core/k8s/errors.ts';
+export { type ListPage, listPaged } from '../../core/k8s/list.ts';
+export { controllerRefOf, isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
 export {
   type AuditLogDeclaration,
   matchResourceName,

@@ -4,10 +4,10 @@
  * the primary keys it affects, reading only the event and the relay's caches.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { MapContext, ResourceType, WatchEvent } from '../contract/controller.ts';
-import type { MappedKey } from '../contract/key.ts';
-import { isDNS1123Label } from '../contract/names.ts';
-import { controllerRefOf, groupOf } from '../k8s/owner.ts';
+import type { MapContext, ResourceType, WatchEvent } from '../../core/contract/controller.ts';
+import type { MappedKey } from '../../core/contract/key.ts';
+import { isDNS1123Label } from '../../core/contract/names.ts';
+import { controllerRefOf, groupOf } from '../../core/k8s/owner.ts';
 
 /** A `Watch.map`. */
 export type MapFunction = (event: WatchEvent, ctx: MapContext) => MappedKey[];

@@ -5,8 +5,8 @@
  * "Design decisions": the predicates of children's watches).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { WatchEvent } from '../contract/controller.ts';
-import { FIELD_MANAGER } from '../k8s/custom-resource.ts';
+import type { WatchEvent } from '../../core/contract/controller.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 
 /**
  * Whether every field manager of `object` is Levelset's ({@link FIELD_MANAGER}): what its

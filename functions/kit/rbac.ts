@@ -5,7 +5,7 @@
  * that a wrong shape is a clear error naming the controller and the rule, never a crash later.
  */
 import * as z from 'zod';
-import type { PolicyRule, Verb } from '../contract/controller.ts';
+import type { PolicyRule, Verb } from '../../core/contract/controller.ts';
 
 /** The verbs a rule may grant (RBAC's, as `Verb` spells them). */
 export const VERBS = [

@@ -7,8 +7,8 @@
  * what the RBAC grants.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { PolicyRule, ResourceType, Verb } from '../contract/controller.ts';
-import { isNotFound } from '../k8s/errors.ts';
+import type { PolicyRule, ResourceType, Verb } from '../../core/contract/controller.ts';
+import { isNotFound } from '../../core/k8s/errors.ts';
 import type { ResourceClient } from './client.ts';
 
 /** Where a read looks: the primary's namespace unless told. */

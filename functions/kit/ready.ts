@@ -2,7 +2,7 @@
  * `Ready` conditions read from what a controller's children report, and read on another object.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { findCondition, parseConditions } from '../k8s/conditions.ts';
+import { findCondition, parseConditions } from '../../core/k8s/conditions.ts';
 import { READY, type ReadyInput } from './steps.ts';
 
 /**

@@ -21,8 +21,8 @@
  * namespace (cluster-wide for a cluster-scoped primary).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { EventRecorder, Referrer, ResourceType, Result } from '../contract/controller.ts';
-import { isNotFound } from '../k8s/errors.ts';
+import type { EventRecorder, Referrer, ResourceType, Result } from '../../core/contract/controller.ts';
+import { isNotFound } from '../../core/k8s/errors.ts';
 import type { ResourceClient } from './client.ts';
 import { namespacedName } from './index-spec.ts';
 import { observedOf, type PrimaryObject, READY, regardingOf, type StatusWriter } from './steps.ts';

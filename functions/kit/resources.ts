@@ -2,7 +2,7 @@
  * The built-in resource types controllers most often own or watch, declared once (group, version,
  * plural, kind, scope), so that a controller names them instead of spelling them out.
  */
-import type { ResourceType } from '../contract/controller.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
 
 /** `apps/v1` Deployments. */
 export const deployments: ResourceType = {

@@ -22,14 +22,19 @@ import type {
   PolicyRule,
   ResourceType,
   Result,
-} from '../contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString } from '../contract/key.ts';
-import { type ConditionInput, parseConditions, setCondition, statusChanged } from '../k8s/conditions.ts';
-import { namespacedCustomObjectSchema } from '../k8s/custom-resource.ts';
-import { isNotFound, TerminalError } from '../k8s/errors.ts';
-import { isControlledBy } from '../k8s/owner.ts';
-import { apiVersionOf } from '../k8s/rest.ts';
-import type { Logger } from '../log.ts';
+} from '../../core/contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString } from '../../core/contract/key.ts';
+import {
+  type ConditionInput,
+  parseConditions,
+  setCondition,
+  statusChanged,
+} from '../../core/k8s/conditions.ts';
+import { namespacedCustomObjectSchema } from '../../core/k8s/custom-resource.ts';
+import { isNotFound, TerminalError } from '../../core/k8s/errors.ts';
+import { isControlledBy } from '../../core/k8s/owner.ts';
+import { apiVersionOf } from '../../core/k8s/rest.ts';
+import type { Logger } from '../../core/log.ts';
 import { childLabels, invalidLabelValues, type OwnedType } from './children.ts';
 import { type ResourceClient, resourceClient } from './client.ts';
 import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';

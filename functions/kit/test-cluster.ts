@@ -15,7 +15,7 @@ import {
   KubernetesObjectApi,
 } from '@kubernetes/client-node';
 import { type LocalApiServer, type LocalApiServerOptions, startLocalApiServer } from '@levelset/apiserver';
-import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import { waitFor } from './wait.ts';
 
 export interface TestCluster {

@@ -22,14 +22,18 @@ import type {
   ResourceType,
   Result,
   WatchEvent,
-} from '../contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from '../contract/key.ts';
-import { isDNS1123Label } from '../contract/names.ts';
-import { isPrimaryWatch, primaryEventPasses, statusEventPassesWith } from '../contract/watch-predicates.ts';
-import { TerminalError } from '../k8s/errors.ts';
-import { createEventRecorder } from '../k8s/events.ts';
-import type { Logger } from '../log.ts';
-import { PooledKubeConfig } from '../pooled-kubeconfig.ts';
+} from '../../core/contract/controller.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from '../../core/contract/key.ts';
+import { isDNS1123Label } from '../../core/contract/names.ts';
+import {
+  isPrimaryWatch,
+  primaryEventPasses,
+  statusEventPassesWith,
+} from '../../core/contract/watch-predicates.ts';
+import { TerminalError } from '../../core/k8s/errors.ts';
+import { createEventRecorder } from '../../core/k8s/events.ts';
+import type { Logger } from '../../core/log.ts';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import { resourceClient } from './client.ts';
 
 export {
@@ -206,7 +210,7 @@ export function reconcilerForTest(
  * The keys a watch event enqueues for `controller`, as the relay computes them (relay/pipeline.ts
  * `KeyPipeline.keysFor`), for each of the controller's watches of the event's resource: the
  * primary predicate on a watch of the primary resource, or the status predicate on a secondary
- * watch that declares `readsStatus` (functions/contract/watch-predicates.ts), then the watch's own
+ * watch that declares `readsStatus` (core/contract/watch-predicates.ts), then the watch's own
  * `predicate`, then its `map`; duplicates removed, and a key's `cluster` kept only when it names
  * another cluster than the context's.
  *

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { metaTime } from '../../functions/k8s/conditions.ts';
+import { metaTime } from '../../core/k8s/conditions.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
 

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { LABELS } from '../../core/log.ts';
 import { finalizerName } from '../../functions/kit/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { LABELS } from '../../functions/log.ts';
 import { repoRoot } from '../../local/service.ts';
 
 const exec = promisify(execFile);

@@ -413,7 +413,7 @@ describe('levelset (the real binary against the local stack)', () => {
     skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to fail requests' : false,
   }, async () => {
     // The reconcile function retries a failed key itself and dead-letters it after 5 attempts
-    // (functions/retry.ts), as the push proxy would (local/push-proxy.ts) with LEVELSET_RETRY=pubsub.
+    // (functions/runtime/retry.ts), as the push proxy would (local/push-proxy.ts) with LEVELSET_RETRY=pubsub.
     const local = cluster.local;
     assert.ok(local);
     // Every GET of this source Secret answers 500: the reconcile fails transiently, Pub/Sub retries.
@@ -425,7 +425,7 @@ describe('levelset (the real binary against the local stack)', () => {
 
     type Listed = { controller: string; key: string; deliveryAttempts?: number; firstPublished?: string };
     // Five attempts with the function's per-key backoff (5 ms, doubling) take well under a second;
-    // the function logs the dead letter once Pub/Sub accepted it (functions/reconcile.ts). Waiting
+    // the function logs the dead letter once Pub/Sub accepted it (functions/runtime/reconcile.ts). Waiting
     // on that line, in this process, instead of a `dead-letters list` process a second: each is a
     // Node start that loads client-node and the Pub/Sub client.
     await waitFor(

@@ -17,7 +17,7 @@ import { Logging } from '@google-cloud/logging';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { OAuth2Client } from 'google-auth-library';
 import { cloudLogSource, formatRecord, localRecord, runLogs } from '../../cli/impl/logs.ts';
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type Pipeline, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';

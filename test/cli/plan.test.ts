@@ -20,8 +20,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { dryRunKubeConfig } from '../../core/k8s/dry-run.ts';
 import { fooController } from '../../examples/foo/controllers/foo/index.ts';
-import { dryRunKubeConfig } from '../../functions/k8s/dry-run.ts';
 import { reconcilerForTest, startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
 import { waitFor } from '../support/wait.ts';

@@ -1,7 +1,7 @@
 /**
  * Customcluster edge cases end to end.
  *
- * Requeue with the local mechanism (functions/requeue.ts `local`, the local stack's default): a
+ * Requeue with the local mechanism (functions/runtime/requeue.ts `local`, the local stack's default): a
  * Customcluster asking for more pods than one reconcile creates (MAX_BURST) returns
  * `requeueAfterMs`, and the key comes back by itself — with no relay and no resync running, only the
  * requeue can bring it — until every pod exists. How late each requeue came (requested vs actual) is
@@ -14,9 +14,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { findCondition, parseConditions } from '../../core/k8s/conditions.ts';
+import { LABELS } from '../../core/log.ts';
 import { MAX_BURST } from '../../examples/customcluster/controllers/customcluster/index.ts';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
   type Pipeline,

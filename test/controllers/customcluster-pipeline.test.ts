@@ -17,9 +17,9 @@ import {
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { findCondition, parseConditions } from '../../core/k8s/conditions.ts';
+import { isControlledBy } from '../../core/k8s/owner.ts';
 import { messageOf } from '../../examples/customcluster/controllers/customcluster/desired.ts';
-import { findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
-import { isControlledBy } from '../../functions/k8s/owner.ts';
 import type { StackMode } from '../../local/stack.ts';
 import {
   outcomeLines,

@@ -20,8 +20,8 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import type { WatchEvent } from '../../functions/contract/controller.ts';
-import { FIELD_MANAGER } from '../../functions/k8s/custom-resource.ts';
+import type { WatchEvent } from '../../core/contract/controller.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { skipOwnCreates } from '../../functions/kit/predicates.ts';
 import { noReadyNodeSkip } from '../../functions/kit/testing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';

@@ -8,13 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import { LABELS } from '../../core/log.ts';
 import {
   REASON_INVALID_REPLICATE_TO,
   REPLICATE_TO_ANNOTATION,
   SOURCE_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { uniqueSuffix } from '../../functions/kit/testing.ts';
-import { LABELS } from '../../functions/log.ts';
 import {
   leakedSecretValues,
   type Pipeline,

@@ -8,8 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
-import type { Controller } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { createLogger } from '../../core/log.ts';
 import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   CONTENT_HASH_ANNOTATION,
@@ -26,7 +27,6 @@ import {
   uniqueSuffix,
   writesOf,
 } from '../../functions/kit/testing.ts';
-import { createLogger } from '../../functions/log.ts';
 
 const run = uniqueSuffix();
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -18,6 +18,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { subscriptionController } from '../../functions/controllers/subscription/index.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
 import { CLOUD_OWNER_LABEL, findCondition, parseConditions } from '../../functions/kit/index.ts';
@@ -29,7 +30,6 @@ import {
   type TestCluster,
   writesOf,
 } from '../../functions/kit/testing.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -29,6 +29,8 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { LABELS } from '../../core/log.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import {
   ADOPTION_POLICY,
   CLOUD_OWNER_LABEL,
@@ -38,8 +40,6 @@ import {
   parseConditions,
   RECONCILE_INTERVAL,
 } from '../../functions/kit/index.ts';
-import { LABELS } from '../../functions/log.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type GrpcProxy, type RecordedRequest, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { LogLine } from '../../local/service.ts';

@@ -21,8 +21,9 @@ import { PubSub } from '@google-cloud/pubsub';
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { pino } from 'pino';
+import type { EnqueueReason } from '../../core/message.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
-import { driftCorrected, recordDrift } from '../../functions/drift.ts';
 import {
   ADOPTION_POLICY,
   CLOUD_OWNER_LABEL,
@@ -39,8 +40,7 @@ import {
   startTestCluster,
   type TestCluster,
 } from '../../functions/kit/testing.ts';
-import type { EnqueueReason } from '../../functions/message.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
+import { driftCorrected, recordDrift } from '../../functions/runtime/drift.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';

@@ -17,6 +17,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
 import {
   CLOUD_OWNER_LABEL,
@@ -31,7 +32,6 @@ import {
   type TestCluster,
   writesOf,
 } from '../../functions/kit/testing.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { waitFor } from '../support/wait.ts';
 

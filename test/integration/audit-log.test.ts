@@ -2,10 +2,10 @@
  * Drift seen from Cloud Audit Logs, through the whole pipeline on real parts, in both modes: a
  * Topic's topic deleted behind Levelset's back in the Pub/Sub emulator, its Admin Activity entry
  * published to the audit log topic (local/audit-log.ts: no Cloud Logging here), mapped to the Topic's
- * key by the same code in both modes (functions/audit-log.ts `handleAuditLogEntry`): serverless, the
+ * key by the same code in both modes (functions/runtime/audit-log.ts `handleAuditLogEntry`): serverless, the
  * `auditLog` function under functions-framework publishing it to the keys topic for `reconcile`;
  * in-process, the process's pull subscription of the audit log topic adding it to the workqueue
- * (relay/audit-log.ts). No resync timer runs: only the audit log path can recreate the topic. A
+ * (functions/runtime/audit-log-subscription.ts). No resync timer runs: only the audit log path can recreate the topic. A
  * Subscription of that Topic, detached by Pub/Sub (`_deleted-topic_`), is replaced right after the
  * topic is back, without a resync either: the Topic's reconcile that recreated it enqueues the
  * Subscriptions that reference it (the kit's `referencedBy`). Levelset's own writes are dropped; a
@@ -15,8 +15,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi } from '@kubernetes/client-node';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { EMULATOR_PROJECT, findCondition, parseConditions } from '../../functions/kit/index.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import {
   type AuditLogChange,
   auditLogEntry,

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { LABELS } from '../../functions/log.ts';
+import { LABELS } from '../../core/log.ts';
 import { type Pipeline, relayCounter, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 

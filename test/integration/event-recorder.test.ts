@@ -1,5 +1,5 @@
 /**
- * The Event recorder (functions/k8s/events.ts) against an API server (local, or a real cluster
+ * The Event recorder (core/k8s/events.ts) against an API server (local, or a real cluster
  * with TEST_KUBECONFIG): core/v1 Events with metav1.Time timestamps; a repeat of the same
  * (object, type, reason, message) counts on the existing Event, from this process (1 PATCH) or from
  * another instance (POST 409, GET, PATCH), and concurrent counts are not lost; `kubectl get events`
@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CoreV1Api, type KubernetesObject, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { pino } from 'pino';
-import { createEventRecorder, eventName, forgetEventCounts } from '../../functions/k8s/events.ts';
+import { createEventRecorder, eventName, forgetEventCounts } from '../../core/k8s/events.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { CountingKubeConfig } from '../support/counting-kubeconfig.ts';
 

@@ -203,7 +203,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
   it('converges through 409/429/500/503 answers and reset connections; the relay honours Retry-After', async (t) => {
     const started = Date.now();
     const writes = { verb: ['create', 'update', 'patch', 'delete'], resource: 'secrets' };
-    // One of each: a failing key is retried (functions/retry.ts), dead-lettered only after its attempts.
+    // One of each: a failing key is retried (functions/runtime/retry.ts), dead-lettered only after its attempts.
     faults.failNext(writes, 1, { status: 409 });
     faults.failNext(writes, 1, { status: 429, retryAfterSeconds: 1 });
     faults.failNext(writes, 1, { status: 500 });

@@ -12,16 +12,16 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
-import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { freePort } from '../../local/pubsub-emulator.ts';
-import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import {
   COMPILE_CACHE,
   MAIN,
   packageFunctions,
   WARM_COMPILE_CACHE,
-} from '../../scripts/package-functions.ts';
+} from '../../cli/build/package-functions.ts';
+import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { repoRoot, type Service, startService } from '../../local/service.ts';
+import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import protos from '@google-cloud/pubsub/build/protos/protos.js';
-import { emulatorClientOptions } from '../../functions/publish.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { type GrpcProxy, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 

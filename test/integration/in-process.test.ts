@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
-import { TerminalError } from '../../functions/k8s/errors.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { TerminalError } from '../../core/k8s/errors.ts';
+import { createLogger } from '../../core/log.ts';
 import { configmaps } from '../../functions/kit/resources.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
-import { createLogger } from '../../functions/log.ts';
-import { type InProcess, startInProcess } from '../../relay/in-process.ts';
+import { type InProcess, startInProcess } from '../../functions/runtime/in-process.ts';
 import { waitFor } from '../support/wait.ts';
 
 describe('in-process mode (integration)', () => {

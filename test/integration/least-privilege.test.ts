@@ -2,15 +2,15 @@
  * Least privilege, checked against the cluster's RBAC (the local API server's, or the real
  * cluster's with TEST_KUBECONFIG): the relay's and the functions' identities — ServiceAccounts bound
  * to the ClusterRoles of the generated deploy/rbac.yaml, as every pipeline test runs them
- * (test/support/pipeline.ts) — may do exactly what the registry declares (scripts/generate-manifests.ts
+ * (test/support/pipeline.ts) — may do exactly what the registry declares (cli/build/generate-manifests.ts
  * `relayRules`/`functionsRules`), nothing more; a write by the relay is refused with 403.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiException, AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { type ClusterRule, functionsRules, relayRules } from '../../cli/build/generate-manifests.ts';
 import { controllers } from '../../examples/registry.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { type ClusterRule, functionsRules, relayRules } from '../../scripts/generate-manifests.ts';
 import { createLeastPrivilegedIdentities, type Identities } from '../support/identities.ts';
 
 const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];

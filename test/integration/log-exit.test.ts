@@ -1,4 +1,4 @@
-// A process logging with Levelset's logger (functions/log.ts) exits when it is told to, even when
+// A process logging with Levelset's logger (core/log.ts) exits when it is told to, even when
 // the reader of its stdout is gone (the local stack's child whose parent died). With pino's
 // asynchronous destination, the flush in its exit hook retried EPIPE forever: the process hung in
 // process.exit(), deaf to SIGTERM, until SIGKILL.
@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { waitFor } from '../support/wait.ts';
 
-const logModule = new URL('../../functions/log.ts', import.meta.url).href;
+const logModule = new URL('../../core/log.ts', import.meta.url).href;
 
-describe('functions/log.ts: exit with the log reader gone', () => {
+describe('core/log.ts: exit with the log reader gone', () => {
   it('a process that logs and exits on SIGTERM exits although its stdout has no reader', async () => {
     // It logs lines right before process.exit(), as a shutdown's last lines are.
     const child = spawn(

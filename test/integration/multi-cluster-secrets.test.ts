@@ -14,6 +14,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import { LABELS } from '../../core/log.ts';
 import {
   REPLICATE_TO_ANNOTATION,
   REPLICATE_TO_CLUSTERS_ANNOTATION,
@@ -27,7 +28,6 @@ import {
   type TestCluster,
   uniqueSuffix,
 } from '../../functions/kit/testing.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import { waitFor } from '../support/wait.ts';

@@ -13,13 +13,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import { LABELS } from '../../core/log.ts';
 import {
   secondClusterSkip,
   startSecondTestCluster,
   startTestCluster,
   type TestCluster,
 } from '../../functions/kit/testing.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
 import { pushEnvelope } from '../support/pipeline.ts';

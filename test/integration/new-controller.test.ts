@@ -1,5 +1,5 @@
 /**
- * The scaffold (`levelset new controller`, scripts/new-controller.ts) on a copy of the Icecream
+ * The scaffold (`levelset new controller`, cli/scaffold/new-controller.ts) on a copy of the Icecream
  * example project (examples/icecream, of `levelset init`'s shape) in a temporary directory (nothing
  * is written here): the generated controller typechecks, passes Biome and its own generated test,
  * is registered, and its CRD and RBAC are generated; the Icecream and ConfigMapBundle examples are
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { columnName, parseFields, scaffoldController } from '../../scripts/new-controller.ts';
+import { columnName, parseFields, scaffoldController } from '../../cli/scaffold/new-controller.ts';
 
 const exec = promisify(execFile);
 const REPO = new URL('../../', import.meta.url).pathname;

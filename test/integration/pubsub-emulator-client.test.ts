@@ -1,11 +1,11 @@
-// Levelset's Pub/Sub clients under the emulator (functions/publish.ts emulatorClientOptions) ask
+// Levelset's Pub/Sub clients under the emulator (core/publish.ts emulatorClientOptions) ask
 // nothing of Google's auth library: no Application Default Credentials lookup, hence no probe of
 // the GCE metadata server, whose failure off Google Cloud prints `MetadataLookupWarning` (it did
 // in npm start, the tests and npm run bench).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createSubscriber } from '../../cli/pubsub.ts';
-import { createKeyPublisher } from '../../functions/publish.ts';
+import { createKeyPublisher } from '../../core/publish.ts';
 import { ensureKeysTopology, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 
 let emulator: PubSubEmulator;

@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Message, PubSub } from '@google-cloud/pubsub';
+import { packageRelay, RELAY_MAIN } from '../../cli/build/package-relay.ts';
+import { type KeyMessage, keyMessageSchema } from '../../core/message.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
-import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
 import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
-import { packageRelay, RELAY_MAIN } from '../../scripts/package-relay.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
@@ -42,7 +42,7 @@ describe('the relay bundle', () => {
     await packageRelay({ out: dir, inProcess: false }); // the relay alone runs here
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // HTTPS with a CA, as a GKE control plane serves it: the relay's requests go through undici's
-    // Agent with that CA (functions/pooled-kubeconfig.ts), as deployed.
+    // Agent with that CA (core/pooled-kubeconfig.ts), as deployed.
     [cluster, emulator] = await startAll([startTestCluster({ tls: true }), startPubSubEmulator()]);
     pubsub = new PubSub({ projectId: emulator.projectId, ...emulatorClientOptions(emulator.host) });
     ns = await cluster.createNamespace('relay-bundle');

@@ -9,11 +9,11 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
+import { createLogger } from '../../core/log.ts';
+import type { KeyMessage } from '../../core/message.ts';
 import { icecreamResource as resource } from '../../examples/icecream/controllers/icecream/api.ts';
 import { icecreamController } from '../../examples/icecream/controllers/icecream/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { createLogger } from '../../functions/log.ts';
-import type { KeyMessage } from '../../functions/message.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -8,8 +8,8 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import {
   emulatorHostOf,
   freePort,

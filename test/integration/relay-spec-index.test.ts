@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { createLogger } from '../../core/log.ts';
 import { configmaps } from '../../functions/kit/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { createLogger } from '../../functions/log.ts';
 import { MetadataInformer } from '../../relay/informer.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -12,13 +12,13 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import type { Controller, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
+import type { Controller, ResourceType, WatchEvent } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { createLogger } from '../../core/log.ts';
+import { type KeyMessage, keyMessageSchema } from '../../core/message.ts';
+import { createKeyPublisher, emulatorClientOptions, type KeyPublisher } from '../../core/publish.ts';
 import { configmaps, secrets } from '../../functions/kit/resources.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
-import { createLogger } from '../../functions/log.ts';
-import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
-import { createKeyPublisher, emulatorClientOptions, type KeyPublisher } from '../../functions/publish.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { RelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, startRelay } from '../../relay/relay.ts';

@@ -1,14 +1,14 @@
 /**
  * Live changes never wait behind a resync (serverless): the resync's keys go to a topic and
- * subscription of their own (functions/config.ts, resyncTopicOf), pushed to the same `reconcile` at
+ * subscription of their own (core/config.ts, resyncTopicOf), pushed to the same `reconcile` at
  * a bounded rate, so a Foo changed while thousands of resync keys are pending is reconciled before
  * they drain, and the resync keys still all drain afterwards (neither starves). Conditions only.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { createKeyPublisher } from '../../functions/publish.ts';
-import { RESYNC_PUBLISHING } from '../../functions/resync.ts';
+import { createKeyPublisher } from '../../core/publish.ts';
+import { RESYNC_PUBLISHING } from '../../functions/runtime/resync.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 

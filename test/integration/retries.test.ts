@@ -8,7 +8,7 @@
  * "for a minute" fails all its attempts in well under a second.
  *
  * Serverless mode only: the in-process mode has no Pub/Sub (its workqueue retries with the same
- * per-key backoff, relay/workqueue.ts).
+ * per-key backoff, functions/runtime/workqueue.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -17,9 +17,9 @@ import type { FaultInjector } from '@levelset/apiserver';
 import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
 import { createSubscriber } from '../../cli/pubsub.ts';
 import type { Target } from '../../cli/target.ts';
-import { LABELS } from '../../functions/log.ts';
-import { ATTEMPT_ATTRIBUTE, DEAD_LETTER_ATTRIBUTES, keyMessageOf } from '../../functions/message.ts';
-import { createKeyPublisher, type KeyPublisher } from '../../functions/publish.ts';
+import { LABELS } from '../../core/log.ts';
+import { ATTEMPT_ATTRIBUTE, DEAD_LETTER_ATTRIBUTES, keyMessageOf } from '../../core/message.ts';
+import { createKeyPublisher, type KeyPublisher } from '../../core/publish.ts';
 import type { ForwardedPush } from '../../local/push-proxy.ts';
 import type { LogLine } from '../../local/service.ts';
 import { outcomeLines, type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';

@@ -1,7 +1,7 @@
 /**
  * One key's trace across the whole local pipeline (serverless mode: relay → Pub/Sub emulator →
  * `reconcile` under functions-framework → Kubernetes API), as `levelset dev` collects it: each
- * process exports OTLP/JSON lines into the stack's state dir (functions/tracing.ts `file`). Asserts
+ * process exports OTLP/JSON lines into the stack's state dir (core/tracing.ts `file`). Asserts
  * the spans of one trace and their parent links, the trace fields of the log lines, and
  * `levelset trace` as the real binary (output and exit codes).
  */
@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type KeyTrace, keyTraces, readSpans, type TracedSpan } from '../../cli/impl/trace.ts';
-import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
-import { LABELS } from '../../functions/log.ts';
+import { ATTR, SPAN } from '../../core/k8s/tracing.ts';
+import { LABELS } from '../../core/log.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
@@ -97,7 +97,7 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
   it('holds the relay span, the publish, each delivery (a retried one too), the reconcile and its API calls, linked', async () => {
     const retried = p.cluster.local !== undefined;
     // The first delivery's read of the Foo fails (the local API server's fault injection): the key is
-    // requeued (functions/retry.ts), and the second attempt continues the same trace.
+    // requeued (functions/runtime/retry.ts), and the second attempt continues the same trace.
     const stopFailing = p.cluster.local?.faults.failNext(
       { verb: 'get', resource: 'foos', namespace: ns, name: 'traced' },
       1,
@@ -149,7 +149,7 @@ describe('one key, one trace: relay, publish, delivery, reconcile, API calls (se
         if (i === 0)
           assert.equal(parentOf(d), publish, 'the delivery continues the published message’s context');
         else {
-          // A retry: acknowledged, then requeued to the keys topic (functions/retry.ts) under a
+          // A retry: acknowledged, then requeued to the keys topic (functions/runtime/retry.ts) under a
           // requeue span of the delivery before, whose context the requeued message carries.
           const requeue = parentOf(d);
           assert.equal(requeue?.name, SPAN.requeue);

@@ -17,6 +17,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import type { FaultInjector, RequestLog } from '@levelset/apiserver';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import {
   COPY_LABEL,
   REPLICATE_TO_ANNOTATION,
@@ -24,7 +25,6 @@ import {
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { uniqueSuffix } from '../../functions/kit/testing.ts';
-import { emulatorClientOptions } from '../../functions/publish.ts';
 import { repoRoot } from '../../local/service.ts';
 import type { StallReport } from '../../local/watchdog.ts';
 import { PIPELINE_MODES, type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';

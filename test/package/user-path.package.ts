@@ -87,7 +87,7 @@ before(
         ) as Packed[]
       )[0] as Packed;
     // `prepack` compiles each package (tsc); the root's first, whose dist/ the workspace's does not need.
-    packed = [await pack([]), await pack(['-w', 'local/apiserver'])];
+    packed = [await pack([]), await pack(['-w', 'apiserver'])];
   },
   { timeout: 10 * MINUTES },
 );

@@ -4,7 +4,7 @@
  * write for itself, through client-node's CustomObjectsApi as a user's client would.
  */
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { type Condition, findCondition, parseConditions } from '../../functions/k8s/conditions.ts';
+import { type Condition, findCondition, parseConditions } from '../../core/k8s/conditions.ts';
 
 /** The request option of a JSON merge patch (RFC 7386), for client-node's patch calls. */
 export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

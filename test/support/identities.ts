@@ -14,8 +14,8 @@ import {
   type V1ClusterRole,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import { uniqueSuffix } from '../../functions/kit/testing.ts';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { repoRoot } from '../../local/service.ts';
 
 /** Namespace of the test ServiceAccounts: excluded from replication by default, present everywhere. */

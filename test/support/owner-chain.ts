@@ -4,7 +4,7 @@
  * `ADDED` watch event. Shared by the kit's tests and the relay's tests of kit controllers.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { WatchEvent } from '../../functions/contract/controller.ts';
+import type { WatchEvent } from '../../core/contract/controller.ts';
 import { customResource } from '../../functions/kit/index.ts';
 
 /** The test primary type: `test.levelset.dev/v1` Widget. */

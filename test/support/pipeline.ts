@@ -12,8 +12,8 @@ import { afterEach, type TestContext } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type KubeConfig, type KubernetesObject, Watch } from '@kubernetes/client-node';
 import type { LocalApiServerOptions } from '@levelset/apiserver';
+import { LABELS } from '../../core/log.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { LABELS } from '../../functions/log.ts';
 import type { LogLine } from '../../local/service.ts';
 import {
   type AnyLocalStack,
@@ -56,7 +56,7 @@ const running = new Set<Pipeline>();
 /** How many of the stack's last warnings and errors a failed test's report shows. */
 export const FAILURE_LOG_LINES = 20;
 
-/** Severities shown for a failed test: Cloud Logging's WARNING and above (functions/log.ts). */
+/** Severities shown for a failed test: Cloud Logging's WARNING and above (core/log.ts). */
 const SHOWN_SEVERITIES = new Set(['WARNING', 'ERROR', 'CRITICAL', 'ALERT', 'EMERGENCY']);
 
 /**
@@ -76,7 +76,7 @@ export function warningLines(p: Pipeline, max = FAILURE_LOG_LINES): string[] {
     .map(({ service, line }) => `[${service}] ${(line.raw ?? summaryOf(line)).slice(0, 400)}`);
 }
 
-/** `SEVERITY <key> message: err` of a JSON log line (functions/log.ts's shape). */
+/** `SEVERITY <key> message: err` of a JSON log line (core/log.ts's shape). */
 function summaryOf(line: LogLine): string {
   const key = (line[LABELS] as { key?: string } | undefined)?.key;
   const err = line.err as string | { message?: string } | undefined;

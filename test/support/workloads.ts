@@ -5,8 +5,8 @@
  */
 import { CoreV1Api } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import type { TestCluster } from '../../functions/kit/testing.ts';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 
 /**

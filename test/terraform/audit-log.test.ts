@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+import { auditLogFilter, REPO_ROOT } from '../../cli/build/generate-manifests.ts';
 import { controllers } from '../../examples/registry.ts';
-import { auditLogFilter, REPO_ROOT } from '../../scripts/generate-manifests.ts';
 import { block, loadModule, type Module, resource, resourcesOf } from './hcl.ts';
 
 const ref = (expr: string): string => `\${${expr}}`;

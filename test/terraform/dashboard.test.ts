@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import * as z from 'zod';
-import { REPO_ROOT } from '../../scripts/generate-manifests.ts';
+import { REPO_ROOT } from '../../cli/build/generate-manifests.ts';
 import { block, loadModule, type Module, resolveDefault, resource, resourcesOf } from './hcl.ts';
 
 /** A Terraform expression as hcl2json writes it: `${...}`. */

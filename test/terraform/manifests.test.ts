@@ -1,5 +1,5 @@
 /**
- * The manifests generated from the controller registry (scripts/generate-manifests.ts): the rules
+ * The manifests generated from the controller registry (cli/build/generate-manifests.ts): the rules
  * each identity gets, that the checked-in files are what the generator writes now (CI catches
  * drift), that deploy/ builds with kustomize, and the functions' source packaging.
  */
@@ -10,10 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { controllers } from '../../examples/registry.ts';
-import type { Controller, ResourceType } from '../../functions/contract/controller.ts';
-import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
-import { findProject } from '../../functions/project.ts';
 import {
   type CrdSource,
   drift,
@@ -28,9 +24,13 @@ import {
   projectCrdSources,
   REPO_ROOT,
   relayRules,
-} from '../../scripts/generate-manifests.ts';
-import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../scripts/package-functions.ts';
-import { IN_PROCESS_MAIN } from '../../scripts/package-relay.ts';
+} from '../../cli/build/generate-manifests.ts';
+import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../cli/build/package-functions.ts';
+import { IN_PROCESS_MAIN } from '../../cli/build/package-relay.ts';
+import type { Controller, ResourceType } from '../../core/contract/controller.ts';
+import { findProject } from '../../core/project.ts';
+import { controllers } from '../../examples/registry.ts';
+import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 
 /** This repository's CRD files, as `npm run generate:manifests` finds them (the examples' and the shipped controllers'). */
 const repositoryCrds = () => projectCrdSources(findProject(REPO_ROOT), controllers);
@@ -159,7 +159,7 @@ describe('CRDs', () => {
 });
 
 describe('checked-in generated files', () => {
-  test('equal what scripts/generate-manifests.ts generates from the registry now', () => {
+  test('equal what cli/build/generate-manifests.ts generates from the registry now', () => {
     const files = generateFiles(controllers, repositoryCrds());
     assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
   });
@@ -255,7 +255,7 @@ describe('checked-in generated files', () => {
     const pod = kinds('Deployment')[0].spec.template.spec;
     assert.equal(pod.serviceAccountName, NAMES.inProcessServiceAccount);
     const c = pod.containers[0];
-    // The in-process mode's bundle in the relay's image (relay/Dockerfile, scripts/package-relay.ts).
+    // The in-process mode's bundle in the relay's image (relay/Dockerfile, cli/build/package-relay.ts).
     assert.deepEqual(c.args, [`dist/${IN_PROCESS_MAIN}`]);
     assert.equal(c.livenessProbe.httpGet.path, '/healthz');
     assert.equal(c.readinessProbe.httpGet.path, '/readyz');
@@ -380,7 +380,7 @@ describe('packageFunctions', () => {
   });
 
   test("the archive's package.json and lockfile agree: npm would write the same lockfile", async () => {
-    // The project's package.json names a workspace (local/apiserver) that the archive does not hold;
+    // The project's package.json names a workspace (apiserver) that the archive does not hold;
     // the buildpack's `npm ci` installs from the staged lockfile, so it must be the one npm writes
     // for the staged package.json. `npm install --package-lock-only` rewrites a lockfile that does
     // not match (a workspace's entries, packages nothing needs) and leaves a matching one as it is.

@@ -1,15 +1,15 @@
 /**
  * Structural checks of the requeue mechanism in terraform/ (requeue.tf): a Cloud Tasks queue, the
- * functions' environment selecting it (as functions/requeue.ts and functions/retry.ts read it), and
+ * functions' environment selecting it (as functions/runtime/requeue.ts and functions/runtime/retry.ts read it), and
  * the least IAM it needs — enqueue on that queue only, act-as the functions' own identity (whose
  * OAuth token the tasks carry to publish to the keys topic), publish to the keys and dead-letter topics.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { readRequeueConfig } from '../../functions/requeue.ts';
-import { readRetryConfig } from '../../functions/retry.ts';
-import { REPO_ROOT } from '../../scripts/generate-manifests.ts';
+import { REPO_ROOT } from '../../cli/build/generate-manifests.ts';
+import { readRequeueConfig } from '../../functions/runtime/requeue.ts';
+import { readRetryConfig } from '../../functions/runtime/retry.ts';
 import { block, loadModule, type Module, resource, resourcesOf } from './hcl.ts';
 
 const ref = (expr: string): string => `\${${expr}}`;

@@ -7,16 +7,16 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { auditLogFilter } from '../../cli/build/generate-manifests.ts';
+import { createLogger } from '../../core/log.ts';
 import { controllers } from '../../examples/registry.ts';
-import { AUDIT_LOG_TYPE, decodeAuditLogPush } from '../../functions/audit-log.ts';
 import { defaultTopicId } from '../../functions/controllers/topic/api.ts';
 import { keyOfTopicId, topicAuditLog } from '../../functions/controllers/topic/audit-log.ts';
-import { driftCorrected, recordDrift } from '../../functions/drift.ts';
 import { compileAuditLog } from '../../functions/kit/audit-log.ts';
 import { customResource, matchResourceName, resourceNameRegex } from '../../functions/kit/index.ts';
-import { createLogger } from '../../functions/log.ts';
+import { AUDIT_LOG_TYPE, decodeAuditLogPush } from '../../functions/runtime/audit-log.ts';
+import { driftCorrected, recordDrift } from '../../functions/runtime/drift.ts';
 import { auditLogEntry } from '../../local/audit-log.ts';
-import { auditLogFilter } from '../../scripts/generate-manifests.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 
 const widgets = customResource({ group: 'example.com', version: 'v1', kind: 'Widget', plural: 'widgets' });

@@ -1,5 +1,5 @@
 /**
- * `levelset init` (scripts/init-project.ts) without installing anything: what a new project holds,
+ * `levelset init` (cli/scaffold/init-project.ts) without installing anything: what a new project holds,
  * and that a non-empty directory is refused with one line and nothing written. The whole user path
  * from the packed tarballs is `npm run test:package`.
  */
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { InitError, initProject, REGISTRY } from '../../scripts/init-project.ts';
+import { InitError, initProject, REGISTRY } from '../../cli/scaffold/init-project.ts';
 
 describe('levelset init', () => {
   const dir = mkdtempSync(join(tmpdir(), 'levelset-init-'));

@@ -1,10 +1,14 @@
-// The cluster registry (functions/clusters.ts): LEVELSET_CLUSTERS validated, one KubeConfig per cluster.
+// The cluster registry (functions/runtime/clusters.ts): LEVELSET_CLUSTERS validated, one KubeConfig per cluster.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ClustersConfigError, createClusterRegistry, readClustersConfig } from '../../functions/clusters.ts';
+import {
+  ClustersConfigError,
+  createClusterRegistry,
+  readClustersConfig,
+} from '../../functions/runtime/clusters.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'levelset-clusters-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

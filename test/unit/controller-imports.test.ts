@@ -3,29 +3,12 @@
 // another controller's API (`../<controller>/api.ts`: its resource, schemas and types), never another
 // controller's internals nor the kit's (nor, in a project, any of the `levelset` package but `levelset/kit`).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
+import { importLinter } from '../support/lint-imports.ts';
 
-const REPO = resolve(import.meta.dirname, '../..');
-const root = mkdtempSync(join(tmpdir(), 'levelset-controller-imports-'));
-after(() => rmSync(root, { recursive: true, force: true }));
-copyFileSync(join(REPO, 'biome.json'), join(root, 'biome.json'));
-mkdirSync(join(root, 'functions/controllers/subscription'), { recursive: true });
-mkdirSync(join(root, 'examples/foo/controllers/foo'), { recursive: true });
-
+const linter = importLinter();
 /** The lint's message for a controller's `file` importing `from`, or `''` when allowed. */
-function lint(from: string, file = 'functions/controllers/subscription/index.ts'): string {
-  writeFileSync(join(root, file), `import { x } from '${from}';\n\nexport const y = x;\n`);
-  const r = spawnSync(
-    process.execPath,
-    [join(REPO, 'node_modules/@biomejs/biome/bin/biome'), 'lint', '--only=style/noRestrictedImports', file],
-    { cwd: root, encoding: 'utf8' },
-  );
-  return r.status === 0 ? '' : (/A controller imports[^\n]*/.exec(r.stdout + r.stderr)?.[0] ?? r.stderr);
-}
+const lint = (from: string, file = 'functions/controllers/subscription/index.ts') => linter(file, from);
 
 describe('what a controller may import', () => {
   it('the kit, its own folder and another controller’s api.ts', () => {

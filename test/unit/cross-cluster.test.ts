@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
-import type { MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
+import type { MapContext, Watch, WatchEvent } from '../../core/contract/controller.ts';
 import { createSecretReplicator } from '../../functions/controllers/secret-replicator/index.ts';
 import {
   COPIES,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { errorText, isConflict, isNotFound, isTransient, TerminalError } from '../../functions/k8s/errors.ts';
+import { errorText, isConflict, isNotFound, isTransient, TerminalError } from '../../core/k8s/errors.ts';
 
 const api = (code: number) =>
   new ApiException(

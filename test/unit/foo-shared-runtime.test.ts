@@ -9,8 +9,8 @@ import {
   parseConditions,
   setCondition,
   statusChanged,
-} from '../../functions/k8s/conditions.ts';
-import { controllerRefOf, groupOf, isControlledBy, newControllerRef } from '../../functions/k8s/owner.ts';
+} from '../../core/k8s/conditions.ts';
+import { controllerRefOf, groupOf, isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
 
 const t0 = new Date('2026-01-01T10:00:00.123Z');
 const t1 = new Date('2026-01-01T11:30:00.999Z');

@@ -1,5 +1,5 @@
 /**
- * The functions' Cloud Run path to the Kubernetes API (functions/gke-auth.ts, functions/kube.ts):
+ * The functions' Cloud Run path to the Kubernetes API (core/gke-auth.ts, core/kube.ts):
  * real @kubernetes/client-node requests against a stand-in API server that records the
  * Authorization header, and real google-auth-library against a stand-in GCE metadata server
  * (`GCE_METADATA_HOST`), which is where Cloud Run's runtime service account token comes from.
@@ -20,9 +20,9 @@ import {
   AUTH_PROVIDER_NAME,
   gkeKubeConfig,
   readGkeConnection,
-} from '../../functions/gke-auth.ts';
-import { loadKubeConfig } from '../../functions/kube.ts';
-import { createLogger } from '../../functions/log.ts';
+} from '../../core/gke-auth.ts';
+import { loadKubeConfig } from '../../core/kube.ts';
+import { createLogger } from '../../core/log.ts';
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
-import { isTransient } from '../../functions/k8s/errors.ts';
+import { isTransient } from '../../core/k8s/errors.ts';
 import { withStatusDetails } from '../../functions/kit/google-cloud.ts';
 import {
   GRPC,

@@ -1,6 +1,6 @@
 /**
  * functions-framework runs each HTTP request inside a `node:domain`; the functions' handlers leave
- * it (functions/http.ts `outsideRequestDomain`), so that the promises of a reconcile are not
+ * it (functions/runtime/http.ts `outsideRequestDomain`), so that the promises of a reconcile are not
  * tracked by the domain's async hooks. Served by the framework's own test server (its real wrapper).
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import * as ff from '@google-cloud/functions-framework';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
-import { outsideRequestDomain } from '../../functions/http.ts';
+import { outsideRequestDomain } from '../../functions/runtime/http.ts';
 
 type Probe = { inHandler: boolean; afterAwait: boolean };
 

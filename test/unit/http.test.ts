@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { readRequestRules, servedTarget } from '../../functions/http.ts';
+import { readRequestRules, servedTarget } from '../../functions/runtime/http.ts';
 
 describe('functions HTTP boundary', () => {
   it('reads the target as functions-framework does: --target, then FUNCTION_TARGET', () => {

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { createLogger } from '../../core/log.ts';
 import {
   type ChildScope,
   childrenInOtherClusters,
@@ -14,7 +15,6 @@ import {
 import type { CrossNamespaceTracking, ResourceClient } from '../../functions/kit/index.ts';
 import { configmaps, deployments } from '../../functions/kit/index.ts';
 import type { PrimaryObject } from '../../functions/kit/steps.ts';
-import { createLogger } from '../../functions/log.ts';
 
 const primary = (deleting = false): PrimaryObject => ({
   apiVersion: 'test.levelset.dev/v1',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { FIELD_MANAGER } from '../../functions/k8s/custom-resource.ts';
+import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { compareChild, contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
 import { deriveRbac } from '../../functions/kit/define.ts';
 import {

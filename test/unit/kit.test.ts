@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
-import type { MapContext, PolicyRule, WatchEvent } from '../../functions/contract/controller.ts';
+import { functionsRules } from '../../cli/build/generate-manifests.ts';
+import type { MapContext, PolicyRule, WatchEvent } from '../../core/contract/controller.ts';
 import { isSubset } from '../../functions/kit/children.ts';
 import {
   configmaps,
@@ -30,7 +31,6 @@ import {
   validatePrimary,
 } from '../../functions/kit/steps.ts';
 import { keysFor } from '../../functions/kit/testing.ts';
-import { functionsRules } from '../../scripts/generate-manifests.ts';
 import { event, object, ref, widgets } from '../support/owner-chain.ts';
 
 describe('isSubset: what the kit compares to skip an apply', () => {

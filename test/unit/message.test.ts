@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { keyString, orderingKeyOf, parseKeyString } from '../../functions/contract/key.ts';
+import { keyString, orderingKeyOf, parseKeyString } from '../../core/contract/key.ts';
 import {
   clusterOf,
   decodePushEnvelope,
@@ -9,7 +9,7 @@ import {
   keyMessageOf,
   keyOfMessage,
   MalformedMessageError,
-} from '../../functions/message.ts';
+} from '../../core/message.ts';
 
 const valid: KeyMessage = {
   v: 1,

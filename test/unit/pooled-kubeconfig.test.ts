@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { PooledKubeConfig } from '../../functions/pooled-kubeconfig.ts';
+import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 
 // A server that counts the connections made to it and answers any GET with a Namespace.
 let connections = 0;

@@ -6,9 +6,9 @@ import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { pino } from 'pino';
 import { formatRecord, localRecord } from '../../cli/impl/logs.ts';
-import type { Controller } from '../../functions/contract/controller.ts';
-import { createLogger, keyLogger } from '../../functions/log.ts';
-import { reconcileKey } from '../../functions/reconcile.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import { createLogger, keyLogger } from '../../core/log.ts';
+import { reconcileKey } from '../../functions/runtime/reconcile.ts';
 import { createPrettyLog } from '../../local/progress.ts';
 import type { LogLine } from '../../local/service.ts';
 

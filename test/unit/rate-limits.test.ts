@@ -1,11 +1,11 @@
 // Quota and rate-limit answers sorted by the kit (functions/kit/rate-limits.ts), the per-key
-// exponential backoff (functions/backoff.ts, client-go's item limiter) and the Go durations of
+// exponential backoff (core/backoff.ts, client-go's item limiter) and the Go durations of
 // `levelset.dev/reconcile-interval`. The answers end to end (the emulator through the gRPC proxy) are
 // test/controllers/topic-policies.test.ts and topic-pipeline.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { ItemExponentialBackoff } from '../../functions/backoff.ts';
+import { ItemExponentialBackoff } from '../../core/backoff.ts';
 import { parseGoDuration, rateLimitOf } from '../../functions/kit/index.ts';
 
 describe('rateLimitOf', () => {

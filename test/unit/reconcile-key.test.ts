@@ -9,20 +9,20 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { Controller } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
-import { DRIFT_CORRECTED_METRIC, driftCorrected } from '../../functions/drift.ts';
-import { TerminalError } from '../../functions/k8s/errors.ts';
-import { createLogger, keyLogger } from '../../functions/log.ts';
-import type { EnqueueReason } from '../../functions/message.ts';
+import type { Controller } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { TerminalError } from '../../core/k8s/errors.ts';
+import { createLogger, keyLogger } from '../../core/log.ts';
+import type { EnqueueReason } from '../../core/message.ts';
 import {
   RECONCILE_DURATION_METRIC,
   RECONCILE_TOTAL_METRIC,
   reconcileDuration,
   reconcileTotal,
   serveMetrics,
-} from '../../functions/metrics.ts';
-import { deliveryDelayMs, reconcileKey, referrerKeys } from '../../functions/reconcile.ts';
+} from '../../core/metrics.ts';
+import { DRIFT_CORRECTED_METRIC, driftCorrected } from '../../functions/runtime/drift.ts';
+import { deliveryDelayMs, reconcileKey, referrerKeys } from '../../functions/runtime/reconcile.ts';
 
 /** A logger whose raw lines (text, as written) are collected. */
 function capture() {

@@ -3,8 +3,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { controllerName } from '../../core/contract/names.ts';
 import { controllers } from '../../examples/registry.ts';
-import { controllerName } from '../../functions/contract/names.ts';
 
 const sameResource = (a: { group: string; plural: string }, b: { group: string; plural: string }) =>
   a.group === b.group && a.plural === b.plural;

@@ -1,7 +1,7 @@
 // The relay's environment configuration and metadata cut-down.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resourcePath } from '../../functions/k8s/rest.ts';
+import { resourcePath } from '../../core/k8s/rest.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 import { ConfigError, loadRelayConfig } from '../../relay/config.ts';
 import { LAST_APPLIED_ANNOTATION, resourceName, stripToMetadata } from '../../relay/metadata.ts';

@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { Controller, ResourceType, WatchEvent } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
+import type { Controller, ResourceType, WatchEvent } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { createLogger } from '../../core/log.ts';
+import { type KeyMessage, keyMessageSchema } from '../../core/message.ts';
 import { namespaces, pods } from '../../functions/kit/resources.ts';
-import { createLogger } from '../../functions/log.ts';
-import { type KeyMessage, keyMessageSchema } from '../../functions/message.ts';
 import type { CollapseMode } from '../../relay/collapse.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';

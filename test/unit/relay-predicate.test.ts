@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { WatchEvent } from '../../functions/contract/controller.ts';
+import type { WatchEvent } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER, skipOwnCreates } from '../../functions/kit/index.ts';
 import { primaryEventPasses, recordStatusRead, statusEventPasses } from '../../relay/predicate.ts';
 

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
-import type { WatchEvent } from '../../functions/contract/controller.ts';
+import type { WatchEvent } from '../../core/contract/controller.ts';
+import { createLogger } from '../../core/log.ts';
 import { configmaps, customResource, defineController, mapByIndex } from '../../functions/kit/index.ts';
-import { createLogger } from '../../functions/log.ts';
 import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
 import { MAX_INDEX_VALUES, SpecIndexes } from '../../relay/spec-index.ts';
 

@@ -6,10 +6,10 @@ import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
-import type { ResourceType } from '../../functions/contract/controller.ts';
-import { ATTR, SPAN } from '../../functions/k8s/tracing.ts';
-import { createLogger } from '../../functions/log.ts';
-import { OutcomeSpanProcessor } from '../../functions/tracing-sdk.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
+import { ATTR, SPAN } from '../../core/k8s/tracing.ts';
+import { createLogger } from '../../core/log.ts';
+import { OutcomeSpanProcessor } from '../../core/tracing-sdk.ts';
 import { KeyPipeline } from '../../relay/pipeline.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
 

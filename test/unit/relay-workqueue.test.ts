@@ -11,7 +11,7 @@ import {
   LOW_PRIORITY_EVERY,
   MaxOfRateLimiter,
   WorkQueue,
-} from '../../relay/workqueue.ts';
+} from '../../functions/runtime/workqueue.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
 
 function setup() {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { orderingKeyOf } from '../../functions/contract/key.ts';
-import { createLogger } from '../../functions/log.ts';
-import { ATTEMPT_ATTRIBUTE, decodePushEnvelope, keyMessageOf } from '../../functions/message.ts';
+import { orderingKeyOf } from '../../core/contract/key.ts';
+import { createLogger } from '../../core/log.ts';
+import { ATTEMPT_ATTRIBUTE, decodePushEnvelope, keyMessageOf } from '../../core/message.ts';
 import {
   cloudTask,
   cloudTasksRequeuer,
@@ -12,7 +12,7 @@ import {
   requeuedMessage,
   type TasksClient,
   timerRequeuer,
-} from '../../functions/requeue.ts';
+} from '../../functions/runtime/requeue.ts';
 
 const PUBLISH_URL = 'https://europe-west1-pubsub.googleapis.com/v1/projects/p/topics/levelset-keys:publish';
 const config = readRequeueConfig({

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { itemExponentialBackoffMs } from '../../functions/backoff.ts';
-import { RetryAfterError } from '../../functions/contract/retry-after.ts';
-import { FailedWritesError, isTransient, retryAfterMsOf } from '../../functions/k8s/errors.ts';
+import { itemExponentialBackoffMs } from '../../core/backoff.ts';
+import { RetryAfterError } from '../../core/contract/retry-after.ts';
+import { FailedWritesError, isTransient, retryAfterMsOf } from '../../core/k8s/errors.ts';
 import {
   ATTEMPT_ATTRIBUTE,
   DEAD_LETTER_ATTRIBUTES,
   decodePushEnvelope,
   MalformedMessageError,
-} from '../../functions/message.ts';
-import { deadLetterAttributes, readRetryConfig, retryDecision } from '../../functions/retry.ts';
+} from '../../core/message.ts';
+import { deadLetterAttributes, readRetryConfig, retryDecision } from '../../functions/runtime/retry.ts';
 
 const keyData = Buffer.from(
   JSON.stringify({
@@ -26,7 +26,7 @@ const envelope = (attributes: Record<string, string>) => ({
   message: { data: keyData, attributes, messageId: '1' },
 });
 
-describe('retry of a failed key (functions/retry.ts)', () => {
+describe('retry of a failed key (functions/runtime/retry.ts)', () => {
   it("backs off as client-go's ItemExponentialFailureRateLimiter: 5 ms doubling per failure, capped at 1000 s", () => {
     assert.deepEqual(
       [1, 2, 3, 4].map((n) => itemExponentialBackoffMs(n, 5, 1_000_000)),

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { MapContext, Watch, WatchEvent } from '../../functions/contract/controller.ts';
-import type { Key } from '../../functions/contract/key.ts';
+import type { MapContext, Watch, WatchEvent } from '../../core/contract/controller.ts';
+import type { Key } from '../../core/contract/key.ts';
+import { apiStatusOf, FailedWritesError, isConflict, isTransient } from '../../core/k8s/errors.ts';
 import { parseSecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   createSecretReplicator,
@@ -11,7 +12,6 @@ import {
   secretReplicator,
 } from '../../functions/controllers/secret-replicator/index.ts';
 import { COPY_LABEL, SOURCE_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
-import { apiStatusOf, FailedWritesError, isConflict, isTransient } from '../../functions/k8s/errors.ts';
 
 describe('config', () => {
   test('defaults', () => {

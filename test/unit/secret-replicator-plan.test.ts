@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { V1Namespace, V1Secret } from '@kubernetes/client-node';
+import { TerminalError } from '../../core/k8s/errors.ts';
 import type { SecretReplicatorConfig } from '../../functions/controllers/secret-replicator/config.ts';
 import {
   CONTENT_HASH_ANNOTATION,
@@ -17,7 +18,6 @@ import {
   selectTargets,
   sourceKeyOf,
 } from '../../functions/controllers/secret-replicator/plan.ts';
-import { TerminalError } from '../../functions/k8s/errors.ts';
 import { selectorOf } from '../../functions/kit/children.ts';
 import {
   compareChild,

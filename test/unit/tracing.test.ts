@@ -12,18 +12,18 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-node';
-import { ATTR, SPAN, tracer } from '../../functions/k8s/tracing.ts';
-import { createLogger } from '../../functions/log.ts';
+import { ATTR, SPAN, tracer } from '../../core/k8s/tracing.ts';
+import { createLogger } from '../../core/log.ts';
 import {
   decodePushEnvelope,
   keyMessageOf,
   TRACE_CONTEXT_ATTRIBUTE,
   traceContextOf,
-} from '../../functions/message.ts';
-import { inDeliverySpan } from '../../functions/reconcile.ts';
-import { requeuedMessage } from '../../functions/requeue.ts';
-import { readTracingConfig } from '../../functions/tracing-config.ts';
-import { OutcomeSpanProcessor } from '../../functions/tracing-sdk.ts';
+} from '../../core/message.ts';
+import { readTracingConfig } from '../../core/tracing-config.ts';
+import { OutcomeSpanProcessor } from '../../core/tracing-sdk.ts';
+import { inDeliverySpan } from '../../functions/runtime/reconcile.ts';
+import { requeuedMessage } from '../../functions/runtime/requeue.ts';
 
 const exported = new InMemorySpanExporter();
 let ratio: 0 | 1 = 0;

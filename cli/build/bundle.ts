@@ -1,0 +1,312 @@
+/**
+ * The one esbuild configuration of Levelset's deployed processes: the functions' package
+ * (cli/build/package-functions.ts, Cloud Run functions) and the relay's image
+ * (cli/build/package-relay.ts, relay/Dockerfile) are both built by {@link bundle}, so that both load
+ * the same way (docs/architecture.md, decision 28): one minified ES module per entry point (Node 24),
+ * what is imported dynamically in chunks loaded at first use, client-node's unused modules
+ * dropped, `@google-cloud/logging` loaded at its first call, and source maps of Levelset's own code
+ * only (a chunk of libraries alone ships none). Why bundles, and the measurements behind each
+ * plugin: docs/architecture.md, decisions 28 and 36.
+ */
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { join, resolve } from 'node:path';
+import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
+import { build, type Plugin } from 'esbuild';
+
+/**
+ * CommonJS code inside an ES module bundle still reads `require`, `__filename` and `__dirname`
+ * (e.g. google-gax computes its protos directory at load); esbuild leaves them to the host.
+ */
+export const COMMONJS_GLOBALS = [
+  "import { createRequire as __levelsetCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __levelsetFileURLToPath } from 'node:url';",
+  'const require = __levelsetCreateRequire(import.meta.url);',
+  'const __filename = __levelsetFileURLToPath(import.meta.url);',
+  "const __dirname = __levelsetFileURLToPath(new URL('.', import.meta.url));",
+].join(' ');
+
+/**
+ * `@google-cloud/pino-logging-gcp-config` requires `@google-cloud/logging` (google-gax, gRPC, every
+ * Logging API client) at load for two exports it calls only when the service context or the
+ * project is not given (core/log.ts gives both). Its stand-in loads the real package at the
+ * first call of either.
+ */
+const lazyGoogleCloudLogging: Plugin = {
+  name: 'levelset-lazy-google-cloud-logging',
+  setup(b) {
+    b.onResolve({ filter: /^@google-cloud\/logging$/ }, (args) =>
+      args.namespace === 'levelset-lazy'
+        ? { path: args.path, external: true }
+        : { path: args.path, namespace: 'levelset-lazy' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'levelset-lazy' }, () => ({
+      loader: 'js',
+      contents: [
+        'let real;',
+        "const load = () => (real ??= require('@google-cloud/logging'));",
+        'exports.Logging = function Logging(...args) { return new (load().Logging)(...args); };',
+        'exports.detectServiceContext = (...args) => load().detectServiceContext(...args);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * Node answers an ES module import of a built-in with a facade that reads every export at once:
+ * `node:http`'s lazy `WebSocket` then compiles Node's internal undici, which nothing here uses.
+ * Each built-in is `require`d instead, as the bundled CommonJS libraries do, so a lazy export stays
+ * unloaded.
+ */
+const requireBuiltins: Plugin = {
+  name: 'levelset-require-builtins',
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+      if (args.namespace === 'levelset-builtin') return { path: args.path, external: true };
+      if (!isBuiltin(args.path) || (args.kind !== 'import-statement' && args.kind !== 'dynamic-import'))
+        return undefined;
+      return { path: args.path.replace(/^node:/, ''), namespace: 'levelset-builtin' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'levelset-builtin' }, (args) => ({
+      loader: 'js',
+      contents: `module.exports = require(${JSON.stringify(`node:${args.path}`)});`,
+    }));
+  },
+};
+
+/**
+ * pino calls `caller()` (lib/caller.js) at every `pino()` for a transport given by relative path,
+ * which Levelset never configures; under `--enable-source-maps` its `util.getCallSites()` parsed the
+ * start chunks' source maps. The stand-in returns the same script names, unmapped.
+ */
+const pinoCallerUnmapped: Plugin = {
+  name: 'levelset-pino-caller-unmapped',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]caller\.js$/ }, () => ({
+      loader: 'js',
+      contents: [
+        "const { getCallSites } = require('node:util');",
+        'module.exports = () => getCallSites({ sourceMap: false }).slice(2).map((site) => site.scriptName);',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * client-node 2.0.1's `index.js` re-exports all of the package (exec, attach, ws, tar-fs, …) and
+ * declares no `sideEffects`, so esbuild kept every module it reaches. Marking its modules
+ * side-effect free lets esbuild drop the unused ones; `polyfill.js`, imported for its side effect,
+ * is kept. Its relative imports of its own `dist/` files are answered from one listing of `dist/`
+ * (a nested `b.resolve` per import was slow), with the path `b.resolve` would give, so the bundle
+ * is the same bytes; anything else still goes through `b.resolve` (decision 36).
+ */
+const clientNodeSideEffectFree: Plugin = {
+  name: 'levelset-client-node-side-effect-free',
+  setup(b) {
+    const DIST = /^(.*[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist)[\\/]/;
+    // client-node's dist directory → its plain files (absolute paths); listed once per build.
+    const listings = new Map<string, Set<string>>();
+    const filesOf = (dist: string) => {
+      let files = listings.get(dist);
+      if (!files) {
+        files = new Set(walk(dist));
+        listings.set(dist, files);
+      }
+      return files;
+    };
+    const sideEffectFree = (path: string) => DIST.test(path) && !/[\\/]polyfill\.js$/.test(path);
+    b.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.pluginData?.levelsetResolved) return undefined;
+      if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
+      const dist = DIST.exec(args.importer)?.[1];
+      if (dist && args.namespace === 'file' && /^\.\.?\//.test(args.path)) {
+        const path = resolve(args.resolveDir, args.path);
+        if (filesOf(dist).has(path)) return { path, namespace: 'file', sideEffects: !sideEffectFree(path) };
+      }
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { levelsetResolved: true },
+      });
+      if (resolved.errors.length > 0 || resolved.external) return resolved;
+      return sideEffectFree(resolved.path) ? { ...resolved, sideEffects: false } : resolved;
+    });
+  },
+};
+
+/**
+ * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
+ * unmapped (a one-field segment, so it never borrows the mapping of the code before it), and runs
+ * of unmapped positions collapse into one, so that `--enable-source-maps` does not parse the
+ * libraries' mappings at load.
+ * @param map a source map (v3) as esbuild writes it
+ * @returns the map with only the sources outside node_modules
+ */
+export function ownMappingsOnly(map: {
+  sources: string[];
+  mappings: string;
+  [k: string]: unknown;
+}): typeof map {
+  const keep = map.sources.map((s) => !s.split(/[\\/]/).includes('node_modules'));
+  const index = new Map<number, number>();
+  const sources: string[] = [];
+  map.sources.forEach((s, i) => {
+    if (!keep[i]) return;
+    index.set(i, sources.length);
+    sources.push(s);
+  });
+  const names: string[] = [];
+  const nameIndex = new Map<number, number>();
+  const nameOf = (i: number) => {
+    let j = nameIndex.get(i);
+    if (j === undefined) {
+      j = names.length;
+      nameIndex.set(i, j);
+      names.push((map.names as string[] | undefined)?.[i] ?? '');
+    }
+    return j;
+  };
+  const lines = decode(map.mappings).map((line) => {
+    const out: SourceMapSegment[] = [];
+    let unmapped = false;
+    for (const seg of line) {
+      const own = seg.length > 1 ? index.get(seg[1] as number) : undefined;
+      if (own === undefined) {
+        if (!unmapped) out.push([seg[0]]);
+        unmapped = true;
+        continue;
+      }
+      unmapped = false;
+      const [column, , line, sourceColumn] = seg as [number, number, number, number];
+      out.push(
+        seg.length === 5
+          ? [column, own, line, sourceColumn, nameOf(seg[4])]
+          : [column, own, line, sourceColumn],
+      );
+    }
+    return out;
+  });
+  return { ...map, sources, names, mappings: encode(lines) };
+}
+
+/** Every file under `dir`, recursively. */
+export function* walk(dir: string): Generator<string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* walk(path);
+    else if (entry.isFile()) yield path;
+  }
+}
+
+/** The namespace of generated entry points' modules (`{ source }` in {@link BundleOptions.entryPoints}). */
+const GENERATED = 'levelset-entry';
+
+/** Answers the specifiers `levelset-entry:<name>` with the source `sources` holds for `<name>`. */
+function generatedEntries(sources: ReadonlyMap<string, string>, resolveDir: string): Plugin {
+  return {
+    name: 'levelset-generated-entries',
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^${GENERATED}:`) }, (args) => ({
+        path: args.path,
+        namespace: GENERATED,
+      }));
+      b.onLoad({ filter: /.*/, namespace: GENERATED }, (args) => ({
+        contents: sources.get(args.path.slice(GENERATED.length + 1)) ?? '',
+        loader: 'ts',
+        resolveDir,
+      }));
+    },
+  };
+}
+
+/**
+ * The source of an entry that imports `controllers` from the registry module `registry` (absolute
+ * path) and passes them to `run`, exported by Levelset's module `runtime` (absolute path): e.g.
+ * `registerFunctions` of functions/runtime/index.ts, `runRelay` of relay/main.ts.
+ */
+export function registryEntry(registry: string, runtime: string, run: string): string {
+  return [
+    `import { controllers } from ${JSON.stringify(registry)};`,
+    `import { ${run} } from ${JSON.stringify(runtime)};`,
+    `await ${run}(controllers);`,
+    '',
+  ].join('\n');
+}
+
+export interface BundleOptions {
+  /** Repository root, against which `entryPoints` resolve. */
+  root: string;
+  /**
+   * Output name (without extension) → source file relative to `root` (e.g. `{ index: 'functions/runtime/main.ts' }`),
+   * or `{ source }`, a generated module whose imports are absolute paths or packages ({@link registryEntry}).
+   */
+  entryPoints: Record<string, string | { source: string }>;
+  /** Directory the bundle is written to (`<name>.mjs`, `chunk-*.mjs`, `*.mjs.map`); not emptied here. */
+  outdir: string;
+  /** Packages imported from node_modules at run time instead of bundled (e.g. those reading their own files). */
+  external?: readonly string[];
+}
+
+/**
+ * Bundles `entryPoints` with Levelset's esbuild configuration (this file's docstring), then keeps
+ * only the source mappings into Levelset's own code ({@link ownMappingsOnly}); a chunk of libraries
+ * alone loses its map and its `sourceMappingURL`. Run with `--enable-source-maps` to read stack
+ * traces as TypeScript lines.
+ * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
+ */
+export async function bundle(options: BundleOptions): Promise<void> {
+  const generated = new Map<string, string>();
+  for (const [name, path] of Object.entries(options.entryPoints))
+    if (typeof path !== 'string') generated.set(name, path.source);
+  const { metafile } = await build({
+    metafile: true,
+    absWorkingDir: options.root,
+    entryPoints: Object.fromEntries(
+      Object.entries(options.entryPoints).map(([name, path]) => [
+        name,
+        typeof path === 'string' ? join(options.root, path) : `${GENERATED}:${name}`,
+      ]),
+    ),
+    outdir: options.outdir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    minify: true,
+    // Stack traces name the TypeScript sources; the sources themselves are not shipped twice.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    external: [...(options.external ?? [])],
+    banner: { js: COMMONJS_GLOBALS },
+    logLevel: 'silent',
+    legalComments: 'none',
+    plugins: [
+      generatedEntries(generated, options.root),
+      lazyGoogleCloudLogging,
+      clientNodeSideEffectFree,
+      requireBuiltins,
+      pinoCallerUnmapped,
+    ],
+  });
+
+  // This build's maps only: another build may have written into the same directory
+  // (cli/build/package-relay.ts), and its maps are done.
+  for (const output of Object.keys(metafile.outputs)) {
+    if (!output.endsWith('.map')) continue;
+    const file = join(options.root, output);
+    const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
+    if (map.sources.length > 0) {
+      writeFileSync(file, JSON.stringify(map));
+      continue;
+    }
+    // A chunk of libraries alone: no map and no sourceMappingURL, so that Node with
+    // --enable-source-maps does not read it, parse it and index the chunk's lines at load.
+    rmSync(file);
+    const chunk = file.slice(0, -'.map'.length);
+    const code = readFileSync(chunk, 'utf8');
+    writeFileSync(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
+  }
+}

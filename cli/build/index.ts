@@ -1,0 +1,77 @@
+/**
+ * The body of `levelset build` (cli/commands/build.ts): the manifests, the functions' package and
+ * the relay's image context of the current directory's project.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { findProject, loadRegistry } from '../../core/project.ts';
+import { CliError } from '../errors.ts';
+import { generateManifests } from './generate-manifests.ts';
+import { packageFunctions } from './package-functions.ts';
+import { IN_PROCESS_MAIN, packageRelay, RELAY_MAIN } from './package-relay.ts';
+
+/**
+ * The relay image's Dockerfile, beside the bundle in `build/relay` (the build context): distroless
+ * Node 24 as the nonroot user; the bundle holds every library it imports (cli/build/package-relay.ts).
+ * Its environment is relay/Dockerfile's (local/stack.ts RELAY_ENV: at most 2 malloc arenas).
+ */
+export const RELAY_DOCKERFILE = `# syntax=docker/dockerfile:1
+# The relay's image, with this project's registry: written by \`levelset build\`; do not edit.
+#   docker build -t REGION-docker.pkg.dev/PROJECT/REPO/relay:TAG build/relay
+# Two entry points: dist/${RELAY_MAIN} (the relay, the default command) and dist/${IN_PROCESS_MAIN}
+# (the in-process mode). NODE_OPTIONS (Terraform) adds the V8 flags.
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
+FROM \${RUNTIME_IMAGE}
+WORKDIR /app
+ENV NODE_ENV=production \\
+    RELAY_PORT=8080 \\
+    MALLOC_ARENA_MAX=2
+COPY dist ./dist
+USER 65532:65532
+EXPOSE 8080
+CMD ["dist/${RELAY_MAIN}"]
+`;
+
+/**
+ * Builds the current directory's project (the file's docstring); with `check`, only compares the
+ * manifests.
+ * @throws {ProjectError} outside a project or with a bad registry; {@link CliError} when `check` finds drift
+ * @throws {Error} when esbuild fails (its messages)
+ */
+export async function buildProject(
+  options: { check?: boolean; say?: (line: string) => void } = {},
+): Promise<void> {
+  const say = options.say ?? (() => {});
+  const project = findProject();
+  // A registry that does not load fails here, in one line, before anything is written.
+  await loadRegistry(project.registry);
+  const rel = (p: string) => relative(process.cwd(), p) || '.';
+  if (options.check) {
+    const drift = await generateManifests({ project, check: true, warn: say });
+    if (drift.length)
+      throw new CliError(`generated manifests differ (run levelset build): ${drift.join(', ')}`);
+    return;
+  }
+  const manifests = await generateManifests({ project, warn: say });
+  say(
+    `manifests       ${manifests.length} files (${rel(join(project.root, 'deploy', 'registry.gen.json'))}, …)`,
+  );
+  const functionsOut = join(project.root, 'build', 'functions');
+  const functions = await packageFunctions({
+    root: project.root,
+    registry: project.registry,
+    out: functionsOut,
+  });
+  say(`functions       ${rel(functionsOut)} (${functions.length} files)`);
+  const relayOut = join(project.root, 'build', 'relay');
+  const relay = await packageRelay({
+    root: project.root,
+    registry: project.registry,
+    out: join(relayOut, 'dist'),
+  });
+  mkdirSync(relayOut, { recursive: true });
+  writeFileSync(join(relayOut, 'Dockerfile'), RELAY_DOCKERFILE);
+  say(
+    `relay           ${rel(relayOut)} (${relay.length} files and a Dockerfile: docker build -t IMAGE ${rel(relayOut)})`,
+  );
+}

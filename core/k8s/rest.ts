@@ -1,0 +1,115 @@
+/**
+ * Raw REST access to the Kubernetes API, for every request Levelset makes outside client-node's
+ * generated clients (the kit's resource client, the metadata-only LISTs of the resync and of the
+ * relay's informers, discovery): paths and media types as kube-apiserver serves them, and one JSON
+ * request function. Requests go through the KubeConfig's authentication, as client-node's generated
+ * clients' do, so they are authenticated, TLS-verified, pooled (core/pooled-kubeconfig.ts) and
+ * counted the same way.
+ */
+import {
+  ApiException,
+  createConfiguration,
+  type HttpMethod,
+  type KubeConfig,
+  type RequestContext,
+  ServerConfiguration,
+} from '@kubernetes/client-node';
+import type { ResourceType } from '../contract/controller.ts';
+
+/**
+ * Accept header of a metadata-only LIST: a `PartialObjectMetadataList` (Kubernetes API concepts:
+ * "Receiving resources as Tables or metadata only"; client-go's metadata client).
+ */
+export const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+/** Accept header of a metadata-only WATCH: each event's object is a `PartialObjectMetadata`. */
+export const METADATA_WATCH_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+
+/** `group/version`, or `version` for the core group (an object's `apiVersion`). */
+export function apiVersionOf(resource: Pick<ResourceType, 'group' | 'version'>): string {
+  return resource.group ? `${resource.group}/${resource.version}` : resource.version;
+}
+
+/**
+ * The REST path of `resource`, as kube-apiserver serves it: `/api/v1/...` for core,
+ * `/apis/<group>/<version>/...` otherwise; the collection when `name` is omitted, across all
+ * namespaces when `namespace` is omitted (or the resource is cluster-scoped).
+ * E.g. `/api/v1/secrets`, `/apis/apps/v1/namespaces/team-a/deployments/web/status`.
+ */
+export function resourcePath(
+  resource: ResourceType,
+  namespace: string | undefined,
+  name?: string,
+  subresource?: string,
+): string {
+  const parts = [resource.group ? `/apis/${resource.group}/${resource.version}` : `/api/${resource.version}`];
+  if (resource.namespaced && namespace) parts.push('namespaces', encodeURIComponent(namespace));
+  parts.push(resource.plural);
+  if (name !== undefined) parts.push(encodeURIComponent(name));
+  if (subresource) parts.push(subresource);
+  return parts.join('/');
+}
+
+/** What a {@link JsonRequester} sends besides its method and path. */
+export interface RequestOptions {
+  /** Query parameters; `undefined` values are left out. */
+  query?: Record<string, string | undefined>;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Content type of `body`; default `application/json`. */
+  contentType?: string;
+  /** Accept header; default `application/json`. */
+  accept?: string;
+}
+
+/** A 2xx answer: its decoded JSON body (`undefined` when empty) and the request's context. */
+export interface JsonResponse {
+  body: unknown;
+  /** The request as sent, authentication applied (what a dry-run KubeConfig records on it). */
+  context: RequestContext;
+}
+
+/**
+ * One API request to the KubeConfig's current cluster, as its current user.
+ * @throws {ApiException} for an answer outside 2xx: `code` the HTTP status, `body` the `Status` text,
+ *   `headers` the answer's (e.g. `retry-after`), as client-node's generated clients throw it.
+ */
+export type JsonRequester = (
+  method: HttpMethod,
+  path: string,
+  options?: RequestOptions,
+) => Promise<JsonResponse>;
+
+/**
+ * A {@link JsonRequester} over `kubeConfig`'s current cluster and user (read once, here).
+ * @throws {Error} `No active cluster!` without a current cluster (client-node's message)
+ */
+export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('No active cluster!');
+  const config = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kubeConfig },
+  });
+  return async (method, path, options = {}) => {
+    const context = config.baseServer.makeRequestContext(path, method);
+    context.setHeaderParam('Accept', options.accept ?? 'application/json');
+    for (const [k, v] of Object.entries(options.query ?? {}))
+      if (v !== undefined) context.setQueryParam(k, v);
+    if (options.body !== undefined) {
+      context.setHeaderParam('Content-Type', options.contentType ?? 'application/json');
+      context.setBody(JSON.stringify(options.body));
+    }
+    await kubeConfig.applySecurityAuthentication(context);
+    const response = await config.httpApi.send(context).toPromise();
+    const text = await response.body.text();
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299)
+      throw new ApiException(
+        response.httpStatusCode,
+        `HTTP-Code: ${response.httpStatusCode}\nMessage: ${method} ${path}\nBody: ${text}`,
+        text,
+        response.headers,
+      );
+    return { body: text ? JSON.parse(text) : undefined, context };
+  };
+}

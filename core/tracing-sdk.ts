@@ -1,0 +1,177 @@
+/**
+ * The OpenTelemetry SDK's setup (core/tracing.ts says what and why): the provider, the undici
+ * instrumentation, the export decision ({@link OutcomeSpanProcessor}) and the OTLP/JSON lines file
+ * exporter. Imported by {@link startTracing} only when tracing is on.
+ */
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { type Context, ROOT_CONTEXT } from '@opentelemetry/api';
+import { ExportResultCode } from '@opentelemetry/core';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  NodeTracerProvider,
+  type ReadableSpan,
+  SamplingDecision,
+  type Span,
+  type SpanExporter,
+  type SpanProcessor,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-node';
+import { ATTR } from './k8s/tracing.ts';
+import type { Tracing, TracingConfig } from './tracing-config.ts';
+
+/**
+ * A span exporter appending OTLP/JSON (`ExportTraceServiceRequest`, the standard serializer of
+ * `@opentelemetry/otlp-transformer`) to a file, one request per line, synchronously: several
+ * processes may append to their own files, and a reader sees whole lines only.
+ */
+export class OtlpJsonLinesFileExporter implements SpanExporter {
+  readonly path: string;
+  #shutdown = false;
+  constructor(path: string) {
+    this.path = path;
+    mkdirSync(dirname(path), { recursive: true });
+  }
+  export(spans: ReadableSpan[], done: (result: { code: ExportResultCode; error?: Error }) => void): void {
+    if (this.#shutdown || spans.length === 0) {
+      done({ code: ExportResultCode.SUCCESS });
+      return;
+    }
+    try {
+      const bytes = JsonTraceSerializer.serializeRequest(spans);
+      appendFileSync(this.path, `${Buffer.from(bytes ?? new Uint8Array()).toString('utf8')}\n`);
+      done({ code: ExportResultCode.SUCCESS });
+    } catch (err) {
+      done({ code: ExportResultCode.FAILED, error: err as Error });
+    }
+  }
+  async shutdown(): Promise<void> {
+    this.#shutdown = true;
+  }
+  async forceFlush(): Promise<void> {}
+}
+
+/** Process parts of traces decided at most: older decisions are forgotten first. */
+const DECISIONS_KEPT = 10_000;
+/** Ended spans held at most while their part's first span runs; past it the oldest part is dropped. */
+const SPANS_HELD = 20_000;
+
+/**
+ * The export decision ("tail-ish" sampling within one process). A *part* is a span whose parent is
+ * remote or absent (a `reconcile` continuing a delivery, the relay's `enqueue`, a resync) and every
+ * span under it in this process. Ended spans of a part are held until its first span ends; then the
+ * part is exported when that span's `levelset.outcome` is set and not `success`, or when its trace
+ * id is in the ratio (`TraceIdRatioBasedSampler`'s test); a span ending after its part was decided
+ * (the Pub/Sub client's publish span, a requeue's timer) follows the decision.
+ */
+export class OutcomeSpanProcessor implements SpanProcessor {
+  readonly #next: SpanProcessor;
+  readonly #ratio: TraceIdRatioBasedSampler;
+  /** Running span id → the span id of its part's first span. */
+  readonly #partOf = new Map<string, string>();
+  /** Part → ended spans waiting for its decision. */
+  readonly #held = new Map<string, ReadableSpan[]>();
+  #heldCount = 0;
+  readonly #decided = new Map<string, boolean>();
+
+  constructor(next: SpanProcessor, sampleRatio: number) {
+    this.#next = next;
+    this.#ratio = new TraceIdRatioBasedSampler(sampleRatio);
+  }
+
+  onStart(span: Span, parentContext: Context): void {
+    const id = span.spanContext().spanId;
+    const parent = span.parentSpanContext;
+    const part = parent && !parent.isRemote ? (this.#partOf.get(parent.spanId) ?? parent.spanId) : id;
+    this.#partOf.set(id, part);
+    this.#next.onStart(span, parentContext);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    const id = span.spanContext().spanId;
+    const part = this.#partOf.get(id) ?? id;
+    this.#partOf.delete(id);
+    const decided = this.#decided.get(part);
+    if (decided !== undefined) {
+      if (decided) this.#next.onEnd(span);
+      return;
+    }
+    if (part !== id) {
+      let held = this.#held.get(part);
+      if (!held) {
+        held = [];
+        this.#held.set(part, held);
+      }
+      held.push(span);
+      if (++this.#heldCount > SPANS_HELD) this.#dropOldestPart();
+      return;
+    }
+    const outcome = span.attributes[ATTR.outcome];
+    const keep =
+      (outcome !== undefined && outcome !== 'success') ||
+      this.#ratio.shouldSample(ROOT_CONTEXT, span.spanContext().traceId).decision ===
+        SamplingDecision.RECORD_AND_SAMPLED;
+    this.#decided.set(part, keep);
+    if (this.#decided.size > DECISIONS_KEPT)
+      this.#decided.delete(this.#decided.keys().next().value as string);
+    const held = this.#held.get(part) ?? [];
+    this.#held.delete(part);
+    this.#heldCount -= held.length;
+    if (keep) for (const s of [...held, span]) this.#next.onEnd(s);
+  }
+
+  #dropOldestPart(): void {
+    const [oldest, spans] = this.#held.entries().next().value as [string, ReadableSpan[]];
+    this.#held.delete(oldest);
+    this.#heldCount -= spans.length;
+  }
+
+  forceFlush(): Promise<void> {
+    return this.#next.forceFlush();
+  }
+  shutdown(): Promise<void> {
+    return this.#next.shutdown();
+  }
+}
+
+/**
+ * Registers the provider globally and the undici instrumentation, exporting as `config` says.
+ * @param component `relay`, `functions`: the resource's `service.name` is `levelset-<component>`.
+ */
+export async function startTracingSdk(
+  component: string,
+  config: Exclude<TracingConfig, { exporter: 'off' }>,
+): Promise<Tracing> {
+  let exporter: SpanExporter;
+  if (config.exporter === 'file') exporter = new OtlpJsonLinesFileExporter(config.file);
+  else {
+    const { TraceExporter } = await import('@google-cloud/opentelemetry-cloud-trace-exporter');
+    // The exporter writes each span attribute as a label of the same name; `resourceFilter` adds the
+    // resource's `service.name` as one too, so `levelset trace --project` can name each span's process.
+    exporter = new TraceExporter({ projectId: config.projectId, resourceFilter: /^service\.name$/ });
+  }
+  const batch = new BatchSpanProcessor(exporter, {
+    // Locally `levelset trace` should see a key's spans within a moment.
+    scheduledDelayMillis: config.exporter === 'file' ? 200 : 5000,
+  });
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': `levelset-${component}` }),
+    sampler: new AlwaysOnSampler(),
+    spanProcessors: [new OutcomeSpanProcessor(batch, config.sampleRatio)],
+  });
+  provider.register();
+  registerInstrumentations({
+    tracerProvider: provider,
+    instrumentations: [new UndiciInstrumentation({ requireParentforSpans: true })],
+  });
+  return {
+    config,
+    flush: () => provider.forceFlush(),
+    shutdown: () => provider.shutdown(),
+  };
+}

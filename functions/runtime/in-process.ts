@@ -1,0 +1,253 @@
+/**
+ * The in-process mode: the same registered controllers run the classic way, in one process, for a
+ * cluster without Google Cloud. The relay's informers and key pipeline (`relay/relay.ts`) feed one
+ * rate-limited {@link WorkQueue} per controller instead of Pub/Sub; `workers` per controller take
+ * keys from it and run them with the same {@link reconcileKey} as the `reconcile` function, so both
+ * modes write identical outcome lines. As controller-runtime does:
+ *
+ * - `success` → `Forget`; `requeue` → `Forget` + `AddAfter(requeueAfterMs)` (honoured exactly);
+ * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100)), and
+ *   not before the `Retry-After` the failure asked for (`retryAfterMs`), as the `reconcile` function;
+ * - `terminal` / `malformed` → `Forget`, not retried;
+ * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added;
+ * - with `auditLog`, an audit log entry of a change made outside Levelset adds the keys of the
+ *   objects that own the resource (functions/runtime/audit-log-subscription.ts), as the `auditLog` function publishes them.
+ *
+ * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
+ * `workqueue_*` metrics with `name` = controller).
+ */
+
+import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
+import type { Controller } from '../../core/contract/controller.ts';
+import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../../core/contract/key.ts';
+import { ATTR } from '../../core/k8s/tracing.ts';
+import { createLogger, keyLogger, type Logger } from '../../core/log.ts';
+import { createRelayMetrics } from '../../relay/metrics.ts';
+import { type Relay, type RelayOptions, startRelay } from '../../relay/relay.ts';
+import type { AuditLogSubscriptionConfig } from './audit-log-subscription.ts';
+import { inDeliverySpan, type KeyOutcome, reconcileKey } from './reconcile.ts';
+import { resyncAll } from './resync.ts';
+import { createWorkQueueMetrics, type RateLimiter, WorkQueue } from './workqueue.ts';
+
+/** Default workers per controller (`LEVELSET_WORKERS`). */
+export const DEFAULT_WORKERS = 4;
+/** Default collapse window of the in-process mode, ms: none beyond the workqueue's dirty set. */
+export const DEFAULT_IN_PROCESS_COLLAPSE_MS = 0;
+
+export interface InProcessOptions
+  extends Pick<RelayOptions, 'kubeConfig' | 'port' | 'host' | 'informers' | 'collapseMs' | 'collapseMode'> {
+  /** Controllers to run: the project's registry (core/project.ts) or a test's own. */
+  controllers: readonly Controller[];
+  /** Workers per controller (controller-runtime's `MaxConcurrentReconciles`); default {@link DEFAULT_WORKERS}. */
+  workers?: number;
+  /** Period of the resync in ms; 0 (default) runs none. */
+  resyncIntervalMs?: number;
+  /** Logger of the informer side; default `createLogger('relay')`. */
+  logger?: Logger;
+  /** Logger of the reconcile side (outcome lines); default `createLogger('functions')`, as the function's. */
+  reconcileLogger?: Logger;
+  /** Rate limiter per controller queue; default client-go's `DefaultControllerRateLimiter`. */
+  rateLimiter?: () => RateLimiter;
+  /**
+   * Drift from Cloud Audit Logs (functions/runtime/audit-log-subscription.ts): the subscription of the audit log sink's topic
+   * to pull; each entry's owners' keys are added to their workqueues. Default: none.
+   */
+  auditLog?: AuditLogSubscriptionConfig;
+}
+
+export interface InProcess {
+  /** The informer side (readiness, informers, relay metrics, port). */
+  relay: Relay;
+  /** The workqueue of each controller, by controller name. */
+  queues: ReadonlyMap<string, WorkQueue>;
+  /** Adds every key of every controller (the periodic resync; also callable by hand). Resolves with keys added. */
+  resync(): Promise<number>;
+  /**
+   * Stops the informers (keys still in the collapse window go to the queues), shuts the queues
+   * down, lets the workers finish the keys already queued, and closes HTTP.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the in-process mode: queues and workers, then the relay's informers and health server.
+ * @throws when the health server cannot listen, `workers` is not a positive integer, or the
+ *   `auditLog` subscription does not exist.
+ */
+export async function startInProcess(options: InProcessOptions): Promise<InProcess> {
+  const { controllers } = options;
+  const workers = options.workers ?? DEFAULT_WORKERS;
+  if (!(Number.isInteger(workers) && workers >= 1)) throw new RangeError('workers must be an integer >= 1');
+  const logger = options.logger ?? createLogger('relay');
+  const reconcileLogger = options.reconcileLogger ?? createLogger('functions');
+  const metrics = createRelayMetrics();
+  const workQueueMetrics = createWorkQueueMetrics(metrics.registry);
+  const byName = new Map(controllers.map((c) => [c.name, c]));
+  const queues = new Map(
+    controllers.map((c) => [
+      c.name,
+      new WorkQueue({ name: c.name, metrics: workQueueMetrics, rateLimiter: options.rateLimiter?.() }),
+    ]),
+  );
+  const kubeConfig = () => options.kubeConfig;
+  /**
+   * Queue key (`controller|namespace/name`) → the trace context of its latest enqueue: a worker's
+   * `reconcile` span continues it, as the function continues the one a message carries. Marked
+   * remote, so the reconcile is a part of the trace of its own for the export decision
+   * (core/tracing.ts), as it is in the serverless mode.
+   */
+  const enqueuedBy = new Map<string, SpanContext>();
+
+  const runWorker = async (controller: string, queue: WorkQueue): Promise<void> => {
+    for (;;) {
+      const { key, shutdown } = await queue.get();
+      if (shutdown) return;
+      let result: KeyOutcome = { outcome: 'error' };
+      try {
+        const log = keyLogger(reconcileLogger, {
+          cluster: DEFAULT_CLUSTER,
+          controller,
+          ...parseKeyString(key),
+        }).child({ reason: 'workqueue' });
+        const enqueued = enqueuedBy.get(`${controller}|${key}`);
+        enqueuedBy.delete(`${controller}|${key}`);
+        const parent = enqueued
+          ? trace.setSpanContext(ROOT_CONTEXT, { ...enqueued, isRemote: true })
+          : ROOT_CONTEXT;
+        result = await inDeliverySpan(
+          parent,
+          { [ATTR.controller]: controller, [ATTR.key]: key, [ATTR.reason]: 'workqueue' },
+          () =>
+            reconcileKey(byName, controller, parseKeyString(key), {
+              kubeConfig,
+              log,
+              retriedBy: 'the workqueue',
+            }),
+        );
+      } finally {
+        switch (result.outcome) {
+          case 'transient':
+          case 'error':
+            // Not sooner than a failure's `Retry-After` (core/k8s/errors.ts retryAfterMsOf).
+            queue.addRateLimited(key, result.retryAfterMs);
+            break;
+          case 'requeue':
+            queue.forget(key);
+            queue.addAfter(key, result.requeueAfterMs ?? 0);
+            break;
+          default:
+            queue.forget(key);
+        }
+        // The objects that reference the primary, to reconcile next (Result.referrers).
+        for (const referrer of result.referrers ?? [])
+          queues.get(referrer.controller)?.add(keyString(referrer));
+        queue.done(key);
+      }
+    }
+  };
+
+  /**
+   * Where the relay and the resync send keys: straight into the controller's workqueue, the
+   * resync's at low priority, so live keys pass its backlog (functions/runtime/workqueue.ts, Priority).
+   */
+  const toQueues = {
+    publish: async (m: {
+      cluster?: string;
+      controller: string;
+      namespace: string;
+      name: string;
+      reason?: string;
+    }) => {
+      // One cluster here: a key a map or listKeys named for another cluster (the owner of a child
+      // in another cluster) has no cluster to run in.
+      if (m.cluster !== undefined && m.cluster !== DEFAULT_CLUSTER) {
+        logger.warn(
+          { controller: m.controller, key: keyString(m), cluster: m.cluster },
+          'key of another cluster dropped: the in-process mode serves one cluster',
+        );
+        return '';
+      }
+      const queue = queues.get(m.controller);
+      if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
+      const enqueue = trace.getSpan(context.active())?.spanContext();
+      if (enqueue && trace.isSpanContextValid(enqueue))
+        enqueuedBy.set(`${m.controller}|${keyString(m)}`, enqueue);
+      queue.add(keyString(m), m.reason === 'resync' ? 'low' : 'normal');
+      return '';
+    },
+    flush: async () => {},
+  };
+  const relay = await startRelay({
+    kubeConfig: options.kubeConfig,
+    controllers,
+    collapseMs: options.collapseMs ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,
+    collapseMode: options.collapseMode,
+    port: options.port,
+    host: options.host,
+    informers: options.informers,
+    logger,
+    metrics,
+    publisher: toQueues,
+  });
+
+  // Cloud Audit Logs' entries, mapped as the `auditLog` function maps them, into the workqueues.
+  // The subscriber (and the Pub/Sub client's gRPC stack) is loaded only when configured.
+  const auditLog = options.auditLog
+    ? await import('./audit-log-subscription.ts')
+        .then(({ subscribeToAuditLog }) =>
+          subscribeToAuditLog(
+            options.auditLog as AuditLogSubscriptionConfig,
+            { controllers, kubeConfig: () => options.kubeConfig, logger },
+            toQueues,
+          ),
+        )
+        .catch(async (err: unknown) => {
+          await relay.stop();
+          throw err;
+        })
+    : undefined;
+
+  const workerLoops: Promise<void>[] = [];
+  for (const [name, queue] of queues) {
+    for (let i = 0; i < workers; i++)
+      workerLoops.push(
+        runWorker(name, queue).catch((err: unknown) =>
+          logger.fatal({ err, controller: name }, 'worker died'),
+        ),
+      );
+  }
+
+  // The resync function's enumeration (functions/runtime/resync.ts), into the workqueues.
+  const resync = async (): Promise<number> => {
+    const report = await resyncAll(controllers, options.kubeConfig, toQueues, logger);
+    for (const [name, c] of Object.entries(report.controllers))
+      if (c.error)
+        logger.warn({ err: c.error, controller: name }, `${name}: resync failed; the next one tries again`);
+    logger.info({ keys: report.published }, `resync added ${report.published} keys`);
+    return report.published;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  if (options.resyncIntervalMs) {
+    timer = setInterval(() => void resync(), options.resyncIntervalMs);
+    timer.unref();
+  }
+  logger.info({ controllers: [...queues.keys()], workers }, 'in-process mode started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    relay,
+    queues,
+    resync,
+    stop() {
+      stopping ??= (async () => {
+        if (timer) clearInterval(timer);
+        await auditLog?.close();
+        await relay.stop();
+        for (const q of queues.values()) q.shutDown();
+        await Promise.all(workerLoops);
+        logger.info('in-process mode stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,188 @@
+/**
+ * The functions' runtime, for functions-framework and Cloud Run functions (runtime `nodejs24`):
+ * {@link registerFunctions} registers, for a registry's controllers, `reconcile` (Pub/Sub push), `resync` (Cloud Scheduler) and `auditLog` (Pub/Sub push from the
+ * audit log sink's topic: functions/runtime/audit-log.ts). Configuration comes from the
+ * environment (see README "Configuration"; the clusters served: functions/runtime/clusters.ts); clients are
+ * created once per instance, at first use.
+ * Each checks requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
+ * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (core/tracing.ts).
+ * `LEVELSET_METRICS_PORT`: serve the reconcile's Prometheus metrics there (core/metrics.ts).
+ *
+ * Cold start: an instance serves one target, so what only `resync` or `auditLog` needs (the resync,
+ * the audit log's mapping, the Pub/Sub publisher and its gRPC stack) is imported at its first
+ * request, not when `reconcile` starts
+ * (`npm run bench`, cold start). Deployed as one esbuild bundle (`levelset build`, cli/build/index.ts), in
+ * which these dynamic imports are chunks of their own; its entry imports the project's registry and
+ * calls {@link registerFunctions}. Locally, functions/runtime/main.ts is that entry with the project's
+ * registry loaded at start (core/project.ts):
+ *
+ *   npx functions-framework --source=functions/runtime/main.ts --target=reconcile --port=8081
+ */
+
+import type { Request, Response } from '@google-cloud/functions-framework';
+import * as ff from '@google-cloud/functions-framework';
+import type { Controller } from '../../core/contract/controller.ts';
+import { createLogger } from '../../core/log.ts';
+import { readMetricsPort, serveMetrics } from '../../core/metrics.ts';
+import { startTracing } from '../../core/tracing.ts';
+import { createClusterRegistry } from './clusters.ts';
+import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
+import { createReconcileHandler } from './reconcile.ts';
+import { createRequeuer, readRequeueConfig } from './requeue.ts';
+import { readRetryConfig } from './retry.ts';
+
+type Handler = (req: Request, res: Response) => Promise<void>;
+
+/**
+ * Registers the functions `reconcile`, `resync` and `auditLog` with functions-framework for
+ * `controllers`, and starts what they share (tracing, the clusters, the metrics port): call it once,
+ * from the module functions-framework loads (the bundle's entry, functions/runtime/main.ts).
+ * @throws {Error} on invalid configuration in the environment (clusters, requeue, retry, tracing)
+ */
+export async function registerFunctions(controllers: readonly Controller[]): Promise<void> {
+  // First: the Pub/Sub client enables its own spans only when tracing runs (core/publish.ts).
+  await startTracing('functions');
+  const logger = createLogger('functions');
+
+  // Every cluster this deployment serves (LEVELSET_CLUSTERS; default: the one cluster of KUBECONFIG or
+  // KUBERNETES_ENDPOINT); validated now, each cluster's KubeConfig made at its first key.
+  const clusters = createClusterRegistry();
+
+  const requestRules = readRequestRules();
+
+  // Failed keys are acknowledged and requeued, then dead-lettered (functions/runtime/retry.ts): validated now.
+  const requeueConfig = readRequeueConfig();
+  const retry = readRetryConfig();
+
+  /**
+   * The dead-letter topic's publisher, made at the first dead letter (the Pub/Sub client's gRPC stack
+   * is not loaded before: cold start).
+   */
+  let deadLetterPublisher: ReturnType<typeof import('../../core/publish.ts').createKeyPublisher> | undefined;
+  const publishDeadLetter: import('../../core/publish.ts').KeyPublisher['publishEncoded'] = async (
+    message,
+  ) => {
+    if (!deadLetterPublisher) {
+      const [{ readFunctionsConfig }, { createKeyPublisher, UNORDERED_BATCHING }] = await Promise.all([
+        import('../../core/config.ts'),
+        import('../../core/publish.ts'),
+      ]);
+      const config = readFunctionsConfig();
+      deadLetterPublisher ??= createKeyPublisher({
+        projectId: config.projectId,
+        topic: retry.deadLetterTopic,
+        emulatorHost: config.emulatorHost,
+        logger,
+        ordering: false,
+        batching: { ...UNORDERED_BATCHING, maxMilliseconds: 0 },
+      });
+    }
+    return deadLetterPublisher.publishEncoded(message);
+  };
+
+  // The reconcile's Prometheus metrics on a port of their own, never the function's: only where a
+  // scraper runs (the local stack, core/metrics.ts); Cloud Run has the log-based metrics.
+  const metricsPort = readMetricsPort();
+  if (metricsPort !== undefined) await serveMetrics(metricsPort);
+
+  /** The resync handler, with its publisher, built at the first resync request. */
+  let resyncHandler: Promise<Handler> | undefined;
+  async function loadResyncHandler(): Promise<Handler> {
+    const [{ readFunctionsConfig }, { createKeyPublisher }, { createResyncHandler, RESYNC_PUBLISHING }] =
+      await Promise.all([
+        import('../../core/config.ts'),
+        import('../../core/publish.ts'),
+        import('./resync.ts'),
+      ]);
+    let publisher: ReturnType<typeof createKeyPublisher> | undefined;
+    return createResyncHandler({
+      controllers,
+      clusters: () => clusters.ids,
+      kubeConfig: (cluster) => {
+        const kc = clusters.kubeConfig(cluster);
+        if (!kc) throw new Error(`unknown cluster "${cluster}"`);
+        return kc;
+      },
+      publisher: () => {
+        if (!publisher) {
+          // The resync's own topic: live keys never queue behind its backlog (config.ts, resyncTopicOf).
+          const config = readFunctionsConfig();
+          publisher = createKeyPublisher({
+            projectId: config.projectId,
+            topic: config.resyncTopic,
+            emulatorHost: config.emulatorHost,
+            logger,
+            ...RESYNC_PUBLISHING,
+          });
+        }
+        return publisher;
+      },
+      logger,
+      requestRules,
+    });
+  }
+
+  /** The audit log handler, with its publisher (the keys topic, ordered as the relay's), built at its first request. */
+  let auditLogHandler: Promise<Handler> | undefined;
+  async function loadAuditLogHandler(): Promise<Handler> {
+    const [{ readFunctionsConfig }, { createKeyPublisher }, { createAuditLogHandler }] = await Promise.all([
+      import('../../core/config.ts'),
+      import('../../core/publish.ts'),
+      import('./audit-log.ts'),
+    ]);
+    const config = readFunctionsConfig();
+    let publisher: ReturnType<typeof createKeyPublisher> | undefined;
+    return createAuditLogHandler({
+      controllers,
+      clusters: () => clusters.ids,
+      kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+      publisher: () => {
+        publisher ??= createKeyPublisher({
+          projectId: config.projectId,
+          topic: config.topic,
+          emulatorHost: config.emulatorHost,
+          logger,
+        });
+        return publisher;
+      },
+      serviceAccount: () => {
+        if (!config.serviceAccount) throw new Error('LEVELSET_FUNCTIONS_SERVICE_ACCOUNT is not set');
+        return config.serviceAccount;
+      },
+      logger,
+      requestRules,
+    });
+  }
+
+  // Each outside functions-framework's per-request domain, whose async hooks cost a reconcile a fifth
+  // of its CPU (http.ts, outsideRequestDomain).
+  const handlers: Record<'reconcile' | 'resync' | 'auditLog', Handler> = {
+    reconcile: outsideRequestDomain(
+      createReconcileHandler({
+        controllers,
+        kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+        clusters: () => clusters.ids,
+        logger,
+        requestRules,
+        requeuer: createRequeuer(requeueConfig, logger),
+        retry,
+        deadLetters: () => ({ publishEncoded: publishDeadLetter }),
+      }),
+    ),
+    resync: outsideRequestDomain(async (req, res) => {
+      resyncHandler ??= loadResyncHandler();
+      await (await resyncHandler)(req, res);
+    }),
+    auditLog: outsideRequestDomain(async (req, res) => {
+      auditLogHandler ??= loadAuditLogHandler();
+      await (await auditLogHandler)(req, res);
+    }),
+  };
+  ff.http('reconcile', handlers.reconcile);
+  ff.http('resync', handlers.resync);
+  ff.http('auditLog', handlers.auditLog);
+
+  // A body the framework cannot parse reaches the served function's handler, not Express's 400 page.
+  const served = handlers[servedTarget() as keyof typeof handlers] as Handler | undefined;
+  if (served) routeFrameworkErrors(served);
+}
