@@ -119,8 +119,8 @@ export interface EventRecorder {
 
 /**
  * The clusters one deployment of the functions serves (functions/runtime/clusters.ts, `LEVELSET_CLUSTERS`),
- * as a reconcile may reach them: for children in other clusters (the kit's `inOtherNamespaces`
- * tracking with a `clusterAnnotation`).
+ * as a reconcile may reach them: for children in other clusters (the kit's `acrossClusters`
+ * kinds).
  */
 export interface ClusterDirectory {
   /** Every cluster id, the reconcile's own included, in configuration order. */

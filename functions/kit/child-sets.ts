@@ -1,78 +1,140 @@
 /**
- * A primary's children, by the kind of set they form; each kind is one {@link ChildSet}, chosen
- * once from the controller's declaration ({@link childSetsOf}), so that the reconcile (define.ts)
- * runs every set the same way: it observes them before its reconcile and converges them after.
+ * The strategies of owned kinds, one per kind of child set: a controller declares each kind it owns
+ * as a value that carries its strategy (`owns: [deployments, acrossNamespaces(secrets, tracking)]`),
+ * and the strategy gives the kind's RBAC verbs, the default map of its watch, the labels its children
+ * carry and its child sets ({@link ChildStrategy}); the reconcile (define.ts, steps.ts) runs every
+ * set the same way and never names a kind: it observes them before its reconcile and converges them
+ * after, within the one {@link Scope} it resolved for the key.
  *
- * - {@link ownedChildren}: children in the primary's namespace, listed by label and controlled
- *   through owner references (children.ts); garbage collection removes them with the primary.
- * - {@link childrenInOtherNamespaces}: children tracked by label and annotation across namespaces
- *   (owned `inOtherNamespaces`, cross-namespace.ts); no garbage collector removes them, so they are
+ * - {@link inNamespace} (the default, `owns: [deployments]`): children in the primary's namespace,
+ *   listed by label and controlled through owner references, server-side applied (children.ts);
+ *   garbage collection removes them with the primary.
+ * - {@link acrossNamespaces}: children tracked by label and annotation across namespaces, written
+ *   whole with conditional PUTs (cross-namespace.ts); no garbage collector removes them, so they are
  *   pruned also when the primary is gone or being deleted.
- * - {@link childrenInOtherClusters}: the same in each other cluster of the deployment, marked with
- *   the primary's cluster (a tracking with a `clusterAnnotation`; docs/writing-a-controller.md,
- *   "Children in other clusters").
+ * - {@link acrossClusters}: the same, and in each other cluster of the deployment too, marked with
+ *   the primary's cluster (docs/writing-a-controller.md, "Children in other clusters").
  *
- * A set's reads that need the key alone are sent when the set is made for the key, so that they go
- * out with the primary's GET; a read that needs the primary (the owner's UID in its children's
- * labels) waits for it.
+ * Why two write paths (docs/architecture.md, "Children"): children in the owner's namespace are
+ * shared with other field managers (an autoscaler's `replicas`), which server-side apply keeps;
+ * children in other namespaces are the kit's alone, known by their labels and annotation, written
+ * whole under a resourceVersion precondition, and someone else's object at a child's place is never
+ * written (the replicator's "never overwrite what is not ours").
+ *
+ * Building a set sends nothing; {@link ChildSet.observeKey} sends the reads that need the key alone
+ * (beside the primary's GET), {@link ChildSet.observe} those that need the primary.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ReconcileContext } from '../../core/contract/controller.ts';
-import { type Key, keyString } from '../../core/contract/key.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
+import { keyString } from '../../core/contract/key.ts';
 import { type FailedWrite, FailedWritesError } from '../../core/k8s/errors.ts';
-import {
-  type ChildChange,
-  type CrossNamespaceTracking,
-  childLabels,
-  ERR_RESOURCE_EXISTS,
-  type OwnedType,
-  reconcileChildren,
-  selectorOf,
-} from './children.ts';
+import { childLabels, ERR_RESOURCE_EXISTS, reconcileChildren, selectorOf } from './children.ts';
 import { type ResourceClient, resourceClient } from './client.ts';
 import {
+  type CrossNamespaceTracking,
   listOwnedAcross,
+  mapToOwnerAnnotation,
   observeCrossNamespaceChildren,
   planCrossNamespaceChildren,
   trackingInCluster,
   writeCrossNamespaceChildren,
 } from './cross-namespace.ts';
-import { type ChildListing, type Desired, isOfType, type PrimaryObject, regardingOf } from './steps.ts';
+import { mapThroughControllers } from './map.ts';
+import { isOfType, regardingOf } from './resources.ts';
+import type {
+  ChildContext,
+  ChildListing,
+  ChildSet,
+  ChildStrategy,
+  Converged,
+  Desired,
+  OwnedType,
+  PrimaryObject,
+} from './types.ts';
 
-/** The key whose children a reconcile converges, and what it reaches them and reports with. */
-export interface ChildScope {
-  /** The primary's cluster. */
-  client: ResourceClient;
-  controller: string;
-  key: Key;
-  /**
-   * The one namespace whose children the key names (a primary pinned to a namespace,
-   * `ReconcileInput.onlyNamespace`); `undefined`: every namespace, and every cluster.
-   */
-  onlyNamespace?: string;
-  ctx: Pick<ReconcileContext, 'cluster' | 'clusters' | 'dryRun' | 'log' | 'events'>;
+/** The watch of an owned kind, as {@link OwnedType} declares it (options of {@link acrossNamespaces} and {@link acrossClusters}). */
+export type OwnedWatch = Pick<OwnedType, 'watchSelector' | 'map' | 'predicate' | 'readsStatus'>;
+
+/** An owned kind whose children live in other namespaces, with its tracking. */
+export interface TrackedType extends OwnedType {
+  tracking: CrossNamespaceTracking;
 }
 
-/** What converging children did. */
-export interface Converged {
-  changes: ChildChange[];
-  /** Whether some child was found to prune: a primary that is gone is not done (`notFound`) until none is left. */
-  pruning: boolean;
-  /** The first failure of a write that did not stop the others; the reconcile throws it once it has reported the rest (retried). */
-  failed?: unknown;
+/**
+ * Children in the primary's namespace, through owner references (the default strategy): RBAC
+ * `get`/`list`/`create`/`patch`/`delete` (apply is `patch`), watched through controller references.
+ */
+export const inNamespace: ChildStrategy = {
+  verbs: ['get', 'list', 'create', 'patch', 'delete'],
+  map: (_type, primary) => mapThroughControllers(primary),
+  labels: (controller, type, object) => childLabels(controller, type, object),
+  childSets: (context, types) => [ownedChildren(context, types)],
+};
+
+const trackingOf = (type: OwnedType) => (type as TrackedType).tracking;
+const acrossStrategy = {
+  verbs: ['get', 'list', 'create', 'update', 'delete'],
+  map: (type: OwnedType) => mapToOwnerAnnotation(trackingOf(type)),
+  labels: (_controller: string, type: OwnedType, object: PrimaryObject) =>
+    trackingOf(type).labels({ namespace: object.metadata.namespace, name: object.metadata.name }),
+} as const;
+const acrossNamespacesStrategy: ChildStrategy = {
+  ...acrossStrategy,
+  childSets: (context, types) => [childrenInOtherNamespaces(context, types as TrackedType[])],
+};
+const acrossClustersStrategy: ChildStrategy = {
+  ...acrossStrategy,
+  childSets: (context, types) => [
+    childrenInOtherNamespaces(context, types as TrackedType[]),
+    childrenInOtherClusters(context, types as TrackedType[]),
+  ],
+};
+
+/**
+ * Children of `resource` in other namespaces than their owner's (a Secret copied into every
+ * namespace), tracked by `tracking`'s labels and annotation because owner references cannot cross
+ * namespaces (cross-namespace.ts): RBAC `get`/`list`/`create`/`update`/`delete` (written whole with
+ * PUT), watched through the owner annotation ({@link mapToOwnerAnnotation}) unless `watch.map` says
+ * otherwise. A `clusterAnnotation` in `tracking` keeps children made for an owner of another
+ * cluster apart; writing children there too is {@link acrossClusters}.
+ */
+export function acrossNamespaces(
+  resource: ResourceType,
+  tracking: CrossNamespaceTracking,
+  watch: OwnedWatch = {},
+): TrackedType {
+  return { ...watch, resource, tracking, strategy: acrossNamespacesStrategy };
 }
 
-/** One key's children of one kind (see the module comment). */
-export interface ChildSet {
-  /** Reads the children that need the primary itself; returns what the reconcile reads through `owned`. */
-  observe?(object: PrimaryObject): Promise<ChildListing[]>;
-  /**
-   * Converges the children to `desired` (the reconcile's result); `object` `undefined` when the
-   * primary is gone (or the key names none), `desired` `undefined` when no reconcile ran.
-   * @throws what stops the reconcile (an owned child's `ErrResourceExists`, API errors of the
-   *   primary's cluster); a failed write that does not stop the others is returned in `failed`
-   */
-  converge(object: PrimaryObject | undefined, desired: Desired | undefined): Promise<Converged>;
+/**
+ * {@link acrossNamespaces}, and in each other cluster of the deployment too: the reconcile returns
+ * them by cluster in `Desired.otherClusters`, and the kit marks each with the owner's cluster in
+ * `tracking.clusterAnnotation` (docs/writing-a-controller.md, "Children in other clusters").
+ */
+export function acrossClusters(
+  resource: ResourceType,
+  tracking: CrossNamespaceTracking & { clusterAnnotation: string },
+  watch: OwnedWatch = {},
+): TrackedType {
+  return { ...watch, resource, tracking, strategy: acrossClustersStrategy };
+}
+
+/** The strategy of an owned kind: its own, else {@link inNamespace}. */
+export function strategyOf(type: OwnedType): ChildStrategy {
+  return type.strategy ?? inNamespace;
+}
+
+/**
+ * The child sets of a controller's `owns` for one reconcile, one group of kinds per strategy in the
+ * order of the first kind of each; building them sends nothing.
+ */
+export function childSetsOf(owns: readonly OwnedType[]): (context: ChildContext) => ChildSet[] {
+  const groups = new Map<ChildStrategy, OwnedType[]>();
+  for (const type of owns) {
+    const strategy = strategyOf(type);
+    groups.set(strategy, [...(groups.get(strategy) ?? []), type]);
+  }
+  return (context) => [...groups].flatMap(([strategy, types]) => strategy.childSets(context, types));
 }
 
 const nothing = (): Converged => ({ changes: [], pruning: false });
@@ -83,21 +145,6 @@ function add(all: Converged, done: Converged): void {
   if (done.failed) all.failed ??= done.failed;
 }
 const going = (object: PrimaryObject | undefined) => !object || Boolean(object.metadata.deletionTimestamp);
-
-/**
- * The child sets of a controller's `owns`, each a function of the key's scope, in the order they
- * are converged: in the primary's namespace, in other namespaces, in other clusters.
- */
-export function childSetsOf(owns: readonly OwnedType[]): ((scope: ChildScope) => ChildSet)[] {
-  const inNamespace = owns.filter((o) => !o.inOtherNamespaces);
-  const across = owns.flatMap((o) => (o.inOtherNamespaces ? [{ ...o, tracking: o.inOtherNamespaces }] : []));
-  const inClusters = across.filter((o) => o.tracking.clusterAnnotation !== undefined);
-  return [
-    ...(inNamespace.length > 0 ? [(scope: ChildScope) => ownedChildren(scope, inNamespace)] : []),
-    ...(across.length > 0 ? [(scope: ChildScope) => childrenInOtherNamespaces(scope, across)] : []),
-    ...(inClusters.length > 0 ? [(scope: ChildScope) => childrenInOtherClusters(scope, inClusters)] : []),
-  ];
-}
 
 /**
  * Converges each set in turn ({@link ChildSet.converge}); a failure returned by one does not stop
@@ -120,8 +167,8 @@ export async function convergeChildren(
  * the desired children of these types; none written while the primary is being deleted, and none
  * when the reconcile returned no `children` (left alone).
  */
-export function ownedChildren(scope: ChildScope, types: readonly OwnedType[]): ChildSet {
-  const { client, controller } = scope;
+export function ownedChildren(context: ChildContext, types: readonly OwnedType[]): ChildSet {
+  const { client, controller } = context;
   let listings: ChildListing[] = [];
   return {
     async observe(object) {
@@ -146,57 +193,58 @@ export function ownedChildren(scope: ChildScope, types: readonly OwnedType[]): C
   };
 }
 
-/** A type whose children live in other namespaces, its tracking (`inOtherNamespaces`), and its LIST if sent already. */
-type TrackedType = OwnedType & { tracking: CrossNamespaceTracking; listed?: Promise<KubernetesObject[]> };
-
 /**
- * Children in other namespaces, in `scope.onlyNamespace` alone when the key names one. A type whose
+ * Children in other namespaces, in `scope.namespace` alone when the key names one. A type whose
  * tracking has a `contentHashAnnotation` is listed as metadata only whatever is desired, so its
- * LIST is sent at once, with the primary's GET; the others after the reconcile (metadata only when
- * none is desired). Without a reconcile, or with the primary being deleted, none is desired and
- * every one is pruned; a reconcile that returned no `children` leaves them alone.
+ * LIST needs the key alone ({@link ChildSet.observeKey}, beside the primary's GET); the others are
+ * listed after the reconcile (metadata only when none is desired). Without a reconcile, or with the
+ * primary being deleted, none is desired and every one is pruned; a reconcile that returned no
+ * `children` leaves them alone.
  */
-export function childrenInOtherNamespaces(scope: ChildScope, types: readonly TrackedType[]): ChildSet {
-  const { client, key, onlyNamespace: namespace } = scope;
-  const tracked = types.map((type) => {
-    if (type.tracking.contentHashAnnotation === undefined) return type;
-    const listed = listOwnedAcross({ ...type, client, owner: key, namespace, metadataOnly: true });
-    listed.catch(() => undefined); // read, and thrown, by `converge`; never unhandled
-    return { ...type, listed };
-  });
+export function childrenInOtherNamespaces(context: ChildContext, types: readonly TrackedType[]): ChildSet {
+  const { client, scope } = context;
+  const { key, namespace } = scope;
+  const listed = new Map<TrackedType, Promise<KubernetesObject[]>>();
   return {
+    observeKey() {
+      for (const type of types) {
+        if (type.tracking.contentHashAnnotation === undefined) continue;
+        const listing = listOwnedAcross({ ...type, client, owner: key, namespace, metadataOnly: true });
+        listing.catch(() => undefined); // read, and thrown, by `converge`; never unhandled
+        listed.set(type, listing);
+      }
+    },
     async converge(object, desired) {
       if (object && !desired?.children) return nothing();
       const inScope = (c: KubernetesObject) => namespace === undefined || c.metadata?.namespace === namespace;
       const children = going(object) ? [] : (desired?.children ?? []).filter(inScope);
       const wanted = { children, retainNamespaces: desired?.retainNamespaces };
-      return convergeAcross(scope, client, object, wanted, tracked);
+      const tracked = types.map((type) => ({ ...type, listed: listed.get(type) }));
+      return convergeAcross(context, client, object, wanted, tracked);
     },
   };
 }
 
 /**
- * Children in each other cluster of `scope.ctx.clusters` in turn: those of
+ * Children in each other cluster of `scope.otherClusters` in turn: those of
  * `desired.otherClusters[id]`; every one pruned when the primary is gone or being deleted (the LIST
  * by label in each other cluster finds them: level-driven, no finalizer); a cluster
- * `desired.otherClusters` leaves out is left alone, without a request. Nothing without
- * `ctx.clusters` (single cluster, a plan, the in-process mode) or for a key naming one namespace.
- * A cluster that fails (its LIST, its KubeConfig, a write) does not stop the others.
+ * `desired.otherClusters` leaves out is left alone, without a request. A cluster that fails (its
+ * LIST, its KubeConfig, a write) does not stop the others.
  */
-export function childrenInOtherClusters(scope: ChildScope, types: readonly TrackedType[]): ChildSet {
-  const { ctx } = scope;
+export function childrenInOtherClusters(context: ChildContext, types: readonly TrackedType[]): ChildSet {
+  const { ctx, scope } = context;
   return {
     async converge(object, desired) {
       const all = nothing();
-      if (!ctx.clusters || ctx.dryRun || scope.onlyNamespace !== undefined) return all;
-      for (const id of ctx.clusters.ids) {
+      for (const id of scope.otherClusters) {
         const there = desired?.otherClusters?.[id];
-        if (id === ctx.cluster || (!going(object) && !there)) continue;
+        if (!going(object) && !there) continue;
         try {
-          const kubeConfig = ctx.clusters.kubeConfig(id);
+          const kubeConfig = ctx.clusters?.kubeConfig(id);
           if (!kubeConfig) throw new Error(`unknown cluster "${id}"`);
           const wanted = { ...there, children: going(object) ? [] : (there?.children ?? []) };
-          const done = await convergeAcross(scope, resourceClient(kubeConfig), object, wanted, types, id);
+          const done = await convergeAcross(context, resourceClient(kubeConfig), object, wanted, types, id);
           add(all, done);
         } catch (err) {
           ctx.log.warn(
@@ -212,7 +260,7 @@ export function childrenInOtherClusters(scope: ChildScope, types: readonly Track
 }
 
 /**
- * Converges `scope.key`'s children of each tracked type through `client` (another cluster's for
+ * Converges `context.scope.key`'s children of each tracked type through `client` (another cluster's for
  * `cluster`, marked with the primary's: {@link trackingInCluster}) to `wanted.children` of that type (cross-namespace.ts: observe, plan, write), and
  * reports: a conflict (an object of a child's name that the owner does not own) is an ERROR log
  * line per place and one Warning `ErrResourceExists` Event on the primary naming the namespaces;
@@ -222,16 +270,16 @@ export function childrenInOtherClusters(scope: ChildScope, types: readonly Track
  * @throws API errors of the LISTs (retried)
  */
 async function convergeAcross(
-  scope: ChildScope,
+  context: ChildContext,
   client: ResourceClient,
   object: PrimaryObject | undefined,
   wanted: { children: readonly KubernetesObject[]; retainNamespaces?: readonly string[] },
-  types: readonly TrackedType[],
+  types: readonly (TrackedType & { listed?: Promise<KubernetesObject[]> })[],
   cluster?: string,
 ): Promise<Converged> {
-  const { key, ctx } = scope;
+  const { scope, ctx } = context;
+  const { key, namespace } = scope; // no namespace for other clusters: outside the scope of a key naming one
   const { log } = ctx;
-  const namespace = scope.onlyNamespace; // never set for other clusters
   const out = nothing();
   const failures: FailedWrite[] = [];
   for (const { resource, listed, ...type } of types) {

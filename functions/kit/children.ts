@@ -12,8 +12,7 @@
  * or an older Levelset left with an `Update` entry).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType, WatchEvent } from '../../core/contract/controller.ts';
-import type { Key } from '../../core/contract/key.ts';
+import type { ResourceType } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 import { type GroupVersionKind, isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
@@ -21,7 +20,7 @@ import { apiVersionOf } from '../../core/k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../../core/k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
 import { isEmptyValue, ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
-import type { MapFunction } from './map.ts';
+import type { ChildChange, OwnedType, Owner } from './types.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
 export const CONTROLLER_LABEL = 'levelset.dev/controller';
@@ -30,86 +29,6 @@ export const OWNER_LABEL = 'levelset.dev/owner';
 
 /** Reason of the condition and Warning Event when a desired child's name is taken (sample-controller). */
 export const ERR_RESOURCE_EXISTS = 'ErrResourceExists';
-
-/** The primary object a child belongs to: what a controller reference needs. */
-export interface Owner {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace: string; uid: string };
-}
-
-/** A child type a controller owns, and the labels that find its children. */
-export interface OwnedType {
-  resource: ResourceType;
-  /**
-   * The labels every child of `owner` carries and is listed by; default
-   * `{levelset.dev/controller: <controller>, levelset.dev/owner: <owner uid>}`.
-   */
-  labels?: (owner: Owner) => Record<string, string>;
-  /** Server-side label selector of the relay's watch of this type; default none (every object). */
-  watchSelector?: string;
-  /**
-   * The map of the relay's watch of this type; default: through controller references (children
-   * in the owner's namespace), or to the key in the owner annotation (`inOtherNamespaces`).
-   */
-  map?: MapFunction;
-  /**
-   * Drops events of this type's watch before the map (controller-runtime's `WithPredicates`), e.g.
-   * `skipOwnCreates` (functions/kit/predicates.ts): the echo of the owner's own create. Default: every event passes.
-   */
-  predicate?: (event: WatchEvent) => boolean;
-  /**
-   * What the reconcile reads of a child's `status` (`Watch.readsStatus`): a status update that
-   * changes nothing of it (nor the generation, nor significant metadata) enqueues nothing.
-   * Default: every status update enqueues the owner.
-   */
-  readsStatus?: (child: KubernetesObject) => unknown;
-  /**
-   * Children in other namespaces than the owner's, tracked by label and annotation because owner
-   * references cannot cross namespaces (cross-namespace.ts); `labels` is then unused.
-   */
-  inOtherNamespaces?: CrossNamespaceTracking;
-}
-
-/** How children in other namespaces are found and told apart (cross-namespace.ts). */
-export interface CrossNamespaceTracking {
-  /**
-   * The labels every child of the owner `owner` carries, by which they are listed across
-   * namespaces (valid label values: at most 63 characters). A function of the owner's key, not of
-   * the object: the children of an owner that is gone are still found.
-   */
-  labels(owner: Key): Record<string, string>;
-  /** The annotation whose value is the owner's `<namespace>/<name>` on each child. */
-  ownerAnnotation: string;
-  /** Top-level members the API server refuses to change (a Secret's `type`): a change recreates the child. */
-  immutableFields?: readonly string[];
-  /**
-   * An annotation the owner sets on every desired child whose value changes whenever the child's
-   * content (its members besides `metadata`) does, e.g. a sha256 of it. With it, the kit lists the
-   * children as metadata only (`PartialObjectMetadataList`: no Secret data crosses the wire or sits
-   * in memory) and takes a child whose annotation equals the desired one for converged, unless a
-   * field manager other than the kit's owns one of its fields outside `metadata` (its
-   * `managedFields`: someone else wrote its content since), in which case that child alone is read
-   * whole and compared. A child whose annotation differs is updated from its metadata (a PUT
-   * conditional on its resourceVersion); one the API server refuses so (422: an `immutable` child)
-   * is read whole and recreated. Omitted: children are listed whole and compared member by member.
-   */
-  contentHashAnnotation?: string;
-  /**
-   * Children in other clusters too (docs/architecture.md "Clusters"): the annotation whose value is
-   * the owner's cluster id on each child the kit writes in another cluster than its owner's. Such a
-   * child is the owner's only when it carries that annotation with the owner's cluster; a child in
-   * the owner's own cluster carries none, so a child made for an owner of another cluster is never
-   * taken for one of a same-named owner of this cluster (nor the other way round). The reconcile
-   * returns them in `Desired.otherClusters`. Omitted: children in the owner's cluster alone.
-   */
-  clusterAnnotation?: string;
-  /**
-   * Set by the kit, never declared: the owner's cluster id while it tracks the owner's children in
-   * another cluster (see {@link clusterAnnotation}); absent for the owner's own cluster.
-   */
-  ownerCluster?: string;
-}
 
 /** A label value: at most 63 characters, alphanumeric at both ends, `-`, `_`, `.` inside (apimachinery `validation.IsValidLabelValue`). */
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -217,9 +136,6 @@ async function upgradeCreated(
     live = current;
   }
 }
-
-/** What {@link reconcileChildren} did, for logs and the `Synced` Event: `created Deployment x`, … */
-export type ChildChange = `${'created' | 'updated' | 'pruned'} ${string}`;
 
 export interface ChildrenInput {
   client: ResourceClient;

@@ -9,18 +9,62 @@
  * The rules (written whole, conditional PUTs, delete-and-create for immutable fields, someone
  * else's object never touched, each namespace's write standing alone): docs/writing-a-controller.md,
  * "Children in other namespaces". In other clusters too, with a `clusterAnnotation`
- * ({@link trackingInCluster}). An owned type declares it with `inOtherNamespaces`
- * ({@link CrossNamespaceTracking}); its child set is child-sets.ts `childrenInOtherNamespaces`.
+ * ({@link trackingInCluster}). An owned kind declares it with child-sets.ts `acrossNamespaces` or
+ * `acrossClusters` and a {@link CrossNamespaceTracking}.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { type Key, keyString } from '../../core/contract/key.ts';
+import { isDNS1123Label } from '../../core/contract/names.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { apiStatusOf, type FailedWrite, isConflict, isNotFound } from '../../core/k8s/errors.ts';
-import { type CrossNamespaceTracking, selectorOf } from './children.ts';
+import { selectorOf } from './children.ts';
 import type { ResourceClient } from './client.ts';
 import { forEachLimit, mapLimit } from './concurrency.ts';
+import { isEmptyValue } from './managed-fields.ts';
+import type { MapFunction } from './map.ts';
+
+/** How children in other namespaces are found and told apart. */
+export interface CrossNamespaceTracking {
+  /**
+   * The labels every child of the owner `owner` carries, by which they are listed across
+   * namespaces (valid label values: at most 63 characters). A function of the owner's key, not of
+   * the object: the children of an owner that is gone are still found.
+   */
+  labels(owner: Key): Record<string, string>;
+  /** The annotation whose value is the owner's `<namespace>/<name>` on each child. */
+  ownerAnnotation: string;
+  /** Top-level members the API server refuses to change (a Secret's `type`): a change recreates the child. */
+  immutableFields?: readonly string[];
+  /**
+   * An annotation the owner sets on every desired child whose value changes whenever the child's
+   * content (its members besides `metadata`) does, e.g. a sha256 of it. With it, the kit lists the
+   * children as metadata only (`PartialObjectMetadataList`: no Secret data crosses the wire or sits
+   * in memory) and takes a child whose annotation equals the desired one for converged, unless a
+   * field manager other than the kit's owns one of its fields outside `metadata` (its
+   * `managedFields`: someone else wrote its content since), in which case that child alone is read
+   * whole and compared. A child whose annotation differs is updated from its metadata (a PUT
+   * conditional on its resourceVersion); one the API server refuses so (422: an `immutable` child)
+   * is read whole and recreated. Omitted: children are listed whole and compared member by member.
+   */
+  contentHashAnnotation?: string;
+  /**
+   * Children in other clusters too (child-sets.ts `acrossClusters`; docs/architecture.md
+   * "Clusters"): the annotation whose value is the owner's cluster id on each child the kit writes
+   * in another cluster than its owner's. Such a child is the owner's only when it carries that
+   * annotation with the owner's cluster; a child in the owner's own cluster carries none, so a child
+   * made for an owner of another cluster is never taken for one of a same-named owner of this cluster
+   * (nor the other way round). Omitted: children in the owner's cluster alone.
+   */
+  clusterAnnotation?: string;
+}
+
+/**
+ * A tracking as the kit applies it: with `ownerCluster`, the owner's cluster id, while it tracks the
+ * owner's children in another cluster ({@link trackingInCluster}); without, in the owner's own.
+ */
+export type AppliedTracking = CrossNamespaceTracking & { readonly ownerCluster?: string };
 
 /** Requests in flight at once for one reconcile's children of one type in other namespaces (writes; reads by name). */
 export const CROSS_NAMESPACE_CONCURRENCY = 8;
@@ -30,11 +74,7 @@ export const CROSS_NAMESPACE_CONCURRENCY = 8;
  * `clusterAnnotation`, also that annotation equal to `tracking.ownerCluster` (a child in another
  * cluster than its owner's), or absent when `ownerCluster` is (a child in the owner's cluster).
  */
-export function isOwnedAcross(
-  object: KubernetesObject,
-  owner: Key,
-  tracking: CrossNamespaceTracking,
-): boolean {
+export function isOwnedAcross(object: KubernetesObject, owner: Key, tracking: AppliedTracking): boolean {
   const md = object.metadata;
   return (
     Object.entries(tracking.labels(owner)).every(([k, v]) => md?.labels?.[k] === v) &&
@@ -51,7 +91,7 @@ export function isOwnedAcross(
 export function markedChild(
   child: KubernetesObject,
   owner: Key,
-  tracking: CrossNamespaceTracking,
+  tracking: AppliedTracking,
 ): KubernetesObject {
   const cluster =
     tracking.clusterAnnotation !== undefined && tracking.ownerCluster !== undefined
@@ -77,20 +117,14 @@ export function markedChild(
  * and write `clusterAnnotation`.
  * @throws {Error} when `tracking` declares no `clusterAnnotation` (children in its owner's cluster alone)
  */
-export function trackingInCluster(
-  tracking: CrossNamespaceTracking,
-  ownerCluster: string,
-): CrossNamespaceTracking {
+export function trackingInCluster(tracking: CrossNamespaceTracking, ownerCluster: string): AppliedTracking {
   if (tracking.clusterAnnotation === undefined)
     throw new Error('children in other clusters need a clusterAnnotation in their tracking');
   return { ...tracking, ownerCluster };
 }
 
 /** `undefined`, `null`, `{}` and `[]` all mean "none" (a Secret without data is stored without `data`). */
-const none = (v: unknown) =>
-  v === undefined ||
-  v === null ||
-  (Array.isArray(v) ? v.length === 0 : typeof v === 'object' && Object.keys(v).length === 0);
+const none = (v: unknown) => v === undefined || v === null || isEmptyValue(v);
 const same = (a: unknown, b: unknown) => (none(a) && none(b)) || isDeepStrictEqual(a, b);
 const members = (o: KubernetesObject) =>
   Object.keys(o).filter((k) => k !== 'apiVersion' && k !== 'kind' && k !== 'metadata');
@@ -202,7 +236,7 @@ export type ChildStep =
  */
 export function planChild(
   owner: Key,
-  tracking: CrossNamespaceTracking,
+  tracking: AppliedTracking,
   desired: KubernetesObject,
   current: KubernetesObject | undefined,
 ): ChildStep {
@@ -256,7 +290,7 @@ const byNamespace = (a: KubernetesObject, b: KubernetesObject) => {
  */
 export function planCrossNamespaceChildren(input: {
   owner: Key;
-  tracking: CrossNamespaceTracking;
+  tracking: AppliedTracking;
   desired: readonly KubernetesObject[];
   observed: readonly KubernetesObject[];
   retainNamespaces?: readonly string[];
@@ -322,7 +356,7 @@ export async function writeCrossNamespaceChildren(args: {
   client: ResourceClient;
   resource: ResourceType;
   owner: Key;
-  tracking: CrossNamespaceTracking;
+  tracking: AppliedTracking;
   plan: CrossNamespacePlan;
 }): Promise<CrossNamespaceChanges> {
   const { client, resource, owner, tracking, plan } = args;
@@ -422,7 +456,7 @@ export function listOwnedAcross(args: {
   client: ResourceClient;
   resource: ResourceType;
   owner: Key;
-  tracking: CrossNamespaceTracking;
+  tracking: AppliedTracking;
   namespace?: string;
   metadataOnly: boolean;
 }): Promise<KubernetesObject[]> {
@@ -448,7 +482,7 @@ export async function observeCrossNamespaceChildren(args: {
   client: ResourceClient;
   resource: ResourceType;
   owner: Key;
-  tracking: CrossNamespaceTracking;
+  tracking: AppliedTracking;
   desired: readonly KubernetesObject[];
   namespace?: string;
   listed?: Promise<KubernetesObject[]>;
@@ -483,4 +517,39 @@ export async function observeCrossNamespaceChildren(args: {
     return found.filter((o) => o.metadata?.name === name);
   });
   return [...listed, ...others.flat()];
+}
+
+/**
+ * The key an annotation of the event's object names, `<namespace>/<name>` (operator-lib's
+ * `EnqueueRequestForAnnotation`): the owner of a child in another namespace, which no owner
+ * reference can point at (cross-namespace.ts); with a `clusterAnnotation` on the object (a child
+ * in another cluster than its owner's), the key is in that cluster ({@link ownerClusterOf}).
+ * `[]` when absent or not a key.
+ */
+export function mapToOwnerAnnotation(
+  tracking: Pick<CrossNamespaceTracking, 'ownerAnnotation' | 'clusterAnnotation'>,
+): MapFunction {
+  return ({ object }) => {
+    const value = object.metadata?.annotations?.[tracking.ownerAnnotation];
+    const slash = value?.indexOf('/') ?? -1;
+    if (!value || slash <= 0 || slash === value.length - 1) return [];
+    const cluster = ownerClusterOf(object, tracking);
+    return [
+      { namespace: value.slice(0, slash), name: value.slice(slash + 1), ...(cluster ? { cluster } : {}) },
+    ];
+  };
+}
+
+/**
+ * The owner's cluster a child in another cluster names in `tracking.clusterAnnotation`, or
+ * `undefined` when the object carries none (a child in its owner's cluster), or one that is not a
+ * cluster id (a DNS-1123 label).
+ */
+export function ownerClusterOf(
+  object: KubernetesObject,
+  tracking: Pick<CrossNamespaceTracking, 'clusterAnnotation'>,
+): string | undefined {
+  if (tracking.clusterAnnotation === undefined) return undefined;
+  const value = object.metadata?.annotations?.[tracking.clusterAnnotation];
+  return value !== undefined && isDNS1123Label(value) ? value : undefined;
 }

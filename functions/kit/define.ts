@@ -15,12 +15,11 @@
  * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write.
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
  *
- * Children come in sets of three kinds (child-sets.ts), each observed and converged its own way: in
- * the primary's namespace (owner references), in other namespaces (owned `inOtherNamespaces`,
- * tracked by label; pruned by the kit also when the primary is gone: `notFound` once none is left),
- * and in other clusters (a tracking with a `clusterAnnotation`: the reconcile returns them by cluster
- * in `Desired.otherClusters`; docs/writing-a-controller.md, "Children in other clusters"). A primary
- * pinned to a namespace (`namespace`) makes a key in another namespace name its children there alone.
+ * Each owned kind carries the strategy that keeps its children (child-sets.ts: in the primary's
+ * namespace by default, `acrossNamespaces`, `acrossClusters`), which gives its RBAC, its watch's
+ * map and its child sets; the reconcile observes and converges every set the same way, within the
+ * one scope it resolves for the key (steps.ts `resolveScope`: a primary pinned to a namespace makes
+ * a key in another namespace name its children there alone).
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
@@ -39,32 +38,37 @@ import { type Key, keyString } from '../../core/contract/key.ts';
 import { errorText, TerminalError } from '../../core/k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
-import { childSetsOf, convergeChildren } from './child-sets.ts';
-import type { ChildChange, OwnedType } from './children.ts';
+import { childSetsOf, convergeChildren, strategyOf } from './child-sets.ts';
 import { resourceClient } from './client.ts';
 import { withStatusDetails } from './google-cloud.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
-import { type MapFunction, mapThroughControllers, mapToOwnerAnnotation, mapToSelf } from './map.ts';
+import { type MapFunction, mapThroughControllers, mapToSelf } from './map.ts';
 import { rateLimitOf } from './rate-limits.ts';
 import { parsePolicyRules } from './rbac.ts';
 import { readsFor } from './reads.ts';
 import { holdWhileReferenced, type ReferencedBy, referringObjects } from './references.ts';
 import {
-  type Desired,
   desiredConditions,
   ensureFinalizer,
-  type FinalizeInput,
-  type FinalizeResult,
   finalizePrimary,
   getPrimary,
   INVALID_SPEC,
-  type ReconcileInput,
   reconcileInput,
   recordSynced,
+  resolveScope,
   resultOf,
   statusWriter,
   validatePrimary,
 } from './steps.ts';
+import type {
+  ChildChange,
+  Desired,
+  FinalizeInput,
+  FinalizeResult,
+  OwnedType,
+  ReconcileInput,
+  Scope,
+} from './types.ts';
 
 /** A secondary watch: a resource whose events map to primary keys (default: through controller references). */
 export interface SecondaryWatch {
@@ -92,8 +96,8 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    * The namespace every primary lives in, or a function returning it (called at each use, so that
    * configuration is read lazily); default: any namespace. The primary's watch is then that
    * namespace's, and a key `<namespace>/<name>` in another namespace names the children, in that
-   * namespace alone, of the primary `<name>` (owned types `inOtherNamespaces`): the reconcile gets
-   * `onlyNamespace`, so an event of one namespace costs the work of that namespace only.
+   * namespace alone, of the primary `<name>` (kinds owned `acrossNamespaces`): the reconcile's
+   * `scope.namespace` is it, so an event of one namespace costs the work of that namespace only.
    */
   namespace?: string | (() => string);
   /**
@@ -109,8 +113,10 @@ export interface ControllerDefinition<Schema extends z.ZodType = z.ZodUnknown> {
    */
   status?: z.ZodObject;
   /**
-   * Child types: watched (mapped through controller references), listed, applied and pruned; or, with
-   * `inOtherNamespaces`, children in other namespaces, tracked by label and annotation (cross-namespace.ts).
+   * Owned kinds, each with its strategy (child-sets.ts): a resource type (`deployments`) or
+   * `{resource, …}` for children in the primary's namespace (watched through controller references,
+   * listed, applied, pruned); `acrossNamespaces(resource, tracking)` and `acrossClusters(…)` for
+   * children elsewhere, tracked by label and annotation.
    */
   owns?: (ResourceType | OwnedType)[];
   /** Secondary resources: watched and listable; events mapped through controller references by default. */
@@ -176,9 +182,8 @@ const secondary = (w: ResourceType | SecondaryWatch): SecondaryWatch =>
 
 /**
  * The RBAC a definition needs, derived so that it cannot forget a rule: `get`/`list` on the primary,
- * `patch` on its `status` (when it has one); `get`/`list`/`create`/`patch`/`delete` on owned types
- * (apply is `patch`), `get`/`list`/`create`/`update`/`delete` on types owned `inOtherNamespaces`
- * (written whole with PUT); `list` on watched types; core Events as the recorder needs them
+ * `patch` on its `status` (when it has one); on each owned kind, its strategy's verbs
+ * (`ChildStrategy.verbs`); `list` on watched types; core Events as the recorder needs them
  * ({@link EVENT_RECORDER_RULE}); plus `extra`, merged per group/resource.
  */
 export function deriveRbac(
@@ -196,14 +201,7 @@ export function deriveRbac(
   };
   grant(primary.group, primary.plural, ['get', 'list']);
   if (primary.statusSubresource !== false) grant(primary.group, `${primary.plural}/status`, ['patch']);
-  for (const o of owns)
-    grant(
-      o.resource.group,
-      o.resource.plural,
-      o.inOtherNamespaces
-        ? ['get', 'list', 'create', 'update', 'delete']
-        : ['get', 'list', 'create', 'patch', 'delete'],
-    );
+  for (const o of owns) grant(o.resource.group, o.resource.plural, strategyOf(o).verbs);
   for (const w of watches) grant(w.resource.group, w.resource.plural, ['list']);
   for (const g of EVENT_RECORDER_RULE.apiGroups) grant(g, 'events', EVENT_RECORDER_RULE.verbs);
   for (const r of extra) for (const g of r.apiGroups) for (const res of r.resources) grant(g, res, r.verbs);
@@ -243,7 +241,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
   /** Per-key backoff of rate-limited reconciles without a delay of their own (client-go's 5 ms → 1000 s). */
   const rateLimited = new ItemExponentialBackoff();
-  const childSets = childSetsOf(owns);
+  const childSetsIn = childSetsOf(owns);
 
   /**
    * The reconcile of one key, top to bottom: GET the primary (the children's reads that need the
@@ -257,19 +255,16 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
   async function reconcileOnce(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
     const client = resourceClient(ctx.kubeConfig);
-    const childrenOf = (key: Key, onlyNamespace?: string) =>
-      childSets.map((childSet) => childSet({ client, controller: def.name, key, onlyNamespace, ctx }));
-    const primaryNamespace = primaryNamespaceOf?.();
-    const outsidePrimaryNamespace =
-      primaryNamespace !== undefined && requested.namespace !== primaryNamespace;
-    if (outsidePrimaryNamespace) {
-      const former = await convergeChildren(childrenOf(requested), undefined, undefined);
-      if (former.failed) throw former.failed;
+    const { scope, former } = resolveScope(requested, primaryNamespaceOf?.(), ctx);
+    const childSets = (within: Scope) => childSetsIn({ client, controller: def.name, scope: within, ctx });
+    if (former) {
+      const pruned = await convergeChildren(childSets(former), undefined, undefined);
+      if (pruned.failed) throw pruned.failed;
     }
-    const key = outsidePrimaryNamespace ? { namespace: primaryNamespace, name: requested.name } : requested;
-    const onlyNamespace = outsidePrimaryNamespace ? requested.namespace : undefined;
+    const { key } = scope;
     const getting = getPrimary(client, def.primary, key);
-    const children = childrenOf(key, onlyNamespace);
+    const children = childSets(scope);
+    for (const set of children) set.observeKey?.();
     const object = await getting;
     if (!object) {
       const pruned = await convergeChildren(children, undefined, undefined);
@@ -320,7 +315,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         object,
         spec: valid.spec,
         deleting,
-        onlyNamespace,
+        scope,
         listings,
         rbac,
         client,
@@ -397,7 +392,7 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         watchOf({
           ...o,
           labelSelector: o.watchSelector,
-          map: o.map ?? (o.inOtherNamespaces ? mapToOwnerAnnotation(o.inOtherNamespaces) : toPrimary),
+          map: o.map ?? strategyOf(o).map(o, def.primary),
         }),
       ),
       ...watches.map(watchOf),

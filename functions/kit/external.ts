@@ -39,7 +39,7 @@ import {
 } from './google-cloud.ts';
 import type { IndexFunction } from './index-spec.ts';
 import type { Reads } from './reads.ts';
-import type { FinalizeInput, PrimaryObject, ReconcileInput } from './steps.ts';
+import type { FinalizeInput, PrimaryObject, ReconcileInput } from './types.ts';
 
 /** Google Cloud labels: key → value (lower case, ≤ 63 characters each). */
 export type Labels = Record<string, string>;

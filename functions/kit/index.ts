@@ -7,9 +7,9 @@
  * - {@link defineController}: declare primary, spec schema, owned children, watches, reconcile.
  * - Children: applied with Levelset's field manager, controller reference set, never stolen
  *   (`ErrResourceExists`), pruned when no longer desired; compared as a subset of the live object.
- * - Children in other namespaces, tracked by label and annotation (owned `inOtherNamespaces`:
- *   {@link CrossNamespaceTracking}, {@link planCrossNamespaceChildren}); and in other clusters of
- *   the deployment, with a `clusterAnnotation` ({@link Desired.otherClusters}, {@link ClustersInput}).
+ * - Children in other namespaces, tracked by label and annotation ({@link acrossNamespaces},
+ *   {@link CrossNamespaceTracking}); and in other clusters of the deployment too
+ *   ({@link acrossClusters}, {@link Desired.otherClusters}, {@link ClustersInput}).
  * - Finalizers: `finalize` releases what an object holds outside the cluster before it goes
  *   ({@link addFinalizer}, {@link removeFinalizer}).
  * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}); quota and rate
@@ -69,17 +69,15 @@ export {
   type ResourceNameMatch,
   resourceNameRegex,
 } from './audit-log.ts';
-export {
-  type CrossNamespaceTracking,
-  messageResourceExists,
-  OWNER_LABEL,
-  type OwnedType,
-  type Owner,
-} from './children.ts';
+export { acrossClusters, acrossNamespaces, type OwnedWatch, type TrackedType } from './child-sets.ts';
+export { messageResourceExists, OWNER_LABEL } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
 export {
   type CrossNamespacePlan,
+  type CrossNamespaceTracking,
   isOwnedAcross,
+  mapToOwnerAnnotation,
+  ownerClusterOf,
   planCrossNamespaceChildren,
 } from './cross-namespace.ts';
 export {
@@ -128,12 +126,7 @@ export {
   type IndexInput,
   mapByIndex,
 } from './index-spec.ts';
-export {
-  type MapFunction,
-  mapThroughControllers,
-  mapToOwnerAnnotation,
-  ownerClusterOf,
-} from './map.ts';
+export { type MapFunction, mapThroughControllers } from './map.ts';
 export { skipOwnCreates } from './predicates.ts';
 export { type RateLimit, rateLimitOf } from './rate-limits.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
@@ -149,15 +142,23 @@ export {
   secrets,
   services,
 } from './resources.ts';
-export {
-  type ClustersInput,
-  type Desired,
-  type FinalizeInput,
-  type FinalizeResult,
-  INVALID_SPEC,
-  type OtherClusterChildren,
-  type PrimaryObject,
-  READY,
-  type ReadyInput,
-  type ReconcileInput,
-} from './steps.ts';
+export { INVALID_SPEC, READY } from './steps.ts';
+export type {
+  ChildChange,
+  ChildContext,
+  ChildListing,
+  ChildSet,
+  ChildStrategy,
+  ClustersInput,
+  Converged,
+  Desired,
+  FinalizeInput,
+  FinalizeResult,
+  OtherClusterChildren,
+  OwnedType,
+  Owner,
+  PrimaryObject,
+  ReadyInput,
+  ReconcileInput,
+  Scope,
+} from './types.ts';

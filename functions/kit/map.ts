@@ -3,10 +3,8 @@
  * `EnqueueRequestForOwner` and `EnqueueRequestsFromMapFunc`): pure functions from a watch event to
  * the primary keys it affects, reading only the event and the relay's caches.
  */
-import type { KubernetesObject } from '@kubernetes/client-node';
 import type { MapContext, ResourceType, WatchEvent } from '../../core/contract/controller.ts';
 import type { MappedKey } from '../../core/contract/key.ts';
-import { isDNS1123Label } from '../../core/contract/names.ts';
 import { controllerRefOf, groupOf } from '../../core/k8s/owner.ts';
 
 /** A `Watch.map`. */
@@ -45,40 +43,4 @@ export function mapThroughControllers(
     }
     return [];
   };
-}
-
-/**
- * The key an annotation of the event's object names, `<namespace>/<name>` (operator-lib's
- * `EnqueueRequestForAnnotation`): the owner of a child in another namespace, which no owner
- * reference can point at (cross-namespace.ts); with a `clusterAnnotation` on the object (a child
- * in another cluster than its owner's), the key is in that cluster ({@link ownerClusterOf}).
- * `[]` when absent or not a key.
- */
-export function mapToOwnerAnnotation(tracking: {
-  ownerAnnotation: string;
-  clusterAnnotation?: string;
-}): MapFunction {
-  return ({ object }) => {
-    const value = object.metadata?.annotations?.[tracking.ownerAnnotation];
-    const slash = value?.indexOf('/') ?? -1;
-    if (!value || slash <= 0 || slash === value.length - 1) return [];
-    const cluster = ownerClusterOf(object, tracking);
-    return [
-      { namespace: value.slice(0, slash), name: value.slice(slash + 1), ...(cluster ? { cluster } : {}) },
-    ];
-  };
-}
-
-/**
- * The owner's cluster a child in another cluster names in `tracking.clusterAnnotation`, or
- * `undefined` when the object carries none (a child in its owner's cluster), or one that is not a
- * cluster id (a DNS-1123 label).
- */
-export function ownerClusterOf(
-  object: KubernetesObject,
-  tracking: { clusterAnnotation?: string },
-): string | undefined {
-  if (tracking.clusterAnnotation === undefined) return undefined;
-  const value = object.metadata?.annotations?.[tracking.clusterAnnotation];
-  return value !== undefined && isDNS1123Label(value) ? value : undefined;
 }

@@ -3,7 +3,8 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { findCondition, parseConditions } from '../../core/k8s/conditions.ts';
-import { READY, type ReadyInput } from './steps.ts';
+import { READY } from './steps.ts';
+import type { ReadyInput } from './types.ts';
 
 /**
  * `Ready` from a Deployment's available replicas: `True`/`DeploymentAvailable` once `available`

@@ -25,7 +25,9 @@ import type { EventRecorder, Referrer, ResourceType, Result } from '../../core/c
 import { isNotFound } from '../../core/k8s/errors.ts';
 import type { ResourceClient } from './client.ts';
 import { namespacedName } from './index-spec.ts';
-import { observedOf, type PrimaryObject, READY, regardingOf, type StatusWriter } from './steps.ts';
+import { regardingOf } from './resources.ts';
+import { observedOf, READY, type StatusWriter } from './steps.ts';
+import type { PrimaryObject } from './types.ts';
 
 /** Who references a controller's primaries. */
 export interface ReferencedBy {

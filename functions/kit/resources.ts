@@ -1,8 +1,12 @@
 /**
  * The built-in resource types controllers most often own or watch, declared once (group, version,
- * plural, kind, scope), so that a controller names them instead of spelling them out.
+ * plural, kind, scope), so that a controller names them instead of spelling them out; and which
+ * type an object is of.
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
+import { apiVersionOf } from '../../core/k8s/rest.ts';
+import type { PrimaryObject } from './types.ts';
 
 /** `apps/v1` Deployments. */
 export const deployments: ResourceType = {
@@ -82,4 +86,14 @@ export function customResource(r: {
     plural: r.plural ?? `${r.kind.toLowerCase()}s`,
     namespaced: (r.scope ?? 'Namespaced') === 'Namespaced',
   };
+}
+
+/** Whether `object` is of `resource` (its apiVersion and kind). */
+export function isOfType(object: KubernetesObject, resource: ResourceType): boolean {
+  return object.apiVersion === apiVersionOf(resource) && object.kind === resource.kind;
+}
+
+/** An Event's `regarding`: apiVersion, kind and metadata, never the object's data or spec. */
+export function regardingOf(object: PrimaryObject | KubernetesObject): KubernetesObject {
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata } as KubernetesObject;
 }

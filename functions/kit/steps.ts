@@ -3,11 +3,12 @@
  * controller-runtime reconciler is written by hand), each its own function so that it can be read
  * and tested alone; `defineController` (define.ts) runs them for each key:
  *
+ * 0. {@link resolveScope}: which of the primary's children this key names.
  * 1. {@link getPrimary}: GET the primary; gone → done (`notFound`). Being deleted with `finalize`
  *    declared → {@link finalizePrimary} instead of the steps below; without → the steps below, but
  *    no child is written. Otherwise, with `finalize` declared, {@link ensureFinalizer} first.
  * 2. {@link validatePrimary}: parse its spec and check that its children can be labelled.
- * 3. Observe the children: each kind of child set its own way (child-sets.ts).
+ * 3. Observe the children: each child set its own way (child-sets.ts).
  * 4. {@link reconcileInput}: what the controller's own reconcile is given; it returns the {@link Desired} state.
  * 5. Converge the children to it (child-sets.ts), also when the primary is gone.
  * 6. {@link desiredConditions}, {@link nextStatus}, {@link StatusWriter}: write the status when it changed.
@@ -20,6 +21,7 @@ import type {
   EventRecorder,
   ExternalChange,
   PolicyRule,
+  ReconcileContext,
   ResourceType,
   Result,
 } from '../../core/contract/controller.ts';
@@ -33,12 +35,24 @@ import {
 import { namespacedCustomObjectSchema } from '../../core/k8s/custom-resource.ts';
 import { isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 import { isControlledBy } from '../../core/k8s/owner.ts';
-import { apiVersionOf } from '../../core/k8s/rest.ts';
 import type { Logger } from '../../core/log.ts';
-import { childLabels, invalidLabelValues, type OwnedType } from './children.ts';
+import { strategyOf } from './child-sets.ts';
+import { invalidLabelValues } from './children.ts';
 import { type ResourceClient, resourceClient } from './client.ts';
 import { addFinalizer, finalizerName, hasFinalizer, removeFinalizer } from './finalizers.ts';
-import { type Reads, readsFor } from './reads.ts';
+import { readsFor } from './reads.ts';
+import { regardingOf } from './resources.ts';
+import type {
+  ChildListing,
+  ClustersInput,
+  Desired,
+  FinalizeInput,
+  FinalizeResult,
+  OwnedType,
+  PrimaryObject,
+  ReconcileInput,
+  Scope,
+} from './types.ts';
 
 /** The condition every kit controller maintains (Kubernetes API conventions; cluster-api's rules). */
 export const READY = 'Ready';
@@ -47,159 +61,36 @@ export const INVALID_SPEC = 'InvalidSpec';
 /** Reason of the TerminalError when the stored primary lacks the metadata every object has. */
 export const INVALID_OBJECT = 'InvalidObject';
 
-/**
- * The primary object as a reconcile sees it: metadata validated, `spec` as stored, `status` as stored.
- * `metadata.namespace` is `""` for a cluster-scoped primary (as its key's).
- */
-export type PrimaryObject = z.infer<typeof namespacedCustomObjectSchema>;
-
-/** The `Ready` condition a reconcile reports; `observedGeneration` is added by the kit. */
-export interface ReadyInput {
-  status: boolean;
-  /** UpperCamelCase, e.g. `DeploymentAvailable`. */
-  reason: string;
-  message: string;
-}
-
-/** What a reconcile returns: the desired state. Every member is optional. */
-export interface Desired {
-  /**
-   * Every child the primary should have now, of the owned types (apiVersion, kind, metadata.name,
-   * spec…). The kit sets namespace, labels and the controller reference, creates the missing, applies
-   * the changed, and prunes the owned children not listed. Omitted: children are left alone.
-   */
-  children?: KubernetesObject[];
-  /** Status fields besides `conditions` and `observedGeneration` (merge-patched when changed). */
-  status?: Record<string, unknown>;
-  /** The `Ready` condition; default `True`/`Reconciled`. */
-  ready?: ReadyInput;
-  /** Other conditions, set idempotently like `Ready`. */
-  conditions?: Omit<ConditionInput, 'observedGeneration'>[];
-  /** Ask for the key to come back after this many ms. */
-  requeueAfterMs?: number;
-  /**
-   * The reconcile set back a change made outside Kubernetes (`Result.driftCorrected`: counted as
-   * drift with its source). Set by the kit's external resources (functions/kit/external.ts).
-   */
-  driftCorrected?: boolean;
-  /**
-   * Children in other namespaces only: namespaces whose children are left as they are, neither
-   * written nor pruned (e.g. namespaces being deleted, which take their objects with them).
-   */
-  retainNamespaces?: readonly string[];
-  /**
-   * Children in other clusters (types owned `inOtherNamespaces` whose tracking declares a
-   * `clusterAnnotation`), by cluster id (one of `ReconcileInput.clusters.others`): every child the
-   * primary should have in that cluster, each with its namespace, and that cluster's namespaces to
-   * leave alone. A cluster of the registry absent here is left as it is (e.g. unreachable now);
-   * `{children: []}` prunes every child of the primary there. Ignored for a key naming one
-   * namespace (`onlyNamespace`), and where the runtime gives no clusters (a plan, the in-process
-   * mode). When the primary is gone or being deleted, the kit prunes its children in every other
-   * cluster whatever this says.
-   */
-  otherClusters?: Readonly<Record<string, OtherClusterChildren>>;
-}
-
-/** The children a primary should have in one other cluster ({@link Desired.otherClusters}). */
-export interface OtherClusterChildren {
-  children: readonly KubernetesObject[];
-  /** Namespaces of that cluster whose children are neither written nor pruned. */
-  retainNamespaces?: readonly string[];
-}
-
-/** The other clusters a reconcile may read, for children in other clusters ({@link Desired.otherClusters}). */
-export interface ClustersInput {
-  /** The reconcile's own cluster id (the key's). */
-  self: string;
-  /**
-   * Every other cluster id of the registry, in configuration order; `[]` where the runtime gives
-   * no clusters (single cluster, a plan, the in-process mode) or for a key naming one namespace
-   * (`onlyNamespace`).
-   */
-  others: readonly string[];
-  /**
-   * The reads of the controller in cluster `id` (one of `others`), checked against its RBAC as
-   * the reads of its own cluster are (the functions' identity has the same rules in every cluster).
-   * @throws {Error} when `id` is not one of `others`, or its KubeConfig cannot be made
-   */
-  reads(id: string): Reads;
-}
-
-/** What a reconcile receives. */
-export interface ReconcileInput<Spec> {
-  key: Key;
-  /** The primary, as just read from the API server. */
-  object: PrimaryObject;
-  /** Its spec, parsed by the controller's schema. */
-  spec: Spec;
-  /**
-   * Set when the key names the primary's children in one other namespace (a primary pinned to a
-   * namespace, `defineController`'s `namespace`): return the children of that namespace; children
-   * in other namespaces are left as they are.
-   */
-  onlyNamespace?: string;
-  /**
-   * `true` when the object is being deleted (`deletionTimestamp` set: another party's finalizer holds
-   * it) and the controller declares no `finalize`: the kit then writes no children (garbage
-   * collection removes them) but still writes the status the reconcile returns.
-   */
-  deleting: boolean;
-  /** The live children, of each owned type, that this object controls (listed before the reconcile). */
-  owned(resource: ResourceType): KubernetesObject[];
-  /**
-   * LISTs a resource in the object's namespace (or `namespace`, or `allNamespaces`): one request.
-   * @throws {Error} when the controller's RBAC does not grant `list` on it (functions/kit/reads.ts)
-   */
-  list: Reads['list'];
-  /** GETs an object, in the object's namespace or `namespace`; `undefined` when absent. Needs `get` in the RBAC. */
-  get: Reads['get'];
-  /** Merge-patches the labels/annotations of an object the controller does not own. Needs `patch` in the RBAC. */
-  patchMetadata: Reads['patchMetadata'];
-  /** Logger labelled with controller and key. */
-  log: Logger;
-  events: EventRecorder;
-  kubeConfig: KubeConfig;
-  /**
-   * `true` in a plan (`levelset plan`): every Kubernetes write through `kubeConfig` is a server-side
-   * dry-run; write nothing outside the cluster (read, and log what you would do).
-   */
-  dryRun: boolean;
-  /**
-   * In a plan (`dryRun`), reports a change the reconcile would make outside the cluster; `levelset
-   * plan` lists it as a planned change. A no-op outside a plan. (The kit's external resources call
-   * it: functions/kit/external.ts.)
-   */
-  planExternal(change: ExternalChange): void;
-  /** The other clusters of the deployment, for children in other clusters ({@link Desired.otherClusters}). */
-  clusters: ClustersInput;
-}
-
-/** What `finalize` receives: the object being deleted, still carrying the controller's finalizer. */
-export interface FinalizeInput<Spec>
-  extends Pick<
-    ReconcileInput<Spec>,
-    'key' | 'list' | 'get' | 'patchMetadata' | 'log' | 'events' | 'kubeConfig' | 'dryRun' | 'planExternal'
-  > {
-  /** The primary, as just read (`deletionTimestamp` set). */
-  object: PrimaryObject;
-  /** Its spec parsed by the schema, or `undefined` when the stored spec fails it (finalize anyway: use `status`). */
-  spec: Spec | undefined;
-}
-
-/**
- * What `finalize` returns: nothing when done (the kit then removes the finalizer), or
- * `{ requeueAfterMs }` when not done yet (e.g. a long-running cloud operation): the finalizer stays
- * and the key comes back after that many ms.
- */
-export type FinalizeResult = { requeueAfterMs: number } | undefined;
-
-/** The children of one owned type, as listed by its labels before the reconcile. */
-export interface ChildListing {
-  type: OwnedType;
-  listed: KubernetesObject[];
-}
-
 const sameResource = (a: ResourceType, b: ResourceType) => a.group === b.group && a.plural === b.plural;
+
+/**
+ * Step 0: which of its primary's children the reconcile of `requested` converges, resolved once.
+ * A key in the namespace of a primary pinned to `pinnedNamespace` (or any key when none is pinned)
+ * names that primary and every child of it; a key in another namespace names the children in that
+ * namespace alone of the pinned namespace's primary of its name, and no other cluster. Other
+ * clusters are those of `ctx.clusters` but the reconcile's own, none in a plan (`dryRun`).
+ * @returns the scope, and `former`: the scope of the children the key named as a primary itself
+ *   (every namespace and cluster), to prune first when the key is outside the pinned namespace
+ *   (the primary's namespace changed)
+ */
+export function resolveScope(
+  requested: Key,
+  pinnedNamespace: string | undefined,
+  ctx: Pick<ReconcileContext, 'cluster' | 'clusters' | 'dryRun'>,
+): { scope: Scope; former?: Scope } {
+  const otherClusters =
+    ctx.clusters && !ctx.dryRun ? ctx.clusters.ids.filter((id) => id !== ctx.cluster) : [];
+  if (pinnedNamespace === undefined || requested.namespace === pinnedNamespace)
+    return { scope: { key: requested, otherClusters } };
+  return {
+    scope: {
+      key: { namespace: pinnedNamespace, name: requested.name },
+      namespace: requested.namespace,
+      otherClusters: [],
+    },
+    former: { key: requested, otherClusters },
+  };
+}
 
 /**
  * Step 1: GET the primary `key` of `primary` (1 request).
@@ -301,11 +192,7 @@ export function validatePrimary<Schema extends z.ZodType>(
     return { invalid: `${keyString(key)}: invalid spec: ${issues}` };
   }
   const badLabels = children.owns.flatMap((type) =>
-    invalidLabelValues(
-      type.inOtherNamespaces
-        ? type.inOtherNamespaces.labels(key)
-        : childLabels(children.controller, type, object),
-    ),
+    invalidLabelValues(strategyOf(type).labels(children.controller, type, object)),
   );
   if (badLabels.length > 0)
     return { invalid: `${keyString(key)}: cannot label its children: ${badLabels.join('; ')}` };
@@ -323,7 +210,7 @@ export function reconcileInput<Spec>(args: {
   object: PrimaryObject;
   spec: Spec;
   deleting: boolean;
-  onlyNamespace?: string;
+  scope: Scope;
   listings: readonly ChildListing[];
   rbac: readonly PolicyRule[];
   client: ResourceClient;
@@ -342,7 +229,7 @@ export function reconcileInput<Spec>(args: {
     object,
     spec: args.spec,
     deleting: args.deleting,
-    ...(args.onlyNamespace !== undefined ? { onlyNamespace: args.onlyNamespace } : {}),
+    scope: args.scope,
     owned: (resource) =>
       (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
         isControlledBy(o, object),
@@ -358,25 +245,25 @@ export function reconcileInput<Spec>(args: {
       rbac,
       namespace: key.namespace,
       self: args.cluster ?? DEFAULT_CLUSTER,
-      // A key naming one namespace converges that namespace of its own cluster alone.
-      directory: args.onlyNamespace === undefined && !args.dryRun ? args.clusters : undefined,
+      others: args.scope.otherClusters,
+      directory: args.clusters,
     }),
   };
 }
 
 /**
- * The {@link ClustersInput} of a reconcile in cluster `self`: the other clusters of `directory`
- * (none without one), each read through a client of its own KubeConfig, checked against `rbac`.
+ * The {@link ClustersInput} of a reconcile in cluster `self`: the clusters `others` (its scope's
+ * other clusters), each read through a client of its KubeConfig in `directory`, checked against `rbac`.
  */
 export function clustersInput(args: {
   controller: string;
   rbac: readonly PolicyRule[];
   namespace: string;
   self: string;
+  others: readonly string[];
   directory: ClusterDirectory | undefined;
 }): ClustersInput {
-  const { directory, self } = args;
-  const others = directory ? directory.ids.filter((id) => id !== self) : [];
+  const { directory, self, others } = args;
   return {
     self,
     others,
@@ -387,16 +274,6 @@ export function clustersInput(args: {
       return readsFor(args.controller, args.rbac, resourceClient(kubeConfig), args.namespace);
     },
   };
-}
-
-/** Whether `object` is of `resource` (its apiVersion and kind). */
-export function isOfType(object: KubernetesObject, resource: ResourceType): boolean {
-  return object.apiVersion === apiVersionOf(resource) && object.kind === resource.kind;
-}
-
-/** An Event's `regarding`: apiVersion, kind and metadata, never the object's data or spec. */
-export function regardingOf(object: PrimaryObject | KubernetesObject): KubernetesObject {
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata: object.metadata } as KubernetesObject;
 }
 
 /** `{observedGeneration}` of `object`, or `{}` when it has no generation. */

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
-import { configmaps, defineController, type Key } from '../../functions/kit/index.ts';
+import { acrossNamespaces, configmaps, defineController, type Key } from '../../functions/kit/index.ts';
 import {
   type ReconcilerForTest,
   reconcilerForTest,
@@ -33,14 +33,14 @@ describe('kit: children in other namespaces, tracked by label and owner annotati
       primary: configmaps,
       namespace: home,
       owns: [
-        {
-          resource: configmaps,
-          inOtherNamespaces: { labels: (owner: Key) => ({ [OWNER]: owner.name }), ownerAnnotation: ORIGIN },
-        },
+        acrossNamespaces(configmaps, {
+          labels: (owner: Key) => ({ [OWNER]: owner.name }),
+          ownerAnnotation: ORIGIN,
+        }),
       ],
       synced: (changes) => changes.join(', '),
-      reconcile({ object, onlyNamespace }) {
-        narrowed.push(onlyNamespace);
+      reconcile({ object, scope }) {
+        narrowed.push(scope.namespace);
         const data = (object as V1ConfigMap).data ?? {};
         const targets = (data.targets ?? '').split(',').filter((ns) => ns !== '');
         return {

@@ -20,11 +20,11 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import {
   isOwnedAcross,
+  mapToOwnerAnnotation,
   markedChild,
   planCrossNamespaceChildren,
   trackingInCluster,
 } from '../../functions/kit/cross-namespace.ts';
-import { mapToOwnerAnnotation } from '../../functions/kit/map.ts';
 
 const source = { namespace: 'shared', name: 'db' };
 const sourceSecret = (annotations: Record<string, string> = {}): V1Secret => ({

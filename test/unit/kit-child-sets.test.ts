@@ -6,22 +6,29 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { createLogger } from '../../core/log.ts';
 import {
-  type ChildScope,
+  acrossClusters,
+  acrossNamespaces,
   childrenInOtherClusters,
   childrenInOtherNamespaces,
+  childSetsOf,
   convergeChildren,
   ownedChildren,
 } from '../../functions/kit/child-sets.ts';
-import type { CrossNamespaceTracking, ResourceClient } from '../../functions/kit/index.ts';
+import type {
+  ChildContext,
+  CrossNamespaceTracking,
+  PrimaryObject,
+  ResourceClient,
+  Scope,
+} from '../../functions/kit/index.ts';
 import { configmaps, deployments } from '../../functions/kit/index.ts';
-import type { PrimaryObject } from '../../functions/kit/steps.ts';
 
 const primary = (deleting = false): PrimaryObject => ({
   apiVersion: 'test.levelset.dev/v1',
   kind: 'Widget',
   metadata: { name: 'w', namespace: 'ns', uid: 'uid-1', ...(deleting ? { deletionTimestamp: 'now' } : {}) },
 });
-const tracking: CrossNamespaceTracking = {
+const tracking: CrossNamespaceTracking & { clusterAnnotation: string } = {
   labels: (owner) => ({ 'test/owner': owner.name }),
   ownerAnnotation: 'test/origin',
   contentHashAnnotation: 'test/hash',
@@ -57,16 +64,15 @@ function fakeClient(listed: KubernetesObject[] = []) {
   return { client, requests };
 }
 const records: string[] = [];
-const scope = (client: ResourceClient, more: Partial<ChildScope> = {}): ChildScope => ({
+const scope = (client: ResourceClient, more: Partial<Scope> = {}): ChildContext => ({
   client,
   controller: 'widget',
-  key: { namespace: 'ns', name: 'w' },
+  scope: { key: { namespace: 'ns', name: 'w' }, otherClusters: [], ...more },
   ctx: {
     cluster: 'a',
     log: createLogger('test', { write: () => undefined }),
     events: { record: async (_o, type, reason) => void records.push(`${type} ${reason}`) },
   },
-  ...more,
 });
 
 describe('ownedChildren: in the primary namespace, by owner references', () => {
@@ -90,23 +96,26 @@ describe('ownedChildren: in the primary namespace, by owner references', () => {
 });
 
 describe('childrenInOtherNamespaces: tracked by label, pruned by the kit', () => {
-  it("sends a hash-tracked type's LIST (metadata only) at once, beside the primary's GET", async () => {
+  it("building sends nothing; observeKey sends a hash-tracked type's LIST (metadata only), beside the primary's GET", async () => {
     const { client, requests } = fakeClient();
-    childrenInOtherNamespaces(scope(client), [{ resource: configmaps, tracking }]);
+    const set = childrenInOtherNamespaces(scope(client), [acrossNamespaces(configmaps, tracking)]);
+    assert.deepEqual(requests, []);
+    set.observeKey?.();
     assert.deepEqual(requests, ['LIST configmaps * test/owner=w']);
   });
 
   it('a key naming one namespace lists there alone', () => {
     const { client, requests } = fakeClient();
-    childrenInOtherNamespaces(scope(client, { onlyNamespace: 'team-a' }), [
-      { resource: configmaps, tracking },
-    ]);
+    childrenInOtherNamespaces(scope(client, { namespace: 'team-a' }), [
+      acrossNamespaces(configmaps, tracking),
+    ]).observeKey?.();
     assert.deepEqual(requests, ['LIST configmaps team-a test/owner=w']);
   });
 
   it('the primary gone: every owned child pruned, from that one LIST; no children returned: left alone', async () => {
     const gone = fakeClient([copy('team-a'), copy('team-b')]);
-    const set = childrenInOtherNamespaces(scope(gone.client), [{ resource: configmaps, tracking }]);
+    const set = childrenInOtherNamespaces(scope(gone.client), [acrossNamespaces(configmaps, tracking)]);
+    set.observeKey?.();
     const done = await convergeChildren([set], undefined, undefined);
     assert.equal(done.pruning, true);
     assert.deepEqual(done.changes, ['pruned ConfigMap team-a/w', 'pruned ConfigMap team-b/w']);
@@ -117,7 +126,7 @@ describe('childrenInOtherNamespaces: tracked by label, pruned by the kit', () =>
     assert.equal(gone.requests.filter((r) => r.startsWith('LIST')).length, 1);
 
     const alone = fakeClient([copy('team-a')]);
-    const kept = childrenInOtherNamespaces(scope(alone.client), [{ resource: configmaps, tracking }]);
+    const kept = childrenInOtherNamespaces(scope(alone.client), [acrossNamespaces(configmaps, tracking)]);
     assert.deepEqual(await kept.converge(primary(), {}), { changes: [], pruning: false });
     assert.ok(!alone.requests.some((r) => r.startsWith('DELETE')));
   });
@@ -126,18 +135,12 @@ describe('childrenInOtherNamespaces: tracked by label, pruned by the kit', () =>
 describe('childrenInOtherClusters: the same in each other cluster', () => {
   const clusters = (ids: string[]) => ({ ids, kubeConfig: () => undefined });
 
-  it('nothing without clusters, for a key naming one namespace, or for a cluster the reconcile left out', async () => {
+  it('nothing outside the scope’s other clusters, or for a cluster the reconcile left out', async () => {
     const { client, requests } = fakeClient();
-    const types = [{ resource: configmaps, tracking }];
+    const types = [acrossClusters(configmaps, tracking)];
     const none = childrenInOtherClusters(scope(client), types);
     assert.deepEqual(await none.converge(undefined, undefined), { changes: [], pruning: false });
-    const one = scope(client, { onlyNamespace: 'team-a' });
-    one.ctx = { ...one.ctx, clusters: clusters(['a', 'b']) };
-    assert.deepEqual(await childrenInOtherClusters(one, types).converge(undefined, undefined), {
-      changes: [],
-      pruning: false,
-    });
-    const all = scope(client);
+    const all = scope(client, { otherClusters: ['b'] });
     all.ctx = { ...all.ctx, clusters: clusters(['a', 'b']) };
     assert.deepEqual(await childrenInOtherClusters(all, types).converge(primary(), { otherClusters: {} }), {
       changes: [],
@@ -148,12 +151,26 @@ describe('childrenInOtherClusters: the same in each other cluster', () => {
 
   it('a cluster that cannot be reached is returned as the failure, not thrown: the others still converge', async () => {
     const { client } = fakeClient();
-    const s = scope(client);
+    const s = scope(client, { otherClusters: ['b', 'c'] });
     s.ctx = { ...s.ctx, clusters: clusters(['a', 'b', 'c']) };
-    const done = await childrenInOtherClusters(s, [{ resource: configmaps, tracking }]).converge(
+    const done = await childrenInOtherClusters(s, [acrossClusters(configmaps, tracking)]).converge(
       undefined,
       undefined,
     );
     assert.match(String(done.failed), /unknown cluster "b"/);
+  });
+});
+
+describe('owned kinds, each with its strategy', () => {
+  it('one group of sets per strategy, in the order declared; building them sends nothing', () => {
+    const { client, requests } = fakeClient();
+    const sets = childSetsOf([
+      { resource: deployments },
+      acrossNamespaces(configmaps, tracking),
+      acrossClusters(configmaps, tracking),
+    ])(scope(client));
+    // In the namespace (1 set), across namespaces (1), across clusters (its namespaces' and its clusters').
+    assert.equal(sets.length, 4);
+    assert.deepEqual(requests, []);
   });
 });

@@ -5,6 +5,7 @@ import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { compareChild, contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
 import { deriveRbac } from '../../functions/kit/define.ts';
 import {
+  acrossNamespaces,
   type CrossNamespaceTracking,
   configmaps,
   customResource,
@@ -133,7 +134,7 @@ describe('children in other namespaces: declaration', () => {
   });
 
   test('RBAC: update instead of patch on types owned in other namespaces; no status rule for a primary without one', () => {
-    const rules = deriveRbac(configmaps, [{ resource: configmaps, inOtherNamespaces: tracking }], []);
+    const rules = deriveRbac(configmaps, [acrossNamespaces(configmaps, tracking)], []);
     assert.deepEqual(rules.slice(0, 1), [
       { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
     ]);

@@ -24,13 +24,13 @@ import { recheckAfterMs } from '../../functions/kit/references.ts';
 import {
   desiredConditions,
   nextStatus,
-  type PrimaryObject,
   READY,
   recordSynced,
   resultOf,
   validatePrimary,
 } from '../../functions/kit/steps.ts';
 import { keysFor } from '../../functions/kit/testing.ts';
+import type { PrimaryObject } from '../../functions/kit/types.ts';
 import { event, object, ref, widgets } from '../support/owner-chain.ts';
 
 describe('isSubset: what the kit compares to skip an apply', () => {

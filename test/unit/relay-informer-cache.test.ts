@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
-import { mapThroughControllers, mapToOwnerAnnotation } from '../../functions/kit/map.ts';
+import { mapToOwnerAnnotation } from '../../functions/kit/cross-namespace.ts';
+import { mapThroughControllers } from '../../functions/kit/map.ts';
 import { cacheEntryOf, objectOfCacheEntry } from '../../relay/informer.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
 

@@ -5,13 +5,14 @@
  * Levelset did not create is never overwritten or deleted. See README.md in this folder.
  *
  * Written on the kit: the sources are the primaries (pinned to the source namespace), the copies
- * are children in other namespaces (owned `inOtherNamespaces`, tracked by {@link COPIES}), and the
+ * are children in other namespaces and clusters (owned `acrossClusters`, tracked by {@link COPIES}), and the
  * reconcile returns the copies the source should have. A converged reconcile makes 3 API requests
  * however many namespaces exist: GET the source, LIST namespaces, LIST copies by label (metadata only: the
  * content-hash annotation stands for their data).
  */
 import type { KubernetesObject, V1Namespace, V1Secret } from '@kubernetes/client-node';
 import {
+  acrossClusters,
   type Controller,
   defineController,
   listPaged,
@@ -60,13 +61,11 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
     name: 'secret-replicator',
     // Sources: the Secrets of the source namespace (a Secret has no spec and no status subresource:
     // the kit writes no status; Events report). A key `<namespace>/<source name>` in another
-    // namespace converges that namespace's copy alone (`onlyNamespace`).
+    // namespace converges that namespace's copy alone (`scope.namespace`).
     primary: SECRETS,
     namespace: () => config().sourceNamespace,
     owns: [
-      {
-        resource: SECRETS,
-        inOtherNamespaces: COPIES,
+      acrossClusters(SECRETS, COPIES, {
         watchSelector: COPY_LABEL,
         /**
          * A modified (tampered) copy → its source's key, collapsed with the echo of the source
@@ -92,7 +91,7 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
           if (event.type === 'ADDED') return [];
           return event.type === 'DELETED' && namespace ? [{ namespace, name: source.name }] : [source];
         },
-      },
+      }),
     ],
     watches: [
       {
@@ -113,15 +112,15 @@ export function createSecretReplicator(options: SecretReplicatorOptions = {}): C
       return `copies: ${count('created')} created, ${count('updated')} updated, ${count('pruned')} deleted`;
     },
     listKeys: (ctx) => listSourceKeys(ctx, config()),
-    async reconcile({ key, object, onlyNamespace, list, clusters, log }) {
+    async reconcile({ key, object, scope, list, clusters, log }) {
       const source = object as V1Secret;
       // Being deleted, or a service-account token: no copies (the kit prunes them, reading their
       // metadata only, here and in every other cluster), and no namespace to list.
       if (!isReplicable(source)) return { children: [] };
       // One namespace (a namespace's own key): a LIST by name (the role lists namespaces; no get).
-      const only = onlyNamespace ? { fieldSelector: `metadata.name=${onlyNamespace}` } : {};
+      const only = scope.namespace ? { fieldSelector: `metadata.name=${scope.namespace}` } : {};
       const listed = (await list(NAMESPACES, only)) as V1Namespace[];
-      const inScope = listed.filter((n) => !onlyNamespace || n.metadata?.name === onlyNamespace);
+      const inScope = listed.filter((n) => !scope.namespace || n.metadata?.name === scope.namespace);
       const here = desiredCopies(key, source, inScope, config());
       // Other clusters (none for a key naming one namespace, or a single cluster): copies in the
       // clusters `levelset.dev/replicate-to-clusters` matches, none in the others (pruned).

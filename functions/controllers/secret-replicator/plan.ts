@@ -88,7 +88,7 @@ export function copyLabelValue(source: Key): string {
  * only, {@link CONTENT_HASH_ANNOTATION} standing for their content: a reconcile never holds the
  * data of its copies, only the source's (a copy someone else wrote is read whole, alone).
  */
-export const COPIES: CrossNamespaceTracking = {
+export const COPIES: CrossNamespaceTracking & { clusterAnnotation: string } = {
   labels: (source) => ({ [COPY_LABEL]: copyLabelValue(source) }),
   ownerAnnotation: SOURCE_ANNOTATION,
   clusterAnnotation: SOURCE_CLUSTER_ANNOTATION,
