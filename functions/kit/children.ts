@@ -92,6 +92,15 @@ export function messageResourceExists(name: string, ownerKind: string): string {
   return `Resource ${JSON.stringify(name)} already exists and is not managed by ${ownerKind}`;
 }
 
+/**
+ * Where a child is, as its change says it: its name beside a namespaced owner (its namespace is the
+ * owner's); `namespace/name` beside a cluster-scoped owner, whose children of one name may stand in
+ * many namespaces.
+ */
+function placeOf(owner: Owner, namespace: string | undefined, name: string | undefined): string {
+  return owner.metadata.namespace || !namespace ? `${name}` : `${namespace}/${name}`;
+}
+
 /** Runs one child write under a `child create|apply|prune` span (its API calls are the span's children). */
 function childSpan<T>(operation: ChildOperation, child: string, fn: () => Promise<T>): Promise<T> {
   return inSpan(`child ${operation}`, { [ATTR.child]: child }, fn);
@@ -186,8 +195,8 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
         ownerReferences: [ref],
       },
     };
-    const label = `${child.kind} ${name}`;
     const namespace = body.metadata?.namespace;
+    const label = `${child.kind} ${placeOf(owner, namespace, name)}`;
     let live = entry.listed.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace);
     if (!live) {
       try {
@@ -225,7 +234,7 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       if (!isControlledBy(child, owner) || wanted.has(id)) continue;
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
-      const pruned = `${type.resource.kind} ${child.metadata?.name}`;
+      const pruned = `${type.resource.kind} ${placeOf(owner, child.metadata?.namespace, child.metadata?.name)}`;
       if (await childSpan('prune', pruned, () => client.delete(type.resource, child)))
         changes.push(`pruned ${pruned}`);
     }

@@ -56,6 +56,10 @@ function fakeClient(listed: KubernetesObject[] = []) {
       requests.push(`LIST ${r.plural} ${namespace ?? '*'} ${q?.labelSelector ?? ''}`);
       return listed;
     },
+    create: async (r: { plural: string }, o: KubernetesObject) => {
+      requests.push(`CREATE ${r.plural} ${o.metadata?.namespace}/${o.metadata?.name}`);
+      return o;
+    },
     delete: async (r: { plural: string }, o: KubernetesObject) => {
       requests.push(`DELETE ${r.plural} ${o.metadata?.namespace}/${o.metadata?.name}`);
       return true;
@@ -92,6 +96,29 @@ describe('ownedChildren: in the primary namespace, by owner references', () => {
     });
     assert.deepEqual(await set.converge(undefined, undefined), { changes: [], pruning: false });
     assert.equal(requests.length, 1, 'garbage collection removes them: no write');
+  });
+});
+
+describe('ownedChildren of a cluster-scoped primary', () => {
+  it('says where each child is: children of one name in two namespaces are two changes', async () => {
+    const { client, requests } = fakeClient();
+    const owner: PrimaryObject = {
+      apiVersion: 'test.levelset.dev/v1',
+      kind: 'Tenant',
+      metadata: { name: 't', namespace: '', uid: 'uid-t' },
+    };
+    const set = ownedChildren(scope(client, { key: { namespace: '', name: 't' } }), [
+      { resource: configmaps },
+    ]);
+    await set.observe?.(owner);
+    const child = (namespace: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'quota', namespace },
+    });
+    const done = await set.converge(owner, { children: [child('team-a'), child('team-b')] });
+    assert.deepEqual(done.changes, ['created ConfigMap team-a/quota', 'created ConfigMap team-b/quota']);
+    assert.deepEqual(requests.slice(1), ['CREATE configmaps team-a/quota', 'CREATE configmaps team-b/quota']);
   });
 });
 
