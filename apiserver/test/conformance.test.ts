@@ -3115,7 +3115,6 @@ describe('tables (kubectl get)', () => {
         import.meta.dirname,
         '..',
         '..',
-        '..',
         'examples',
         example,
         'controllers',
