@@ -140,8 +140,6 @@ export interface InProcessStack {
   relay(): Service | undefined;
   /** Starts the in-process process. */
   startRelay(): Promise<Service>;
-  /** Fault injection: kills the in-process process with SIGKILL (its queued keys are lost with it). */
-  killRelay(): Promise<void>;
   /** Stops the in-process process (SIGTERM: it finishes the queued keys). */
   stopRelay(): Promise<void>;
   env: Record<string, string>;
@@ -153,7 +151,7 @@ export type AnyLocalStack = LocalStack | InProcessStack;
 
 export interface LocalStack {
   mode: 'serverless';
-  /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
+  /** The running emulator (a new one after its restart, local/stack-faults.ts). */
   readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
   topology: KeysTopology;
@@ -165,7 +163,7 @@ export interface LocalStack {
   resyncPushProxy: PushProxy;
   /** Backlog, last delivery, recoveries from stalls. */
   watchdog: DeliveryWatchdog;
-  /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
+  /** The running `reconcile` function (a new process after its restart, local/stack-faults.ts). */
   readonly reconcile: Service;
   /** The running `resync` function; with {@link LocalStackOptions.resyncOnDemand}, only after the first resync. */
   readonly resync: Service;
@@ -182,22 +180,6 @@ export interface LocalStack {
   startRelay(env?: Record<string, string>, cluster?: string): Promise<Service>;
   /** Stops the relay of `cluster` (default: every relay; it flushes pending keys on SIGTERM). */
   stopRelay(cluster?: string): Promise<void>;
-  /** Fault injection: kills the relay of `cluster` (default: the first) with SIGKILL (keys in its collapse window are lost with it). */
-  killRelay(cluster?: string): Promise<void>;
-  /**
-   * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
-   * new one on the same port (the push endpoint stays valid). `signal: 'SIGTERM'` stops it gracefully
-   * instead (SIGKILL after its grace). `killOnly` leaves it down until
-   * {@link LocalStack.restartFunction} is called again.
-   */
-  restartFunction(
-    name: 'reconcile' | 'resync',
-    options?: { killOnly?: boolean; signal?: 'SIGKILL' | 'SIGTERM' },
-  ): Promise<void>;
-  /** Fault injection: kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
-  stopEmulator(): Promise<void>;
-  /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
-  startEmulator(): Promise<void>;
   /**
    * Calls the `resync` function once, as Cloud Scheduler does (starting it first, with
    * {@link LocalStackOptions.resyncOnDemand}). @throws on a non-2xx answer.
@@ -206,6 +188,36 @@ export interface LocalStack {
   /** The environment every process of the stack gets. */
   env: Record<string, string>;
   stop(): Promise<void>;
+}
+
+/**
+ * A stack's processes, for local/stack-faults.ts to break (`levelset dev` never does): the relays
+ * (in-process: the one process, whatever the cluster), and in serverless mode the functions, the
+ * emulator (on the same port at each start), and the topology's re-creation after its restart.
+ */
+export type StackProcesses = {
+  relay(cluster?: string): Launcher<Service, [extra?: Record<string, string>]>;
+} & (
+  | { mode: 'in-process' }
+  | {
+      mode: 'serverless';
+      functions: Record<'reconcile' | 'resync', Launcher<Service>>;
+      emulator: Launcher<PubSubEmulator>;
+      ensureTopology(): Promise<void>;
+    }
+);
+
+/** Each running stack's processes, kept off the stack itself. */
+const processesOf = new WeakMap<AnyLocalStack, StackProcesses>();
+
+/**
+ * The processes of `stack`, for local/stack-faults.ts.
+ * @throws {Error} for a stack {@link startLocalStack} did not start
+ */
+export function stackProcesses(stack: AnyLocalStack): StackProcesses {
+  const processes = processesOf.get(stack);
+  if (!processes) throw new Error('not a stack startLocalStack started');
+  return processes;
 }
 
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
@@ -257,8 +269,9 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
   const relay = relayProcess('in-process', args, () => env, onLog);
   if (options.relay ?? true) await relay.start();
   const [running, startRelay, stop] = [() => relay.running, () => relay.start(), () => relay.stop()];
-  const killRelay = async () => relay.release()?.kill();
-  return { mode: 'in-process', relay: running, startRelay, stopRelay: stop, killRelay, env, stop };
+  const stack = { mode: 'in-process', relay: running, startRelay, stopRelay: stop, env, stop } as const;
+  processesOf.set(stack, { mode: 'in-process', relay: () => relay });
+  return stack;
 }
 
 /**
@@ -291,8 +304,8 @@ export async function startLocalStack(stackOptions: LocalStackOptions): Promise<
  * cluster, the resync timer.
  */
 async function startServerlessStack(options: LocalStackOptions, services: Composition): Promise<LocalStack> {
-  // Its port is chosen first, for the functions' environment; started again (fault injection) on
-  // the same port, so that every address of it stays valid.
+  // Its port is chosen first, for the functions' environment; started again (local/stack-faults.ts)
+  // on the same port, so that every address of it stays valid.
   const emulatorPort = await freePort();
   let emulator: PubSubEmulator | undefined;
   const emulatorService = new Launcher(async () => {
@@ -419,7 +432,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const runResync = async () => callResync((await resyncFunction()).url);
   await services.start(resyncTimer(options.resyncIntervalMs ?? 0, runResync, options.onResync));
   writeState();
-  return {
+  const stack: LocalStack = {
     mode: 'serverless',
     get emulator() {
       return emulator ?? started;
@@ -449,21 +462,20 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       await Promise.all((id === undefined ? relays : [relayOf(id)]).map((r) => r.service.stop()));
       writeState();
     },
-    killRelay: async (id) => relayOf(id).service.release()?.kill(),
-    async restartFunction(name, restartOptions = {}) {
-      const running = functions[name].release();
-      await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
-      if (!restartOptions.killOnly) await functions[name].start();
-    },
-    stopEmulator: () => emulatorService.stop(),
-    async startEmulator() {
-      await emulatorService.start();
-      await keys.start();
-      await resync.start();
-      await auditLog?.start();
-    },
     runResync,
     env,
     stop: () => services.stop(),
   };
+  processesOf.set(stack, {
+    mode: 'serverless',
+    relay: (id) => relayOf(id).service,
+    functions,
+    emulator: emulatorService,
+    async ensureTopology() {
+      await keys.start();
+      await resync.start();
+      await auditLog?.start();
+    },
+  });
+  return stack;
 }
