@@ -1,7 +1,7 @@
 /**
- * Fault injection into a running local stack (local/stack.ts), for the tests and the bench: SIGKILL
- * to a relay or a function, the Pub/Sub emulator stopped and started again. `levelset dev` runs the
- * stack without it.
+ * Fault injection into a running local stack (local/stack.ts), for the fault tests: SIGKILL to a
+ * relay or a function, the Pub/Sub emulator stopped and started again. `levelset dev` runs the stack
+ * without it.
  *
  *   await stackFaults(stack).killRelay();
  */

@@ -2,7 +2,8 @@
  * The whole Levelset pipeline on one machine: the Pub/Sub emulator with the keys topology, the
  * `reconcile` and `resync` functions under functions-framework, the relay, and a resync timer
  * standing in for Cloud Scheduler. `levelset dev` and the end-to-end tests both run it; the relay
- * runs as `levelset relay`, as in its container.
+ * runs as `levelset relay`, as in its container. Its services are local/stack-services.ts's, its
+ * timer local/scheduler.ts's; the fault tests break them through local/stack-faults.ts.
  *
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
  * (`functions/runtime/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
