@@ -2,37 +2,40 @@
  * The whole Levelset pipeline on one machine: the Pub/Sub emulator with the keys topology, the
  * `reconcile` and `resync` functions under functions-framework, the relay, and a resync timer
  * standing in for Cloud Scheduler. `levelset dev` and the end-to-end tests both run it; the relay
- * runs as `levelset relay`, as in its container.
+ * runs as `levelset relay`, as in its container. Its services are local/stack-services.ts's, its
+ * timer local/scheduler.ts's; the fault tests break them through local/stack-faults.ts.
  *
  * With `mode: 'in-process'` it runs the same controllers the classic way instead: one process
  * (`functions/runtime/in-process-main.ts`: informers → workqueue → workers), no emulator, no functions (with
  * `auditLog`, it reads the audit log topic of the emulator its `env` names).
  */
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { PubSub } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { resyncTopicOf } from '../core/config.ts';
-import { DEFAULT_CLUSTER } from '../core/contract/key.ts';
 import { REGISTRY_ENV, registryPath } from '../core/project.ts';
 import { emulatorClientOptions } from '../core/publish.ts';
 import type { ResyncReport } from '../functions/runtime/resync.ts';
-import { DEFAULT_MAX_DELIVERY_ATTEMPTS } from '../functions/runtime/retry.ts';
 import { AUDIT_LOG_TOPIC, LOCAL_FUNCTIONS_SERVICE_ACCOUNT } from './audit-log.ts';
-import { Composition, Launcher, type LocalService } from './composition.ts';
+import { Composition, Launcher } from './composition.ts';
 import { levelsetModule } from './module-path.ts';
 import {
   EMULATOR_PROJECT_ID,
   emulatorHostOf,
-  ensureKeysTopology,
   freePort,
   type KeysTopology,
-  keysTopologyNames,
   type PubSubEmulator,
   startPubSubEmulator,
 } from './pubsub-emulator.ts';
-import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
-import { type LogLine, onFreePort, type Service, serviceUrl, startService } from './service.ts';
+import type { PushProxy, PushProxyOptions } from './push-proxy.ts';
+import { callResync, resyncTimer } from './scheduler.ts';
+import type { LogLine, Service } from './service.ts';
+import {
+  FUNCTION_CONCURRENCY,
+  functionServices,
+  pushSubscription,
+  relayProcess,
+  relayServices,
+} from './stack-services.ts';
 import { createStackFiles } from './state.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
@@ -138,8 +141,6 @@ export interface InProcessStack {
   relay(): Service | undefined;
   /** Starts the in-process process. */
   startRelay(): Promise<Service>;
-  /** Fault injection: kills the in-process process with SIGKILL (its queued keys are lost with it). */
-  killRelay(): Promise<void>;
   /** Stops the in-process process (SIGTERM: it finishes the queued keys). */
   stopRelay(): Promise<void>;
   env: Record<string, string>;
@@ -151,7 +152,7 @@ export type AnyLocalStack = LocalStack | InProcessStack;
 
 export interface LocalStack {
   mode: 'serverless';
-  /** The running emulator (a new one after {@link LocalStack.startEmulator}). */
+  /** The running emulator (a new one after its restart, local/stack-faults.ts). */
   readonly emulator: PubSubEmulator;
   /** Full names of the topics and subscriptions. */
   topology: KeysTopology;
@@ -163,7 +164,7 @@ export interface LocalStack {
   resyncPushProxy: PushProxy;
   /** Backlog, last delivery, recoveries from stalls. */
   watchdog: DeliveryWatchdog;
-  /** The running `reconcile` function (a new process after {@link LocalStack.restartFunction}). */
+  /** The running `reconcile` function (a new process after its restart, local/stack-faults.ts). */
   readonly reconcile: Service;
   /** The running `resync` function; with {@link LocalStackOptions.resyncOnDemand}, only after the first resync. */
   readonly resync: Service;
@@ -180,22 +181,6 @@ export interface LocalStack {
   startRelay(env?: Record<string, string>, cluster?: string): Promise<Service>;
   /** Stops the relay of `cluster` (default: every relay; it flushes pending keys on SIGTERM). */
   stopRelay(cluster?: string): Promise<void>;
-  /** Fault injection: kills the relay of `cluster` (default: the first) with SIGKILL (keys in its collapse window are lost with it). */
-  killRelay(cluster?: string): Promise<void>;
-  /**
-   * Fault injection: kills a function's process with SIGKILL (mid-request, if one runs) and starts a
-   * new one on the same port (the push endpoint stays valid). `signal: 'SIGTERM'` stops it gracefully
-   * instead (SIGKILL after its grace). `killOnly` leaves it down until
-   * {@link LocalStack.restartFunction} is called again.
-   */
-  restartFunction(
-    name: 'reconcile' | 'resync',
-    options?: { killOnly?: boolean; signal?: 'SIGKILL' | 'SIGTERM' },
-  ): Promise<void>;
-  /** Fault injection: kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
-  stopEmulator(): Promise<void>;
-  /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
-  startEmulator(): Promise<void>;
   /**
    * Calls the `resync` function once, as Cloud Scheduler does (starting it first, with
    * {@link LocalStackOptions.resyncOnDemand}). @throws on a non-2xx answer.
@@ -207,90 +192,37 @@ export interface LocalStack {
 }
 
 /**
- * V8 heap limit (MiB) of the local function processes: what Terraform gives a function at its
- * default 512Mi (`--max-old-space-size`, half the instance's memory; terraform/functions.tf), so a
- * function that would not fit on Cloud Run does not pass locally either.
+ * A stack's processes, for local/stack-faults.ts to break (`levelset dev` never does): the relays
+ * (in-process: the one process, whatever the cluster), and in serverless mode the functions, the
+ * emulator (on the same port at each start), and the topology's re-creation after its restart.
  */
-export const FUNCTION_HEAP_MIB = 256;
+export type StackProcesses = {
+  relay(cluster?: string): Launcher<Service, [extra?: Record<string, string>]>;
+} & (
+  | { mode: 'in-process' }
+  | {
+      mode: 'serverless';
+      functions: Record<'reconcile' | 'resync', Launcher<Service>>;
+      emulator: Launcher<PubSubEmulator>;
+      ensureTopology(): Promise<void>;
+    }
+);
+
+/** Each running stack's processes, kept off the stack itself. */
+const processesOf = new WeakMap<AnyLocalStack, StackProcesses>();
 
 /**
- * The functions' V8 flags, as Terraform sets them in NODE_OPTIONS (terraform/functions.tf): the
- * heap limit {@link FUNCTION_HEAP_MIB}, and 8 MiB semi-spaces, which V8 otherwise grows during a
- * resync and keeps (docs/architecture.md, decision 35).
+ * The processes of `stack`, for local/stack-faults.ts.
+ * @throws {Error} for a stack {@link startLocalStack} did not start
  */
-export const FUNCTION_NODE_OPTIONS = [
-  `--max-old-space-size=${FUNCTION_HEAP_MIB}`,
-  '--max-semi-space-size=8',
-] as const;
-
-/**
- * The relay's V8 flags, as Terraform sets them in its container's NODE_OPTIONS (terraform/kubernetes.tf
- * `relay_node_env`): half the 512Mi memory limit as heap, and 4 MiB semi-spaces, which V8 otherwise
- * grows during a large LIST and keeps (docs/architecture.md, decision 1).
- */
-export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space-size=4'] as const;
-
-/**
- * Requests the local `reconcile` serves at once, live and resync pushes together: Terraform's
- * `reconcile_concurrency` default (`max_instance_request_concurrency` of each instance,
- * terraform/variables.tf). Locally one process stands for one instance, so its memory and CPU are
- * an instance's at the deployed concurrency; in the cloud more instances serve the rest.
- */
-export const FUNCTION_CONCURRENCY = 8;
-
-/**
- * The environment the relay's image sets (relay/Dockerfile `ENV`): at most 2 glibc malloc arenas,
- * because glibc's default (8 per core, one per thread that allocates) lets Node's libuv and V8
- * worker threads each keep the pages of a large LIST's buffers in an arena of their own. The local
- * relay and the bench's informer children run with it too.
- */
-export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
+export function stackProcesses(stack: AnyLocalStack): StackProcesses {
+  const processes = processesOf.get(stack);
+  if (!processes) throw new Error('not a stack startLocalStack started');
+  return processes;
+}
 
 /** Resync keys the local stack pushes to `reconcile` at once (its resync subscription's push rate). */
 export const RESYNC_PUSH_CONCURRENCY = 4;
-
-/** The functions' entry for functions-framework's `--source` (functions/runtime/main.ts: the registry of `LEVELSET_REGISTRY`). */
-export const functionsMain = levelsetModule('functions/runtime/main.ts');
-
-/** The functions-framework CLI (`functions-framework --target=… --port=…`). */
-export const functionsCli = join(
-  dirname(createRequire(import.meta.url).resolve('@google-cloud/functions-framework')),
-  'main.js',
-);
-
-/**
- * The header functions-framework sets on the answer it gives a request in flight when its process
- * crashes or receives a signal (`X-Google-Status: crash`, body `Received SIGINT` for a signal).
- */
-const FUNCTION_STATUS_HEADER = 'x-google-status';
-
-/**
- * A resync whose function process was stopped by a signal while it ran (functions-framework then
- * answers `500 Received SIGINT`): Ctrl-C in a terminal signals every process of the group at once,
- * so the resync function may stop before `levelset dev` does. Not a failure of the resync.
- */
-export class ResyncInterruptedError extends Error {
-  override readonly name = 'ResyncInterruptedError';
-}
-
-/**
- * A relay's process (the in-process mode's too), on a new port at each start (`RELAY_PORT`; another
- * when some other process took it first, local/service.ts `onFreePort`), ready once `/readyz`
- * answers; `env(extra)` is its environment at each start.
- */
-function relayProcess(
-  name: string,
-  args: string[],
-  env: (extra: Record<string, string>) => Record<string, string>,
-  onLog: (line: LogLine) => void,
-): Launcher<Service, [extra?: Record<string, string>]> {
-  return new Launcher((extra = {}) =>
-    onFreePort((port) => {
-      const ownEnv = { ...env(extra), RELAY_PORT: String(port) };
-      return startService({ name, args, port, env: ownEnv, readyPath: '/readyz', onLog });
-    }),
-  );
-}
 
 /** The in-process mode's pull subscription of the audit log topic ({@link LocalStackOptions.auditLog}). */
 export const AUDIT_LOG_PULL_SUBSCRIPTION = `${AUDIT_LOG_TOPIC}-in-process`;
@@ -338,166 +270,9 @@ async function startInProcessStack(options: LocalStackOptions): Promise<InProces
   const relay = relayProcess('in-process', args, () => env, onLog);
   if (options.relay ?? true) await relay.start();
   const [running, startRelay, stop] = [() => relay.running, () => relay.start(), () => relay.stop()];
-  const killRelay = async () => relay.release()?.kill();
-  return { mode: 'in-process', relay: running, startRelay, stopRelay: stop, killRelay, env, stop };
-}
-
-type StackFiles = ReturnType<typeof createStackFiles>;
-
-/** The `reconcile` and `resync` functions under functions-framework, each on a port of its own for good. */
-async function functionServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
-  const ports = { reconcile: await freePort(), resync: await freePort(), auditLog: await freePort() };
-  // The reconcile's Prometheus metrics (core/metrics.ts) on a port of their own, kept across
-  // restarts of the function, which `levelset status --watch` reads.
-  const metricsPort = await freePort();
-  const urls = {
-    get reconcile() {
-      return serviceUrl(ports.reconcile);
-    },
-    get resync() {
-      return serviceUrl(ports.resync);
-    },
-    get auditLog() {
-      return serviceUrl(ports.auditLog);
-    },
-    reconcileMetrics: `${serviceUrl(metricsPort)}metrics`,
-  };
-  const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
-  const functionsEnv = {
-    // Requeues and retries (functions/runtime/requeue.ts, functions/runtime/retry.ts) come back through a timer in
-    // reconcile's process that publishes the key to the keys topic, as Cloud Tasks does in the cloud.
-    LEVELSET_REQUEUE: 'local',
-    // The attempts before a failing key is dead-lettered: the push proxy's (Terraform's dead-letter policy's).
-    LEVELSET_MAX_DELIVERY_ATTEMPTS: String(options.maxDeliveryAttempts ?? DEFAULT_MAX_DELIVERY_ATTEMPTS),
-    // The principal Levelset's own writes carry in an audit log entry (local/audit-log.ts).
-    LEVELSET_FUNCTIONS_SERVICE_ACCOUNT: LOCAL_FUNCTIONS_SERVICE_ACCOUNT,
-    ...env,
-    KUBECONFIG: options.functionsKubeconfigPath ?? options.kubeconfigPath,
-    ...(clusters?.length ? { LEVELSET_CLUSTERS: JSON.stringify(clusters) } : {}),
-  };
-  // The functions' entry that loads the registry named by LEVELSET_REGISTRY (functions/runtime/main.ts).
-  const source = `--source=${functionsMain}`;
-  const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
-    const onLog = files.log(name);
-    const metrics = name === 'reconcile' ? { LEVELSET_METRICS_PORT: String(metricsPort) } : {};
-    const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
-    const launch = (port: number) => {
-      const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
-      return startService({ name, args, port, env: ownEnv, onLog });
-    };
-    let started = false;
-    return new Launcher(async () => {
-      // Its first start moves to a fresh port when another process took the chosen one meanwhile;
-      // from then on the port is its own for good (a restart keeps every address of it valid).
-      const service = started ? await launch(ports[name]) : await onFreePort(launch, ports[name]);
-      ports[name] = service.port;
-      started = true;
-      return service;
-    });
-  };
-  return {
-    reconcile: functionService('reconcile'),
-    resync: functionService('resync'),
-    // Its log file and trace file exist only when it runs.
-    auditLog: options.auditLog ? functionService('auditLog') : undefined,
-    urls,
-  };
-}
-
-/**
- * A push subscription of `topic` to `reconcile` through a push proxy of its own (local/push-proxy.ts):
- * `start` starts the proxy unless it runs, then creates what is missing of the topic and the
- * subscription pushing to it (all of it, after the emulator's restart).
- */
-function pushSubscription(
-  { host: emulatorHost, projectId }: PubSubEmulator,
-  topic: string,
-  proxy: Pick<
-    PushProxyOptions,
-    'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots' | 'pushBackoff'
-  >,
-  messageOrdering?: boolean,
-  subscriptionId?: string,
-) {
-  const topology = keysTopologyNames(projectId, topic, subscriptionId);
-  const { deadLetterTopic, subscription } = topology;
-  const topologyOptions = { projectId, emulatorHost, topic, messageOrdering, subscription: subscriptionId };
-  const proxyService = new Launcher(() =>
-    startPushProxy({ ...proxy, emulatorHost, projectId, deadLetterTopic, subscription }),
-  );
-  return {
-    topology,
-    async start(): Promise<PushProxy> {
-      const running = await proxyService.start();
-      await ensureKeysTopology({ ...topologyOptions, pushEndpoint: running.url });
-      return running;
-    },
-    stop: () => proxyService.stop(),
-  };
-}
-
-/**
- * A relay per cluster, each with its id and kubeconfig. Without {@link LocalStackOptions.clusters},
- * the one relay `relay` of the `default` cluster, with the relay's identity.
- */
-function relayServices(options: LocalStackOptions, env: Record<string, string>, files: StackFiles) {
-  const kubeconfigPath = options.relayKubeconfigPath ?? options.kubeconfigPath;
-  const clusters = options.clusters?.length
-    ? options.clusters.map((c) => ({ ...c, name: `relay-${c.id}`, env: { RELAY_CLUSTER: c.id } }))
-    : [{ id: DEFAULT_CLUSTER, kubeconfigPath, name: 'relay', env: {} }];
-  const args = [...RELAY_NODE_OPTIONS, levelsetModule('cli/levelset.ts'), 'relay'];
-  return clusters.map((c) => {
-    const relayEnv = (extra: Record<string, string>) => {
-      const own = { ...extra, KUBECONFIG: c.kubeconfigPath, ...c.env };
-      return { ...RELAY_ENV, ...env, ...files.traceEnv('relay'), ...own };
-    };
-    return { ...c, service: relayProcess(c.name, args, relayEnv, files.log(c.name)) };
-  });
-}
-
-/**
- * POSTs to the `resync` function at `url`, as Cloud Scheduler does.
- * @throws {ResyncInterruptedError} when a signal stopped the function meanwhile
- * @throws {Error} on a non-2xx answer or one that is not JSON
- */
-async function callResync(url: string): Promise<ResyncReport> {
-  const res = await fetch(url, { method: 'POST' });
-  const text = await res.text();
-  if (res.headers.get(FUNCTION_STATUS_HEADER) === 'crash' && /^Received SIG[A-Z]+$/.test(text))
-    throw new ResyncInterruptedError(text);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new Error(`resync answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
-  }
-  if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
-  return body as ResyncReport;
-}
-
-/**
- * The resync timer, Cloud Scheduler's stand-in: `runResync` every `intervalMs` (0: never), its report
- * or failure to `onResync`, except of a resync the stop or a signal interrupted.
- */
-function resyncTimer(
-  intervalMs: number,
-  runResync: () => Promise<ResyncReport>,
-  onResync: ((report: ResyncReport | Error) => void) | undefined,
-): LocalService {
-  let timer: NodeJS.Timeout | undefined;
-  let stopping = false;
-  const report = (result: ResyncReport | Error) => {
-    if (!stopping && !(result instanceof ResyncInterruptedError)) onResync?.(result);
-  };
-  return {
-    start: async () => {
-      if (intervalMs) timer = setInterval(() => void runResync().then(report, report), intervalMs).unref();
-    },
-    stop: async () => {
-      stopping = true;
-      clearInterval(timer);
-    },
-  };
+  const stack = { mode: 'in-process', relay: running, startRelay, stopRelay: stop, env, stop } as const;
+  processesOf.set(stack, { mode: 'in-process', relay: () => relay });
+  return stack;
 }
 
 /**
@@ -530,8 +305,8 @@ export async function startLocalStack(stackOptions: LocalStackOptions): Promise<
  * cluster, the resync timer.
  */
 async function startServerlessStack(options: LocalStackOptions, services: Composition): Promise<LocalStack> {
-  // Its port is chosen first, for the functions' environment; started again (fault injection) on
-  // the same port, so that every address of it stays valid.
+  // Its port is chosen first, for the functions' environment; started again (local/stack-faults.ts)
+  // on the same port, so that every address of it stays valid.
   const emulatorPort = await freePort();
   let emulator: PubSubEmulator | undefined;
   const emulatorService = new Launcher(async () => {
@@ -658,7 +433,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   const runResync = async () => callResync((await resyncFunction()).url);
   await services.start(resyncTimer(options.resyncIntervalMs ?? 0, runResync, options.onResync));
   writeState();
-  return {
+  const stack: LocalStack = {
     mode: 'serverless',
     get emulator() {
       return emulator ?? started;
@@ -688,21 +463,20 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       await Promise.all((id === undefined ? relays : [relayOf(id)]).map((r) => r.service.stop()));
       writeState();
     },
-    killRelay: async (id) => relayOf(id).service.release()?.kill(),
-    async restartFunction(name, restartOptions = {}) {
-      const running = functions[name].release();
-      await (restartOptions.signal === 'SIGTERM' ? running?.stop() : running?.kill());
-      if (!restartOptions.killOnly) await functions[name].start();
-    },
-    stopEmulator: () => emulatorService.stop(),
-    async startEmulator() {
-      await emulatorService.start();
-      await keys.start();
-      await resync.start();
-      await auditLog?.start();
-    },
     runResync,
     env,
     stop: () => services.stop(),
   };
+  processesOf.set(stack, {
+    mode: 'serverless',
+    relay: (id) => relayOf(id).service,
+    functions,
+    emulator: emulatorService,
+    async ensureTopology() {
+      await keys.start();
+      await resync.start();
+      await auditLog?.start();
+    },
+  });
+  return stack;
 }

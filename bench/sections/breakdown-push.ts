@@ -4,7 +4,7 @@
  */
 import { createServer } from 'node:http';
 import { startPushProxy } from '../../local/push-proxy.ts';
-import { FUNCTION_CONCURRENCY } from '../../local/stack.ts';
+import { FUNCTION_CONCURRENCY } from '../../local/stack-services.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import type { SectionEnv } from '../environment.ts';
 import { type Figure, figuresOf, quantiles } from '../report.ts';

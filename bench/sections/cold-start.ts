@@ -10,7 +10,7 @@ import { COMPILE_CACHE, packageFunctions, WARM_COMPILE_CACHE } from '../../cli/b
 import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, functionsCli, functionsMain } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS, functionsCli, functionsMain } from '../../local/stack-services.ts';
 import type { Section } from '../environment.ts';
 import { figuresOf, quantiles } from '../report.ts';
 import { exec, keyMessage, now, sleep, stopChild } from '../support.ts';

@@ -13,7 +13,7 @@ import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-repl
 import { PRELOAD } from '../../local/parent-watch.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS } from '../../local/stack-services.ts';
 import { sumSeries } from '../../test/support/metrics.ts';
 import { waitFor } from '../../test/support/wait.ts';
 import {

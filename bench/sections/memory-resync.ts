@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { bundle } from '../../cli/build/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../cli/build/package-relay.ts';
 import { repoRoot } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
 import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
 import { comparing, type Figure } from '../report.ts';
 import { jsonChild, pool } from '../support.ts';

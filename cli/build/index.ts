@@ -13,7 +13,7 @@ import { IN_PROCESS_MAIN, packageRelay, RELAY_MAIN } from './package-relay.ts';
 /**
  * The relay image's Dockerfile, beside the bundle in `build/relay` (the build context): distroless
  * Node 24 as the nonroot user; the bundle holds every library it imports (cli/build/package-relay.ts).
- * Its environment is relay/Dockerfile's (local/stack.ts RELAY_ENV: at most 2 malloc arenas).
+ * Its environment is relay/Dockerfile's (local/stack-services.ts RELAY_ENV: at most 2 malloc arenas).
  */
 export const RELAY_DOCKERFILE = `# syntax=docker/dockerfile:1
 # The relay's image, with this project's registry: written by \`levelset build\`; do not edit.

@@ -44,6 +44,7 @@ import { type GrpcProxy, type RecordedRequest, startGrpcProxy } from '../../loca
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { LogLine } from '../../local/service.ts';
 import type { StackMode } from '../../local/stack.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import {
   outcomeLines,
   PIPELINE_MODES,
@@ -627,12 +628,13 @@ const suite = (mode: StackMode) => () => {
     await waitFor(async () => ready(await getTopic('while-down'))?.status === 'True', {
       message: 'while-down Ready',
     });
-    if (p.mode === 'serverless') await serverlessStack(p).restartFunction('reconcile', { killOnly: true });
+    if (p.mode === 'serverless')
+      await stackFaults(serverlessStack(p)).restartFunction('reconcile', { killOnly: true });
     else await p.stack.stopRelay();
     await deleteTopic('while-down');
     assert.ok((await getTopic('while-down')).metadata.deletionTimestamp, 'held by the finalizer');
     if (p.mode === 'serverless') {
-      await serverlessStack(p).restartFunction('reconcile');
+      await stackFaults(serverlessStack(p)).restartFunction('reconcile');
       await serverlessStack(p).runResync(); // publishes the keys of objects being deleted too
     } else await p.stack.startRelay(); // its initial list holds the object being deleted
     await waitFor(() => gone('while-down'), { message: 'Topic while-down gone', timeoutMs: 60_000 });

@@ -15,7 +15,7 @@ import { startTestCluster, type TestCluster } from '../../functions/kit/testing.
 import { MAX_BODY_BYTES } from '../../functions/runtime/http.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { type Service, startService } from '../../local/service.ts';
-import { functionsCli, functionsMain } from '../../local/stack.ts';
+import { functionsCli, functionsMain } from '../../local/stack-services.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';

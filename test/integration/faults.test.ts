@@ -18,6 +18,7 @@ import {
   SOURCE_VERSION_ANNOTATION,
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { uniqueSuffix } from '../../functions/kit/testing.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import { type Pipeline, relayCounter, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -270,7 +271,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
 
   it('converges after the relay is killed with collapsed keys not yet published', async (t) => {
     const sourceCount = (await core.listNamespacedSecret({ namespace: source })).items.length;
-    await serverlessStack(p).killRelay();
+    await stackFaults(serverlessStack(p)).killRelay();
     await p.stack.startRelay({ RELAY_COLLAPSE_MS: '60000' });
     let started = Date.now();
     try {
@@ -289,7 +290,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       started = Date.now();
       t.diagnostic(`relay SIGKILLed with ${pending} keys pending`);
     } finally {
-      await serverlessStack(p).killRelay();
+      await stackFaults(serverlessStack(p)).killRelay();
       await p.stack.startRelay();
     }
     await converged(t, started);
@@ -309,7 +310,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       { message: 'some copies written' },
     );
     let started = Date.now();
-    await serverlessStack(p).restartFunction('reconcile');
+    await stackFaults(serverlessStack(p)).restartFunction('reconcile');
     for (const remove of removeLatency) remove();
     t.diagnostic('reconcile SIGKILLed after 3 of 5 copies were written');
     await converged(t, started);
@@ -324,7 +325,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       { message: 'some copies deleted' },
     );
     started = Date.now();
-    await serverlessStack(p).restartFunction('reconcile');
+    await stackFaults(serverlessStack(p)).restartFunction('reconcile');
     for (const remove of removeLatency) remove();
     t.diagnostic('reconcile SIGKILLed after 3 of 5 copies were deleted');
     await converged(t, started);
@@ -333,7 +334,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
   it('retries keys from its bounded buffer while the Pub/Sub emulator restarts, without a resync', async (t) => {
     const errorsBefore = await relayCounter(p, 'levelset_relay_publish_errors_total', '');
     const started = Date.now();
-    await serverlessStack(p).stopEmulator();
+    await stackFaults(serverlessStack(p)).stopEmulator();
     try {
       await updateSource('a');
       await createSource('g');
@@ -344,7 +345,7 @@ describe('faults survived by the pipeline (secret-replicator)', {
       const buffered = await relayCounter(p, 'levelset_relay_retry_buffer_keys', '');
       t.diagnostic(`emulator down ${Date.now() - started} ms; ${buffered} keys in the retry buffer`);
     } finally {
-      await serverlessStack(p).startEmulator();
+      await stackFaults(serverlessStack(p)).startEmulator();
     }
     // The emulator's JVM restarts first (13-30 s on a loaded 2-core machine), then the backoff runs out.
     await converged(t, started, 120_000);

@@ -21,7 +21,7 @@ import {
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack.ts';
+import { FUNCTION_NODE_OPTIONS, functionsCli } from '../../local/stack-services.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { waitFor } from '../support/wait.ts';
 

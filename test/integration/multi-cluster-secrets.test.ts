@@ -30,6 +30,7 @@ import {
 } from '../../functions/kit/testing.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import { waitFor } from '../support/wait.ts';
 
 const A = 'cluster-a';
@@ -186,7 +187,7 @@ describe('cross-cluster Secret replication (serverless, two clusters)', { skip }
   });
 
   it('a missed delete in cluster B is fixed by the resync of the source', async () => {
-    await stack.killRelay(B);
+    await stackFaults(stack).killRelay(B);
     await core(B).deleteNamespacedSecret({ namespace: target, name: 'db' });
     const report = await stack.runResync();
     assert.ok(!report.controllers['secret-replicator']?.error, JSON.stringify(report));
@@ -217,7 +218,7 @@ describe('cross-cluster Secret replication (serverless, two clusters)', { skip }
       body: sourceSecret('orphan', 'o', 'cluster-*'),
     });
     await copyInB('orphan', 'o');
-    await stack.killRelay(A);
+    await stackFaults(stack).killRelay(A);
     await core(A).deleteNamespacedSecret({ namespace: source, name: 'orphan' });
     const report = await stack.runResync();
     assert.ok(!report.controllers['secret-replicator']?.error, JSON.stringify(report));

@@ -22,6 +22,7 @@ import {
 } from '../../functions/kit/testing.ts';
 import type { LogLine } from '../../local/service.ts';
 import { type LocalStack, startLocalStack } from '../../local/stack.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import { pushEnvelope } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -189,7 +190,7 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
   });
 
   it("with cluster A's relay killed, cluster B keeps converging; the resync covers cluster A", async () => {
-    await stack.killRelay(A);
+    await stackFaults(stack).killRelay(A);
     assert.equal(stack.relay(A), undefined);
     await createFoo(B, 'while-a-down', 1);
     await waitFor(() => deployment(B, 'while-a-down'), { message: "cluster B converging without A's relay" });

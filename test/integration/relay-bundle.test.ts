@@ -17,7 +17,7 @@ import { emulatorClientOptions } from '../../core/publish.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack.ts';
+import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';

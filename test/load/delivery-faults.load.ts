@@ -26,6 +26,7 @@ import {
 } from '../../functions/controllers/secret-replicator/plan.ts';
 import { uniqueSuffix } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import type { StallReport } from '../../local/watchdog.ts';
 import { PIPELINE_MODES, type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
@@ -227,11 +228,12 @@ for (const mode of PIPELINE_MODES)
 
     /** Kills what reconciles (serverless: `reconcile`; in-process: the one process) with SIGKILL. */
     const killReconciler = async () => {
-      if (p.stack.mode === 'serverless') await p.stack.restartFunction('reconcile', { killOnly: true });
-      else await p.stack.killRelay();
+      if (p.stack.mode === 'serverless')
+        await stackFaults(p.stack).restartFunction('reconcile', { killOnly: true });
+      else await stackFaults(p.stack).killRelay();
     };
     const startReconciler = async () => {
-      if (p.stack.mode === 'serverless') await p.stack.restartFunction('reconcile');
+      if (p.stack.mode === 'serverless') await stackFaults(p.stack).restartFunction('reconcile');
       else await p.stack.startRelay();
     };
     /** Copy writes (in the target namespaces) since `since`, ms epoch. */
@@ -267,7 +269,7 @@ for (const mode of PIPELINE_MODES)
       await waitFor(() => checkExact(), { message: 'idle: everything delivered' });
       const started = Date.now();
       if (p.stack.mode === 'serverless')
-        await p.stack.restartFunction('reconcile', { killOnly: true, signal: 'SIGTERM' });
+        await stackFaults(p.stack).restartFunction('reconcile', { killOnly: true, signal: 'SIGTERM' });
       else await p.stack.stopRelay();
       await updateAll();
       await delay(3_000);
@@ -276,14 +278,14 @@ for (const mode of PIPELINE_MODES)
     });
 
     it('converges after the emulator is restarted while reconcile is down', serverless, async (t) => {
-      const stack = serverlessStack(p);
+      const faults = stackFaults(serverlessStack(p));
       const started = Date.now();
-      await stack.restartFunction('reconcile', { killOnly: true });
+      await faults.restartFunction('reconcile', { killOnly: true });
       await updateAll(); // delivered to the old emulator, never acknowledged: lost with it
-      await stack.stopEmulator();
-      await stack.startEmulator();
+      await faults.stopEmulator();
+      await faults.startEmulator();
       await updateAll(); // every key again, to the new emulator (the relay's retry buffer holds what failed meanwhile)
-      await stack.restartFunction('reconcile');
+      await faults.restartFunction('reconcile');
       await converged(t, started);
       t.diagnostic(`watchdog recoveries so far: ${JSON.stringify(stalls)}`);
     });

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1OwnerReference } from '@kubernetes/client-node';
+import { stackFaults } from '../../local/stack-faults.ts';
 import { type Pipeline, serverlessStack, startPipeline } from './pipeline.ts';
 import { waitFor } from './wait.ts';
 
@@ -100,7 +101,7 @@ export function ownerFaultsSuite(c: OwnerFaultsCase): void {
       const gone = await create('gone');
       await waitFor(checkExact, { timeoutMs: 60_000, message: `the ${c.children} of both ${c.kind}s` });
 
-      await serverlessStack(p).killRelay();
+      await stackFaults(serverlessStack(p)).killRelay();
       const started = Date.now();
       // Nothing watches now: each of these is a missed event.
       await ctx.custom.deleteNamespacedCustomObject({

@@ -287,7 +287,7 @@ describe('terraform/', () => {
   });
 
   test("the functions' V8 flags are the ones the local stack and the bench run them with", async () => {
-    const { FUNCTION_HEAP_MIB, FUNCTION_NODE_OPTIONS } = await import('../../local/stack.ts');
+    const { FUNCTION_HEAP_MIB, FUNCTION_NODE_OPTIONS } = await import('../../local/stack-services.ts');
     const env = strings(m.locals.get('function_env')).join('\n');
     const memory = /variable "function_memory"[\s\S]*?default\s*=\s*"(\d+)Mi"/.exec(
       readFileSync(join(TF_DIR, 'variables.tf'), 'utf8'),
@@ -302,12 +302,12 @@ describe('terraform/', () => {
   });
 
   test("the relay's V8 flags are stated: a heap limit of half its memory limit, the ones the bench measures", async () => {
-    const { RELAY_NODE_OPTIONS } = await import('../../local/stack.ts');
+    const { RELAY_NODE_OPTIONS } = await import('../../local/stack-services.ts');
     const env = strings(m.locals.get('relay_node_env')).join('\n');
     assert.match(env, /NODE_OPTIONS.*--max-old-space-size=\$\{floor\(local\.relay_memory_mib \/ 2\)\}/s);
     assert.match(String(m.locals.get('relay_memory_limit')), /var\.relay_resources\.memory_limit/);
     assert.match(clusterInputs(m).relay_env ?? '', /local\.relay_node_env/);
-    // local/stack.ts states the same flags for the default 512Mi limit (the local relay, the bench).
+    // local/stack-services.ts states the same flags for the default 512Mi limit (the local relay, the bench).
     const limit = /memory_limit\s*=\s*optional\(string,\s*"(\d+)Mi"\)/.exec(
       readFileSync(join(TF_DIR, 'variables.tf'), 'utf8'),
     )?.[1];
