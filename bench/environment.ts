@@ -189,7 +189,7 @@ export async function startApiServer(): Promise<ApiServer> {
     process.execPath,
     [
       `--import=${PRELOAD}`,
-      join(repoRoot, 'local', 'apiserver', 'main.ts'),
+      join(repoRoot, 'apiserver', 'main.ts'),
       '--kubeconfig',
       kubeconfigPath,
       '--history',

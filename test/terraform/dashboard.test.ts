@@ -415,7 +415,7 @@ describe('terraform/ dashboard and SLOs', () => {
     const metric = resource(m, 'google_logging_metric', 'reconcile_delivery_delay');
     assert.equal(metric.value_extractor, 'EXTRACT(jsonPayload.deliveryDelayMs)');
     assert.match(String(metric.filter), /jsonPayload\.reason=\(\\?"watch\\?" OR \\?"manual\\?"\)/);
-    const source = readFileSync(join(REPO_ROOT, 'functions', 'reconcile.ts'), 'utf8');
+    const source = readFileSync(join(REPO_ROOT, 'functions', 'runtime', 'reconcile.ts'), 'utf8');
     assert.match(source, /deliveryDelayMs: deliveryDelayMs\(message\.enqueuedAt\)/, 'the function logs it');
     const bounds = m.locals.get('delivery_delay_bounds_ms') as number[];
     assert.equal(
