@@ -104,12 +104,8 @@ export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
     const response = await config.httpApi.send(context).toPromise();
     const text = await response.body.text();
     if (response.httpStatusCode < 200 || response.httpStatusCode > 299)
-      throw new ApiException(
-        response.httpStatusCode,
-        `HTTP-Code: ${response.httpStatusCode}\nMessage: ${method} ${path}\nBody: ${text}`,
-        text,
-        response.headers,
-      );
+      // ApiException's own message is `HTTP-Code: <code>\nMessage: <message>\nBody: …\nHeaders: …`.
+      throw new ApiException(response.httpStatusCode, `${method} ${path}`, text, response.headers);
     return { body: text ? JSON.parse(text) : undefined, context };
   };
 }

@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import * as z from 'zod';
-import { configmaps, customResource, defineController, secrets } from '../../functions/kit/index.ts';
+import {
+  configmaps,
+  customResource,
+  defineController,
+  resourceClient,
+  secrets,
+} from '../../functions/kit/index.ts';
 import {
   type ReconcilerForTest,
   reconcilerForTest,
@@ -153,6 +159,19 @@ describe('kit: reads in other namespaces and a metadata patch, checked against t
     const run = await t.reconcile({ namespace: ns, name: 'absent' });
     assert.equal(run.error, undefined);
     assert.ok(!run.requests.some((r) => r.startsWith('PATCH ') && r.includes('/configmaps/')));
+  });
+
+  it('an API error says its status once: HTTP-Code, the request, the body', async () => {
+    const client = resourceClient(cluster.kubeConfig);
+    const err = await client.get(configmaps, other, 'nothing-here').then(
+      () => assert.fail('a GET of an absent object throws'),
+      (e: unknown) => e as Error,
+    );
+    assert.equal(err.message.match(/HTTP-Code/g)?.length, 1, err.message);
+    assert.match(
+      err.message,
+      new RegExp(`^HTTP-Code: 404\nMessage: GET /api/v1/namespaces/${other}/configmaps/nothing-here\n`),
+    );
   });
 
   it('a read the RBAC does not grant throws before any request is made', async () => {
