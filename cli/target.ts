@@ -6,6 +6,9 @@
  * Resolution: `--project` → Google Cloud; else a state file whose emulator answers → local; else
  * `GOOGLE_CLOUD_PROJECT` → Google Cloud; else a {@link CliError} saying how to get either.
  */
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../core/kube.ts';
 import { createKeyPublisher, type KeyPublisher, type KeyPublisherOptions } from '../core/publish.ts';
@@ -94,14 +97,22 @@ export async function resolveTarget(
     };
   }
   if (env.GOOGLE_CLOUD_PROJECT) return cloud(env.GOOGLE_CLOUD_PROJECT);
+  throw noLocalStack(dir, stack, 'pass --project (or set GOOGLE_CLOUD_PROJECT) for Google Cloud');
+}
+
+/**
+ * The one message of a command that needs the local stack when none runs (`levelset status`,
+ * `conditions`, …): which state file says so, how to start one, and `otherwise` (the command's
+ * other target).
+ */
+function noLocalStack(dir: string, stack: StackState | undefined, otherwise: string): CliError {
   if (stack)
-    throw new CliError(
+    return new CliError(
       `the local stack is not running (${stackProcessAlive(stack) ? `its Pub/Sub emulator at ${stack.emulatorHost} does not answer` : `its process ${stack.pid} is gone`}): ` +
-        'start it with `levelset dev`, or pass --project for Google Cloud',
+        `start it with \`levelset dev\`, or ${otherwise}`,
     );
-  throw new CliError(
-    `no local stack running (no ${dir}/stack.json): start one with \`levelset dev\`, ` +
-      'or pass --project (or set GOOGLE_CLOUD_PROJECT) for Google Cloud',
+  return new CliError(
+    `no local stack running (no ${dir}/stack.json): start one with \`levelset dev\`, or ${otherwise}`,
   );
 }
 
@@ -139,15 +150,22 @@ export function targetKubeConfig(target: Target): KubeConfig {
  * @throws {CliError} when no kubeconfig can be loaded
  */
 export function clusterKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
-  let path: string | undefined;
+  const dir = stateDirectory(env);
+  let stack: StackState | undefined;
   try {
-    const stack = readStackState(stateDirectory(env));
-    if (stack && stackProcessAlive(stack)) path = stack.kubeconfigPath;
+    stack = readStackState(dir);
   } catch {
     // no usable local stack state: KUBECONFIG
   }
+  let path = stack && stackProcessAlive(stack) ? stack.kubeconfigPath : undefined;
+  // Neither a stack nor a kubeconfig nor a Pod's ServiceAccount: client-node would fall back to
+  // http://localhost:8080 and refuse it ("HTTP protocol is not allowed…"); say what is missing.
+  const home = join(env.HOME ?? homedir(), '.kube', 'config');
+  if (!path && !env.KUBECONFIG && !env.KUBERNETES_SERVICE_HOST && !existsSync(home))
+    throw noLocalStack(dir, stack, 'set KUBECONFIG for another cluster');
+  path ??= env.KUBECONFIG || undefined;
   try {
-    return loadKubeConfig(path ?? env.KUBECONFIG ?? undefined, { ...env, K_SERVICE: undefined });
+    return loadKubeConfig(path, { ...env, K_SERVICE: undefined });
   } catch (err) {
     throw new CliError(`no Kubernetes cluster: ${firstLine(err)} (set KUBECONFIG)`);
   }

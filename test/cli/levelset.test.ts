@@ -643,6 +643,16 @@ describe('levelset (the real binary against the local stack)', () => {
         1,
         /no local stack running .*levelset dev/,
       );
+      // A command of the cluster alone says the same, not client-node's refusal of its fallback
+      // (http://localhost:8080 when no kubeconfig exists).
+      const conditions = await cli(['conditions', '-A'], {
+        LEVELSET_STATE_DIR: empty,
+        HOME: empty,
+        KUBECONFIG: undefined,
+        KUBERNETES_SERVICE_HOST: undefined,
+      });
+      assertOneLineFailure(conditions, 1, /no local stack running .*levelset dev.*set KUBECONFIG/);
+      assert.doesNotMatch(conditions.stdout + conditions.stderr, /HTTP protocol/);
 
       const state = readStackState(stateDir) as StackState;
       writeStackState(gone, { ...state, emulatorHost: `127.0.0.1:${await freePort()}` });
