@@ -77,6 +77,8 @@ export interface MetadataInformerOptions {
   onSilentWatch?(): void;
   /** Called when a watch stream opens (`true`) or ends (`false`). */
   onWatching?(watching: boolean): void;
+  /** Called after each discovery of whether the resource is served (`false`: waiting for it, its CRD absent). */
+  onServed?(served: boolean): void;
 }
 
 /**
@@ -311,6 +313,7 @@ export class MetadataInformer {
         this.#state = 'waiting-for-resource';
         for (const key of [...this.#cache.keys()]) this.#removeKey(key); // a deleted CRD took its objects with it: their keys get tombstones
         this.#setSynced();
+        this.#options.onServed?.(false);
         await this.#pause(this.#options.discoveryIntervalMs ?? 5_000);
         continue;
       }
@@ -320,6 +323,7 @@ export class MetadataInformer {
       }
       waitingLogged = false;
       this.#state = 'running';
+      this.#options.onServed?.(true);
       const startedAt = Date.now();
       const err = await this.#runInformer();
       if (this.#stopped()) break;

@@ -134,7 +134,7 @@ export function createRelayMetrics(registry: Registry = new Registry()): RelayMe
     }),
     informerSynced: new Gauge({
       name: 'levelset_relay_informer_synced',
-      help: "1 once an informer's first list is in its cache.",
+      help: "1 once an informer's first list is in its cache and while its resource is served (0 while it waits for a CRD).",
       labelNames: ['resource'],
       registers,
     }),

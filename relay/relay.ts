@@ -229,14 +229,26 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
             });
       },
       onRestart: () => metrics.informerRestarts.inc({ resource: plan.id }),
+      onServed: () => reportSynced(plan.id),
     });
+  /**
+   * `levelset_relay_informer_synced` of informer `id`: 1 once its first LIST is in its cache and
+   * while its resource is served; 0 while it waits for its resource (a CRD not installed, a
+   * resource this API server does not serve), so that `levelset status` names it. Readiness does
+   * not wait for such a resource (`notReady`).
+   */
+  const reportSynced = (id: string) => {
+    const informer = informers.get(id);
+    const synced = informer?.hasSynced() && informer.state !== 'waiting-for-resource';
+    metrics.informerSynced.set({ resource: id }, synced ? 1 : 0);
+  };
 
   for (const plan of plans) {
     const informer = makeInformer(plan);
     informers.set(plan.id, informer);
     metrics.informerSynced.set({ resource: plan.id }, 0);
     metrics.informerWatching.set({ resource: plan.id }, 0);
-    void informer.whenSynced().then(() => metrics.informerSynced.set({ resource: plan.id }, 1));
+    void informer.whenSynced().then(() => reportSynced(plan.id));
     for (const route of plan.routes) {
       if (route.primary && !primaryOf.has(route.controller.name))
         primaryOf.set(route.controller.name, informer);
@@ -275,7 +287,16 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     'relay started',
   );
   const allSynced = Promise.all([...informers.values()].map((i) => i.whenSynced())).then(() => {
-    logger.info({ informers: informers.size }, 'relay ready: every informer synced');
+    const waiting = [...informers.values()]
+      .filter((i) => i.state === 'waiting-for-resource')
+      .map((i) => i.id);
+    if (waiting.length === 0)
+      logger.info({ informers: informers.size }, 'relay ready: every informer synced');
+    else
+      logger.warn(
+        { informers: informers.size, waiting },
+        `relay ready, but ${waiting.join(', ')} not served: waiting for ${waiting.length > 1 ? 'them' : 'it'} (a CRD not installed, or a resource this API server does not serve)`,
+      );
   });
 
   let stopping: Promise<RelayStopResult> | undefined;

@@ -464,6 +464,12 @@ describe('relay (integration)', () => {
       });
       await relay.whenReady();
       assert.equal(relay.informers()[0]?.state, 'waiting-for-resource');
+      // Ready, but not reported synced: `levelset status` names the informer waiting for its resource.
+      const synced = async () =>
+        (await relay.metrics.registry.getSingleMetric('levelset_relay_informer_synced')?.get())?.values.map(
+          (v) => v.value,
+        );
+      assert.deepEqual(await synced(), [0]);
 
       await crds.createCustomResourceDefinition({
         body: {
@@ -493,6 +499,7 @@ describe('relay (integration)', () => {
         },
       });
       await waitFor(() => relay.informers()[0]?.state === 'running', { message: 'informer running' });
+      await waitFor(async () => (await synced())?.[0] === 1, { message: 'the informer reported synced' });
       await waitFor(
         async () => {
           try {
