@@ -31,6 +31,8 @@ export interface DevOptions {
   cluster: 'auto' | 'embedded' | 'kubeconfig';
   /** The registry module whose controllers run (absolute path; core/project.ts). */
   registry: string;
+  /** The names of its controllers: the banner says what runs, and the secret replicator's lines only when it does. */
+  controllers: readonly string[];
   /**
    * The CRDs of the registry's controllers (cli/build/generate-manifests.ts `projectCrdSources`),
    * created in an embedded cluster at start.
@@ -76,6 +78,7 @@ export async function runDev(options: DevOptions): Promise<void> {
   const logLevel = options.logLevel ?? 'info';
   const kubeconfigFile = options.kubeconfig ?? join(homedir(), '.kube', 'config');
   const say = (line: string) => process.stdout.write(`${line}\n`);
+  const replicates = options.controllers.includes('secret-replicator');
 
   /** The kubeconfig of a cluster that answers `/version` within 3 s, or undefined. */
   async function reachableCluster(): Promise<{ path: string; server: string; version: string } | undefined> {
@@ -166,7 +169,7 @@ export async function runDev(options: DevOptions): Promise<void> {
     const clusters = clusterCount > 1 ? embedded : undefined;
     for (const c of clusters ?? [{ id: '', kubeconfigPath }])
       say(
-        `  kubeconfig       ${c.id ? `${c.id}: ` : ''}${c.kubeconfigPath}    try: kubectl --kubeconfig ${c.kubeconfigPath} get secrets -A`,
+        `  kubeconfig       ${c.id ? `${c.id}: ` : ''}${c.kubeconfigPath}    try: kubectl --kubeconfig ${c.kubeconfigPath} get ${replicates ? 'secrets' : 'all'} -A`,
       );
     const pretty = createPrettyLog({ level: logLevel });
     const kubeConfig = embedded[0]?.kubeConfig ?? new PooledKubeConfig();
@@ -228,10 +231,12 @@ export async function runDev(options: DevOptions): Promise<void> {
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
       );
-    say(
-      `  source namespace ${options.sourceNamespace}: every Secret there is copied to every other namespace`,
-    );
-    if (clusters)
+    say(`  controllers      ${options.controllers.join(', ') || '(none registered)'}`);
+    if (replicates)
+      say(
+        `  source namespace ${options.sourceNamespace}: every Secret there is copied to every other namespace`,
+      );
+    if (replicates && clusters)
       say(
         '  cross-cluster    a source annotated levelset.dev/replicate-to-clusters: <ids or globs> is copied into those clusters too',
       );
@@ -242,7 +247,7 @@ export async function runDev(options: DevOptions): Promise<void> {
       await topicDemo(kubeConfig, stack.emulator, say);
       const [first, second] = clusters ? embedded : [];
       if (first && second) await crossClusterDemo(first, second, options.sourceNamespace, say);
-    } else {
+    } else if (replicates) {
       const core = kubeConfig.makeApiClient(CoreV1Api);
       const sources = await core
         .listNamespacedSecret({ namespace: options.sourceNamespace })

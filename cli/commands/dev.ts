@@ -99,6 +99,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
     ]);
     await runDev({
       registry,
+      controllers: controllers.map((c) => c.name),
       // The project's CRDs, as `levelset build` deploys them (its own and the shipped ones it registers).
       crds: projectCrdSources({ ...project, registry }, controllers).map((s) => parse(s.text)),
       // The demo plays Levelset's own controllers' examples: in its own repository only.

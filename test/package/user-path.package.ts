@@ -325,6 +325,10 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
         timeoutMs: 180_000,
         message: `levelset dev to start (its output: ${output.slice(-2000)})`,
       });
+      // The banner says what this project runs, and nothing of a controller it does not register.
+      await waitFor(() => output.includes('Ctrl-C stops everything'), { message: 'the banner' });
+      assert.match(output, /controllers +greeting, widget/);
+      assert.doesNotMatch(output, /source namespace|source Secrets/);
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromFile(join(state, 'kubeconfig'));
       await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'dev' } } });
