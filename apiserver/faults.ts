@@ -7,8 +7,12 @@
 import { matchesRequest, type RequestInfo, type RequestMatch } from './requestinfo.ts';
 import type { WatchEventMatch } from './watch.ts';
 
-/** How a matched request fails: an HTTP status (e.g. 409, 429 with Retry-After, 500, 503), or a reset connection. */
-export type Failure = { status: number; retryAfterSeconds?: number } | { reset: true };
+/**
+ * How a matched request fails: an HTTP status (e.g. 409, 429 with Retry-After, 500, 503), or a reset
+ * connection. A 429 says `Retry-After: 1` unless told (kube-apiserver's max-in-flight filter);
+ * `retryAfterSeconds: null` sends none (a rate limit that names no delay).
+ */
+export type Failure = { status: number; retryAfterSeconds?: number | null } | { reset: true };
 
 interface FailRule {
   match: RequestMatch;

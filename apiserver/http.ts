@@ -253,10 +253,8 @@ export function createHandler(ctx: HttpContext) {
             OPTIMISTIC_LOCK_MESSAGE,
           );
         }
-        throw genericStatus(
-          failure.status,
-          failure.retryAfterSeconds ?? (failure.status === 429 ? 1 : undefined),
-        );
+        const retryAfter = failure.retryAfterSeconds ?? (failure.status === 429 ? 1 : undefined);
+        throw genericStatus(failure.status, failure.retryAfterSeconds === null ? undefined : retryAfter);
       }
       user = ctx.authn.authenticate(req.headers.authorization);
       if (!user) throw unauthorized();

@@ -73,13 +73,14 @@ export function keyMessageOf(key: ControllerKey, reason: EnqueueReason, enqueued
 
 /**
  * Pub/Sub attributes of a key message: they repeat `cluster`, `controller` and `reason` for
- * filters and logs; {@link ATTEMPT_ATTRIBUTE} on a retried key.
+ * filters and logs; {@link ATTEMPT_ATTRIBUTE} and {@link RATE_LIMITED_ATTRIBUTE} on a retried key.
  */
 export type KeyMessageAttributes = {
   cluster: string;
   controller: string;
   reason: EnqueueReason;
   [ATTEMPT_ATTRIBUTE]?: string;
+  [RATE_LIMITED_ATTRIBUTE]?: string;
 };
 
 /**
@@ -97,6 +98,35 @@ export const attemptAttribute = z
   .regex(/^[1-9][0-9]{0,2}$/, 'a whole number from 1, in decimal')
   .transform(Number)
   .pipe(z.number().max(100));
+
+/**
+ * The attribute of a key message retried after a rate limit (functions/runtime/retry.ts): how many
+ * deliveries of the key a quota or rate limit refused since it last succeeded, from 1, in decimal
+ * (the success's requeue, and every other publisher, writes none). Kept apart from
+ * {@link ATTEMPT_ATTRIBUTE}, whose count leads to the dead letter: a rate limit is never given up
+ * on. Absent: none (every message of before, which therefore decodes; an attribute rather than a
+ * field, so functions of before, whose schema is strict, accept it during a rollout and ignore it).
+ */
+export const RATE_LIMITED_ATTRIBUTE = 'rateLimited';
+
+/** {@link RATE_LIMITED_ATTRIBUTE}'s value: a whole number from 1 to 999 999 999, no sign or leading zero. */
+export const rateLimitedAttribute = z
+  .string()
+  .regex(/^[1-9][0-9]{0,8}$/, 'a whole number from 1, in decimal')
+  .transform(Number);
+
+/**
+ * What a key's message carries of its retries ({@link ATTEMPT_ATTRIBUTE}, {@link
+ * RATE_LIMITED_ATTRIBUTE}): the attempt (from 1) and the rate limits (from 0). The input of
+ * the one retry backoff of both modes (functions/runtime/retry.ts `nextRetry`).
+ */
+export interface RetryCounts {
+  attempt: number;
+  rateLimited: number;
+}
+
+/** The counts of a key's first delivery, and of every message without the attributes. */
+export const FIRST_DELIVERY: RetryCounts = { attempt: 1, rateLimited: 0 };
 
 /** What a publisher hands to Pub/Sub for one key message. */
 export interface EncodedKeyMessage {
@@ -197,7 +227,7 @@ function issuesOf(err: z.ZodError): string[] {
 }
 
 /** A decoded delivery: the key message and what the push envelope says about it. */
-export interface Delivery {
+export interface Delivery extends RetryCounts {
   message: KeyMessage;
   /** `""` when absent. */
   messageId: string;
@@ -207,6 +237,8 @@ export interface Delivery {
   deliveryAttempt?: number;
   /** The key's attempt ({@link ATTEMPT_ATTRIBUTE}; 1 when absent). */
   attempt: number;
+  /** The key's rate limits ({@link RATE_LIMITED_ATTRIBUTE}; 0 when absent). */
+  rateLimited: number;
   /** The message's publish time (RFC 3339), when the envelope has it. */
   publishTime?: string;
   /** The subscription that pushed it (full name), when the envelope says. */
@@ -216,9 +248,9 @@ export interface Delivery {
 /**
  * Decodes a Pub/Sub push envelope into its key message.
  * @returns the key message, the envelope's `messageId`, attributes, delivery attempt, publish time and
- *   subscription, and the key's attempt ({@link ATTEMPT_ATTRIBUTE}).
- * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON, the key message or
- *   its {@link ATTEMPT_ATTRIBUTE} is invalid.
+ *   subscription, and the key's retry counts ({@link RetryCounts}).
+ * @throws {MalformedMessageError} when the envelope, its base64 data, its JSON, the key message,
+ *   its {@link ATTEMPT_ATTRIBUTE} or its {@link RATE_LIMITED_ATTRIBUTE} is invalid.
  */
 export function decodePushEnvelope(body: unknown): Delivery {
   const envelope = pushEnvelopeSchema.safeParse(body);
@@ -235,10 +267,18 @@ export function decodePushEnvelope(body: unknown): Delivery {
   const parsed = keyMessageSchema.safeParse(json);
   if (!parsed.success) throw new MalformedMessageError('not a v1 or v2 key message', issuesOf(parsed.error));
   const attributes = envelope.data.message.attributes ?? {};
-  const attempt = attemptAttribute.optional().safeParse(attributes[ATTEMPT_ATTRIBUTE]);
-  if (!attempt.success)
-    throw new MalformedMessageError(`invalid "${ATTEMPT_ATTRIBUTE}" attribute`, issuesOf(attempt.error));
-  const delivery: Delivery = { message: parsed.data, messageId, attributes, attempt: attempt.data ?? 1 };
+  const counted = (name: string, schema: z.ZodType<number, string>, absent: number) => {
+    const count = schema.optional().safeParse(attributes[name]);
+    if (!count.success) throw new MalformedMessageError(`invalid "${name}" attribute`, issuesOf(count.error));
+    return count.data ?? absent;
+  };
+  const delivery: Delivery = {
+    message: parsed.data,
+    messageId,
+    attributes,
+    attempt: counted(ATTEMPT_ATTRIBUTE, attemptAttribute, 1),
+    rateLimited: counted(RATE_LIMITED_ATTRIBUTE, rateLimitedAttribute, 0),
+  };
   if (envelope.data.deliveryAttempt !== undefined) delivery.deliveryAttempt = envelope.data.deliveryAttempt;
   if (envelope.data.message.publishTime !== undefined)
     delivery.publishTime = envelope.data.message.publishTime;

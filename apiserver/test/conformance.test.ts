@@ -1828,6 +1828,13 @@ describe('fault injection and request log (local server only)', () => {
       200,
       'only the next one',
     );
+    local.faults.failNext({ verb: 'list', resource: 'configmaps' }, 1, {
+      status: 429,
+      retryAfterSeconds: null,
+    });
+    const unnamed = await raw(kc, 'GET', `/api/v1/namespaces/${ns}/configmaps`);
+    assert.equal(unnamed.status, 429);
+    assert.equal(unnamed.headers['retry-after'], undefined, 'no delay named');
     local.faults.failNext({ verb: 'create' }, 2, { status: 500 });
     assert.equal(
       (await raw(kc, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: 'a' } })).json.reason,

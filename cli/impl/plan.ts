@@ -230,6 +230,8 @@ export async function runPlan(argv: PlanArgs, env: NodeJS.ProcessEnv = process.e
   if (plan.terminal) say(`  terminal: ${plan.terminal.reason}: ${plan.terminal.message}`);
   if (plan.result?.notFound) say('  not found: nothing to do');
   if (plan.result?.requeueAfterMs !== undefined) say(`  requeue after ${plan.result.requeueAfterMs} ms`);
+  if (plan.result?.rateLimited)
+    say(`  rate limited (retry after: ${plan.result.rateLimited.retryAfterMs ?? '?'} ms)`);
   const count = (a: PlannedChange['action']) => plan.changes.filter((c) => c.action === a).length;
   say(
     plan.changes.length === 0

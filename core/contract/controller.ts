@@ -180,12 +180,25 @@ export interface ExternalChange {
 /** What `listKeys` may use: the same clients as a reconcile, without a key. */
 export type ResyncContext = Omit<ReconcileContext, 'events'>;
 
+/** A quota or rate-limit answer ({@link Result.rateLimited}): the delay it asks for, ms, when it names one. */
+export interface RateLimit {
+  retryAfterMs?: number;
+}
+
 /**
  * The outcome of a successful reconcile. `requeueAfterMs` asks for the key to come back later
  * (published with a delay by the caller's mechanism: the next resync at the latest).
  */
 export interface Result {
   requeueAfterMs?: number;
+  /**
+   * A quota or rate limit refused the reconcile (a Kubernetes `429`, Google's `RESOURCE_EXHAUSTED`:
+   * the kit's rate-limits.ts). The runtime brings the key back after `retryAfterMs` when the answer
+   * named a delay, else after the key's backoff, counted in its message apart from its failed
+   * attempts (functions/runtime/retry.ts `nextRetry`); never dead-lettered, never terminal. The
+   * outcome is `requeue`; `requeueAfterMs` is then ignored.
+   */
+  rateLimited?: RateLimit;
   /**
    * The primary does not exist, so the reconcile had nothing to converge (controller-runtime's
    * `client.IgnoreNotFound`): still a success, whose outcome line says `notFound: true`, so that
@@ -224,7 +237,8 @@ export interface Referrer extends Key {
 /**
  * How a delivery ended; logged as `outcome` on the final line of every delivery (Terraform's
  * log-based metrics count them): `success`, `requeue` (success, asked to come back: the
- * requeuer (functions/runtime/requeue.ts) delivers it again after `requeueAfterMs`, else the next resync), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
+ * requeuer (functions/runtime/requeue.ts) delivers it again after `requeueAfterMs`, else the next
+ * resync; or {@link Result.rateLimited}), `terminal`, `malformed` → 204; `transient` (409, 429, 5xx, network), `error`
  * (unexpected, e.g. 403 from missing RBAC) → 500.
  */
 export type Outcome = 'success' | 'requeue' | 'terminal' | 'malformed' | 'transient' | 'error';

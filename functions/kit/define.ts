@@ -23,7 +23,6 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
-import { ItemExponentialBackoff } from '../../core/backoff.ts';
 import type {
   Controller,
   PolicyRule,
@@ -34,7 +33,7 @@ import type {
   Watch,
   WatchEvent,
 } from '../../core/contract/controller.ts';
-import { type Key, keyString } from '../../core/contract/key.ts';
+import type { Key } from '../../core/contract/key.ts';
 import { errorText, TerminalError } from '../../core/k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
@@ -239,8 +238,6 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     })),
   ]);
   const synced = def.synced ?? `${def.primary.kind} synced successfully`;
-  /** Per-key backoff of rate-limited reconciles without a delay of their own (client-go's 5 ms → 1000 s). */
-  const rateLimited = new ItemExponentialBackoff();
   const childSetsIn = childSetsOf(owns);
 
   /**
@@ -345,22 +342,18 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
 
   /**
    * {@link reconcileOnce}, with quota and rate limits (Google RESOURCE_EXHAUSTED/429, Kubernetes 429,
-   * rate-limits.ts) answered as a requeue after the delay they ask for, else after the key's
-   * exponential backoff (client-go's 5 ms → 1000 s): not a failure retried at once, not terminal.
-   * A reconcile that succeeds forgets the key's backoff (client-go's `Forget`).
+   * rate-limits.ts) answered as `rateLimited`, with the delay they name if any: the runtime retries
+   * the key after it, else after the key's backoff counted in its message (`Result.rateLimited`).
+   * Not a failure, not terminal; the kit keeps no state of its own.
    */
   async function reconcile(requested: Key, ctx: ReconcileContext): Promise<Result> {
-    const backoffId = `${ctx.cluster}/${keyString(requested)}`;
     try {
-      const result = await reconcileOnce(requested, ctx);
-      rateLimited.forget(backoffId);
-      return result;
+      return await reconcileOnce(requested, ctx);
     } catch (err) {
-      const limit = rateLimitOf(await withStatusDetails(err));
-      if (!limit) throw err;
-      const requeueAfterMs = limit.retryAfterMs ?? rateLimited.when(backoffId);
-      ctx.log.warn({ err: errorText(err), requeueAfterMs }, 'rate limited; requeued after the delay');
-      return { requeueAfterMs };
+      const rateLimited = rateLimitOf(await withStatusDetails(err));
+      if (!rateLimited) throw err;
+      ctx.log.warn({ err: errorText(err), ...rateLimited }, 'rate limited; the runtime retries the key');
+      return { rateLimited };
     }
   }
 

@@ -8,15 +8,14 @@
  * - Kubernetes: `429 Too Many Requests` (API Priority and Fairness, max-in-flight), whose
  *   `Retry-After` header gives seconds (apimachinery `SuggestsClientDelay`).
  *
- * Without a delay the kit waits per key ({@link ItemExponentialBackoff}, client-go's 5 ms → 1000 s).
+ * The kit answers one with `Result.rateLimited` (core/contract/controller.ts); the runtime waits the
+ * delay it names, else the key's backoff counted in its message (functions/runtime/retry.ts).
  */
 import { ApiException } from '@kubernetes/client-node';
+import type { RateLimit } from '../../core/contract/controller.ts';
 import { GRPC, grpcCodeOf } from './google-cloud.ts';
 
-/** A rate-limit answer: how long it asks to wait, ms (`undefined`: it names no time). */
-export interface RateLimit {
-  retryAfterMs?: number;
-}
+export type { RateLimit };
 
 /** `google.protobuf.Duration` as google-gax decodes it (seconds may be a Long). */
 type Duration = { seconds?: number | string | { toNumber(): number } | null; nanos?: number | null };

@@ -7,7 +7,9 @@
  * Environment: `KUBECONFIG` (else `~/.kube/config`, else in-cluster), `RELAY_PORT` (health/metrics,
  * default 8080), `RELAY_COLLAPSE_MS` (default 0: the workqueue's dirty set alone collapses),
  * `LEVELSET_WORKERS` (per controller, default 4), `LEVELSET_RESYNC_INTERVAL_MS` (default 600 000;
- * 0 disables), `LOG_LEVEL`, and each controller's own configuration (README "Configuration").
+ * 0 disables), `LEVELSET_RETRY_BASE_MS` and `LEVELSET_RETRY_MAX_MS` (the retries' backoff, as the
+ * functions read them: functions/runtime/retry.ts), `LOG_LEVEL`, and each controller's own
+ * configuration (README "Configuration").
  * Drift from Cloud Audit Logs (functions/runtime/audit-log-subscription.ts): `LEVELSET_AUDIT_LOG_SUBSCRIPTION` (a subscription
  * of the audit log sink's topic, its id or full name; default none), with
  * `LEVELSET_FUNCTIONS_SERVICE_ACCOUNT` (the principal of this process's own writes, required then),
@@ -31,6 +33,7 @@ import {
   type InProcess,
   startInProcess,
 } from './in-process.ts';
+import { readRetryConfig } from './retry.ts';
 
 /** Default period of the in-process resync, ms (10 min). */
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
@@ -93,6 +96,7 @@ export async function runInProcess(controllers: readonly Controller[]): Promise<
       collapseMs: env.RELAY_COLLAPSE_MS ?? DEFAULT_IN_PROCESS_COLLAPSE_MS,
       workers: env.LEVELSET_WORKERS ?? DEFAULT_WORKERS,
       resyncIntervalMs: env.LEVELSET_RESYNC_INTERVAL_MS ?? DEFAULT_RESYNC_INTERVAL_MS,
+      backoff: readRetryConfig(),
       logger,
     });
   } catch (err) {

@@ -6,8 +6,10 @@
  * modes write identical outcome lines. As controller-runtime does:
  *
  * - `success` → `Forget`; `requeue` → `Forget` + `AddAfter(requeueAfterMs)` (honoured exactly);
- * - `transient` / `error` → `AddRateLimited` (max(5 ms × 2ⁿ → 1000 s, 10 qps / burst 100)), and
- *   not before the `Retry-After` the failure asked for (`retryAfterMs`), as the `reconcile` function;
+ * - `transient` / `error`, and a rate limit (`requeue` with `rateLimited`) → `AddRateLimited` after
+ *   the delay of the `reconcile` function's {@link nextRetry}, from the same counts (kept per key
+ *   here, in the message there: {@link RetryCountsLimiter}), and not before the token bucket of
+ *   client-go's `DefaultControllerRateLimiter` (10 qps / burst 100) allows; never given up on;
  * - `terminal` / `malformed` → `Forget`, not retried;
  * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added;
  * - with `auditLog`, an audit log entry of a change made outside Levelset adds the keys of the
@@ -18,16 +20,25 @@
  */
 
 import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
+import { ITEM_BACKOFF_BASE_MS, ITEM_BACKOFF_MAX_MS } from '../../core/backoff.ts';
 import type { Controller } from '../../core/contract/controller.ts';
 import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../../core/contract/key.ts';
 import { ATTR } from '../../core/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../../core/log.ts';
+import { FIRST_DELIVERY, type RetryCounts } from '../../core/message.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from '../../relay/relay.ts';
 import type { AuditLogSubscriptionConfig } from './audit-log-subscription.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from './reconcile.ts';
 import { resyncAll } from './resync.ts';
-import { createWorkQueueMetrics, type RateLimiter, WorkQueue } from './workqueue.ts';
+import { nextRetry, type RetryConfig } from './retry.ts';
+import {
+  BucketRateLimiter,
+  createWorkQueueMetrics,
+  MaxOfRateLimiter,
+  type RateLimiter,
+  WorkQueue,
+} from './workqueue.ts';
 
 /** Default workers per controller (`LEVELSET_WORKERS`). */
 export const DEFAULT_WORKERS = 4;
@@ -46,13 +57,40 @@ export interface InProcessOptions
   logger?: Logger;
   /** Logger of the reconcile side (outcome lines); default `createLogger('functions')`, as the function's. */
   reconcileLogger?: Logger;
-  /** Rate limiter per controller queue; default client-go's `DefaultControllerRateLimiter`. */
-  rateLimiter?: () => RateLimiter;
+  /** The retries' backoff bounds, ms (functions/runtime/retry.ts); default client-go's 5 ms → 1000 s. */
+  backoff?: Pick<RetryConfig, 'baseMs' | 'maxMs'>;
   /**
    * Drift from Cloud Audit Logs (functions/runtime/audit-log-subscription.ts): the subscription of the audit log sink's topic
    * to pull; each entry's owners' keys are added to their workqueues. Default: none.
    */
   auditLog?: AuditLogSubscriptionConfig;
+}
+
+/**
+ * The retry counts of each key of one controller's queue ({@link RetryCounts}), which a key's message
+ * carries in the serverless mode: the queue's per-key rate limiter, so that `Forget` (a success, a
+ * terminal failure) clears them and `NumRequeues` counts them; its `when` adds no delay of its own
+ * (the delay is {@link nextRetry}'s, handed to `AddRateLimited`).
+ */
+class RetryCountsLimiter implements RateLimiter {
+  readonly #counts = new Map<string, RetryCounts>();
+  /** The counts of `key`'s next delivery ({@link FIRST_DELIVERY} when it has none). */
+  of(key: string): RetryCounts {
+    return this.#counts.get(key) ?? FIRST_DELIVERY;
+  }
+  set(key: string, counts: RetryCounts): void {
+    this.#counts.set(key, counts);
+  }
+  when(_key: string): number {
+    return 0;
+  }
+  forget(key: string): void {
+    this.#counts.delete(key);
+  }
+  numRequeues(key: string): number {
+    const { attempt, rateLimited } = this.of(key);
+    return attempt - 1 + rateLimited;
+  }
 }
 
 export interface InProcess {
@@ -83,11 +121,14 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   const metrics = createRelayMetrics();
   const workQueueMetrics = createWorkQueueMetrics(metrics.registry);
   const byName = new Map(controllers.map((c) => [c.name, c]));
+  const backoff = options.backoff ?? { baseMs: ITEM_BACKOFF_BASE_MS, maxMs: ITEM_BACKOFF_MAX_MS };
+  const retries = new Map(controllers.map((c) => [c.name, new RetryCountsLimiter()]));
   const queues = new Map(
-    controllers.map((c) => [
-      c.name,
-      new WorkQueue({ name: c.name, metrics: workQueueMetrics, rateLimiter: options.rateLimiter?.() }),
-    ]),
+    [...retries].map(([name, counts]) => {
+      // client-go's DefaultControllerRateLimiter's bucket, over every key; the per-key delay is nextRetry's.
+      const rateLimiter = new MaxOfRateLimiter(counts, new BucketRateLimiter(10, 100));
+      return [name, new WorkQueue({ name, metrics: workQueueMetrics, rateLimiter })];
+    }),
   );
   const kubeConfig = () => options.kubeConfig;
   /**
@@ -125,18 +166,14 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
             }),
         );
       } finally {
-        switch (result.outcome) {
-          case 'transient':
-          case 'error':
-            // Not sooner than a failure's `Retry-After` (core/k8s/errors.ts retryAfterMsOf).
-            queue.addRateLimited(key, result.retryAfterMs);
-            break;
-          case 'requeue':
-            queue.forget(key);
-            queue.addAfter(key, result.requeueAfterMs ?? 0);
-            break;
-          default:
-            queue.forget(key);
+        if (result.outcome === 'transient' || result.outcome === 'error' || result.rateLimited) {
+          const counts = retries.get(controller) as RetryCountsLimiter;
+          const next = nextRetry(backoff, counts.of(key), result);
+          counts.set(key, next.counts);
+          queue.addRateLimited(key, next.delayMs);
+        } else {
+          queue.forget(key);
+          if (result.outcome === 'requeue') queue.addAfter(key, result.requeueAfterMs ?? 0);
         }
         // The objects that reference the primary, to reconcile next (Result.referrers).
         for (const referrer of result.referrers ?? [])

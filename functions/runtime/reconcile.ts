@@ -49,7 +49,7 @@ import { flushTraces } from '../../core/tracing.ts';
 import { recordDrift } from './drift.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 import type { Requeuer } from './requeue.ts';
-import { deadLetterAttributes, type RetryConfig, retryDecision } from './retry.ts';
+import { deadLetterAttributes, type RetryConfig, readRetryConfig, retryDecision } from './retry.ts';
 
 export interface ReconcileHandlerDeps {
   /** The registry (or a subset, in tests). */
@@ -119,12 +119,15 @@ export interface ReconcileKeyOptions {
 
 /**
  * How {@link reconcileKey} ended, the delay the reconcile asked for (`requeue`), and the delay a
- * `transient` failure asked for before its retry (`Retry-After`, core/k8s/errors.ts `retryAfterMsOf`), ms.
+ * `transient` failure or a rate limit asked for before its retry (`Retry-After`, core/k8s/errors.ts
+ * `retryAfterMsOf`; `Result.rateLimited`), ms.
  */
 export interface KeyOutcome {
   outcome: Outcome;
   requeueAfterMs?: number;
   retryAfterMs?: number;
+  /** A quota or rate limit refused the reconcile (`Result.rateLimited`; outcome `requeue`): the caller retries the key (retry.ts `nextRetry`). */
+  rateLimited?: true;
   /**
    * Keys to reconcile next, in the key's cluster: the objects that reference the primary
    * (`Result.referrers`), each for every controller whose primary is its resource. The caller
@@ -153,7 +156,8 @@ export function referrerKeys(
  * Runs one key, the same way in both modes (the `reconcile` function and the in-process workers):
  * looks the controller up, reconciles with {@link reconcileRetryingConflicts}, records a Warning
  * Event for a terminal failure, and writes the delivery's final log line with `outcome` and
- * `durationMs` (ms), and `notFound: true` when the reconcile found no primary ({@link Result.notFound}); a key the
+ * `durationMs` (ms), `notFound: true` when the reconcile found no primary ({@link Result.notFound}),
+ * `rateLimited: true` (outcome `requeue`) with the delay it named (`retryAfterMs`); a key the
  * resync enqueued (`reason`) whose reconcile changed something is drift (functions/runtime/drift.ts). Never throws: every failure is an outcome (`malformed` for an unknown
  * controller or cluster; `terminal`, `transient`, `error` as described by {@link Outcome}).
  * @param options.cluster the key's cluster id; default {@link DEFAULT_CLUSTER}.
@@ -218,19 +222,21 @@ async function reconcileKeyLogged(
       : undefined;
     const ctx = { cluster, kubeConfig, log, events, ...(directory ? { clusters: directory } : {}) };
     const result = await reconcileRetryingConflicts(controller, key, ctx);
-    const requeueAfterMs = result?.requeueAfterMs;
-    const outcome: Outcome = requeueAfterMs !== undefined ? 'requeue' : 'success';
+    const limited = result?.rateLimited ? ({ rateLimited: true, ...result.rateLimited } as const) : undefined;
+    const requeueAfterMs = limited ? undefined : result?.requeueAfterMs;
+    const outcome: Outcome = limited || requeueAfterMs !== undefined ? 'requeue' : 'success';
     const notFound = result?.notFound ? true : undefined;
     const durationMs = elapsed();
     log.info(
-      { outcome, durationMs, requeueAfterMs, notFound },
-      notFound ? 'not found: nothing to do' : 'reconciled',
+      { outcome, durationMs, requeueAfterMs, notFound, ...limited },
+      limited ? 'rate limited' : notFound ? 'not found: nothing to do' : 'reconciled',
     );
     recordDrift(controller.name, options.reason, result, log);
     const referrers = referrerKeys(controllers, cluster, result?.referrers);
     return {
       outcome,
       durationMs,
+      ...limited,
       ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
       ...(referrers.length > 0 ? { referrers } : {}),
     };
@@ -315,6 +321,8 @@ export function createReconcileHandler(
   deps: ReconcileHandlerDeps,
 ): (req: Request, res: Response) => Promise<void> {
   const byName = new Map(deps.controllers.map((c) => [c.name, c]));
+  /** The backoff of rate-limited keys: the retry configuration's, else its defaults (client-go's). */
+  const backoff = deps.retry ?? readRetryConfig({});
   /** The last run queued per key: a key's next delivery waits for it. */
   const tails = new Map<string, Promise<unknown>>();
   const serialisedPerKey = <T>(id: string, run: () => Promise<T>): Promise<T> => {
@@ -377,9 +385,10 @@ export function createReconcileHandler(
         : {}),
     };
     const { retry, requeuer, deadLetters } = deps;
+    const requeuing = requeuer && requeuer.kind !== 'none' ? requeuer : undefined;
     const retrying =
-      retry?.mode === 'requeue' && requeuer && requeuer.kind !== 'none' && deadLetters
-        ? { config: retry, requeuer, deadLetters }
+      retry?.mode === 'requeue' && requeuing && deadLetters
+        ? { config: retry, requeuer: requeuing, deadLetters }
         : undefined;
     const { status } = await inDeliverySpan(traceContextOf(decoded.attributes), attributes, async () => {
       const result = await serialisedPerKey(orderingKeyOf(controllerKey), () =>
@@ -426,7 +435,15 @@ export function createReconcileHandler(
         log.info({ referrers: result.referrers.map(orderingKeyOf) }, 'referrers enqueued');
       }
       const failed = result.outcome === 'transient' || result.outcome === 'error';
-      const status = !failed ? 204 : retrying ? await retryFailed(retrying, decoded, result, log) : 500;
+      // A rate limit is retried by any requeuer, never answered 500 (Pub/Sub would dead-letter it).
+      const limited = result.rateLimited && requeuing ? { config: backoff, requeuer: requeuing } : undefined;
+      const status = failed
+        ? retrying
+          ? await retryKey(retrying, decoded, result, log)
+          : 500
+        : limited
+          ? await retryKey(limited, decoded, result, log)
+          : 204;
       return { ...result, status };
     });
     // Cloud Run throttles an instance's CPU once it answered: the delivery's spans leave first.
@@ -435,47 +452,61 @@ export function createReconcileHandler(
   };
 }
 
-/** What {@link retryFailed} needs: the retry configuration, a requeuer that is not `none`, the dead letters' publisher. */
+/**
+ * What {@link retryKey} needs: the retry configuration, a requeuer that is not `none`, the dead
+ * letters' publisher (for a failure; a rate limit is never dead-lettered).
+ */
 interface Retrying {
   config: RetryConfig;
   requeuer: Requeuer;
-  deadLetters: NonNullable<ReconcileHandlerDeps['deadLetters']>;
+  deadLetters?: NonNullable<ReconcileHandlerDeps['deadLetters']>;
 }
 
 /**
- * Retries a failed delivery without a non-2xx answer (functions/runtime/retry.ts): requeues its key message
- * (the same `reason` and `enqueuedAt`, so its delivery delay keeps growing) as the next attempt
- * after the delay {@link retryDecision} gives, or at the last attempt publishes it to the
- * dead-letter topic with Pub/Sub's dead-letter attributes.
+ * Retries a failed or rate-limited delivery without a non-2xx answer (functions/runtime/retry.ts):
+ * requeues its key message (the same `reason` and `enqueuedAt`, so its delivery delay keeps
+ * growing) with the next counts after the delay {@link retryDecision} gives, or at a failure's last
+ * attempt publishes it to the dead-letter topic with Pub/Sub's dead-letter attributes.
  * @returns `204` when done; `500` when the requeue or the dead letter could not be published (then
  *   Pub/Sub retries the delivery, and its own dead-letter policy applies).
  */
-async function retryFailed(
+async function retryKey(
   { config: retry, requeuer, deadLetters }: Retrying,
   delivery: Delivery,
   result: KeyOutcome,
   log: Logger,
 ): Promise<number> {
-  const decision = retryDecision(retry, delivery.attempt, result.retryAfterMs);
+  const decision = retryDecision(retry, delivery, result);
   try {
     if (decision.action === 'requeue') {
+      const { counts, delayMs } = decision;
       await inSpan(
         SPAN.requeue,
         {
-          [ATTR.requeueAfterMs]: decision.delayMs,
+          [ATTR.requeueAfterMs]: delayMs,
           'levelset.requeuer': requeuer.kind,
-          'levelset.attempt': decision.attempt,
+          'levelset.attempt': counts.attempt,
+          'levelset.rate_limited': counts.rateLimited,
         },
-        () => requeuer.requeue(delivery.message, decision.delayMs, decision.attempt),
+        () => requeuer.requeue(delivery.message, delayMs, counts),
       );
       log.info(
-        { attempt: delivery.attempt, maxAttempts: retry.maxAttempts, retryInMs: decision.delayMs },
-        `retrying in ${decision.delayMs} ms (attempt ${decision.attempt} of ${retry.maxAttempts})`,
+        {
+          attempt: delivery.attempt,
+          maxAttempts: retry.maxAttempts,
+          rateLimits: counts.rateLimited,
+          retryInMs: delayMs,
+        },
+        result.rateLimited
+          ? `rate limited; retrying in ${delayMs} ms (rate limit ${counts.rateLimited})`
+          : `retrying in ${delayMs} ms (attempt ${counts.attempt} of ${retry.maxAttempts})`,
       );
       return 204;
     }
+    const publisher = deadLetters?.();
+    if (!publisher) throw new Error('no dead-letter publisher');
     const { data, attributes } = publishedMessage(delivery);
-    await deadLetters().publishEncoded({
+    await publisher.publishEncoded({
       data,
       attributes: deadLetterAttributes(attributes, {
         attempts: delivery.attempt,

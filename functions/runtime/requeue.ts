@@ -25,8 +25,8 @@
  *   Pub/Sub (`500`).
  *
  * The requeued message is a key message (core/message.ts) with the active trace context in its
- * attributes, so the requeued delivery continues the key's trace, and, for a retry, the attempt
- * number ({@link ATTEMPT_ATTRIBUTE}).
+ * attributes, so the requeued delivery continues the key's trace, and, for a retry, its counts
+ * ({@link ATTEMPT_ATTRIBUTE}, {@link RATE_LIMITED_ATTRIBUTE}).
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
@@ -36,8 +36,11 @@ import type { Logger } from '../../core/log.ts';
 import {
   ATTEMPT_ATTRIBUTE,
   encodeKeyMessage,
+  FIRST_DELIVERY,
   type KeyMessage,
   keyOfMessage,
+  RATE_LIMITED_ATTRIBUTE,
+  type RetryCounts,
   withTraceContext,
 } from '../../core/message.ts';
 
@@ -47,10 +50,10 @@ export interface Requeuer {
   readonly kind: string;
   /**
    * Publishes `message` to the keys topic, with its ordering key, in `delayMs` (≥ 0) ms.
-   * @param attempt the key's attempt number the message carries ({@link ATTEMPT_ATTRIBUTE}); none: a first attempt.
+   * @param counts the key's retry counts the message carries ({@link RetryCounts}); none: a first delivery.
    * @throws {Error} when the mechanism refuses (the caller logs it; Pub/Sub's retry or the resync remains).
    */
-  requeue(message: KeyMessage, delayMs: number, attempt?: number): Promise<void>;
+  requeue(message: KeyMessage, delayMs: number, counts?: RetryCounts): Promise<void>;
   /** Cancels pending local timers and closes the publisher. */
   close(): void;
 }
@@ -97,16 +100,21 @@ export interface RequeuedMessage {
 
 /**
  * The Pub/Sub message of a requeue: `message` encoded as the relay publishes it (validated; the same
- * data, attributes and ordering key), plus the active trace context (the `requeue` span) and, from
- * the second attempt on, `attempt` as {@link ATTEMPT_ATTRIBUTE}.
+ * data, attributes and ordering key), plus the active trace context (the `requeue` span) and the
+ * counts that differ from a first delivery's: {@link ATTEMPT_ATTRIBUTE} from the second attempt,
+ * {@link RATE_LIMITED_ATTRIBUTE} from the first rate limit.
  * @throws {import('zod').ZodError} when `message` is not a valid key message.
  */
-export function requeuedMessage(message: KeyMessage, attempt?: number): RequeuedMessage {
+export function requeuedMessage(message: KeyMessage, counts: RetryCounts = FIRST_DELIVERY): RequeuedMessage {
   const { data, attributes, orderingKey } = encodeKeyMessage(message);
-  const withAttempt = attempt !== undefined && attempt > 1 ? { [ATTEMPT_ATTRIBUTE]: String(attempt) } : {};
+  const { attempt, rateLimited } = counts;
+  const retried = {
+    ...(attempt > 1 ? { [ATTEMPT_ATTRIBUTE]: String(attempt) } : {}),
+    ...(rateLimited > 0 ? { [RATE_LIMITED_ATTRIBUTE]: String(rateLimited) } : {}),
+  };
   return {
     data: data.toString('base64'),
-    attributes: withTraceContext({ ...attributes, ...withAttempt }),
+    attributes: withTraceContext({ ...attributes, ...retried }),
     orderingKey,
   };
 }
@@ -128,8 +136,8 @@ export function timerRequeuer(options: {
   const timers = new Set<NodeJS.Timeout>();
   return {
     kind: 'local',
-    async requeue(message, delayMs, attempt) {
-      const requeued = requeuedMessage(message, attempt);
+    async requeue(message, delayMs, counts) {
+      const requeued = requeuedMessage(message, counts);
       const timer = setTimeout(() => {
         timers.delete(timer);
         options
@@ -176,7 +184,7 @@ export interface CloudTask {
 
 /**
  * The Cloud Tasks task of one requeue: due at `now + delayMs`, publishing
- * {@link requeuedMessage}`(message, attempt)` to the keys topic through Pub/Sub's REST API, named
+ * {@link requeuedMessage}`(message, counts)` to the keys topic through Pub/Sub's REST API, named
  * `<queue>/tasks/<sha256(cluster/controller/namespace/name)[:32]>-<due second>` so that requeues of
  * one key due in the same second collapse (Cloud Tasks refuses a second task of the same name:
  * ALREADY_EXISTS).
@@ -185,7 +193,7 @@ export function cloudTask(
   config: Extract<RequeueConfig, { LEVELSET_REQUEUE: 'cloud-tasks' }>,
   message: KeyMessage,
   delayMs: number,
-  options: { attempt?: number; now?: Date } = {},
+  options: { counts?: RetryCounts; now?: Date } = {},
 ): CloudTask {
   const now = options.now ?? new Date();
   const due = now.getTime() + Math.max(0, delayMs);
@@ -199,7 +207,7 @@ export function cloudTask(
       url: config.LEVELSET_REQUEUE_URL,
       httpMethod: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: Buffer.from(JSON.stringify({ messages: [requeuedMessage(message, options.attempt)] })),
+      body: Buffer.from(JSON.stringify({ messages: [requeuedMessage(message, options.counts)] })),
       oauthToken: { serviceAccountEmail: config.LEVELSET_REQUEUE_INVOKER, scope: PUBSUB_SCOPE },
     },
   };
@@ -215,11 +223,11 @@ export function cloudTasksRequeuer(
 ): Requeuer {
   return {
     kind: 'cloud-tasks',
-    async requeue(message, delayMs, attempt) {
+    async requeue(message, delayMs, counts) {
       try {
         await client.createTask({
           parent: config.LEVELSET_REQUEUE_QUEUE,
-          task: cloudTask(config, message, delayMs, attempt !== undefined ? { attempt } : {}),
+          task: cloudTask(config, message, delayMs, counts ? { counts } : {}),
         });
       } catch (err) {
         if ((err as { code?: number }).code !== ALREADY_EXISTS) throw err;

@@ -6,22 +6,25 @@
  * acknowledges (`204`) a `transient` or `error` outcome and:
  *
  * - brings the key back through the requeue path (functions/runtime/requeue.ts: published to the keys topic
- *   with its ordering key) after a per-key exponential backoff, client-go's
- *   `ItemExponentialFailureRateLimiter` (core/backoff.ts `itemExponentialBackoffMs`), or after the delay the
- *   failure asked for (`Retry-After`, core/k8s/errors.ts `retryAfterMsOf`); the attempt count
- *   travels in the message's {@link ATTEMPT_ATTRIBUTE} (core/message.ts), since a function
- *   instance keeps no state;
+ *   with its ordering key) after the delay {@link nextRetry} gives: the one the failure asked for
+ *   (`Retry-After`, core/k8s/errors.ts `retryAfterMsOf`), else a per-key exponential backoff,
+ *   client-go's `ItemExponentialFailureRateLimiter` (core/backoff.ts `itemExponentialBackoffMs`);
+ *   the counts travel in the message ({@link ATTEMPT_ATTRIBUTE}, {@link RATE_LIMITED_ATTRIBUTE},
+ *   core/message.ts), since a function instance keeps no state;
+ * - does the same with a key a quota or rate limit refused (the controller's `Result.rateLimited`),
+ *   counted apart and never dead-lettered;
  * - after {@link RetryConfig.maxAttempts} attempts (Terraform's `max_delivery_attempts`, the number
  *   its Pub/Sub dead-letter policy uses) publishes the key's message to the dead-letter topic with
  *   the attributes Pub/Sub's dead-lettering adds ({@link deadLetterAttributes}), so
  *   `levelset dead-letters` reads it as any other dead letter.
  *
  * `LEVELSET_RETRY=pubsub` (or no requeuer) keeps the former answer: `500`, and Pub/Sub retries and
- * dead-letters.
+ * dead-letters. The in-process mode's workqueue computes its delays with the same {@link nextRetry},
+ * from the same counts kept per key (functions/runtime/in-process.ts).
  */
 import * as z from 'zod';
 import { ITEM_BACKOFF_BASE_MS, ITEM_BACKOFF_MAX_MS, itemExponentialBackoffMs } from '../../core/backoff.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../core/message.ts';
+import { DEAD_LETTER_ATTRIBUTES, type RetryCounts } from '../../core/message.ts';
 
 /** Pub/Sub's default `max_delivery_attempts`, and Terraform's. */
 export const DEFAULT_MAX_DELIVERY_ATTEMPTS = 5;
@@ -78,20 +81,55 @@ export function readRetryConfig(env: NodeJS.ProcessEnv = process.env): RetryConf
   };
 }
 
-/** What `reconcile` does with a failed delivery ({@link retryDecision}). */
-export type RetryDecision =
-  | { action: 'requeue'; attempt: number; delayMs: number }
-  | { action: 'dead-letter' };
+/** An unsuccessful delivery: a failure (`transient`, `error`), or a rate limit; and the delay it asked for, ms. */
+export interface Unsuccessful {
+  rateLimited?: boolean;
+  retryAfterMs?: number;
+}
+
+/** The next delivery of a key ({@link nextRetry}): the counts it carries, and its delay, ms. */
+export interface NextRetry {
+  counts: RetryCounts;
+  delayMs: number;
+}
 
 /**
- * The fate of a key whose attempt `attempt` (from 1) failed: requeued as attempt `attempt + 1`
- * after `retryAfterMs` when the failure asked for a delay, else after the per-key backoff; or, at
- * `maxAttempts`, dead-lettered.
+ * The one retry backoff of both modes, a function of what a key's message carries: the next
+ * delivery of a key whose delivery with `counts` was `unsuccessful`. Its counts: `rateLimited + 1`
+ * after a rate limit, else `attempt + 1` (both until the key succeeds). Its delay: the
+ * one the answer asked for (`retryAfterMs`: a `Retry-After`, a `RetryInfo`), else client-go's
+ * `ItemExponentialFailureRateLimiter` over every unsuccessful delivery of the key, failures and rate
+ * limits alike (as its `NumRequeues` counts every `AddRateLimited`): `baseMs × 2ⁿ⁻¹` ms capped at
+ * `maxMs`, n = `attempt − 1 + rateLimited + 1`. The `reconcile` function reads the counts from the
+ * message and writes the next ones in the requeued message; the in-process mode keeps them per key.
  */
-export function retryDecision(config: RetryConfig, attempt: number, retryAfterMs?: number): RetryDecision {
-  if (attempt >= config.maxAttempts) return { action: 'dead-letter' };
-  const delayMs = retryAfterMs ?? itemExponentialBackoffMs(attempt, config.baseMs, config.maxMs);
-  return { action: 'requeue', attempt: attempt + 1, delayMs };
+export function nextRetry(
+  backoff: Pick<RetryConfig, 'baseMs' | 'maxMs'>,
+  counts: RetryCounts,
+  unsuccessful: Unsuccessful,
+): NextRetry {
+  const n = counts.attempt + counts.rateLimited;
+  const delayMs = unsuccessful.retryAfterMs ?? itemExponentialBackoffMs(n, backoff.baseMs, backoff.maxMs);
+  return unsuccessful.rateLimited
+    ? { counts: { ...counts, rateLimited: counts.rateLimited + 1 }, delayMs }
+    : { counts: { ...counts, attempt: counts.attempt + 1 }, delayMs };
+}
+
+/** What `reconcile` does with an unsuccessful delivery ({@link retryDecision}). */
+export type RetryDecision = ({ action: 'requeue' } & NextRetry) | { action: 'dead-letter' };
+
+/**
+ * The fate of a key whose delivery with `counts` was `unsuccessful`: a failure at attempt
+ * `maxAttempts` is dead-lettered; anything else is requeued as {@link nextRetry} says (a rate
+ * limit, whatever the attempt: never given up on).
+ */
+export function retryDecision(
+  config: RetryConfig,
+  counts: RetryCounts,
+  unsuccessful: Unsuccessful,
+): RetryDecision {
+  if (!unsuccessful.rateLimited && counts.attempt >= config.maxAttempts) return { action: 'dead-letter' };
+  return { action: 'requeue', ...nextRetry(config, counts, unsuccessful) };
 }
 
 /**

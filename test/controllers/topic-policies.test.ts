@@ -279,15 +279,16 @@ describe('topic controller: the kit policies', () => {
     assert.equal((await t.reconcile({ namespace, name: 'periodic' })).error?.reason, 'InvalidPolicy');
   });
 
-  it('RESOURCE_EXHAUSTED is a requeue after per-key exponential backoff (5 ms, 10 ms…), and the key converges when it clears', async () => {
+  it('RESOURCE_EXHAUSTED is answered rateLimited, naming no delay (the runtime backs off), and the key converges when it clears', async () => {
     await create('quota', {});
     proxy.fail({ path: /\/GetTopic$/, code: 8, message: 'quota exceeded by the test’s proxy', times: 2 });
     const first = await t.reconcile({ namespace, name: 'quota' });
     assert.equal(first.error, undefined, 'not terminal');
-    assert.equal(first.result?.requeueAfterMs, 5);
-    assert.equal((await t.reconcile({ namespace, name: 'quota' })).result?.requeueAfterMs, 10);
+    assert.deepEqual(first.result, { rateLimited: {} });
+    assert.deepEqual((await t.reconcile({ namespace, name: 'quota' })).result, { rateLimited: {} });
     const cleared = await t.reconcile({ namespace, name: 'quota' });
     assert.equal(cleared.error, undefined);
+    assert.equal(cleared.result?.rateLimited, undefined);
     assert.equal(cleared.result?.requeueAfterMs, undefined);
     assert.equal(ready(await get('quota'))?.status, 'True');
     assert.ok(await exists('quota'));

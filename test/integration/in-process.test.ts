@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../../core/contract/controller.ts';
+import type { Controller, Result } from '../../core/contract/controller.ts';
 import type { Key } from '../../core/contract/key.ts';
 import { TerminalError } from '../../core/k8s/errors.ts';
 import { createLogger } from '../../core/log.ts';
@@ -28,8 +28,11 @@ describe('in-process mode (integration)', () => {
   const lines: Record<string, unknown>[] = [];
 
   /** Behaviour by ConfigMap name. */
-  const behaviour: Record<string, (n: number) => Promise<{ requeueAfterMs?: number } | undefined>> = {
+  const behaviour: Record<string, (n: number) => Promise<Result | undefined>> = {
     requeue: async (n) => (n === 1 ? { requeueAfterMs: 300 } : undefined),
+    // A quota naming 300 ms, then twice naming none: the runtime's backoff (retry.ts nextRetry).
+    limited: async (n) =>
+      n === 1 ? { rateLimited: { retryAfterMs: 300 } } : n <= 3 ? { rateLimited: {} } : undefined,
     flaky: async (n) => {
       if (n <= 3) throw Object.assign(new Error('503 ServiceUnavailable'), { code: 503 });
       return undefined;
@@ -93,6 +96,31 @@ describe('in-process mode (integration)', () => {
 
   const create = (n: string) =>
     core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: n } } });
+
+  it('retries a rate-limited key after the delay named, else the backoff the counts give, as the serverless mode; forgets it on success', async () => {
+    await create('limited');
+    const limited = `${ns}/limited`;
+    // Counted as the message would carry it (the queue's NumRequeues) while it waits the 300 ms.
+    await waitFor(() => running.queues.get(name)?.numRequeues(limited) === 1, { message: 'one rate limit' });
+    await waitFor(() => count('limited') === 4, { message: 'limited reconciled 4 times' });
+    const [t0, t1, t2, t3] = calls.get('limited') as [number, number, number, number];
+    // 300 ms named; then the backoff continues from the count: 10 ms, 20 ms (not 5 ms again).
+    assert.ok(t1 - t0 >= 295, `waited ${t1 - t0} ms, asked 300`);
+    assert.ok(t2 - t1 >= 9.5 && t3 - t2 >= 19.5, `waited ${t2 - t1} ms, then ${t3 - t2} ms`);
+    await waitFor(() => running.queues.get(name)?.numRequeues(limited) === 0, { message: 'forgotten' });
+    const outcomes = lines.filter(
+      (l) => (l['logging.googleapis.com/labels'] as { key?: string })?.key === limited,
+    );
+    assert.deepEqual(
+      outcomes.map((l) => [l.outcome, l.rateLimited]),
+      [
+        ['requeue', true],
+        ['requeue', true],
+        ['requeue', true],
+        ['success', undefined],
+      ],
+    );
+  });
 
   it('reconciles a new object once and forgets it on success', async () => {
     await create('plain');

@@ -5,10 +5,11 @@
  * observes only through the push proxy (every answer the function gave), the functions' log lines
  * and the dead-letter subscription that `levelset dead-letters` reads. A short backoff and few
  * attempts are configured (`LEVELSET_RETRY_BASE_MS`, `maxDeliveryAttempts`), so a key that fails
- * "for a minute" fails all its attempts in well under a second.
+ * "for a minute" fails all its attempts in well under a second. A rate-limited key is retried
+ * from the counts its message carries, so its backoff continues in the next function process.
  *
  * Serverless mode only: the in-process mode has no Pub/Sub (its workqueue retries with the same
- * per-key backoff, functions/runtime/workqueue.ts).
+ * function of the same counts, functions/runtime/retry.ts `nextRetry`).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -18,10 +19,16 @@ import { decodeDeadLetter } from '../../cli/impl/dead-letters.ts';
 import { createSubscriber } from '../../cli/pubsub.ts';
 import type { Target } from '../../cli/target.ts';
 import { LABELS } from '../../core/log.ts';
-import { ATTEMPT_ATTRIBUTE, DEAD_LETTER_ATTRIBUTES, keyMessageOf } from '../../core/message.ts';
+import {
+  ATTEMPT_ATTRIBUTE,
+  DEAD_LETTER_ATTRIBUTES,
+  keyMessageOf,
+  RATE_LIMITED_ATTRIBUTE,
+} from '../../core/message.ts';
 import { createKeyPublisher, type KeyPublisher } from '../../core/publish.ts';
 import type { ForwardedPush } from '../../local/push-proxy.ts';
 import type { LogLine } from '../../local/service.ts';
+import { stackFaults } from '../../local/stack-faults.ts';
 import { outcomeLines, type Pipeline, serverlessStack, startPipeline } from '../support/pipeline.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -74,6 +81,8 @@ describe('a failing key never slows the others (serverless)', {
   let publisher: KeyPublisher;
   let source: string;
   const pushes: ForwardedPush[] = [];
+  /** Keys a test killed the function while it reconciled them. */
+  const killed: string[] = [];
   const publish = (name: string) =>
     publisher.publish(
       keyMessageOf(
@@ -198,20 +207,96 @@ describe('a failing key never slows the others (serverless)', {
       timeoutMs: 30_000,
       message: 'the rate-limited key reconciled',
     });
-    // The kit answers a rate limit itself (functions/kit/rate-limits.ts): a requeue after the
-    // delay the answer asked for, not a failure, so the key's attempts are not spent on it.
+    // The kit answers a rate limit with `rateLimited` (functions/kit/rate-limits.ts), which the
+    // runtime retries after the delay the answer asked for: not a failure, so the key's attempts are
+    // not spent on it.
     assert.deepEqual(
-      outcomeLines(p, CONTROLLER, key).map((l) => [l.outcome, l.requeueAfterMs]),
+      outcomeLines(p, CONTROLLER, key).map((l) => [l.outcome, l.rateLimited, l.retryAfterMs]),
       [
-        ['requeue', 1000],
-        ['success', undefined],
+        ['requeue', true, 1000],
+        ['success', undefined, undefined],
       ],
     );
     assert.deepEqual(
-      pushesOf('limited').map((x) => x.status),
-      [204, 204],
-      'never a non-2xx answer',
+      keyLines(p, key, 'retryInMs').map((l) => l.retryInMs),
+      [1000],
     );
+    assert.deepEqual(
+      pushesOf('limited').map((x) => [
+        x.status,
+        x.attributes[RATE_LIMITED_ATTRIBUTE],
+        x.attributes[ATTEMPT_ATTRIBUTE],
+      ]),
+      [
+        [204, undefined, undefined],
+        [204, '1', undefined],
+      ],
+      'never a non-2xx answer; the rate limit counted in the message, apart from the attempts',
+    );
+  });
+
+  // Before any key whose retries may still be pending (the slow one): the test tells the killed
+  // delivery by the pushes the proxy received, and no other key's may be among them.
+  it("a rate-limited key's backoff continues in another function process, from the count its message carries", async () => {
+    const stack = serverlessStack(p);
+    const name = 'throttled';
+    const key = `${source}/${name}`;
+    const match = { verb: 'get', resource: 'secrets', namespace: source, name } as const;
+    // A rate limit that names no delay (a 429 without Retry-After, Google's RESOURCE_EXHAUSTED
+    // without RetryInfo): the runtime's backoff, BASE_MS doubling per rate-limited delivery. Each
+    // read of the key is slow, so that the function can be killed while it reconciles the key.
+    const limited = faults.failNext(match, 4, { status: 429, retryAfterSeconds: null });
+    const slow = faults.addLatency(match, 800);
+    try {
+      const first = stack.reconcile.pid;
+      const pushed = stack.pushProxy.stats().pushes;
+      await publish(name);
+      // The first delivery rate-limited and requeued, the requeued one pushed (and reading, slowly):
+      // the first process is killed mid-delivery, and a second one serves the key from then on.
+      await waitFor(
+        () => keyLines(p, key, 'retryInMs').length === 1 && stack.pushProxy.stats().pushes >= pushed + 2,
+        { message: 'the requeued delivery of the rate-limited key in flight' },
+      );
+      await stackFaults(stack).restartFunction('reconcile');
+      const second = stack.reconcile.pid;
+      assert.notEqual(second, first);
+      await waitFor(() => outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success'), {
+        timeoutMs: 60_000,
+        message: 'the key reconciled once the rate limit cleared',
+      });
+      // Pub/Sub redelivered the killed delivery's message (rate limit 1) to the second process.
+      assert.deepEqual(
+        pushesOf(name).map((x) => [
+          x.status,
+          x.attributes[RATE_LIMITED_ATTRIBUTE],
+          x.attributes[ATTEMPT_ATTRIBUTE],
+        ]),
+        [
+          [204, undefined, undefined],
+          [502, '1', undefined],
+          [204, '1', undefined],
+          [204, '2', undefined],
+          [204, '3', undefined],
+        ],
+      );
+      killed.push(name);
+      // The delays asked, by process: the second continues the first's backoff (2, 4 × base), it
+      // does not start again at the base.
+      const delays = (pid: number) =>
+        keyLines(p, key, 'retryInMs')
+          .filter((l) => l.pid === pid)
+          .map((l) => l.retryInMs);
+      assert.deepEqual(delays(first), [BASE_MS]);
+      assert.deepEqual(delays(second), [BASE_MS * 2, BASE_MS * 4]);
+      assert.deepEqual(
+        outcomeLines(p, CONTROLLER, key).map((l) => l.outcome),
+        ['requeue', 'requeue', 'requeue', 'success'],
+        'rate limits are no failures',
+      );
+    } finally {
+      limited();
+      slow();
+    }
   });
 
   it('no key is reconciled twice at once: a slow, failing key whose events keep arriving', async () => {
@@ -257,9 +342,11 @@ describe('a failing key never slows the others (serverless)', {
 
   it('the reconcile function never answered non-2xx', () => {
     const statuses = serverlessStack(p).pushProxy.stats().statuses;
+    // But for the deliveries the test killed it in, which the push proxy answered 502.
+    const killedIn = killed.flatMap((name) => pushesOf(name).filter((x) => x.status === 502));
     assert.deepEqual(
-      Object.keys(statuses).filter((s) => !s.startsWith('2')),
-      [],
+      Object.entries(statuses).filter(([s]) => !s.startsWith('2')),
+      killedIn.length ? [['502', killedIn.length]] : [],
       JSON.stringify(statuses),
     );
   });

@@ -1,11 +1,9 @@
-// Quota and rate-limit answers sorted by the kit (functions/kit/rate-limits.ts), the per-key
-// exponential backoff (core/backoff.ts, client-go's item limiter) and the Go durations of
-// `levelset.dev/reconcile-interval`. The answers end to end (the emulator through the gRPC proxy) are
+// Quota and rate-limit answers sorted by the kit (functions/kit/rate-limits.ts; their backoff is
+// the runtime's, test/unit/retry.test.ts) and the Go durations of `levelset.dev/reconcile-interval`. The answers end to end (the emulator through the gRPC proxy) are
 // test/controllers/topic-policies.test.ts and topic-pipeline.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { ItemExponentialBackoff } from '../../core/backoff.ts';
 import { parseGoDuration, rateLimitOf } from '../../functions/kit/index.ts';
 
 describe('rateLimitOf', () => {
@@ -29,17 +27,6 @@ describe('rateLimitOf', () => {
     assert.deepEqual(rateLimitOf(exhausted()), {});
     assert.deepEqual(rateLimitOf(Object.assign(new Error('429'), { code: 8, httpStatusCode: 429 })), {});
     assert.equal(rateLimitOf(Object.assign(new Error('unavailable'), { code: 14 })), undefined);
-  });
-});
-
-describe('ItemExponentialBackoff (client-go: 5 ms doubling to 1000 s, per key, forgotten on success)', () => {
-  it('doubles per key, caps, and starts again after forget', () => {
-    const b = new ItemExponentialBackoff();
-    assert.deepEqual([b.when('a'), b.when('a'), b.when('a'), b.when('b')], [5, 10, 20, 5]);
-    for (let i = 0; i < 30; i++) b.when('a');
-    assert.equal(b.when('a'), 1_000_000);
-    b.forget('a');
-    assert.equal(b.when('a'), 5);
   });
 });
 

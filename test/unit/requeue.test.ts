@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { orderingKeyOf } from '../../core/contract/key.ts';
 import { createLogger } from '../../core/log.ts';
-import { ATTEMPT_ATTRIBUTE, decodePushEnvelope, keyMessageOf } from '../../core/message.ts';
+import {
+  ATTEMPT_ATTRIBUTE,
+  decodePushEnvelope,
+  keyMessageOf,
+  RATE_LIMITED_ATTRIBUTE,
+} from '../../core/message.ts';
 import {
   cloudTask,
   cloudTasksRequeuer,
@@ -57,9 +62,17 @@ describe('requeue', () => {
     assert.deepEqual(decoded.message, { v: 1, ...fields, reason: 'requeue', enqueuedAt: message.enqueuedAt });
     assert.equal(decoded.attributes[ATTEMPT_ATTRIBUTE], undefined);
     assert.equal(decoded.attempt, 1);
-    const third = decodePushEnvelope(pushed(requeuedMessage(message, 3)));
+    const third = decodePushEnvelope(pushed(requeuedMessage(message, { attempt: 3, rateLimited: 0 })));
     assert.equal(third.attributes[ATTEMPT_ATTRIBUTE], '3');
+    assert.equal(third.attributes[RATE_LIMITED_ATTRIBUTE], undefined);
     assert.equal(third.attempt, 3);
+    // A rate-limited key: its rate limits, apart from its attempt.
+    const limited = decodePushEnvelope(pushed(requeuedMessage(message, { attempt: 1, rateLimited: 4 })));
+    assert.deepEqual(
+      [limited.attributes[ATTEMPT_ATTRIBUTE], limited.attributes[RATE_LIMITED_ATTRIBUTE]],
+      [undefined, '4'],
+    );
+    assert.deepEqual([limited.attempt, limited.rateLimited], [1, 4]);
     // A key of another cluster comes back as a v2 message naming it.
     const other = decodePushEnvelope(
       pushed(requeuedMessage(keyMessageOf({ ...key, cluster: 'eu' }, 'requeue', message.enqueuedAt))),
@@ -75,7 +88,7 @@ describe('requeue', () => {
 
   it('builds a Cloud Tasks task due at now + delay that publishes to the keys topic with an OAuth token', () => {
     const now = new Date('2026-11-23T10:00:00.250Z');
-    const task = cloudTask(config, message, 1500, { now, attempt: 2 });
+    const task = cloudTask(config, message, 1500, { now, counts: { attempt: 2, rateLimited: 1 } });
     assert.deepEqual(task.scheduleTime, {
       seconds: Date.parse('2026-11-23T10:00:01Z') / 1000,
       nanos: 750_000_000,
@@ -92,7 +105,7 @@ describe('requeue', () => {
     assert.equal(published.orderingKey, orderingKeyOf(key));
     const decoded = decodePushEnvelope(pushed(published));
     assert.equal(decoded.message.name, 'big');
-    assert.equal(decoded.attempt, 2);
+    assert.deepEqual([decoded.attempt, decoded.rateLimited], [2, 1]);
     assert.match(
       task.name,
       /^projects\/p\/locations\/europe-west1\/queues\/levelset-requeue\/tasks\/[0-9a-f]{32}-\d+$/,
@@ -132,7 +145,7 @@ describe('requeue', () => {
       },
       logger: createLogger('test'),
     });
-    await requeuer.requeue(message, 0, 2);
+    await requeuer.requeue(message, 0, { attempt: 2, rateLimited: 0 });
     await requeuer.requeue({ ...message, name: 'later' }, 3_600_000);
     assert.equal(published.length, 0, 'not before its timer');
     await first;

@@ -8,9 +8,17 @@ import {
   ATTEMPT_ATTRIBUTE,
   DEAD_LETTER_ATTRIBUTES,
   decodePushEnvelope,
+  FIRST_DELIVERY,
   MalformedMessageError,
+  RATE_LIMITED_ATTRIBUTE,
+  type RetryCounts,
 } from '../../core/message.ts';
-import { deadLetterAttributes, readRetryConfig, retryDecision } from '../../functions/runtime/retry.ts';
+import {
+  deadLetterAttributes,
+  nextRetry,
+  readRetryConfig,
+  retryDecision,
+} from '../../functions/runtime/retry.ts';
 
 const keyData = Buffer.from(
   JSON.stringify({
@@ -37,10 +45,50 @@ describe('retry of a failed key (functions/runtime/retry.ts)', () => {
 
   it('requeues as the next attempt after the backoff or the asked delay, dead-letters at the last attempt', () => {
     const config = readRetryConfig({ LEVELSET_MAX_DELIVERY_ATTEMPTS: '3', LEVELSET_RETRY_BASE_MS: '100' });
-    assert.deepEqual(retryDecision(config, 1), { action: 'requeue', attempt: 2, delayMs: 100 });
-    assert.deepEqual(retryDecision(config, 2), { action: 'requeue', attempt: 3, delayMs: 200 });
-    assert.deepEqual(retryDecision(config, 2, 7000), { action: 'requeue', attempt: 3, delayMs: 7000 });
-    assert.deepEqual(retryDecision(config, 3), { action: 'dead-letter' });
+    const at = (attempt: number, rateLimited = 0): RetryCounts => ({ attempt, rateLimited });
+    assert.deepEqual(retryDecision(config, at(1), {}), { action: 'requeue', counts: at(2), delayMs: 100 });
+    assert.deepEqual(retryDecision(config, at(2), {}), { action: 'requeue', counts: at(3), delayMs: 200 });
+    assert.deepEqual(retryDecision(config, at(2), { retryAfterMs: 7000 }), {
+      action: 'requeue',
+      counts: at(3),
+      delayMs: 7000,
+    });
+    assert.deepEqual(retryDecision(config, at(3), {}), { action: 'dead-letter' });
+    // A rate limit is never given up on: at the last attempt, and past any number of rate limits.
+    assert.deepEqual(retryDecision(config, at(3, 40), { rateLimited: true, retryAfterMs: 1000 }), {
+      action: 'requeue',
+      counts: at(3, 41),
+      delayMs: 1000,
+    });
+    assert.deepEqual(retryDecision(config, at(3, 40), {}), { action: 'dead-letter' });
+  });
+
+  it('nextRetry: one backoff over failures and rate limits alike, from the counts alone; the asked delay wins', () => {
+    const backoff = { baseMs: 5, maxMs: 1_000_000 };
+    // Rate limits without a delay named: 5, 10, 20, 40 ms, each delivery from the counts the previous wrote.
+    const limited = { rateLimited: true };
+    let counts = FIRST_DELIVERY;
+    const delays: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const next = nextRetry(backoff, counts, limited);
+      delays.push(next.delayMs);
+      counts = next.counts;
+    }
+    assert.deepEqual(delays, [5, 10, 20, 40]);
+    assert.deepEqual(counts, { attempt: 1, rateLimited: 4 }, 'rate limits spend no attempt');
+    // A failure after them continues the backoff and counts an attempt, keeping the rate limits.
+    assert.deepEqual(nextRetry(backoff, counts, {}), { counts: { attempt: 2, rateLimited: 4 }, delayMs: 80 });
+    // The same counts give the same delay, whoever computes it: a pure function of the message.
+    assert.deepEqual(nextRetry(backoff, { attempt: 3, rateLimited: 2 }, limited), {
+      counts: { attempt: 3, rateLimited: 3 },
+      delayMs: 80,
+    });
+    // The delay the server named, whatever the counts; the cap otherwise.
+    assert.equal(
+      nextRetry(backoff, { attempt: 1, rateLimited: 9 }, { ...limited, retryAfterMs: 3000 }).delayMs,
+      3000,
+    );
+    assert.equal(nextRetry(backoff, { attempt: 1, rateLimited: 99 }, limited).delayMs, 1_000_000);
   });
 
   it("configuration: client-go's and Pub/Sub's defaults, the dead-letter topic of the keys topic, clear errors", () => {
@@ -88,6 +136,18 @@ describe('retry of a failed key (functions/runtime/retry.ts)', () => {
     for (const bad of ['0', '-1', '01', 'x', '101', '2.5'])
       assert.throws(
         () => decodePushEnvelope(envelope({ [ATTEMPT_ATTRIBUTE]: bad })),
+        MalformedMessageError,
+        bad,
+      );
+  });
+
+  it('reads the rateLimited attribute: absent is none (every message of before), anything but a whole number from 1 is malformed', () => {
+    assert.equal(decodePushEnvelope(envelope({})).rateLimited, 0);
+    const both = decodePushEnvelope(envelope({ [ATTEMPT_ATTRIBUTE]: '2', [RATE_LIMITED_ATTRIBUTE]: '250' }));
+    assert.deepEqual([both.attempt, both.rateLimited], [2, 250]);
+    for (const bad of ['0', '-1', '01', 'x', '2.5', '1000000000'])
+      assert.throws(
+        () => decodePushEnvelope(envelope({ [RATE_LIMITED_ATTRIBUTE]: bad })),
         MalformedMessageError,
         bad,
       );
