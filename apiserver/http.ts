@@ -240,6 +240,9 @@ export function createHandler(ctx: HttpContext) {
       await ctx.faults.waitWhilePaused();
       const delay = ctx.faults.latencyFor(info);
       if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      // A client gone meanwhile: kube-apiserver's handler sees its request's context cancelled and
+      // does nothing more (nor takes an injected failure meant for a later request).
+      if (req.socket.destroyed) return;
       const failure = ctx.faults.takeFailure(info);
       if (failure) {
         if ('reset' in failure) {

@@ -244,9 +244,11 @@ describe('a failing key never slows the others (serverless)', {
     const match = { verb: 'get', resource: 'secrets', namespace: source, name } as const;
     // A rate limit that names no delay (a 429 without Retry-After, Google's RESOURCE_EXHAUSTED
     // without RetryInfo): the runtime's backoff, BASE_MS doubling per rate-limited delivery. Each
-    // read of the key is slow, so that the function can be killed while it reconciles the key.
-    const limited = faults.failNext(match, 4, { status: 429, retryAfterSeconds: null });
-    const slow = faults.addLatency(match, 800);
+    // read of the key is slow until the function is killed (5 s: it is killed while it reconciles
+    // the key however busy the machine), then fast again. The killed delivery's read, abandoned,
+    // takes no failure: three reads are rate limited, the first process's and two of the second's.
+    const limited = faults.failNext(match, 3, { status: 429, retryAfterSeconds: null });
+    const slow = faults.addLatency(match, 5_000);
     try {
       const first = stack.reconcile.pid;
       const pushed = stack.pushProxy.stats().pushes;
@@ -258,6 +260,7 @@ describe('a failing key never slows the others (serverless)', {
         { message: 'the requeued delivery of the rate-limited key in flight' },
       );
       await stackFaults(stack).restartFunction('reconcile');
+      slow();
       const second = stack.reconcile.pid;
       assert.notEqual(second, first);
       await waitFor(() => outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success'), {
