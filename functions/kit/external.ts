@@ -16,6 +16,9 @@
  * - **plans**: in `levelset plan` nothing is written outside the cluster; each write is reported as
  *   a planned change (`planExternal`: would create / update / delete / mark / unmark `<name>`);
  * - **traces**: one span `external <operation>` per Google Cloud call, with the API and the name;
+ * - **deadlines**: each call gets an `AbortSignal` that aborts at its kind's `deadlineMs`, and is no
+ *   longer awaited then;
+ * - **recreation** of a resource whose client says it cannot change in place (`mustRecreate`);
  * - **quota**: a token bucket per Google API in the instance ({@link apiLimiter}); a
  *   `RESOURCE_EXHAUSTED` answer becomes a requeue after its delay (defineController, rate-limits.ts);
  * - **drift**: a resource the object had converged that is found missing or changed is set back and
