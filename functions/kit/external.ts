@@ -318,7 +318,7 @@ function caller(kind: ExternalKind, google: GoogleCloudConfig) {
       const abort = () =>
         reject(new Error(`${operation} ${name}: no answer within ${ms} ms`, { cause: signal.reason }));
       signal.addEventListener('abort', abort, { once: true });
-      fn(signal).then(resolve, reject);
+      new Promise<T>((settle) => settle(fn(signal))).then(resolve, reject); // a synchronous throw too
       return promise.finally(() => signal.removeEventListener('abort', abort));
     });
   };
