@@ -16,6 +16,9 @@
  * - **plans**: in `levelset plan` nothing is written outside the cluster; each write is reported as
  *   a planned change (`planExternal`: would create / update / delete / mark / unmark `<name>`);
  * - **traces**: one span `external <operation>` per Google Cloud call, with the API and the name;
+ * - **deadlines**: each call gets an `AbortSignal` that aborts at its kind's `deadlineMs`, and is no
+ *   longer awaited then;
+ * - **recreation** of a resource whose client says it cannot change in place (`mustRecreate`);
  * - **quota**: a token bucket per Google API in the instance ({@link apiLimiter}); a
  *   `RESOURCE_EXHAUSTED` answer becomes a requeue after its delay (defineController, rate-limits.ts);
  * - **drift**: a resource the object had converged that is found missing or changed is set back and
@@ -25,6 +28,7 @@
  */
 import * as z from 'zod';
 import type { PolicyRule, ResourceType } from '../../core/contract/controller.ts';
+import { isConditionTrue, parseConditions } from '../../core/k8s/conditions.ts';
 import { TerminalError } from '../../core/k8s/errors.ts';
 import { inSpan } from '../../core/k8s/tracing.ts';
 import { messageResourceExists } from './children.ts';
@@ -39,6 +43,7 @@ import {
 } from './google-cloud.ts';
 import type { IndexFunction } from './index-spec.ts';
 import type { Reads } from './reads.ts';
+import { READY } from './steps.ts';
 import type { FinalizeInput, PrimaryObject, ReconcileInput } from './types.ts';
 
 /** Google Cloud labels: key → value (lower case, ≤ 63 characters each). */
@@ -74,32 +79,74 @@ export const INVALID_POLICY = 'InvalidPolicy';
 export const NOT_FOUND = 'NotFound';
 
 /**
- * How to manage one kind of cloud resource (crossplane-runtime's `ExternalClient`). Every method
- * makes one Google Cloud call; errors are thrown as the client library throws them (the kit sorts
- * them: NOT_FOUND on observe or delete, ALREADY_EXISTS on create, the rest by
+ * What {@link ExternalClient.observe} found (crossplane-runtime's `ExternalObservation`, its
+ * `ResourceExists`): `{ exists: false }` for a missing resource, never an error; else the live
+ * resource and its labels (the owner mark among them).
+ */
+export type Observation<Observed> = { exists: false } | { exists: true; observed: Observed; labels: Labels };
+
+/**
+ * How to manage one kind of cloud resource, as crossplane-runtime's `ExternalClient`. Every call
+ * makes one Google Cloud call (a `mustRecreate` may make a read) and is given an `AbortSignal` that
+ * aborts at the kind's deadline ({@link ExternalKind.deadlineMs}; the kit stops waiting then, whether
+ * or not the client library heeds it); errors are thrown as the client library throws them (the kit
+ * sorts them: NOT_FOUND on delete is done, ALREADY_EXISTS on create a race, the rest by
  * {@link throwGoogleCloudError}).
  */
 export interface ExternalClient<Desired, Observed> {
   /** The Google API, e.g. `pubsub.googleapis.com` (its limiter, the spans). */
   service: string;
-  /** Reads the resource `name` (full name); throws NOT_FOUND when it does not exist. */
-  observe(name: string): Promise<Observed>;
-  /** The live resource's labels (the owner mark among them). */
-  labelsOf(observed: Observed): Labels;
+  /**
+   * Reads the resource `name` (full name), as crossplane-runtime's `ExternalClient.Observe`: a missing
+   * one is `{ exists: false }`, never thrown ({@link observeGoogleResource} turns a NOT_FOUND into it).
+   */
+  observe(name: string, signal: AbortSignal): Promise<Observation<Observed>>;
   /** Whether the live resource has what `desired` asks, labels aside (the kit compares those). */
   isUpToDate(desired: Desired, observed: Observed): boolean;
+  /**
+   * Whether the live resource differs from `desired` in what cannot change in place (a
+   * subscription's topic): the kit then recreates it, delete then create (Terraform's `ForceNew`),
+   * instead of `update`. Absent: never. Asked only of a resource not up to date.
+   * @throws {TerminalError} when it cannot be recreated yet (the resource is kept as it is)
+   */
+  mustRecreate?(
+    name: string,
+    desired: Desired,
+    observed: Observed,
+    signal: AbortSignal,
+  ): boolean | Promise<boolean>;
   /** Creates `name` with `labels` (the spec's and the owner mark). */
-  create(name: string, desired: Desired, labels: Labels): Promise<void>;
+  create(name: string, desired: Desired, labels: Labels, signal: AbortSignal): Promise<void>;
   /** Makes `name` what `desired` and `labels` say (it exists; `observed` is what was read). */
-  update(name: string, desired: Desired, labels: Labels, observed: Observed): Promise<void>;
+  update(
+    name: string,
+    desired: Desired,
+    labels: Labels,
+    observed: Observed,
+    signal: AbortSignal,
+  ): Promise<void>;
   /** Sets the labels of `name` alone (abandon: the mark removed). */
-  setLabels(name: string, labels: Labels, observed: Observed): Promise<void>;
+  setLabels(name: string, labels: Labels, observed: Observed, signal: AbortSignal): Promise<void>;
   /** Deletes `name`. */
-  delete(name: string): Promise<void>;
+  delete(name: string, signal: AbortSignal): Promise<void>;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: each kind has its own Desired and Observed; the kit passes them through.
-type AnyClient = ExternalClient<any, any>;
+/**
+ * The {@link Observation} of a Google Cloud resource read by `read`, which throws gRPC NOT_FOUND when
+ * it is missing (the client libraries' `getMetadata()`); its labels are its `labels` field.
+ * @throws what `read` throws, NOT_FOUND aside
+ */
+export async function observeGoogleResource<Observed extends { labels?: Labels | null }>(
+  read: () => Promise<Observed>,
+): Promise<Observation<Observed>> {
+  try {
+    const observed = await read();
+    return { exists: true, observed, labels: { ...observed.labels } };
+  } catch (err) {
+    if (isGrpcNotFound(err)) return { exists: false };
+    throw err;
+  }
+}
 
 /** One cloud resource an object wants. */
 export interface WantedResource<Desired = unknown> {
@@ -110,15 +157,26 @@ export interface WantedResource<Desired = unknown> {
   labels?: Labels;
 }
 
-/** The resources an object wants, by status field. */
-export type Wanted = Record<string, WantedResource[]>;
+/** ms a call of an {@link ExternalClient} may take, unless its kind says otherwise (`deadlineMs`). */
+export const EXTERNAL_CALL_DEADLINE_MS = 30_000;
 
 /** One kind of cloud resource of a controller, and the status field holding the names of its resources. */
-export interface ExternalKind {
-  client: AnyClient;
+export interface ExternalKind<Desired = unknown, Observed = unknown> {
+  /** How to observe, create, update and delete one. */
+  client: ExternalClient<Desired, Observed>;
   /** `true`: the status field is a list of names; else one name. */
   list?: boolean;
+  /** ms each call may take before its signal aborts (default {@link EXTERNAL_CALL_DEADLINE_MS}). */
+  deadlineMs?: number;
 }
+
+/** The `Desired` of a kind's client. */
+export type DesiredOf<Kind> = Kind extends ExternalKind<infer Desired, infer _Observed> ? Desired : never;
+
+/** The resources an object wants, by status field (a kind's field; absent: none of that kind). */
+export type Wanted<Kinds extends Record<string, ExternalKind> = Record<string, ExternalKind>> = {
+  [Field in keyof Kinds]?: WantedResource<DesiredOf<Kinds[Field]>>[];
+};
 
 /** What `desired` is given. */
 export interface DesiredInput<Spec> {
@@ -140,19 +198,30 @@ export interface Waiting {
   wait: { reason: string; message: string };
 }
 
-/** A controller of cloud resources. */
-export interface ExternalResourceDefinition<Schema extends z.ZodType>
-  extends Pick<
+/**
+ * A controller of cloud resources. Its types flow from `status` and `kinds` to `desired`: a kind
+ * whose key is not a field of the status schema, a field `desired` returns that no kind declares, or
+ * a resource of another kind's `Desired`, is a type error.
+ */
+export interface ExternalResourceDefinition<
+  Schema extends z.ZodType,
+  Status extends z.ZodObject = z.ZodObject,
+  Kinds extends Record<string, ExternalKind> = Record<string, ExternalKind>,
+> extends Pick<
     ControllerDefinition<Schema>,
-    'name' | 'primary' | 'spec' | 'status' | 'listKeys' | 'referencedBy' | 'auditLog'
+    'name' | 'primary' | 'spec' | 'listKeys' | 'referencedBy' | 'auditLog'
   > {
+  /** The zod schema of `status` (ControllerDefinition's): its fields hold the resources' names. */
+  status: Status;
   /**
    * Status field → the kind of cloud resource whose full names it holds, in creation order
    * (deleted in reverse order: subscriptions before their topic).
    */
-  kinds: Record<string, ExternalKind>;
+  kinds: Kinds & Record<Exclude<keyof Kinds, keyof z.infer<Status>>, never>;
   /** The resources `object` wants, by status field (a field absent: none of that kind), or {@link Waiting}. */
-  desired(input: DesiredInput<z.infer<Schema>>): Wanted | Waiting | Promise<Wanted | Waiting>;
+  desired(
+    input: DesiredInput<z.infer<Schema>>,
+  ): NoInfer<Wanted<Kinds>> | Waiting | Promise<NoInfer<Wanted<Kinds>> | Waiting>;
   watches?: (ResourceType | SecondaryWatch)[];
   indexes?: Record<string, IndexFunction<z.infer<Schema>>>;
   rbac?: PolicyRule[];
@@ -231,15 +300,28 @@ function namesIn(status: unknown, field: string): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 }
 
-/** Calls one kind's client for one resource: the API's token, a span, the errors sorted. */
-function caller(client: AnyClient, google: GoogleCloudConfig) {
-  return async <T>(operation: string, name: string, fn: () => Promise<T>): Promise<T> => {
-    await apiLimiter(client.service, google).removeTokens(1);
-    return inSpan(
-      `external ${operation}`,
-      { 'levelset.external.service': client.service, 'levelset.external.resource': name },
-      fn,
-    );
+/**
+ * Calls one kind's client for one resource: the API's token, a span, and the signal of the kind's
+ * deadline; the answer is no longer awaited once it aborts.
+ * @throws {Error} `<operation> <name>: no answer within <ms> ms` at the deadline; else what `fn` throws
+ */
+function caller(kind: ExternalKind, google: GoogleCloudConfig) {
+  return async <T>(operation: string, name: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    await apiLimiter(kind.client.service, google).removeTokens(1);
+    const ms = kind.deadlineMs ?? EXTERNAL_CALL_DEADLINE_MS;
+    const signal = AbortSignal.timeout(ms);
+    const attributes = {
+      'levelset.external.service': kind.client.service,
+      'levelset.external.resource': name,
+    };
+    return inSpan(`external ${operation}`, attributes, async () => {
+      const { promise, reject, resolve } = Promise.withResolvers<T>();
+      const abort = () =>
+        reject(new Error(`${operation} ${name}: no answer within ${ms} ms`, { cause: signal.reason }));
+      signal.addEventListener('abort', abort, { once: true });
+      new Promise<T>((settle) => settle(fn(signal))).then(resolve, reject); // a synchronous throw too
+      return promise.finally(() => signal.removeEventListener('abort', abort));
+    });
   };
 }
 
@@ -254,43 +336,39 @@ const DONE = {
 
 /** One object's run over its resources: the reads, the writes (or, in a plan, the planned changes). */
 function session(
-  def: { kinds: Record<string, ExternalKind>; kind: string },
+  def: { kind: string },
   input: Pick<ReconcileInput<unknown>, 'dryRun' | 'planExternal' | 'log'>,
   object: PrimaryObject,
   google: GoogleCloudConfig,
 ) {
   const uid = object.metadata.uid;
-  const observe = async (client: AnyClient, name: string): Promise<unknown> => {
-    try {
-      return await caller(client, google)('observe', name, () => client.observe(name));
-    } catch (err) {
-      if (isGrpcNotFound(err)) return undefined;
-      return throwGoogleCloudError(err, `read ${name}`);
-    }
-  };
+  const observe = (kind: ExternalKind, name: string): Promise<Observation<unknown>> =>
+    caller(kind, google)('observe', name, (signal) => kind.client.observe(name, signal)).catch((err) =>
+      throwGoogleCloudError(err, `read ${name}`),
+    );
   /** Runs a write, or in a plan reports it. */
   const write = async (
-    client: AnyClient,
+    kind: ExternalKind,
     action: 'create' | 'update' | 'delete' | 'mark' | 'unmark',
     name: string,
-    fn: () => Promise<void>,
+    fn: (signal: AbortSignal) => Promise<void>,
   ): Promise<void> => {
     if (input.dryRun) {
-      input.planExternal({ action, resource: name, service: client.service });
+      input.planExternal({ action, resource: name, service: kind.client.service });
       return;
     }
     const operation = action === 'mark' || action === 'unmark' ? 'update' : action;
     try {
-      await caller(client, google)(action, name, fn);
+      await caller(kind, google)(action, name, fn);
       input.log.info({ resource: name }, DONE[action]);
     } catch (err) {
       if (action === 'delete' && isGrpcNotFound(err)) return;
       throwGoogleCloudError(err, `${operation} ${name}`);
     }
   };
-  /** Throws when `observed` is marked by another object. */
-  const holderOf = (client: AnyClient, name: string, observed: unknown): string | undefined => {
-    const holder = client.labelsOf(observed)[CLOUD_OWNER_LABEL];
+  /** Throws when `labels` (a resource's) are the mark of another object. */
+  const holderOf = (name: string, labels: Labels): string | undefined => {
+    const holder = labels[CLOUD_OWNER_LABEL];
     if (holder !== undefined && holder !== uid)
       throw new TerminalError(
         MANAGEMENT_CONFLICT,
@@ -298,56 +376,71 @@ function session(
       );
     return holder;
   };
+  /** Whether `observed` must be recreated to be what `desired` says (the client's `mustRecreate`). */
+  const mustRecreate = (kind: ExternalKind, name: string, desired: unknown, observed: unknown) =>
+    kind.client.mustRecreate === undefined
+      ? false
+      : caller(kind, google)('observe', name, async (signal) =>
+          kind.client.mustRecreate?.(name, desired, observed, signal),
+        ).catch((err) => throwGoogleCloudError(err, `read ${name}`));
 
   return {
-    /** Converges one wanted resource; `true` when it had to be set back (it was converged before). */
+    /** Converges one wanted resource; `drift`: it had to be set back (it was converged before). */
     async converge(
-      client: AnyClient,
+      kind: ExternalKind,
       wanted: WantedResource,
       policies: Policies,
       wasConverged: boolean,
     ): Promise<{ exists: boolean; drift: boolean }> {
       const { name, desired } = wanted;
+      const { client } = kind;
       const labels = { ...wanted.labels, [CLOUD_OWNER_LABEL]: uid };
-      let observed = await observe(client, name);
+      let seen = await observe(kind, name);
       if (policies.adoption === 'observe') {
-        if (observed !== undefined) holderOf(client, name, observed);
-        return { exists: observed !== undefined, drift: false };
+        if (seen.exists) holderOf(name, seen.labels);
+        return { exists: seen.exists, drift: false };
       }
-      if (observed === undefined) {
+      if (!seen.exists) {
         try {
-          await write(client, 'create', name, () => client.create(name, desired, labels));
+          await write(kind, 'create', name, (signal) => client.create(name, desired, labels, signal));
           return { exists: true, drift: wasConverged };
         } catch (err) {
           // Created meanwhile (another delivery, another party): read it again, and judge it.
           if (!isGrpcAlreadyExists(err)) throw err;
-          observed = await observe(client, name);
-          if (observed === undefined) throw err;
+          seen = await observe(kind, name);
+          if (!seen.exists) throw err;
         }
       }
-      const holder = holderOf(client, name, observed);
+      const { observed } = seen;
+      const holder = holderOf(name, seen.labels);
       if (holder === undefined) {
         if (policies.adoption !== 'adopt')
           throw new TerminalError(RESOURCE_EXISTS, messageResourceExists(name, def.kind));
-        await write(client, 'mark', name, () => client.update(name, desired, labels, observed));
+        await write(kind, 'mark', name, (signal) => client.update(name, desired, labels, observed, signal));
         return { exists: true, drift: false };
       }
-      if (client.isUpToDate(desired, observed) && sameLabels(client.labelsOf(observed), labels))
+      if (client.isUpToDate(desired, observed) && sameLabels(seen.labels, labels))
         return { exists: true, drift: false };
-      await write(client, 'update', name, () => client.update(name, desired, labels, observed));
+      if (await mustRecreate(kind, name, desired, observed)) {
+        await write(kind, 'delete', name, (signal) => client.delete(name, signal));
+        await write(kind, 'create', name, (signal) => client.create(name, desired, labels, signal));
+      } else
+        await write(kind, 'update', name, (signal) => client.update(name, desired, labels, observed, signal));
       return { exists: true, drift: wasConverged };
     },
     /** Releases one resource the object no longer wants, or on delete: deletes it, or abandons it unmarked. */
-    async release(client: AnyClient, name: string, policies: Policies): Promise<void> {
+    async release(kind: ExternalKind, name: string, policies: Policies): Promise<void> {
       if (policies.adoption === 'observe') return; // never written, never deleted
-      const observed = await observe(client, name);
-      if (observed === undefined || client.labelsOf(observed)[CLOUD_OWNER_LABEL] !== uid) return; // not ours
+      const seen = await observe(kind, name);
+      if (!seen.exists || seen.labels[CLOUD_OWNER_LABEL] !== uid) return; // not ours
       if (policies.deletion === 'delete') {
-        await write(client, 'delete', name, () => client.delete(name));
+        await write(kind, 'delete', name, (signal) => kind.client.delete(name, signal));
         return;
       }
-      const { [CLOUD_OWNER_LABEL]: _mark, ...unmarked } = client.labelsOf(observed);
-      await write(client, 'unmark', name, () => client.setLabels(name, unmarked, observed));
+      const { [CLOUD_OWNER_LABEL]: _mark, ...unmarked } = seen.labels;
+      await write(kind, 'unmark', name, (signal) =>
+        kind.client.setLabels(name, unmarked, seen.observed, signal),
+      );
     },
   };
 }
@@ -356,9 +449,14 @@ function session(
  * Declares a controller of cloud resources (see the module comment for what the kit does).
  * @returns the registry's Controller (defineController's), with the finalizer declared
  */
-export function defineExternalResource<Schema extends z.ZodType>(def: ExternalResourceDefinition<Schema>) {
-  const fields = Object.keys(def.kinds);
-  const kindOf = (field: string) => def.kinds[field] as ExternalKind;
+export function defineExternalResource<
+  Schema extends z.ZodType,
+  Status extends z.ZodObject,
+  Kinds extends Record<string, ExternalKind>,
+>(def: ExternalResourceDefinition<Schema, Status, Kinds>) {
+  const kinds: Record<string, ExternalKind> = def.kinds;
+  const fields = Object.keys(kinds);
+  const kindOf = (field: string) => kinds[field] as ExternalKind;
   const wantedBy = async (
     object: PrimaryObject,
     spec: z.infer<Schema>,
@@ -367,6 +465,7 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
   ): Promise<((field: string) => WantedResource[]) | Waiting> => {
     const wanted = await def.desired({ object, spec, google, get });
     if ('wait' in wanted && !Array.isArray(wanted.wait)) return wanted as Waiting;
+    // A field is a kind's (the types say so): absent, none of that kind.
     return (field: string) => (wanted as Wanted)[field] ?? [];
   };
 
@@ -374,7 +473,7 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
     name: def.name,
     primary: def.primary,
     ...(def.spec ? { spec: def.spec } : {}),
-    ...(def.status ? { status: def.status } : {}),
+    status: def.status,
     ...(def.referencedBy ? { referencedBy: def.referencedBy } : {}),
     ...(def.auditLog ? { auditLog: def.auditLog } : {}),
     ...(def.watches ? { watches: def.watches } : {}),
@@ -387,7 +486,7 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
       const { object } = input;
       const policies = policiesOf(object);
       const google = googleCloudConfig();
-      const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
+      const run = session({ kind: def.primary.kind }, input, object, google);
       const wanted = await wantedBy(object, input.spec, google, input.get);
       if (typeof wanted !== 'function')
         return {
@@ -398,28 +497,25 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
       const stored = object.status as { observedGeneration?: unknown; conditions?: unknown } | undefined;
       const wasReady =
         stored?.observedGeneration === object.metadata.generation &&
-        Array.isArray(stored?.conditions) &&
-        stored.conditions.some(
-          (c: { type?: unknown; status?: unknown }) => c?.type === 'Ready' && c.status === 'True',
-        );
+        isConditionTrue(parseConditions(stored?.conditions), READY);
       const status: Record<string, unknown> = {};
       const missing: string[] = [];
       const present: string[] = [];
       let drift = false;
       for (const field of fields) {
-        const { client, list } = kindOf(field);
+        const kind = kindOf(field);
         const names: string[] = [];
         const before = new Set(namesIn(object.status, field));
         for (const w of wanted(field)) {
-          const converged = await run.converge(client, w, policies, wasReady && before.has(w.name));
+          const converged = await run.converge(kind, w, policies, wasReady && before.has(w.name));
           drift ||= converged.drift;
           if (converged.exists) names.push(w.name);
           (converged.exists ? present : missing).push(w.name);
         }
         // What the object managed before and no longer wants (a renamed resource, a removed one).
         for (const name of before)
-          if (!wanted(field).some((w) => w.name === name)) await run.release(client, name, policies);
-        status[field] = list ? names : names[0];
+          if (!wanted(field).some((w) => w.name === name)) await run.release(kind, name, policies);
+        status[field] = kind.list ? names : names[0];
       }
       const observing = policies.adoption === 'observe';
       const ready =
@@ -446,14 +542,14 @@ export function defineExternalResource<Schema extends z.ZodType>(def: ExternalRe
       // Read from the object as it is now: a policy changed while it is being deleted takes effect.
       const policies = policiesOf(object, [RECONCILE_INTERVAL]);
       const google = googleCloudConfig();
-      const run = session({ kinds: def.kinds, kind: def.primary.kind }, input, object, google);
+      const run = session({ kind: def.primary.kind }, input, object, google);
       const desired =
         input.spec === undefined ? undefined : await wantedBy(object, input.spec, google, input.get);
       const wanted = typeof desired === 'function' ? desired : () => [];
       for (const field of [...fields].reverse()) {
-        const { client } = kindOf(field);
+        const kind = kindOf(field);
         const names = new Set([...namesIn(object.status, field), ...wanted(field).map((w) => w.name)]);
-        for (const name of names) await run.release(client, name, policies);
+        for (const name of names) await run.release(kind, name, policies);
       }
       return undefined; // done: the kit removes the finalizer
     },

@@ -15,7 +15,8 @@
  * - Google Cloud errors sorted as API errors are ({@link throwGoogleCloudError}); quota and rate
  *   limits requeued after their delay ({@link rateLimitOf}).
  * - Controllers of cloud resources ({@link defineExternalResource}): observe/create/update/delete,
- *   the owner mark, deletion and adoption policies, per-object intervals (external.ts).
+ *   the owner mark, deletion and adoption policies, per-object intervals (external.ts); one client
+ *   of Pub/Sub subscriptions for every controller of them ({@link pubsubSubscriptions}).
  * - The cloud resources a controller owns, for drift seen in Cloud Audit Logs ({@link AuditLogDeclaration}).
  * - Status and conditions: `Ready` + `observedGeneration`, written only when changed.
  * - Map functions for watches: {@link mapThroughControllers}, {@link mapToOwnerAnnotation}, and
@@ -90,7 +91,9 @@ export {
   CLOUD_OWNER_LABEL,
   DELETION_POLICY,
   type DesiredInput,
+  type DesiredOf,
   defineExternalResource,
+  EXTERNAL_CALL_DEADLINE_MS,
   type ExternalClient,
   type ExternalKind,
   type ExternalResourceDefinition,
@@ -98,6 +101,8 @@ export {
   type Labels,
   MANAGEMENT_CONFLICT,
   NOT_FOUND,
+  type Observation,
+  observeGoogleResource,
   type Policies,
   parseGoDuration,
   policiesOf,
@@ -128,6 +133,12 @@ export {
 } from './index-spec.ts';
 export { type MapFunction, mapThroughControllers } from './map.ts';
 export { skipOwnCreates } from './predicates.ts';
+export {
+  type PubsubSubscriptionLive,
+  type PubsubSubscriptionWanted,
+  pubsubSubscriptions,
+  TOPIC_DELETED,
+} from './pubsub.ts';
 export { type RateLimit, rateLimitOf } from './rate-limits.ts';
 export { grants, type ListOptions, type MetadataPatch, type ReadOptions, type Reads } from './reads.ts';
 export { isReady, readyFromDeployment } from './ready.ts';

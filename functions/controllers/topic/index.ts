@@ -2,7 +2,8 @@
  * `topic`: the Topic controller (`pubsub.levelset.dev/v1alpha1`), on the kit's external resources
  * (docs/external-resources.md). A Topic stands for a Pub/Sub topic and its subscriptions in the
  * controllers' project (Config Connector's model). This file says how to observe, create, update,
- * delete and compare a topic and a subscription, and which ones a Topic wants; the kit does the
+ * delete and compare a topic, and which topic and subscriptions a Topic wants (the subscriptions'
+ * client is the kit's, shared with the Subscription controller); the kit does the
  * owner mark, the finalizer, the status, the policies, plans, traces, quota and drift. A converged
  * Topic costs 1 Kubernetes request (GET) and 1 Pub/Sub read per topic and subscription.
  */
@@ -11,26 +12,25 @@ import {
   type ExternalClient,
   type GoogleCloudConfig,
   type Labels,
+  observeGoogleResource,
   pubsubClient,
+  pubsubSubscriptions,
   sameLabels,
 } from '../../kit/index.ts';
 import { subscriptionResource, topicRefOf } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
 
-type Live = { labels?: Labels | null };
-const labelsOf = (live: Live): Labels => ({ ...live.labels });
-
 /** A topic: its retention, seconds (omitted: Pub/Sub's default). */
 type TopicWanted = { retentionSeconds?: number };
-type TopicLive = Live & { messageRetentionDuration?: { seconds?: unknown } | null };
+type TopicLive = { labels?: Labels | null; messageRetentionDuration?: { seconds?: unknown } | null };
 const retention = (d: TopicWanted) =>
   d.retentionSeconds === undefined ? {} : { messageRetentionDuration: { seconds: d.retentionSeconds } };
 
 const topics: ExternalClient<TopicWanted, TopicLive> = {
   service: 'pubsub.googleapis.com',
-  observe: async (name) => (await (await pubsubClient()).topic(name).getMetadata())[0],
-  labelsOf,
+  observe: async (name) =>
+    observeGoogleResource(async () => (await (await pubsubClient()).topic(name).getMetadata())[0]),
   isUpToDate: (d, live) =>
     d.retentionSeconds === undefined || Number(live.messageRetentionDuration?.seconds) === d.retentionSeconds,
   async create(name, d, labels) {
@@ -38,7 +38,7 @@ const topics: ExternalClient<TopicWanted, TopicLive> = {
   },
   async update(name, d, labels, live) {
     // Only what differs is in the update mask.
-    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
+    const relabel = !sameLabels({ ...live.labels }, labels) ? { labels } : {};
     await (await pubsubClient()).topic(name).setMetadata({ ...relabel, ...retention(d) });
   },
   async setLabels(name, labels) {
@@ -46,56 +46,6 @@ const topics: ExternalClient<TopicWanted, TopicLive> = {
   },
   async delete(name) {
     await (await pubsubClient()).topic(name).delete();
-  },
-};
-
-/** A subscription: its topic (full name), ack deadline (s) and dead letter policy. */
-type SubscriptionWanted = {
-  topic: string;
-  ackDeadlineSeconds: number;
-  deadLetterPolicy: { deadLetterTopic: string; maxDeliveryAttempts: number } | null;
-};
-type SubscriptionLive = Live & {
-  topic?: string | null;
-  ackDeadlineSeconds?: number | null;
-  deadLetterPolicy?: { deadLetterTopic?: string | null; maxDeliveryAttempts?: number | null } | null;
-};
-const settings = ({ topic: _, ...s }: SubscriptionWanted) => s;
-const deadLetterOf = (live: SubscriptionLive) =>
-  live.deadLetterPolicy?.deadLetterTopic
-    ? {
-        deadLetterTopic: live.deadLetterPolicy.deadLetterTopic,
-        maxDeliveryAttempts: live.deadLetterPolicy.maxDeliveryAttempts,
-      }
-    : null;
-
-const subscriptions: ExternalClient<SubscriptionWanted, SubscriptionLive> = {
-  service: 'pubsub.googleapis.com',
-  observe: async (name) => (await (await pubsubClient()).subscription(name).getMetadata())[0],
-  labelsOf,
-  isUpToDate: (d, live) =>
-    live.topic === d.topic &&
-    live.ackDeadlineSeconds === d.ackDeadlineSeconds &&
-    JSON.stringify(deadLetterOf(live)) === JSON.stringify(d.deadLetterPolicy),
-  async create(name, d, labels) {
-    await (await pubsubClient()).topic(d.topic).createSubscription(name, { labels, ...settings(d) });
-  },
-  async update(name, d, labels, live) {
-    if (live.topic !== d.topic) {
-      // Of another topic (`_deleted-topic_` once its topic was deleted): a subscription's topic
-      // cannot change, so it is replaced.
-      await subscriptions.delete(name);
-      await subscriptions.create(name, d, labels);
-      return;
-    }
-    const relabel = !sameLabels(labelsOf(live), labels) ? { labels } : {};
-    await (await pubsubClient()).subscription(name).setMetadata({ ...relabel, ...settings(d) });
-  },
-  async setLabels(name, labels) {
-    await (await pubsubClient()).subscription(name).setMetadata({ labels });
-  },
-  async delete(name) {
-    await (await pubsubClient()).subscription(name).delete();
   },
 };
 
@@ -109,7 +59,7 @@ export const topicController = defineExternalResource({
   spec: topicSpecSchema,
   status: topicStatusSchema,
   auditLog: topicAuditLog,
-  kinds: { topic: { client: topics }, subscriptions: { client: subscriptions, list: true } },
+  kinds: { topic: { client: topics }, subscriptions: { client: pubsubSubscriptions, list: true } },
   // A Topic that Subscriptions name is not deleted from under them (kit/references.ts).
   referencedBy: [{ resource: subscriptionResource, references: topicRefOf }],
   desired({ object, spec, google }) {
