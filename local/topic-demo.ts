@@ -8,7 +8,7 @@
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { emulatorClientOptions } from '../core/publish.ts';
-import { googleCloudConfig } from '../functions/kit/index.ts';
+import { googleCloudConfig } from '../functions/kit/google-cloud.ts';
 import { waitFor } from '../functions/kit/wait.ts';
 import { auditLogEntry, publishAuditLogEntry } from './audit-log.ts';
 import type { PubSubEmulator } from './pubsub-emulator.ts';

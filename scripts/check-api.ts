@@ -1,6 +1,6 @@
 /**
  * The kit's public API report: what a controller may import, as API Extractor records it
- * (`functions/kit/api/<entry>.api.md`, one per entry point: the kit and its test helpers).
+ * (`functions/kit/api/<entry>.api.md`, one per entry point: the kit, its Google Cloud resources and its test helpers).
  *
  *   node scripts/check-api.ts            # fails (exit 1) when the API differs from the checked-in report
  *   node scripts/check-api.ts --update   # rewrites the reports; review the diff, then commit it
@@ -24,6 +24,7 @@ const reportFolder = join(root, 'functions/kit/api');
 /** Entry point (source, relative to the root) → report name. */
 const ENTRIES: Record<string, string> = {
   'functions/kit/index.ts': 'kit',
+  'functions/kit/google.ts': 'kit-google',
   'functions/kit/testing.ts': 'kit-testing',
 };
 

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LABELS } from '../../core/log.ts';
-import { finalizerName } from '../../functions/kit/index.ts';
+import { finalizerName } from '../../functions/kit/finalizers.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { repoRoot } from '../../local/service.ts';
 

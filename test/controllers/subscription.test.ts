@@ -21,7 +21,8 @@ import {
 import { emulatorClientOptions } from '../../core/publish.ts';
 import { subscriptionController } from '../../functions/controllers/subscription/index.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
-import { CLOUD_OWNER_LABEL, findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { CLOUD_OWNER_LABEL } from '../../functions/kit/external.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import {
   keysFor,
   type ReconcilerForTest,

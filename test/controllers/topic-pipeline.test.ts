@@ -35,11 +35,10 @@ import {
   ADOPTION_POLICY,
   CLOUD_OWNER_LABEL,
   DELETION_POLICY,
-  finalizerName,
-  findCondition,
-  parseConditions,
   RECONCILE_INTERVAL,
-} from '../../functions/kit/index.ts';
+} from '../../functions/kit/external.ts';
+import { finalizerName } from '../../functions/kit/finalizers.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import { type GrpcProxy, type RecordedRequest, startGrpcProxy } from '../../local/grpc-proxy.ts';
 import { type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import type { LogLine } from '../../local/service.ts';

@@ -28,12 +28,11 @@ import {
   ADOPTION_POLICY,
   CLOUD_OWNER_LABEL,
   DELETION_POLICY,
-  EMULATOR_PROJECT,
-  findCondition,
-  parseConditions,
   policiesOf,
   RECONCILE_INTERVAL,
-} from '../../functions/kit/index.ts';
+} from '../../functions/kit/external.ts';
+import { EMULATOR_PROJECT } from '../../functions/kit/google-cloud.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import {
   type ReconcilerForTest,
   reconcilerForTest,

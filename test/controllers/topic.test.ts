@@ -19,12 +19,9 @@ import {
 } from '@kubernetes/client-node';
 import { emulatorClientOptions } from '../../core/publish.ts';
 import { topicController } from '../../functions/controllers/topic/index.ts';
-import {
-  CLOUD_OWNER_LABEL,
-  finalizerName,
-  findCondition,
-  parseConditions,
-} from '../../functions/kit/index.ts';
+import { CLOUD_OWNER_LABEL } from '../../functions/kit/external.ts';
+import { finalizerName } from '../../functions/kit/finalizers.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import {
   type ReconcilerForTest,
   reconcilerForTest,

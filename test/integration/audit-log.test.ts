@@ -16,7 +16,8 @@ import { after, before, describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { emulatorClientOptions } from '../../core/publish.ts';
-import { EMULATOR_PROJECT, findCondition, parseConditions } from '../../functions/kit/index.ts';
+import { EMULATOR_PROJECT } from '../../functions/kit/google-cloud.ts';
+import { findCondition, parseConditions } from '../../functions/kit/index.ts';
 import {
   type AuditLogChange,
   auditLogEntry,

@@ -10,15 +10,9 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
 import * as z from 'zod';
-import {
-  customResource,
-  defineExternalResource,
-  type ExternalClient,
-  findCondition,
-  GRPC,
-  type Labels,
-  parseConditions,
-} from '../../functions/kit/index.ts';
+import { defineExternalResource, type ExternalClient, type Labels } from '../../functions/kit/external.ts';
+import { GRPC } from '../../functions/kit/google-cloud.ts';
+import { customResource, findCondition, parseConditions } from '../../functions/kit/index.ts';
 import {
   type ReconcilerForTest,
   reconcilerForTest,

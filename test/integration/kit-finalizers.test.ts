@@ -19,16 +19,13 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import * as z from 'zod';
+import { addFinalizer, finalizerName, removeFinalizer } from '../../functions/kit/finalizers.ts';
 import {
-  addFinalizer,
   configmaps,
   customResource,
   defineController,
-  type FinalizeResult,
-  finalizerName,
   findCondition,
   parseConditions,
-  removeFinalizer,
   TerminalError,
 } from '../../functions/kit/index.ts';
 import {
@@ -37,6 +34,7 @@ import {
   startTestCluster,
   type TestCluster,
 } from '../../functions/kit/testing.ts';
+import type { FinalizeResult } from '../../functions/kit/types.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GROUP = 'kit-finalizers.levelset.dev';

@@ -15,7 +15,7 @@ import {
   type V1ConfigMap,
 } from '@kubernetes/client-node';
 import * as z from 'zod';
-import { CONTROLLER_LABEL } from '../../functions/kit/children.ts';
+import { CONTROLLER_LABEL, OWNER_LABEL } from '../../functions/kit/children.ts';
 import {
   configmaps,
   customResource,
@@ -23,7 +23,6 @@ import {
   FIELD_MANAGER,
   findCondition,
   isControlledBy,
-  OWNER_LABEL,
   parseConditions,
 } from '../../functions/kit/index.ts';
 import {

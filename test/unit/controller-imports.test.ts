@@ -12,7 +12,7 @@ const lint = (from: string, file = 'functions/controllers/subscription/index.ts'
 
 describe('what a controller may import', () => {
   it('the kit, its own folder and another controller’s api.ts', () => {
-    for (const from of ['../../kit/index.ts', './api.ts', '../topic/api.ts'])
+    for (const from of ['../../kit/index.ts', '../../kit/google.ts', './api.ts', '../topic/api.ts'])
       assert.equal(lint(from), '', from);
   });
 
@@ -30,7 +30,14 @@ describe("what an example project's controller may import", () => {
   const file = 'examples/foo/controllers/foo/index.ts';
 
   it('levelset/kit, its own folder, another controller’s api.ts and the libraries', () => {
-    for (const from of ['levelset/kit', './api.ts', '../icecream/api.ts', 'zod', '@kubernetes/client-node'])
+    for (const from of [
+      'levelset/kit',
+      'levelset/kit/google',
+      './api.ts',
+      '../icecream/api.ts',
+      'zod',
+      '@kubernetes/client-node',
+    ])
       assert.equal(lint(from, file), '', from);
   });
 
@@ -42,6 +49,6 @@ describe("what an example project's controller may import", () => {
       '../icecream/index.ts',
       '../../../../functions/kit/define.ts',
     ])
-      assert.match(lint(from, file), /A controller imports the kit \(levelset\/kit\)/, from);
+      assert.match(lint(from, file), /A controller imports the kit \(levelset\/kit, levelset\/kit\/google\)/, from);
   });
 });

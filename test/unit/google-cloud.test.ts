@@ -4,14 +4,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
 import { isTransient } from '../../core/k8s/errors.ts';
-import { withStatusDetails } from '../../functions/kit/google-cloud.ts';
 import {
   GRPC,
   googleCloudClientOptions,
-  rateLimitOf,
-  TerminalError,
   throwGoogleCloudError,
-} from '../../functions/kit/index.ts';
+  withStatusDetails,
+} from '../../functions/kit/google-cloud.ts';
+import { TerminalError } from '../../functions/kit/index.ts';
+import { rateLimitOf } from '../../functions/kit/rate-limits.ts';
 import { startGrpcProxy } from '../../local/grpc-proxy.ts';
 
 /** An error as google-gax throws it: `code` (google.rpc.Code), `details` (the API's message). */

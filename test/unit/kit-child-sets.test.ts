@@ -14,14 +14,14 @@ import {
   convergeChildren,
   ownedChildren,
 } from '../../functions/kit/child-sets.ts';
-import type {
-  ChildContext,
-  CrossNamespaceTracking,
-  PrimaryObject,
-  ResourceClient,
-  Scope,
+import {
+  type CrossNamespaceTracking,
+  configmaps,
+  deployments,
+  type PrimaryObject,
+  type ResourceClient,
 } from '../../functions/kit/index.ts';
-import { configmaps, deployments } from '../../functions/kit/index.ts';
+import type { ChildContext, Scope } from '../../functions/kit/types.ts';
 
 const primary = (deleting = false): PrimaryObject => ({
   apiVersion: 'test.levelset.dev/v1',

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
-import { compareChild, contentWrittenByKitAlone, updateBody } from '../../functions/kit/cross-namespace.ts';
+import {
+  compareChild,
+  contentWrittenByKitAlone,
+  mapToOwnerAnnotation,
+  planCrossNamespaceChildren,
+  updateBody,
+} from '../../functions/kit/cross-namespace.ts';
 import { deriveRbac } from '../../functions/kit/define.ts';
 import {
   acrossNamespaces,
@@ -10,8 +16,6 @@ import {
   configmaps,
   customResource,
   defineController,
-  mapToOwnerAnnotation,
-  planCrossNamespaceChildren,
 } from '../../functions/kit/index.ts';
 
 const tracking: CrossNamespaceTracking = {

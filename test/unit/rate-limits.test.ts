@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiException } from '@kubernetes/client-node';
-import { parseGoDuration, rateLimitOf } from '../../functions/kit/index.ts';
+import { parseGoDuration } from '../../functions/kit/external.ts';
+import { rateLimitOf } from '../../functions/kit/rate-limits.ts';
 
 describe('rateLimitOf', () => {
   it('Kubernetes 429: the Retry-After seconds, in ms; without one, no delay named', () => {

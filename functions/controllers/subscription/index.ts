@@ -6,7 +6,8 @@
  * the kit's (`pubsubSubscriptions`, the Topic's too), and the kit does the rest, as for the Topic. A converged
  * Subscription costs 2 Kubernetes GETs (itself, its Topic) and 1 Pub/Sub read.
  */
-import { defineExternalResource, isReady, mapByIndex, pubsubSubscriptions } from '../../kit/index.ts';
+import { defineExternalResource, pubsubSubscriptions } from '../../kit/google.ts';
+import { isReady, mapByIndex } from '../../kit/index.ts';
 import { type TopicStatus, topicResource } from '../topic/api.ts';
 import { subscriptionResource, subscriptionSpecSchema, subscriptionStatusSchema, topicRefOf } from './api.ts';
 

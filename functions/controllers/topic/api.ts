@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import { CLOUD_OWNER_LABEL, customResource } from '../../kit/index.ts';
+import { CLOUD_OWNER_LABEL } from '../../kit/google.ts';
+import { customResource } from '../../kit/index.ts';
 
 /** The primary resource: `topics.pubsub.levelset.dev`, namespaced. */
 export const topicResource = customResource({

@@ -4,7 +4,8 @@
  * its Topic outright; any other topic or subscription is looked up in the Topics' `status`, which
  * still holds the name after the resource was deleted.
  */
-import { type AuditLogDeclaration, isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
+import type { AuditLogDeclaration } from '../../kit/google.ts';
+import { isDNS1123Label, isDNS1123Subdomain, type Key } from '../../kit/index.ts';
 import { defaultTopicId, type TopicStatus } from './api.ts';
 
 /**

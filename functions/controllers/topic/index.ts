@@ -16,7 +16,7 @@ import {
   pubsubClient,
   pubsubSubscriptions,
   sameLabels,
-} from '../../kit/index.ts';
+} from '../../kit/google.ts';
 import { subscriptionResource, topicRefOf } from '../subscription/api.ts';
 import { defaultTopicId, topicResource, topicSpecSchema, topicStatusSchema } from './api.ts';
 import { topicAuditLog } from './audit-log.ts';
