@@ -10,9 +10,9 @@
  * - Delays (`workqueue.DelayingInterface`): {@link WorkQueue.addAfter}; a key already waiting keeps
  *   the earlier of its ready times.
  * - Rate limiting (`workqueue.RateLimitingInterface`): {@link WorkQueue.addRateLimited},
- *   {@link WorkQueue.forget}, {@link WorkQueue.numRequeues}, with
- *   {@link defaultControllerRateLimiter} = max(per-item exponential 5 ms → 1000 s, token bucket
- *   10 qps / burst 100), as client-go's `DefaultControllerRateLimiter`.
+ *   {@link WorkQueue.forget}, {@link WorkQueue.numRequeues}, through a {@link RateLimiter}: the
+ *   in-process mode's is max(the per-key delay its retries carry, token bucket 10 qps / burst 100),
+ *   client-go's `DefaultControllerRateLimiter` with the per-key half from functions/runtime/retry.ts.
  * - Priority (controller-runtime's priority queue, `AddWithOpts{Priority}`): a key added with
  *   `priority: 'low'` (the resync's) is handed out after every key of normal priority (live events),
  *   except that one handout in {@link LOW_PRIORITY_EVERY} goes to the oldest low-priority key while
@@ -23,7 +23,6 @@
  * Keys are strings (items are compared by value, as client-go compares comparable items).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { itemExponentialBackoffMs } from '../../core/backoff.ts';
 import { systemTimers, type Timers } from '../../relay/collapse.ts';
 
 /** client-go's `workqueue.TypedRateLimiter`: how long a key waits before its next try. */
@@ -34,34 +33,6 @@ export interface RateLimiter {
   forget(key: string): void;
   /** Failures recorded for `key`. */
   numRequeues(key: string): number;
-}
-
-/**
- * client-go's `ItemExponentialFailureRateLimiter`: `baseMs × 2^failures`, capped at `maxMs`
- * (core/backoff.ts `itemExponentialBackoffMs`, which `reconcile` retries a failed key with too).
- * @throws {RangeError} when `baseMs` or `maxMs` is not a positive finite number.
- */
-export class ItemExponentialFailureRateLimiter implements RateLimiter {
-  readonly #failures = new Map<string, number>();
-  readonly baseMs: number;
-  readonly maxMs: number;
-  constructor(baseMs: number, maxMs: number) {
-    this.baseMs = baseMs;
-    this.maxMs = maxMs;
-    if (!(baseMs > 0 && maxMs > 0 && Number.isFinite(baseMs) && Number.isFinite(maxMs)))
-      throw new RangeError('baseMs and maxMs must be positive finite numbers');
-  }
-  when(key: string): number {
-    const failures = (this.#failures.get(key) ?? 0) + 1;
-    this.#failures.set(key, failures);
-    return itemExponentialBackoffMs(failures, this.baseMs, this.maxMs);
-  }
-  forget(key: string): void {
-    this.#failures.delete(key);
-  }
-  numRequeues(key: string): number {
-    return this.#failures.get(key) ?? 0;
-  }
 }
 
 /**
@@ -116,14 +87,6 @@ export class MaxOfRateLimiter implements RateLimiter {
     for (const l of this.#limiters) max = Math.max(max, l.numRequeues(key));
     return max;
   }
-}
-
-/** client-go's `DefaultControllerRateLimiter`: max(exponential 5 ms → 1000 s, bucket 10 qps / burst 100). */
-export function defaultControllerRateLimiter(now?: () => number): RateLimiter {
-  return new MaxOfRateLimiter(
-    new ItemExponentialFailureRateLimiter(5, 1_000_000),
-    new BucketRateLimiter(10, 100, now),
-  );
 }
 
 /** The workqueue metrics client-go's `workqueue.MetricsProvider` exposes (component-base names), label `name`. */
@@ -204,8 +167,11 @@ export function createWorkQueueMetrics(registry: Registry): WorkQueueMetrics {
 export interface WorkQueueOptions {
   /** The queue's name: the metrics' `name` label (controller-runtime names it after the controller). */
   name: string;
-  /** Default {@link defaultControllerRateLimiter}. */
-  rateLimiter?: RateLimiter;
+  /**
+   * How long a key waits before its next try (`AddRateLimited`); the in-process mode's is the per-key
+   * delay of functions/runtime/retry.ts `nextRetry` with client-go's bucket over every key.
+   */
+  rateLimiter: RateLimiter;
   metrics?: WorkQueueMetrics;
   timers?: Timers;
 }
@@ -253,7 +219,7 @@ export class WorkQueue {
   constructor(options: WorkQueueOptions) {
     this.name = options.name;
     this.#timers = options.timers ?? systemTimers;
-    this.#rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter(this.#timers.now);
+    this.#rateLimiter = options.rateLimiter;
     this.#metrics = options.metrics;
     this.#metrics?.track(this);
     this.#metrics?.depth.set({ name: this.name }, 0);

@@ -3,22 +3,40 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
+import { itemExponentialBackoffMs } from '../../core/backoff.ts';
 import {
   BucketRateLimiter,
   createWorkQueueMetrics,
-  defaultControllerRateLimiter,
-  ItemExponentialFailureRateLimiter,
   LOW_PRIORITY_EVERY,
   MaxOfRateLimiter,
+  type RateLimiter,
   WorkQueue,
 } from '../../functions/runtime/workqueue.ts';
 import { ManualTimers } from '../support/manual-timers.ts';
+
+/**
+ * client-go's `ItemExponentialFailureRateLimiter` (5 ms doubling per failure of a key, to 1000 s; the
+ * per-key half of `DefaultControllerRateLimiter`), over core/backoff.ts: the delays the queue's
+ * rate-limiting tests count on.
+ */
+function exponential(): RateLimiter {
+  const failures = new Map<string, number>();
+  return {
+    when(key) {
+      const n = (failures.get(key) ?? 0) + 1;
+      failures.set(key, n);
+      return itemExponentialBackoffMs(n, 5, 1_000_000);
+    },
+    forget: (key) => void failures.delete(key),
+    numRequeues: (key) => failures.get(key) ?? 0,
+  };
+}
 
 function setup() {
   const timers = new ManualTimers();
   const registry = new Registry();
   const metrics = createWorkQueueMetrics(registry);
-  const q = new WorkQueue({ name: 'foo', timers, metrics });
+  const q = new WorkQueue({ name: 'foo', timers, metrics, rateLimiter: exponential() });
   const value = async (metric: string) =>
     (await registry.getSingleMetric(metric)?.get())?.values.find(
       (v) => v.labels.name === 'foo' && !('le' in v.labels),
@@ -37,33 +55,6 @@ async function drain(q: WorkQueue): Promise<string[]> {
   return keys;
 }
 
-describe('ItemExponentialFailureRateLimiter (default_rate_limiters_test.go)', () => {
-  it('doubles per failure of a key, from base to max, and forget resets it', () => {
-    const l = new ItemExponentialFailureRateLimiter(5, 1_000_000);
-    const table: [string, number][] = [
-      ['one', 5],
-      ['one', 10],
-      ['one', 20],
-      ['one', 40],
-      ['two', 5],
-      ['one', 80],
-    ];
-    for (const [key, want] of table) assert.equal(l.when(key), want, key);
-    assert.equal(l.numRequeues('one'), 5);
-    assert.equal(l.numRequeues('two'), 1);
-    l.forget('one');
-    assert.equal(l.numRequeues('one'), 0);
-    assert.equal(l.when('one'), 5);
-  });
-
-  it('caps at max (5 ms → 1000 s reaches the cap at the 19th failure)', () => {
-    const l = new ItemExponentialFailureRateLimiter(5, 1_000_000);
-    const delays = Array.from({ length: 25 }, () => l.when('k'));
-    assert.equal(delays[17], 5 * 2 ** 17); // 655.36 s
-    assert.deepEqual(delays.slice(18), Array(7).fill(1_000_000));
-  });
-});
-
 describe('BucketRateLimiter (golang.org/x/time/rate semantics)', () => {
   it('lets a burst through, then spaces keys at 1/qps, and refills over time', () => {
     let now = 0;
@@ -78,20 +69,15 @@ describe('BucketRateLimiter (golang.org/x/time/rate semantics)', () => {
   });
 });
 
-describe('MaxOfRateLimiter / DefaultControllerRateLimiter', () => {
+describe('MaxOfRateLimiter', () => {
   it('takes the longest delay and the most requeues', () => {
-    let now = 0;
-    const l = new MaxOfRateLimiter(
-      new ItemExponentialFailureRateLimiter(5, 1_000_000),
-      new BucketRateLimiter(10, 1, () => now),
-    );
+    const now = 0;
+    const l = new MaxOfRateLimiter(exponential(), new BucketRateLimiter(10, 1, () => now));
     assert.equal(l.when('k'), 5); // bucket has its token: 0; exponential 5
     assert.equal(l.when('k'), 100); // bucket empty: 100 ms > 10
     assert.equal(l.numRequeues('k'), 2);
     l.forget('k');
     assert.equal(l.numRequeues('k'), 0);
-    now += 10_000;
-    assert.equal(defaultControllerRateLimiter(() => now).when('x'), 5);
   });
 });
 
