@@ -49,6 +49,10 @@ describe("what an example project's controller may import", () => {
       '../icecream/index.ts',
       '../../../../functions/kit/define.ts',
     ])
-      assert.match(lint(from, file), /A controller imports the kit \(levelset\/kit, levelset\/kit\/google\)/, from);
+      assert.match(
+        lint(from, file),
+        /A controller imports the kit \(levelset\/kit, levelset\/kit\/google\)/,
+        from,
+      );
   });
 });
