@@ -188,7 +188,8 @@ export function ownedChildren(context: ChildContext, types: readonly OwnedType[]
       const wanted = desired?.children?.filter((c) => types.some((t) => isOfType(c, t.resource)));
       if (!wanted) return nothing();
       const input = { client, controller, owner: object, owned: listings, desired: wanted };
-      return { changes: await reconcileChildren(input), pruning: false };
+      const { changes, conflict } = await reconcileChildren(input);
+      return { changes, pruning: false, ...(conflict ? { failed: conflict } : {}) };
     },
   };
 }

@@ -15,7 +15,12 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 import { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
-import { type GroupVersionKind, isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
+import {
+  controllerRefOf,
+  type GroupVersionKind,
+  isControlledBy,
+  newControllerRef,
+} from '../../core/k8s/owner.ts';
 import { apiVersionOf } from '../../core/k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../../core/k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
@@ -158,23 +163,32 @@ export interface ChildrenInput {
 
 /**
  * Converges `owner`'s children to `desired`: each desired child missing from its listing is created
- * (POST: atomic, so an object that appeared meanwhile under that name is never adopted) and the
- * fields it set are then made the `Apply` fields of Levelset's manager (a JSON patch of
+ * (POST: atomic, so an object that appeared meanwhile under that name is never adopted unasked) and
+ * the fields it set are then made the `Apply` fields of Levelset's manager (a JSON patch of
  * `managedFields`, client-go's `csaupgrade`; a create records an `Update` entry, whose fields an
  * apply would never remove); each listed one whose values differ ({@link isSubset}) or whose fields
  * Levelset's manager owns differ from the desired ones ({@link ownsExactly}) is server-side applied
  * (conditional on the listed `resourceVersion`: a 409 retries the reconcile from a fresh read), so
  * that a field the reconcile stopped setting is removed; and every listed child controlled by
- * `owner` that is not desired is deleted with a UID precondition.
- * @returns the changes made (`[]`: nothing written)
- * @throws {TerminalError} `ErrResourceExists` when a desired child's name is taken by an object
- *   `owner` does not control (nothing is written to it); {@link Error} when a desired child's type is
- *   not among the owned types (a programming error); API errors as thrown (retried)
+ * `owner` that is not desired is pruned: deleted with a UID precondition, or, for a type that says
+ * `prune: 'orphan'`, let go (its controller reference and Levelset's labels removed, the object left).
+ * An object already holding a desired child's name that no controller owns is adopted when its type
+ * says `adopt: true` (controller-runtime's `CreateOrUpdate` with `SetControllerReference`, Kopf's
+ * `adopt()`): applied with the controller reference and labels, conditional on the resourceVersion
+ * read. One held by someone else is never written, and does not stop the other children.
+ * @returns the changes made (`[]`: nothing written), and `conflict`: the `ErrResourceExists`
+ *   {@link TerminalError} naming every desired child whose name is taken by an object `owner` does
+ *   not control (the caller reports it once the others converged)
+ * @throws {Error} when a desired child's type is not among the owned types (a programming error);
+ *   API errors as thrown (retried)
  */
-export async function reconcileChildren(input: ChildrenInput): Promise<ChildChange[]> {
+export async function reconcileChildren(
+  input: ChildrenInput,
+): Promise<{ changes: ChildChange[]; conflict?: TerminalError }> {
   const { client, owner } = input;
   const ref = newControllerRef(owner, owner satisfies GroupVersionKind);
   const changes: ChildChange[] = [];
+  const taken: string[] = [];
   const wanted = new Set<string>();
   for (const child of input.desired) {
     const entry = input.owned.find(
@@ -213,20 +227,25 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
         live = await client.get(resource, namespace, name);
       }
     }
-    if (!isControlledBy(live, owner))
-      throw new TerminalError(ERR_RESOURCE_EXISTS, messageResourceExists(name, owner.kind));
+    const adopting = entry.type.adopt === true && !controllerRefOf(live);
+    if (!adopting && !isControlledBy(live, owner)) {
+      taken.push(messageResourceExists(name, owner.kind));
+      continue;
+    }
     const { ownerReferences: _, ...metadata } = body.metadata ?? {};
-    if (isSubset({ ...body, metadata }, live) && ownsExactly(live, FIELD_MANAGER, body)) continue;
+    if (!adopting && isSubset({ ...body, metadata }, live) && ownsExactly(live, FIELD_MANAGER, body))
+      continue;
     const listed = live;
     await childSpan('apply', label, async () => {
       const upgrade = upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
       const current = upgrade ? await client.patch(resource, namespace, name, upgrade, 'json') : listed;
       await client.apply(resource, {
         ...body,
+        // An adopted object keeps the owner references it had (apply merges the list by uid).
         metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion },
       });
     });
-    changes.push(`updated ${label}`);
+    changes.push(`${adopting ? 'adopted' : 'updated'} ${label}`);
   }
   for (const { type, listed } of input.owned) {
     for (const child of listed) {
@@ -235,9 +254,46 @@ export async function reconcileChildren(input: ChildrenInput): Promise<ChildChan
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
       const pruned = `${type.resource.kind} ${placeOf(owner, child.metadata?.namespace, child.metadata?.name)}`;
-      if (await childSpan('prune', pruned, () => client.delete(type.resource, child)))
+      if (type.prune === 'orphan') {
+        await childSpan('prune', pruned, () => orphan(client, type, child, owner, input.controller));
+        changes.push(`orphaned ${pruned}`);
+      } else if (await childSpan('prune', pruned, () => client.delete(type.resource, child)))
         changes.push(`pruned ${pruned}`);
     }
   }
-  return changes;
+  return taken.length > 0
+    ? { changes, conflict: new TerminalError(ERR_RESOURCE_EXISTS, taken.join('; ')) }
+    : { changes };
+}
+
+/**
+ * Lets `child` go (`prune: 'orphan'`): a JSON patch removing `owner`'s controller reference and the
+ * labels the kit lists children by, tested against the reference's UID so that a child adopted by
+ * another owner meanwhile is left as it is (a failed test is a 422: retried from a fresh read). The
+ * object stays, with its other owners, labels and fields.
+ */
+async function orphan(
+  client: ResourceClient,
+  type: OwnedType,
+  child: KubernetesObject,
+  owner: Owner,
+  controller: string,
+): Promise<void> {
+  const md = child.metadata ?? {};
+  const at = (md.ownerReferences ?? []).findIndex((r) => r.uid === owner.metadata.uid);
+  const pointer = (key: string) => `/metadata/labels/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+  const labels = Object.keys(childLabels(controller, type, owner)).filter(
+    (k) => md.labels?.[k] !== undefined,
+  );
+  await client.patch(
+    type.resource,
+    md.namespace,
+    md.name ?? '',
+    [
+      { op: 'test', path: `/metadata/ownerReferences/${at}/uid`, value: owner.metadata.uid },
+      { op: 'remove', path: `/metadata/ownerReferences/${at}` },
+      ...labels.map((k) => ({ op: 'remove', path: pointer(k) })),
+    ],
+    'json',
+  );
 }

@@ -321,6 +321,8 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       const converged = await convergeChildren(children, object, desired);
       const { changes } = converged;
       if (changes.length > 0) log.info({ changes }, 'children converged');
+      // A child whose name someone else holds: Ready=False/ErrResourceExists once the others converged.
+      if (converged.failed instanceof TerminalError) throw converged.failed;
       const wrote = await status.write(desired.status ?? {}, desiredConditions(desired, object));
       const changed = wrote || changes.length > 0;
       await recordSynced(events, object, typeof synced === 'function' ? synced(changes) : synced, changed);

@@ -177,7 +177,7 @@ export interface Owner {
 }
 
 /** What converging a reconcile's children changed, for logs and the `Synced` Event: `created Deployment x`, … */
-export type ChildChange = `${'created' | 'updated' | 'pruned'} ${string}`;
+export type ChildChange = `${'created' | 'updated' | 'adopted' | 'pruned' | 'orphaned'} ${string}`;
 
 /**
  * Which of a primary's children one reconcile converges, resolved once at the top of the
@@ -208,6 +208,20 @@ export interface OwnedType {
    * default `{levelset.dev/controller: <controller>, levelset.dev/owner: <owner uid>}`.
    */
   labels?: (owner: Owner) => Record<string, string>;
+  /**
+   * Children in the owner's namespace: take an object already holding a desired child's name that no
+   * controller owns (its controller reference and labels set, then managed), as controller-runtime's
+   * `CreateOrUpdate` with `SetControllerReference` and Kopf's `adopt()` let a controller do; one
+   * another controller owns stays `Ready=False/ErrResourceExists`. Default `false`: never adopted.
+   */
+  adopt?: boolean;
+  /**
+   * Children in the owner's namespace: what pruning does with a child the reconcile no longer
+   * returns: `delete` it (default), or `orphan` it (its controller reference and Levelset's labels
+   * removed, the object left: a Namespace kept once made). Deleting the owner still lets the garbage
+   * collector delete the children it controls (Kubernetes API: owners and dependents).
+   */
+  prune?: 'delete' | 'orphan';
   /** Server-side label selector of the relay's watch of this type; default none (every object). */
   watchSelector?: string;
   /** The map of the relay's watch of this type; default the strategy's ({@link ChildStrategy.map}). */
