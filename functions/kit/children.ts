@@ -179,8 +179,9 @@ export interface ChildrenInput {
  * @returns the changes made (`[]`: nothing written), and `conflict`: the `ErrResourceExists`
  *   {@link TerminalError} naming every desired child whose name is taken by an object `owner` does
  *   not control (the caller reports it once the others converged)
- * @throws {Error} when a desired child's type is not among the owned types (a programming error);
- *   API errors as thrown (retried)
+ * @throws {Error} when a desired child's type is not among the owned types, or is cluster-scoped
+ *   beside a namespaced owner (Kubernetes, "Owners and dependents": programming errors); API errors
+ *   as thrown (retried)
  */
 export async function reconcileChildren(
   input: ChildrenInput,
@@ -198,6 +199,10 @@ export async function reconcileChildren(
     const name = child.metadata?.name;
     if (!name) throw new Error(`a desired ${child.kind} has no metadata.name`);
     const resource = entry.type.resource;
+    if (owner.metadata.namespace && !resource.namespaced)
+      throw new Error(
+        `a ${child.kind} is cluster-scoped: no owner reference may point from it at a namespaced ${owner.kind}`,
+      );
     wanted.add(`${child.kind}/${owner.metadata.namespace ? '' : (child.metadata?.namespace ?? '')}/${name}`);
     const body: KubernetesObject = {
       ...child,

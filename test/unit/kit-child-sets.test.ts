@@ -18,6 +18,7 @@ import {
   type CrossNamespaceTracking,
   configmaps,
   deployments,
+  namespaces,
   type PrimaryObject,
   type ResourceClient,
 } from '../../functions/kit/index.ts';
@@ -96,6 +97,21 @@ describe('ownedChildren: in the primary namespace, by owner references', () => {
     });
     assert.deepEqual(await set.converge(undefined, undefined), { changes: [], pruning: false });
     assert.equal(requests.length, 1, 'garbage collection removes them: no write');
+  });
+});
+
+describe('ownedChildren: where owner references may point', () => {
+  it('refuses a cluster-scoped child of a namespaced primary, before any write', async () => {
+    const { client, requests } = fakeClient();
+    const set = ownedChildren(scope(client), [{ resource: namespaces }]);
+    await set.observe?.(primary());
+    await assert.rejects(
+      set.converge(primary(), {
+        children: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'n' } }],
+      }),
+      /a Namespace is cluster-scoped: no owner reference may point from it at a namespaced Widget/,
+    );
+    assert.ok(!requests.some((r) => r.startsWith('CREATE')));
   });
 });
 
