@@ -3,6 +3,7 @@
  * the one generic storage and verb path for built-ins and custom resources alike.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { BUILTIN_RESOURCES } from './builtins.gen.ts';
 import type { FieldError } from './status.ts';
 
 /** A stored Kubernetes object (wire JSON). */
@@ -544,8 +545,34 @@ function validateReplicatedPods(obj: KubeObject, old?: KubeObject): FieldError[]
   return errs;
 }
 
-/** The built-in resources, in discovery order. */
+/**
+ * The built-in resources, in discovery order: those whose behaviour Levelset's tests need (defaults,
+ * strategies, admission, conversions: {@link handwrittenResources}), then every other resource
+ * kube-apiserver v1.32 serves, generic but exact in wire format, from the table generated from
+ * client-node's API classes (builtins.gen.ts: scope, subresources, short names, categories).
+ */
 export function builtinResources(): ResourceType[] {
+  const handwritten = handwrittenResources();
+  const served = new Set(handwritten.map((r) => `${r.group}/${r.plural}`));
+  const generic = BUILTIN_RESOURCES.filter((r) => !served.has(`${r.group}/${r.plural}`)).map((r) =>
+    resourceType({
+      group: r.group,
+      version: r.version,
+      plural: r.plural,
+      kind: r.kind,
+      namespaced: r.namespaced,
+      shortNames: r.shortNames,
+      categories: r.categories,
+      statusSubresource: r.subresources.includes('status'),
+      hasGeneration: r.generation,
+      nameRule: r.group === 'rbac.authorization.k8s.io' ? 'path' : 'subdomain',
+    }),
+  );
+  return [...handwritten, ...generic];
+}
+
+/** The built-in resources with behaviour of their own, in discovery order. */
+function handwrittenResources(): ResourceType[] {
   const core = (s: Omit<Spec, 'group' | 'version'>, extra?: Partial<ResourceType>) =>
     resourceType({ group: '', version: 'v1', ...s }, extra);
   const rbac = (plural: string, kind: string, namespaced: boolean) =>

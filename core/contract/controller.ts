@@ -8,7 +8,7 @@ import type * as z from 'zod';
 import type { Key, MappedKey } from './key.ts';
 
 /** A Kubernetes resource type: the group/version/resource triple plus its kind and scope. `group` is `""` for core. */
-export interface ResourceType {
+export interface ResourceType<T extends KubernetesObject = KubernetesObject> {
   group: string;
   version: string;
   plural: string;
@@ -19,6 +19,11 @@ export interface ResourceType {
    * status or conditions for such a primary. Default `true` (custom resources, Deployments, Pods).
    */
   statusSubresource?: boolean;
+  /**
+   * Never set: the type of the resource's objects (a `@kubernetes/client-node` model such as
+   * `V1ResourceQuota` for the kit's built-in resources), so that the kit's reads of it are typed.
+   */
+  readonly objectType?: T;
 }
 
 /** A watch event as the relay sees it. For `DELETED`, `object` is the last known state (the tombstone). */

@@ -17,7 +17,9 @@
  * - Map functions for watches: {@link mapThroughControllers}, and {@link mapByIndex} over a spec
  *   index the controller declares (`indexes`).
  * - Reads checked against the RBAC: `get`/`list` in any namespace, `patchMetadata` ({@link Reads}).
- * - Built-in resource types ({@link deployments}, {@link pods}, …) and {@link customResource}.
+ * - Every built-in resource type, typed with its client-node model ({@link resources}: `owned(resources.resourcequotas)`
+ *   is a `V1ResourceQuota[]`; the most used also by name: {@link deployments}, {@link pods}, …), and
+ *   {@link customResource}.
  */
 export type {
   Controller,
@@ -55,6 +57,7 @@ export {
   namespaces,
   pods,
   replicasets,
+  resources,
   secrets,
   services,
 } from './resources.ts';

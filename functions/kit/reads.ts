@@ -40,12 +40,16 @@ export interface Reads {
    * @returns the object, or `undefined` when it does not exist (404)
    * @throws {Error} when the RBAC does not grant `get`; API errors as thrown (retried)
    */
-  get(resource: ResourceType, name: string, options?: ReadOptions): Promise<KubernetesObject | undefined>;
+  get<T extends KubernetesObject>(
+    resource: ResourceType<T>,
+    name: string,
+    options?: ReadOptions,
+  ): Promise<T | undefined>;
   /**
    * LISTs a resource (one request, no paging). Needs `list` (owned and watched types have it).
    * @throws {Error} when the RBAC does not grant `list`
    */
-  list(resource: ResourceType, options?: ListOptions): Promise<KubernetesObject[]>;
+  list<T extends KubernetesObject>(resource: ResourceType<T>, options?: ListOptions): Promise<T[]>;
   /**
    * Merge-patches only `metadata.labels`/`metadata.annotations` of `name` (field manager
    * `levelset`), e.g. a label on a Secret the controller reads. For objects the controller does
@@ -97,15 +101,20 @@ export function readsFor(
     }
   };
   return {
-    async get(resource, name, options = {}) {
+    // The objects are as the API server sent them: typed by the resource's model (`objectType`).
+    async get<T extends KubernetesObject>(
+      resource: ResourceType<T>,
+      name: string,
+      options: ReadOptions = {},
+    ) {
       require(resource, 'get');
-      return orNotFound(client.get(resource, options.namespace ?? namespace, name));
+      return orNotFound(client.get(resource, options.namespace ?? namespace, name)) as Promise<T | undefined>;
     },
-    async list(resource, options = {}) {
+    async list<T extends KubernetesObject>(resource: ResourceType<T>, options: ListOptions = {}) {
       require(resource, 'list');
       const where = options.allNamespaces ? undefined : (options.namespace ?? namespace);
       const { labelSelector, fieldSelector } = options;
-      return client.list(resource, where, { labelSelector, fieldSelector });
+      return client.list(resource, where, { labelSelector, fieldSelector }) as Promise<T[]>;
     },
     async patchMetadata(resource, name, patch, options = {}) {
       require(resource, 'patch');

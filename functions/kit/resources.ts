@@ -1,71 +1,30 @@
 /**
- * The built-in resource types controllers most often own or watch, declared once (group, version,
- * plural, kind, scope), so that a controller names them instead of spelling them out; and which
- * type an object is of.
+ * The resource types a controller names: every built-in one (`resources`, generated from
+ * client-node's API classes: builtins.gen.ts), those controllers most often own or watch by name
+ * (`deployments`, …), custom resources ({@link customResource}); and which type an object is of.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { apiVersionOf } from '../../core/k8s/rest.ts';
+import { resources } from './builtins.gen.ts';
 import type { PrimaryObject } from './types.ts';
 
+export { resources };
+
 /** `apps/v1` Deployments. */
-export const deployments: ResourceType = {
-  group: 'apps',
-  version: 'v1',
-  plural: 'deployments',
-  kind: 'Deployment',
-  namespaced: true,
-};
-
+export const deployments = resources.deployments;
 /** `apps/v1` ReplicaSets (what a Deployment controls). */
-export const replicasets: ResourceType = {
-  group: 'apps',
-  version: 'v1',
-  plural: 'replicasets',
-  kind: 'ReplicaSet',
-  namespaced: true,
-};
-
+export const replicasets = resources.replicasets;
 /** Core `v1` Pods. */
-export const pods: ResourceType = { group: '', version: 'v1', plural: 'pods', kind: 'Pod', namespaced: true };
-
+export const pods = resources.pods;
 /** Core `v1` Services. */
-export const services: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'services',
-  kind: 'Service',
-  namespaced: true,
-};
-
+export const services = resources.services;
 /** Core `v1` ConfigMaps. */
-export const configmaps: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'configmaps',
-  kind: 'ConfigMap',
-  namespaced: true,
-  statusSubresource: false,
-};
-
+export const configmaps = resources.configmaps;
 /** Core `v1` Secrets. */
-export const secrets: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'secrets',
-  kind: 'Secret',
-  namespaced: true,
-  statusSubresource: false,
-};
-
+export const secrets = resources.secrets;
 /** Core `v1` Namespaces (cluster-scoped). */
-export const namespaces: ResourceType = {
-  group: '',
-  version: 'v1',
-  plural: 'namespaces',
-  kind: 'Namespace',
-  namespaced: false,
-};
+export const namespaces = resources.namespaces;
 
 /**
  * A custom resource type: `{group, version, kind, plural, scope}` as its CRD serves it.

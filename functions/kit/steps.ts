@@ -230,10 +230,10 @@ export function reconcileInput<Spec>(args: {
     spec: args.spec,
     deleting: args.deleting,
     scope: args.scope,
-    owned: (resource) =>
+    owned: <T extends KubernetesObject>(resource: ResourceType<T>) =>
       (listings.find((l) => sameResource(l.type.resource, resource))?.listed ?? []).filter((o) =>
         isControlledBy(o, object),
-      ),
+      ) as T[],
     ...readsFor(controller, rbac, client, key.namespace),
     log: args.log,
     events: args.events,

@@ -115,7 +115,7 @@ export interface ReconcileInput<Spec> {
    */
   deleting: boolean;
   /** The live children, of each owned type, that this object controls (listed before the reconcile). */
-  owned(resource: ResourceType): KubernetesObject[];
+  owned<T extends KubernetesObject>(resource: ResourceType<T>): T[];
   /**
    * LISTs a resource in the object's namespace (or `namespace`, or `allNamespaces`): one request.
    * @throws {Error} when the controller's RBAC does not grant `list` on it (functions/kit/reads.ts)
