@@ -21,6 +21,7 @@ import {
   syncLastApplied,
   type TypeInfo,
 } from './apply.ts';
+import { dropUnknownFields } from './builtin-schema.ts';
 import { applyPatch, checkPatchType } from './patch.ts';
 import { groupVersion, type KubeObject, type ResourceRegistry, type ResourceType } from './resources.ts';
 import { fieldsMatch, parseFieldSelector, parseLabelSelector } from './selectors.ts';
@@ -326,15 +327,20 @@ export class Registry {
     }
   }
 
-  /** Prunes/defaults/validates a custom resource against its schema; handles fieldValidation. */
+  /**
+   * Prunes/defaults/validates a custom resource against its schema, and drops the fields a built-in
+   * kind does not declare (builtin-schema.ts); handles fieldValidation.
+   */
   private applyCustomSchema(t: ResourceType, obj: KubeObject, opts: WriteOptions): FieldError[] {
-    if (!t.custom?.schema) return [];
     const result: SchemaResult = { errors: [], unknownFields: [] };
-    const { metadata, ...rest } = obj;
-    const body = rest as Record<string, unknown>;
-    applySchema(body, t.custom.schema, '', result);
-    for (const k of Object.keys(obj)) if (k !== 'metadata') delete obj[k];
-    Object.assign(obj, body, { metadata });
+    if (t.custom?.schema) {
+      const { metadata, ...rest } = obj;
+      const body = rest as Record<string, unknown>;
+      applySchema(body, t.custom.schema, '', result);
+      for (const k of Object.keys(obj)) if (k !== 'metadata') delete obj[k];
+      Object.assign(obj, body, { metadata });
+    } else if (t.model) result.unknownFields = dropUnknownFields(t.model, obj);
+    else return [];
     if (result.unknownFields.length > 0) {
       if (opts.fieldValidation === 'Strict') {
         throw badRequest(

@@ -85,6 +85,8 @@ export interface ResourceType {
   toStorage?(obj: KubeObject): KubeObject;
   /** Converts the storage form to this version. */
   fromStorage?(obj: KubeObject): KubeObject;
+  /** Built-in resources: the `@kubernetes/client-node` model of its objects, whose fields it declares (builtin-schema.ts). */
+  model?: string;
   /** Custom resources: the CRD's schema and printer columns for this version. */
   custom?: {
     schema?: JSONSchemaProps;
@@ -552,21 +554,28 @@ function validateReplicatedPods(obj: KubeObject, old?: KubeObject): FieldError[]
  * client-node's API classes (builtins.gen.ts: scope, subresources, short names, categories).
  */
 export function builtinResources(): ResourceType[] {
-  const handwritten = handwrittenResources();
+  const models = new Map(BUILTIN_RESOURCES.map((r) => [`${r.group}/${r.plural}`, r.model]));
+  const handwritten = handwrittenResources().map((r) => ({
+    ...r,
+    model: models.get(`${r.group}/${r.plural}`),
+  }));
   const served = new Set(handwritten.map((r) => `${r.group}/${r.plural}`));
   const generic = BUILTIN_RESOURCES.filter((r) => !served.has(`${r.group}/${r.plural}`)).map((r) =>
-    resourceType({
-      group: r.group,
-      version: r.version,
-      plural: r.plural,
-      kind: r.kind,
-      namespaced: r.namespaced,
-      shortNames: r.shortNames,
-      categories: r.categories,
-      statusSubresource: r.subresources.includes('status'),
-      hasGeneration: r.generation,
-      nameRule: r.group === 'rbac.authorization.k8s.io' ? 'path' : 'subdomain',
-    }),
+    resourceType(
+      {
+        group: r.group,
+        version: r.version,
+        plural: r.plural,
+        kind: r.kind,
+        namespaced: r.namespaced,
+        shortNames: r.shortNames,
+        categories: r.categories,
+        statusSubresource: r.subresources.includes('status'),
+        hasGeneration: r.generation,
+        nameRule: r.group === 'rbac.authorization.k8s.io' ? 'path' : 'subdomain',
+      },
+      { model: r.model },
+    ),
   );
   return [...handwritten, ...generic];
 }
