@@ -41,6 +41,7 @@ function levelsetPackage(): {
   version: string;
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
+  allowScripts?: Record<string, boolean>;
 } {
   return JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8'));
 }
@@ -196,7 +197,8 @@ export async function initProject(dir: string, options: { version?: string } = {
     levelset: { registry: REGISTRY },
     scripts: {
       start: 'levelset dev',
-      test: 'node --test "test/**/*.test.ts"',
+      // Stale manifests (deploy/, from the declarations) fail the tests, as in Levelset's own repository.
+      test: 'levelset build --check && node --test "test/**/*.test.ts"',
       build: 'levelset build',
       lint: 'biome check .',
     },
@@ -209,6 +211,9 @@ export async function initProject(dir: string, options: { version?: string } = {
     devDependencies: Object.fromEntries(
       ['@biomejs/biome', '@types/node', 'node', 'typescript'].map((d) => [d, own.devDependencies[d] ?? '*']),
     ),
+    // The install scripts npm may run (npm's `allowScripts`): Levelset's own list (esbuild's binary,
+    // the `node` devDependency's download).
+    allowScripts: own.allowScripts ?? {},
   };
   const files: [string, string][] = [
     ['package.json', jsonFile(pkg)],

@@ -203,6 +203,20 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
     const functions = join(project, 'build', 'functions');
     assert.ok(existsSync(join(functions, 'dist', 'index.mjs')));
 
+    // A stale manifest (deploy/ edited, or a declaration changed without a build) fails the
+    // project's npm test, as check:manifests fails Levelset's own.
+    const rbac = join(project, 'deploy', 'rbac.yaml');
+    const built = readFileSync(rbac, 'utf8');
+    writeFileSync(rbac, `${built}# edited by hand\n`);
+    try {
+      await assert.rejects(
+        run(project, 'npm', ['test']),
+        /generated manifests differ \(run levelset build\): .*rbac\.yaml/,
+      );
+    } finally {
+      writeFileSync(rbac, built);
+    }
+
     // The bundle under the real functions-framework, as Cloud Run serves it (the buildpack's
     // node_modules stands in for the project's).
     symlinkSync(join(project, 'node_modules'), join(functions, 'node_modules'), 'dir');

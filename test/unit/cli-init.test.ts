@@ -36,6 +36,9 @@ describe('levelset init', () => {
     assert.equal(pkg.name, 'my-controllers');
     assert.deepEqual(pkg.levelset, { registry: REGISTRY });
     assert.equal(pkg.dependencies.levelset, '9.9.9');
+    // Stale manifests fail the project's tests; npm runs the install scripts Levelset's own package allows.
+    assert.match(pkg.scripts.test, /^levelset build --check && node --test /);
+    assert.deepEqual(pkg.allowScripts, JSON.parse(readFileSync('package.json', 'utf8')).allowScripts);
     assert.match(readFileSync(join(project, REGISTRY), 'utf8'), /export const controllers/);
     const tf = readFileSync(join(project, 'terraform', 'main.tf'), 'utf8');
     assert.match(tf, /source\s*=\s*"\.\.\/node_modules\/levelset\/terraform"/);
