@@ -25,6 +25,7 @@ import { apiVersionOf } from '../../core/k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../../core/k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
 import { isEmptyValue, ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
+import { quantitiesEqual } from './quantity.ts';
 import type { ChildChange, OwnedType, Owner } from './types.ts';
 
 /** Label naming the controller whose child an object is: `levelset.dev/controller=<controller name>`. */
@@ -71,26 +72,54 @@ export function childLabels(controller: string, type: OwnedType, owner: Owner): 
  * no-op rule (the other half: {@link ownsExactly}, so that a field the controller stops setting is
  * applied away): whether an apply would change an object's values after defaulting is not knowable
  * client-side, so what the controller sets is compared. A value the API server normalises (a
- * quantity `500m` stored as `0.5`) must be written in its normal form or it is re-applied on every
- * reconcile (harmless, but not a no-op). An empty map or list matches an absent member
+ * quantity `2000m` stored as `2`) compares by value where the built-in types hold quantities
+ * (`resources.limits`, a quota's `hard`, … : {@link QUANTITY_MAPS}), so a converged child stays a
+ * no-op; elsewhere a value must be written as the server stores it. An empty map or list matches an absent member
  * ({@link isEmptyValue}).
  */
-export function isSubset(desired: unknown, live: unknown): boolean {
+export function isSubset(desired: unknown, live: unknown, parent?: string, key?: string): boolean {
   if (desired === undefined) return true;
   if ((live === undefined || live === null) && isEmptyValue(desired)) return true;
   if (desired === null) return live === null || live === undefined;
   if (Array.isArray(desired)) {
     return (
-      Array.isArray(live) && live.length === desired.length && desired.every((d, i) => isSubset(d, live[i]))
+      Array.isArray(live) &&
+      live.length === desired.length &&
+      desired.every((d, i) => isSubset(d, live[i], parent, key))
     );
   }
   if (typeof desired === 'object') {
     if (typeof live !== 'object' || live === null || Array.isArray(live)) return false;
     const have = live as Record<string, unknown>;
-    return Object.entries(desired).every(([k, v]) => isSubset(v, have[k]));
+    return Object.entries(desired).every(([k, v]) => isSubset(v, have[k], key, k));
   }
-  return desired === live;
+  if (desired === live) return true;
+  // A quantity the API server stored in canonical form (`cpu: 2000m` read back as `2`).
+  const quantity = QUANTITY_MAPS.has(parent ?? '') || key === 'sizeLimit';
+  return (
+    quantity && typeof desired === 'string' && typeof live === 'string' && quantitiesEqual(desired, live)
+  );
 }
+
+/**
+ * The members of the built-in types that map resource names to quantities (core/v1
+ * `ResourceRequirements`, `ResourceQuotaSpec`/`Status`, `LimitRangeItem`, `PersistentVolumeSpec`,
+ * `NodeStatus`, `Overhead`); with `sizeLimit`, where {@link isSubset} compares values as quantities.
+ */
+const QUANTITY_MAPS = new Set([
+  'limits',
+  'requests',
+  'hard',
+  'used',
+  'capacity',
+  'allocatable',
+  'max',
+  'min',
+  'default',
+  'defaultRequest',
+  'maxLimitRequestRatio',
+  'podFixed',
+]);
 
 /** `Resource "<name>" already exists and is not managed by <Kind>`, as sample-controller says it (Go's `%q`). */
 export function messageResourceExists(name: string, ownerKind: string): string {

@@ -48,6 +48,7 @@ export { type ControllerDefinition, defineController } from './define.ts';
 export { mapByIndex } from './index-spec.ts';
 export { type MapFunction, mapThroughControllers } from './map.ts';
 export { skipOwnCreates } from './predicates.ts';
+export { canonicalQuantity } from './quantity.ts';
 export type { Reads } from './reads.ts';
 export { isReady, readyFromDeployment } from './ready.ts';
 export {
