@@ -10,6 +10,7 @@ import { controllers as configmapBundle } from './configmap-bundle/controllers/i
 import { controllers as customcluster } from './customcluster/controllers/index.ts';
 import { controllers as foo } from './foo/controllers/index.ts';
 import { controllers as icecream } from './icecream/controllers/index.ts';
+import { controllers as tenant } from './tenant/controllers/index.ts';
 
 export const controllers: readonly Controller[] = [
   secretReplicator,
@@ -17,6 +18,7 @@ export const controllers: readonly Controller[] = [
   ...customcluster, // the Customcluster tutorial
   ...icecream, // Icecream (controller.nicoleh.io/v1alpha1)
   ...configmapBundle, // ConfigMapBundle (examples.levelset.dev/v1alpha1)
+  ...tenant, // Tenant (platform.levelset.dev/v1alpha1): Namespaces, ResourceQuotas, NetworkPolicies
   topicController, // Topic (pubsub.levelset.dev/v1alpha1)
   subscriptionController, // Subscription (pubsub.levelset.dev/v1alpha1)
 ];

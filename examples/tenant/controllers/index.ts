@@ -1,0 +1,11 @@
+/**
+ * The registry: the one list of this project's controllers. The relay reads it to know what to
+ * watch, the functions to know what to run, `levelset build` to know what to grant (package.json's
+ * "levelset.registry" names this file). `levelset new controller` adds a line.
+ */
+import type { Controller } from 'levelset/kit';
+import { tenantController } from './tenant/index.ts';
+
+export const controllers: readonly Controller[] = [
+  tenantController, // Tenant (platform.levelset.dev/v1alpha1)
+];
