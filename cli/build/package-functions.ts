@@ -132,10 +132,11 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
   // The buildpack runs `gcp-build` after `npm ci`, with the runtime's Node: it fills the compile cache.
   pkg.scripts = { 'gcp-build': `node ${WARM_COMPILE_CACHE}` };
   delete pkg.workspaces; // the workspaces' folders are not in the archive, nor dependencies on them
-  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
-  for (const name of workspaceNames(lock))
+  const projectLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
+  for (const name of workspaceNames(projectLock))
     for (const field of ['dependencies', 'devDependencies'] as const)
       delete (pkg[field] as Record<string, string> | undefined)?.[name];
+  const lock = installableDependencies(pkg, projectLock);
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(archiveLockfile(lock), null, 2)}\n`);
 
@@ -180,6 +181,31 @@ export function resolveInLockfile(
     const up = base.lastIndexOf('/node_modules/');
     base = up === -1 ? '' : base.slice(0, up);
   }
+}
+
+/**
+ * Makes the archive's dependencies installable where Cloud Build installs them: a dependency npm
+ * installed from a file or a link (`levelset: file:../levelset-0.1.0.tgz`, a checkout) cannot be
+ * installed from the archive, and the bundle holds its code already; so `pkg` (modified) then
+ * depends instead on what the bundle leaves out ({@link EXTERNAL}) at the versions the lockfile
+ * pins, and so does the returned lockfile's root (`lock` is not modified; archiveLockfile drops what
+ * only the file dependency needed).
+ * @throws {Error} when the lockfile has no {@link EXTERNAL} package (the functions need it at run time)
+ */
+export function installableDependencies(pkg: Record<string, unknown>, lock: Lockfile): Lockfile {
+  const deps = { ...(pkg.dependencies as Record<string, string> | undefined) };
+  const local = Object.keys(deps).filter((name) => /^(file|link):/.test(deps[name] ?? ''));
+  if (local.length === 0) return lock;
+  for (const name of local) delete deps[name];
+  for (const name of EXTERNAL) {
+    const version = lock.packages?.[`node_modules/${name}`]?.version;
+    if (!version)
+      throw new Error(`package-lock.json has no ${name}, which the functions need: run npm install`);
+    deps[name] = version;
+  }
+  pkg.dependencies = deps;
+  const packages = { ...lock.packages, '': { ...lock.packages?.[''], dependencies: deps } };
+  return { ...lock, packages };
 }
 
 /** The package names of `lock`'s workspaces (its entries outside node_modules, the root aside). */

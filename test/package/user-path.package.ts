@@ -202,6 +202,10 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       assert.ok(existsSync(join(project, file)), file);
     const functions = join(project, 'build', 'functions');
     assert.ok(existsSync(join(functions, 'dist', 'index.mjs')));
+    // Installed from the tarball, levelset is in the bundle: Cloud Build installs what it leaves out.
+    const archived = readFileSync(join(functions, 'package.json'), 'utf8');
+    assert.doesNotMatch(archived, /file:/);
+    assert.match(archived, /"@google-cloud\/functions-framework": "\d/);
 
     // A stale manifest (deploy/ edited, or a declaration changed without a build) fails the
     // project's npm test, as check:manifests fails Levelset's own.
