@@ -18,6 +18,7 @@ import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
+import { startGrpcProxy } from './grpc-proxy.ts';
 import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
@@ -185,12 +186,23 @@ export async function runDev(options: DevOptions): Promise<void> {
       await installCrds(cluster.kubeConfig, options.crds);
       if (options.demo) await seedDemo(cluster.kubeConfig, options.sourceNamespace, 'before');
     }
+    // The controllers' own Pub/Sub calls go through the gRPC proxy, which answers topics' label
+    // updates as Pub/Sub does (the emulator refuses them), as the tests' stack does (local/grpc-proxy.ts).
+    let emulatorHost = '';
+    const proxy = await services.launch(async () => {
+      const started = await startGrpcProxy(() => emulatorHost, { topicLabels: true });
+      return { ...started, stop: () => started.close() };
+    });
     const stack = await services.launch(() =>
       startLocalStack({
         kubeconfigPath,
         registry: options.registry,
         clusters,
-        env: { LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace, LOG_LEVEL: logLevel },
+        env: {
+          LEVELSET_SOURCE_NAMESPACE: options.sourceNamespace,
+          LOG_LEVEL: logLevel,
+          LEVELSET_CLOUD_EMULATOR_HOST: proxy.host,
+        },
         collapseMs: options.collapseMs,
         resyncIntervalMs: options.resyncIntervalMs,
         auditLog: true,
@@ -215,8 +227,9 @@ export async function runDev(options: DevOptions): Promise<void> {
         },
       }),
     );
+    emulatorHost = stack.emulator.host;
     say(
-      `  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}`,
+      `  Pub/Sub emulator ${stack.emulator.host} (pid ${stack.emulator.pid}), topic ${stack.topology.topic}; the controllers' calls through ${proxy.host} (topics' labels as Pub/Sub keeps them)`,
     );
     say(
       `  reconcile        ${stack.reconcile.url} (functions-framework, push subscription ${stack.topology.subscription})`,

@@ -11,8 +11,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
 import type { Frame } from '../../cli/impl/watch.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import { controllers } from '../../examples/registry.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
 import { DEMO_NAMESPACE } from '../../local/demo.ts';
@@ -547,6 +549,10 @@ describe('levelset (the real binary against the local stack)', () => {
         LEVELSET_SOURCE_NAMESPACE: namespace,
       },
     );
+    let out = '';
+    dev.child.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
     try {
       const state = await waitFor(
         () => {
@@ -562,6 +568,18 @@ describe('levelset (the real binary against the local stack)', () => {
       const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
       assert.equal(status.code, 0, status.stdout + status.stderr);
       assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
+      // The controllers' Pub/Sub goes through the proxy that keeps topics' labels as Pub/Sub does
+      // (the emulator refuses label updates): the stack a user runs behaves as the tests' stack.
+      const proxy = /the controllers' calls through (\S+) \(topics' labels/.exec(out)?.[1];
+      assert.ok(proxy, out);
+      const pubsub = new PubSub({ projectId: state.projectId, ...emulatorClientOptions(proxy) });
+      try {
+        const [topic] = await pubsub.createTopic({ name: 'dev-labels', labels: { a: '1' } });
+        await topic.setMetadata({ labels: { a: '2' } });
+        assert.deepEqual((await topic.getMetadata())[0].labels, { a: '2' });
+      } finally {
+        await pubsub.close();
+      }
     } finally {
       dev.child.kill('SIGINT');
     }
