@@ -13,7 +13,16 @@ describe('registry', () => {
   it('lists the shipped controllers and the examples', () => {
     assert.deepEqual(
       controllers.map((c) => c.name),
-      ['secret-replicator', 'foo', 'customcluster', 'icecream', 'configmap-bundle', 'tenant', 'topic', 'subscription'],
+      [
+        'secret-replicator',
+        'foo',
+        'customcluster',
+        'icecream',
+        'configmap-bundle',
+        'tenant',
+        'topic',
+        'subscription',
+      ],
     );
   });
 
