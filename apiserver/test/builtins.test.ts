@@ -131,6 +131,37 @@ describe('the built-in resources of every API group (a real cluster serves the s
       }
     });
 
+  it("garbage collection: a cluster-scoped owner's delete takes its namespaced dependents, of any kind", async () => {
+    const kc = cluster.kubeConfig;
+    const owner = await raw(kc, 'POST', '/apis/scheduling.k8s.io/v1/priorityclasses', {
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      metadata: { name: `builtins-owner-${suffix}` },
+      value: 10,
+    });
+    assert.equal(owner.status, 201, owner.text);
+    const ref = {
+      apiVersion: 'scheduling.k8s.io/v1',
+      kind: 'PriorityClass',
+      name: owner.json.metadata.name,
+      uid: owner.json.metadata.uid,
+    };
+    const quotas = `/api/v1/namespaces/${ns}/resourcequotas`;
+    const dependent = await raw(kc, 'POST', quotas, {
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: `builtins-dependent-${suffix}`, ownerReferences: [ref] },
+      spec: { hard: { pods: '1' } },
+    });
+    assert.equal(dependent.status, 201, dependent.text);
+    const deleted = await raw(kc, 'DELETE', `/apis/scheduling.k8s.io/v1/priorityclasses/${ref.name}`);
+    assert.equal(deleted.status, 200, deleted.text);
+    await waitFor(
+      async () => (await raw(kc, 'GET', `${quotas}/${dependent.json.metadata.name}`)).status === 404,
+      { message: 'the garbage collector to delete the dependent ResourceQuota', timeoutMs: 60_000 },
+    );
+  });
+
   it('discovery: scope and short names of the resources kubectl reaches by them', async () => {
     const kc = cluster.kubeConfig;
     const core = await raw(kc, 'GET', '/api/v1');
