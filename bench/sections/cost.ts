@@ -56,6 +56,9 @@ const SOURCE_NS = 'bench-cost-source';
 const bundleOf = (...sources: string[]) => ({
   spec: { sources: sources.map((name) => ({ namespace: NS, name })) },
 });
+const tenantOf = (pods: number) => ({
+  spec: { namespaces: ['bench-cost-tenant'], quota: { cpu: '2', memory: '1Gi', pods } },
+});
 const topicSubscribed = (ackDeadlineSeconds: number) => ({
   spec: { subscriptions: [{ id: 'bench-cost-sub', ackDeadlineSeconds }] },
 });
@@ -91,6 +94,12 @@ const SUBJECTS: Subject[] = [
     patches: [bundleOf('cost-source-a', 'cost-source-b'), bundleOf('cost-source-a')],
   },
   {
+    // Cluster-scoped: a Namespace, a ResourceQuota and a NetworkPolicy per namespace it lists.
+    controller: 'tenant',
+    body: tenantOf(10),
+    patches: [tenantOf(20), tenantOf(10)],
+  },
+  {
     controller: 'topic',
     // Labels would be the cheapest change, but the emulator cannot update a topic's labels.
     body: topicSubscribed(20),
@@ -112,7 +121,7 @@ export const reconcileCost: Section = {
   async run(env) {
     const api = await env.apiServer();
     const bus = await env.emulator();
-    await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'topic', 'subscription']);
+    await applyCrds(api.kubeconfigPath, ['configmap-bundle', 'tenant', 'topic', 'subscription']);
     await api.createNs(NS);
     await api.createNs(SOURCE_NS);
     for (let i = 0; i < env.sizes.targets; i++) await api.createNs(`bench-cost-copy-${i}`);
@@ -153,13 +162,19 @@ async function measureInFunctionProcess(
 ): Promise<MeasuredReconcile> {
   const controller = registry.find((c) => c.name === s.controller) as Controller;
   const p = controller.primary;
-  const namespace = s.namespace ?? NS;
+  // A cluster-scoped primary's key has no namespace (client-go's MetaNamespaceKeyFunc).
+  const namespace = p.namespaced ? (s.namespace ?? NS) : '';
   const head = {
     apiVersion: p.group ? `${p.group}/${p.version}` : p.version,
     kind: p.kind,
-    metadata: { name: 'cost', namespace },
+    metadata: { name: 'cost', ...(namespace ? { namespace } : {}) },
   };
-  if (p.group) await waitForServed(() => api.custom.listNamespacedCustomObject({ ...p, namespace }));
+  if (p.group)
+    await waitForServed(() =>
+      namespace
+        ? api.custom.listNamespacedCustomObject({ ...p, namespace })
+        : api.custom.listClusterCustomObject(p),
+    );
   await KubernetesObjectApi.makeApiClient(api.kc).create({
     ...head,
     ...s.body,
