@@ -375,12 +375,12 @@ async function route(
   const sub = info.subresource;
   if (sub && !(sub === 'status' && t.statusSubresource) && !t.subresources.includes(sub))
     throw pathNotFound();
-  if (t.virtual) return virtualCreate(ctx, req, res, t, info, user);
   if (t.namespaced && !namespace && (name || info.verb === 'create' || info.verb === 'deletecollection')) {
     // Namespaced resources are served across namespaces for list and watch only.
     if (name) throw pathNotFound();
     throw methodNotAllowed();
   }
+  if (t.virtual) return virtualCreate(ctx, req, res, t, info, user);
   if (sub === 'token') return tokenRequest(ctx, req, res, t, namespace, name);
   if (sub === 'binding') return bindPod(ctx, req, res, t, namespace, name);
   if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed();
@@ -665,41 +665,58 @@ async function bindPod(
   send(res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
 }
 
-/** Create-only review resources: SelfSubjectAccessReview. */
+/**
+ * Create-only review resources, answered and not stored (pkg/registry/authorization and
+ * authentication's REST): SelfSubjectReview (the requester's user), SelfSubjectAccessReview (may
+ * the requester …), SubjectAccessReview and LocalSubjectAccessReview (may `spec.user`/`spec.groups`
+ * …, the local one within its namespace), decided by the RBAC authorizer.
+ */
 async function virtualCreate(
   ctx: HttpContext,
   req: IncomingMessage,
   res: ServerResponse,
-  _t: ResourceType,
+  t: ResourceType,
   info: RequestInfo,
   user: UserInfo,
 ): Promise<void> {
   if (info.verb !== 'create') throw methodNotAllowed();
   const body = (decode(await readBody(req), mediaType(req)) ?? {}) as {
-    spec?: Record<string, Record<string, string> | undefined>;
+    spec?: Record<string, Record<string, string> | undefined> & {
+      user?: string;
+      groups?: string[];
+      uid?: string;
+    };
   };
+  const head = { kind: t.kind, apiVersion: groupVersion(t), metadata: { creationTimestamp: null } };
+  if (t.kind === 'SelfSubjectReview') {
+    const userInfo = { username: user.name, ...(user.uid ? { uid: user.uid } : {}), groups: user.groups };
+    return send(res, 201, { ...head, status: { userInfo } });
+  }
   const spec = body.spec ?? {};
-  const ra = spec.resourceAttributes;
-  const nra = spec.nonResourceAttributes;
-  if (!ra && !nra) {
-    throw new ApiError({
-      message: `SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`,
+  const invalid = (field: string, detail: string) =>
+    new ApiError({
+      message: `${t.kind}.authorization.k8s.io "" is invalid: ${field}: ${detail}`,
       reason: 'Invalid',
       details: {
         group: 'authorization.k8s.io',
-        kind: 'SelfSubjectAccessReview',
-        causes: [
-          {
-            reason: 'FieldValueInvalid',
-            message:
-              'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified',
-            field: 'spec.resourceAttributes',
-          },
-        ],
+        kind: t.kind,
+        causes: [{ reason: 'FieldValueInvalid', message: detail, field }],
       },
       code: 422,
     });
-  }
+  const subject =
+    t.kind === 'SelfSubjectAccessReview' ? user : { name: spec.user ?? '', groups: spec.groups ?? [] };
+  if (t.kind !== 'SelfSubjectAccessReview' && !subject.name && subject.groups.length === 0)
+    throw invalid('spec.user', 'Invalid value: "": at least one of user or group must be specified');
+  const ra = spec.resourceAttributes;
+  const nra = spec.nonResourceAttributes;
+  if (!ra && !nra)
+    throw invalid(
+      'spec.resourceAttributes',
+      'Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified',
+    );
+  if (t.kind === 'LocalSubjectAccessReview' && (ra?.namespace ?? '') !== info.namespace)
+    throw badRequest(`spec.resourceAttributes.namespace must match namespace: ${info.namespace}`);
   const attrs: RequestInfo = ra
     ? {
         isResource: true,
@@ -723,11 +740,12 @@ async function virtualCreate(
         name: '',
         path: nra?.path ?? '',
       };
-  const allowed = ctx.authz.allowed(user, attrs);
+  const allowed = ctx.authz.allowed(subject, attrs);
+  const metadata =
+    t.kind === 'LocalSubjectAccessReview' ? { ...head.metadata, namespace: info.namespace } : head.metadata;
   send(res, 201, {
-    kind: 'SelfSubjectAccessReview',
-    apiVersion: 'authorization.k8s.io/v1',
-    metadata: { creationTimestamp: null },
+    ...head,
+    metadata,
     spec,
     status: allowed ? { allowed: true, reason: 'RBAC: allowed' } : { allowed: false },
   });

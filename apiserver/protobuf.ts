@@ -128,6 +128,7 @@ const SCHEMAS: Record<string, Schema> = {
       },
     },
   },
+  'authentication.k8s.io/v1/SelfSubjectReview': { 1: meta },
   'authorization.k8s.io/v1/SelfSubjectAccessReview': {
     1: meta,
     2: {

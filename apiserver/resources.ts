@@ -73,7 +73,7 @@ export interface ResourceType {
    * `ReturnDeletedObject`: true for pods and serviceaccounts in kube-apiserver's registry).
    */
   returnDeletedObject?: boolean;
-  /** Not stored: create-only review resources (SelfSubjectAccessReview, TokenReview). */
+  /** Not stored: create-only review resources (the access reviews, SelfSubjectReview): http.ts `virtualCreate`. */
   virtual?: boolean;
   /** Defaults applied on create and update (the scheme's defaulting functions). */
   defaults?(obj: KubeObject): void;
@@ -836,15 +836,15 @@ function handwrittenResources(): ResourceType[] {
     rbac('rolebindings', 'RoleBinding', true),
     rbac('clusterroles', 'ClusterRole', false),
     rbac('clusterrolebindings', 'ClusterRoleBinding', false),
-    resourceType(
-      {
-        group: 'authorization.k8s.io',
-        version: 'v1',
-        plural: 'selfsubjectaccessreviews',
-        kind: 'SelfSubjectAccessReview',
-        namespaced: false,
-      },
-      { virtual: true },
+    ...(
+      [
+        ['authorization.k8s.io', 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false],
+        ['authorization.k8s.io', 'subjectaccessreviews', 'SubjectAccessReview', false],
+        ['authorization.k8s.io', 'localsubjectaccessreviews', 'LocalSubjectAccessReview', true],
+        ['authentication.k8s.io', 'selfsubjectreviews', 'SelfSubjectReview', false],
+      ] as const
+    ).map(([group, plural, kind, namespaced]) =>
+      resourceType({ group, version: 'v1', plural, kind, namespaced }, { virtual: true }),
     ),
   ];
 }

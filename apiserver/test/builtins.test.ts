@@ -131,6 +131,51 @@ describe('the built-in resources of every API group (a real cluster serves the s
       }
     });
 
+  it('the review resources: who am I, may a subject, may a subject in a namespace', async () => {
+    const kc = cluster.kubeConfig;
+    const me = await raw(kc, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'SelfSubjectReview',
+    });
+    assert.equal(me.status, 201, me.text);
+    assert.ok(me.json.status.userInfo.username, me.text);
+    const review = (kind: string, user: string, groups: string[], namespace = ns) => ({
+      apiVersion: 'authorization.k8s.io/v1',
+      kind,
+      ...(kind === 'LocalSubjectAccessReview' ? { metadata: { namespace } } : {}),
+      spec: { user, groups, resourceAttributes: { verb: 'get', resource: 'pods', namespace } },
+    });
+    const sar = (user: string, groups: string[]) =>
+      raw(
+        kc,
+        'POST',
+        '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        review('SubjectAccessReview', user, groups),
+      );
+    const nobody = await sar(`levelset-nobody-${suffix}`, []);
+    assert.equal(nobody.status, 201, nobody.text);
+    assert.equal(nobody.json.status.allowed, false);
+    const admin = await sar(`levelset-admin-${suffix}`, ['system:masters']);
+    assert.equal(admin.json.status.allowed, true, admin.text);
+    const none = await sar('', []);
+    assert.equal(none.status, 422, none.text);
+    const local = await raw(
+      kc,
+      'POST',
+      `/apis/authorization.k8s.io/v1/namespaces/${ns}/localsubjectaccessreviews`,
+      review('LocalSubjectAccessReview', `levelset-nobody-${suffix}`, []),
+    );
+    assert.equal(local.status, 201, local.text);
+    assert.equal(local.json.status.allowed, false);
+    const elsewhere = await raw(
+      kc,
+      'POST',
+      `/apis/authorization.k8s.io/v1/namespaces/${ns}/localsubjectaccessreviews`,
+      review('LocalSubjectAccessReview', `levelset-nobody-${suffix}`, [], 'kube-system'),
+    );
+    assert.equal(elsewhere.status, 400, elsewhere.text);
+  });
+
   it("garbage collection: a cluster-scoped owner's delete takes its namespaced dependents, of any kind", async () => {
     const kc = cluster.kubeConfig;
     const owner = await raw(kc, 'POST', '/apis/scheduling.k8s.io/v1/priorityclasses', {

@@ -228,6 +228,9 @@ test('kubectl imperative commands send protobuf bodies: create secret, create ro
       '--as=system:serviceaccount:pb:bot',
     ).catch((e) => e);
     assert.equal(cannot.stdout.trim(), 'no');
+    // A SelfSubjectReview in protobuf: who the request's user is.
+    const whoami = await kubectl('auth', 'whoami', '--as=system:serviceaccount:pb:bot');
+    assert.match(whoami.stdout, /Username\s+system:serviceaccount:pb:bot/);
     const data = await kubectl('-n', 'pb', 'get', 'secret', 's', '-o', 'jsonpath={.data.a}');
     assert.equal(Buffer.from(data.stdout, 'base64').toString(), 'b');
     await kubectl('delete', 'namespace', 'pb');
