@@ -572,7 +572,6 @@ export function builtinResources(): ResourceType[] {
         categories: r.categories,
         statusSubresource: r.subresources.includes('status'),
         hasGeneration: r.generation,
-        nameRule: r.group === 'rbac.authorization.k8s.io' ? 'path' : 'subdomain',
       },
       { model: r.model },
     ),

@@ -9,19 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { type LocalApiServer, type LocalApiServerOptions, startLocalApiServer } from '@levelset/apiserver';
-import type { ResourceType } from '../../core/contract/controller.ts';
 import { isConflict } from '../../core/k8s/errors.ts';
 import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
 import { resourceClient } from './client.ts';
+import { resources } from './resources.ts';
 import { waitFor } from './wait.ts';
-
-const CRDS: ResourceType = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  plural: 'customresourcedefinitions',
-  kind: 'CustomResourceDefinition',
-  namespaced: false,
-};
 
 export interface TestCluster {
   /** Client configuration for the cluster. */
@@ -108,12 +100,16 @@ export async function startTestCluster(localOptions: LocalApiServerOptions = {})
       // model, which drops `x-kubernetes-*` members spelt as in YAML (the schema's
       // `x-kubernetes-preserve-unknown-fields`, whose loss prunes every spec).
       const client = resourceClient(kubeConfig);
-      await client.create(CRDS, manifest).catch(async (err: unknown) => {
+      await client.create(resources.customresourcedefinitions, manifest).catch(async (err: unknown) => {
         if (!isConflict(err)) throw err;
         // A shared real cluster keeps the CRD an earlier run (of an older test) made: replace it,
         // or the API server prunes the fields this test's schema added.
-        const live = await client.get(CRDS, undefined, manifest.metadata?.name ?? '');
-        await client.replace(CRDS, {
+        const live = await client.get(
+          resources.customresourcedefinitions,
+          undefined,
+          manifest.metadata?.name ?? '',
+        );
+        await client.replace(resources.customresourcedefinitions, {
           ...manifest,
           metadata: { ...manifest.metadata, resourceVersion: live.metadata?.resourceVersion },
         });
