@@ -131,7 +131,7 @@ export function messageResourceExists(name: string, ownerKind: string): string {
  * owner's); `namespace/name` beside a cluster-scoped owner, whose children of one name may stand in
  * many namespaces.
  */
-function placeOf(owner: Owner, namespace: string | undefined, name: string | undefined): string {
+function childPlace(owner: Owner, namespace: string | undefined, name: string | undefined): string {
   return owner.metadata.namespace || !namespace ? `${name}` : `${namespace}/${name}`;
 }
 
@@ -244,7 +244,7 @@ export async function reconcileChildren(
       },
     };
     const namespace = body.metadata?.namespace;
-    const label = `${child.kind} ${placeOf(owner, namespace, name)}`;
+    const label = `${child.kind} ${childPlace(owner, namespace, name)}`;
     let live = entry.listed.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace);
     if (!live) {
       try {
@@ -287,7 +287,7 @@ export async function reconcileChildren(
       if (!isControlledBy(child, owner) || wanted.has(id)) continue;
       if (child.metadata && 'deletionTimestamp' in child.metadata && child.metadata.deletionTimestamp)
         continue;
-      const pruned = `${type.resource.kind} ${placeOf(owner, child.metadata?.namespace, child.metadata?.name)}`;
+      const pruned = `${type.resource.kind} ${childPlace(owner, child.metadata?.namespace, child.metadata?.name)}`;
       if (type.prune === 'orphan') {
         await childSpan('prune', pruned, () => orphan(client, type, child, owner, input.controller));
         changes.push(`orphaned ${pruned}`);
