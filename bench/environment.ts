@@ -5,6 +5,7 @@
  * that a section measures the same alone (`--only`) as in a full run), and the Pub/Sub emulator
  * ({@link SectionEnv.emulator}, one per run, started at the first section that asks).
  */
+
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -138,6 +139,15 @@ export interface Emulator {
   publisherOnNewTopic(topic: string): Promise<ReturnType<typeof createKeyPublisher>>;
 }
 
+/** What `--peer NAME=PATH`, `--kubeconfig` and `--peer-sizes` gave (bench/run.ts), for bench/sections/peer.ts. */
+export interface PeerOptions {
+  /** Peer name → binary path, e.g. `sample-controller-unthrottled` → `/work/rig/bin/...`. */
+  binaries: Record<string, string>;
+  kubeconfigPath: string;
+  /** Foos per run, e.g. `[200, 1000]`. */
+  sizes: number[];
+}
+
 export interface SectionEnv {
   tiny: boolean;
   sizes: Sizes;
@@ -153,6 +163,8 @@ export interface SectionEnv {
    * interrupts the run stops it (the section still stops it itself when it is done).
    */
   startLocalStack: typeof startLocalStack;
+  /** `--kubeconfig`, `--peer NAME=PATH` and `--peer-sizes`: the peer section's real cluster and binaries (bench/sections/peer.ts). */
+  peer?: PeerOptions;
 }
 
 /** What a section measured. */

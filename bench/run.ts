@@ -28,6 +28,7 @@ import {
   type ApiServer,
   type Emulator,
   emulatorEnv,
+  type PeerOptions,
   type Section,
   type SectionEnv,
   sizesFor,
@@ -42,6 +43,7 @@ import { reconcileCost } from './sections/cost.ts';
 import { e2eThroughput } from './sections/e2e-throughput.ts';
 import { fleet } from './sections/fleet.ts';
 import { memoryAndResync } from './sections/memory-resync.ts';
+import { peer } from './sections/peer.ts';
 import { relayThroughput } from './sections/relay.ts';
 import { resyncPriority } from './sections/resync-priority.ts';
 import { retries } from './sections/retries.ts';
@@ -63,6 +65,8 @@ const SECTIONS: Section[] = [
   topicCosts,
   fleet,
   memoryAndResync,
+  // On a real cluster, only with --peer (a note otherwise).
+  peer,
   // Last: it registers the OpenTelemetry SDK for the rest of this process.
   tracingCost,
 ];
@@ -72,6 +76,9 @@ const { values: args } = parseArgs({
     tiny: { type: 'boolean', default: false },
     out: { type: 'string' },
     only: { type: 'string', multiple: true },
+    kubeconfig: { type: 'string' },
+    peer: { type: 'string', multiple: true },
+    'peer-sizes': { type: 'string', default: '200,1000' },
   },
 });
 const tiny = args.tiny ?? false;
@@ -87,6 +94,22 @@ const outDir =
 mkdirSync(outDir, { recursive: true });
 
 const sizes = sizesFor(tiny);
+/** The peer section's cluster and binaries (`--peer NAME=PATH`, with `--kubeconfig`). */
+const peerOptions = ((): PeerOptions | undefined => {
+  if (!args.peer?.length) return undefined;
+  const binaries = Object.fromEntries(
+    args.peer.map((p) => {
+      const at = p.indexOf('=');
+      if (at <= 0) throw new Error(`--peer takes NAME=PATH, not ${p}`);
+      return [p.slice(0, at), p.slice(at + 1)];
+    }),
+  );
+  if (!args.kubeconfig) throw new Error('--peer needs --kubeconfig: the real cluster the peers run on');
+  const peerSizes = (args['peer-sizes'] ?? '').split(',').map(Number);
+  if (!peerSizes.every((n) => Number.isInteger(n) && n > 0))
+    throw new Error('--peer-sizes takes whole numbers, e.g. 200,1000');
+  return { binaries, kubeconfigPath: args.kubeconfig, sizes: peerSizes };
+})();
 const started = performance.now();
 const results: BenchResults = {
   generatedAt: new Date().toISOString(),
@@ -168,6 +191,7 @@ try {
       tiny,
       sizes,
       log,
+      ...(peerOptions ? { peer: peerOptions } : {}),
       apiServer: () => {
         refuseIfInterrupted();
         if (!own) {
