@@ -60,7 +60,7 @@ export function apiGroupList(resources: ResourceRegistry) {
 
 function verbsOf(t: ResourceType): string[] {
   if (t.virtual) return ['create'];
-  return ALL_VERBS;
+  return [...(t.verbs ?? ALL_VERBS)];
 }
 
 /** APIResourceList for one group/version, with subresources (`pods/status`, `serviceaccounts/token`). */

@@ -381,6 +381,9 @@ async function route(
     throw methodNotAllowed();
   }
   if (t.virtual) return virtualCreate(ctx, req, res, t, info, user);
+  // A verb the resource's storage does not implement has no route (kube-apiserver's installer
+  // registers one per verb the storage serves): 405, as for a DELETE of the namespaces collection.
+  if (!sub && t.verbs && !t.verbs.includes(info.verb)) throw methodNotAllowed();
   if (sub === 'token') return tokenRequest(ctx, req, res, t, namespace, name);
   if (sub === 'binding') return bindPod(ctx, req, res, t, namespace, name);
   if (sub === 'finalize' && info.verb !== 'update') throw methodNotAllowed();

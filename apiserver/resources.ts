@@ -73,6 +73,11 @@ export interface ResourceType {
    * `ReturnDeletedObject`: true for pods and serviceaccounts in kube-apiserver's registry).
    */
   returnDeletedObject?: boolean;
+  /**
+   * The verbs it serves, when not every one of {@link ALL_VERBS} (kube-apiserver's Namespace storage
+   * has no DeleteCollection): from the generated table (builtins.gen.ts). Another verb answers 405.
+   */
+  verbs?: readonly string[];
   /** Not stored: create-only review resources (the access reviews, SelfSubjectReview): http.ts `virtualCreate`. */
   virtual?: boolean;
   /** Defaults applied on create and update (the scheme's defaulting functions). */
@@ -554,11 +559,11 @@ function validateReplicatedPods(obj: KubeObject, old?: KubeObject): FieldError[]
  * client-node's API classes (builtins.gen.ts: scope, subresources, short names, categories).
  */
 export function builtinResources(): ResourceType[] {
-  const models = new Map(BUILTIN_RESOURCES.map((r) => [`${r.group}/${r.plural}`, r.model]));
-  const handwritten = handwrittenResources().map((r) => ({
-    ...r,
-    model: models.get(`${r.group}/${r.plural}`),
-  }));
+  const table = new Map(BUILTIN_RESOURCES.map((r) => [`${r.group}/${r.plural}`, r]));
+  const handwritten = handwrittenResources().map((r) => {
+    const row = table.get(`${r.group}/${r.plural}`);
+    return { ...r, model: row?.model, ...(row && !r.virtual ? { verbs: row.verbs } : {}) };
+  });
   const served = new Set(handwritten.map((r) => `${r.group}/${r.plural}`));
   const generic = BUILTIN_RESOURCES.filter((r) => !served.has(`${r.group}/${r.plural}`)).map((r) =>
     resourceType(
@@ -573,7 +578,7 @@ export function builtinResources(): ResourceType[] {
         statusSubresource: r.subresources.includes('status'),
         hasGeneration: r.generation,
       },
-      { model: r.model },
+      { model: r.model, verbs: r.verbs },
     ),
   );
   return [...handwritten, ...generic];

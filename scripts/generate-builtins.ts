@@ -164,7 +164,7 @@ export function builtinResources(): BuiltinResource[] {
       if (r.version !== version && r.version > version) continue;
       if (r.version !== version) Object.assign(r, { version, subresources: [], verbs: [] });
       r.namespaced ||= namespaced;
-      const verb = /^(create|delete|deleteCollection|list|patch|read|replace)/.exec(method)?.[1];
+      const verb = /^(create|deleteCollection|delete|list|patch|read|replace)/.exec(method)?.[1];
       if (sub && name === '{name}') {
         if (!r.subresources.includes(sub)) r.subresources.push(sub);
       } else if (verb) {

@@ -167,6 +167,26 @@ describe('discovery', () => {
     for (const r of ['pods', 'events', 'serviceaccounts']) assert.ok(byName.has(r), r);
   });
 
+  test('namespaces serve no deletecollection (the Namespace storage has none): not in discovery, DELETE of the collection → 405', async () => {
+    const v1 = await raw(kc, 'GET', '/api/v1');
+    const namespaces = v1.json.resources.find((r: Obj) => r.name === 'namespaces');
+    assert.deepEqual(namespaces.verbs.sort(), [
+      'create',
+      'delete',
+      'get',
+      'list',
+      'patch',
+      'update',
+      'watch',
+    ]);
+    const pods = v1.json.resources.find((r: Obj) => r.name === 'pods');
+    assert.ok(pods.verbs.includes('deletecollection'));
+    const refused = await raw(kc, 'DELETE', '/api/v1/namespaces?labelSelector=levelset.dev%2Fnone%3Dnone');
+    assert.equal(refused.status, 405, refused.text);
+    assert.equal(refused.json.reason, 'MethodNotAllowed');
+    assert.equal(refused.json.message, 'the server does not allow this method on the requested resource');
+  });
+
   test('/apis lists the groups, /apis/{group}/{version} their resources, custom resources included', async () => {
     const apis = await raw(kc, 'GET', '/apis');
     assert.equal(apis.json.kind, 'APIGroupList');
