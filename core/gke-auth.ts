@@ -13,6 +13,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import * as z from 'zod';
 import type { Logger } from './log.ts';
 import { PooledKubeConfig } from './pooled-kubeconfig.ts';
+import type { ClientLimits } from './request-budget.ts';
 
 /** OAuth 2.0 scope of the access token; GKE accepts cloud-platform tokens. */
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -119,6 +120,8 @@ export interface GkeKubeConfigOptions {
   tokens?: AccessTokenSource;
   /** Logs the endpoint at creation and token failures; never the token. */
   log?: Logger;
+  /** The client-side limit of its requests (core/request-budget.ts); default none. */
+  limits?: ClientLimits;
 }
 
 /**
@@ -145,7 +148,7 @@ export function gkeKubeConfig(connection: GkeConnection, options: GkeKubeConfigO
       (opts.headers as Record<string, string>).Authorization = `Bearer ${token}`;
     },
   };
-  const kc = new PooledKubeConfig();
+  const kc = new PooledKubeConfig(options.limits);
   kc.addAuthenticator(authenticator);
   kc.loadFromClusterAndUser(
     { name: 'gke', server: connection.server, caData: connection.caData, skipTLSVerify: false },

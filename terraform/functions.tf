@@ -21,7 +21,13 @@ locals {
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint
   }
 
-  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.retry_env, local.topic_controller_env, local.cluster_env, {
+  # The clusters' request budget (core/request-budget.ts), shared by the reconcile instances.
+  budget_env = var.kubernetes_request_budget > 0 ? {
+    LEVELSET_REQUEST_BUDGET = tostring(var.kubernetes_request_budget)
+    LEVELSET_MAX_INSTANCES  = tostring(var.reconcile_max_instances)
+  } : {}
+
+  function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.retry_env, local.topic_controller_env, local.cluster_env, local.budget_env, {
     # V8's heap limit: half of the instance's memory, stated rather than left to how Node reads the
     # instance's memory, so the garbage collector works before the instance hits its limit (the
     # rest: code, buffers, gRPC). `npm run bench` runs the resync at 100k keys with this limit.

@@ -252,6 +252,17 @@ variable "reconcile_max_instances" {
   }
 }
 
+variable "kubernetes_request_budget" {
+  description = "Requests per second to each cluster's API server from every function instance together (core/request-budget.ts): each instance takes kubernetes_request_budget / reconcile_max_instances per second (burst twice that), and the resync publishes at most kubernetes_request_budget / 6 keys per second, so a resync or a scale-out never sends more. The default is well within what a GKE control plane's API Priority and Fairness admits from one workload. 0: no client-side limit."
+  type        = number
+  default     = 100
+
+  validation {
+    condition     = var.kubernetes_request_budget >= 0 && var.kubernetes_request_budget <= 10000
+    error_message = "kubernetes_request_budget must be from 0 (no limit) to 10000 requests per second."
+  }
+}
+
 variable "reconcile_concurrency" {
   description = "Requests (keys) one reconcile instance serves at once (max_instance_request_concurrency)."
   type        = number

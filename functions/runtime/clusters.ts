@@ -29,6 +29,7 @@ import {
 } from '../../core/gke-auth.ts';
 import { loadKubeConfig } from '../../core/kube.ts';
 import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
+import { readRequestBudget } from '../../core/request-budget.ts';
 
 /** A GKE cluster: its control-plane endpoint (https URL or bare host) and, for an IP endpoint, its CA. */
 const gkeCluster = z.strictObject({
@@ -102,11 +103,14 @@ function loadClusterKubeConfig(
   env: NodeJS.ProcessEnv,
   tokens: () => AccessTokenSource,
 ): KubeConfig {
+  // This instance's share of the cluster's request budget, when one is set (core/request-budget.ts).
+  const limits = readRequestBudget(env)?.perInstance;
   if ('endpoint' in c)
     return gkeKubeConfig(c.caData ? { server: c.endpoint, caData: c.caData } : { server: c.endpoint }, {
       tokens: tokens(),
+      ...(limits ? { limits } : {}),
     });
-  const kc = new PooledKubeConfig();
+  const kc = new PooledKubeConfig(limits);
   const path = c.kubeconfig ?? env.KUBECONFIG;
   if (path) kc.loadFromFile(path);
   else kc.loadFromDefault();

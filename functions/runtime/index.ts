@@ -24,6 +24,7 @@ import * as ff from '@google-cloud/functions-framework';
 import type { Controller } from '../../core/contract/controller.ts';
 import { createLogger } from '../../core/log.ts';
 import { readMetricsPort, serveMetrics } from '../../core/metrics.ts';
+import { readRequestBudget } from '../../core/request-budget.ts';
 import { startTracing } from '../../core/tracing.ts';
 import { createClusterRegistry } from './clusters.ts';
 import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
@@ -53,6 +54,9 @@ export async function registerFunctions(controllers: readonly Controller[]): Pro
   // Failed keys are acknowledged and requeued, then dead-lettered (functions/runtime/retry.ts): validated now.
   const requeueConfig = readRequeueConfig();
   const retry = readRetryConfig();
+  // The cluster's request budget (core/request-budget.ts): each cluster's KubeConfig takes this
+  // instance's share, the resync its pacing; validated now.
+  const budget = readRequestBudget();
 
   /**
    * The dead-letter topic's publisher, made at the first dead letter (the Pub/Sub client's gRPC stack
@@ -119,6 +123,7 @@ export async function registerFunctions(controllers: readonly Controller[]): Pro
       },
       logger,
       requestRules,
+      ...(budget ? { keysPerSecond: budget.resyncKeysPerSecond } : {}),
     });
   }
 

@@ -16,6 +16,7 @@ import { ATTR, SPAN, tracer } from '../../core/k8s/tracing.ts';
 import type { Logger } from '../../core/log.ts';
 import { keyMessageOf } from '../../core/message.ts';
 import type { KeyPublisher, KeyPublisherOptions } from '../../core/publish.ts';
+import { tokenBucket } from '../../core/request-budget.ts';
 import { flushTraces } from '../../core/tracing.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 
@@ -65,6 +66,11 @@ export interface ResyncOptions {
   dryRun?: boolean;
   /** Called after each key is published (or found, with `dryRun`) with the controller's count so far. */
   onKey?: (controller: string, count: number) => void;
+  /**
+   * At most this many keys published per second, every controller together (the request budget's
+   * pacing, core/request-budget.ts `resyncKeysPerSecond`); default: as fast as the publisher takes them.
+   */
+  keysPerSecond?: number;
 }
 
 /**
@@ -84,6 +90,10 @@ export async function resyncAll(
   const started = performance.now();
   const cluster = options.cluster ?? DEFAULT_CLUSTER;
   const report: ResyncReport = { cluster, controllers: {}, published: 0, durationMs: 0 };
+  const keysPerSecond = options.keysPerSecond;
+  const pacing = keysPerSecond
+    ? tokenBucket({ qps: keysPerSecond, burst: Math.max(1, Math.round(keysPerSecond)) })
+    : undefined;
   await Promise.all(
     controllers.map((controller) =>
       tracer().startActiveSpan(
@@ -120,6 +130,7 @@ export async function resyncAll(
           counted();
           continue;
         }
+        await pacing?.removeTokens(1);
         const keySpan = tracer().startSpan(SPAN.enqueue, {
           root: true,
           kind: SpanKind.PRODUCER,
@@ -201,6 +212,7 @@ export async function resyncClusters(
   kubeConfig: (cluster: string) => KubeConfig,
   publisher: Pick<KeyPublisher, 'publish'>,
   logger: Logger,
+  options: Pick<ResyncOptions, 'keysPerSecond'> = {},
 ): Promise<FleetResyncReport> {
   const started = performance.now();
   const fleet: FleetResyncReport = {
@@ -213,7 +225,7 @@ export async function resyncClusters(
   for (const cluster of clusters) {
     let report: ResyncReport;
     try {
-      report = await resyncAll(controllers, kubeConfig(cluster), publisher, logger, { cluster });
+      report = await resyncAll(controllers, kubeConfig(cluster), publisher, logger, { ...options, cluster });
     } catch (err) {
       // The cluster's KubeConfig could not be made: every controller of it failed.
       const error = errorText(err);
@@ -254,6 +266,8 @@ export interface ResyncHandlerDeps {
   logger: Logger;
   /** What a request must satisfy ({@link rejectRequest}; an empty body is accepted); default: no token. */
   requestRules?: RequestRules;
+  /** Keys published per second per cluster (the request budget's pacing); default: unpaced. */
+  keysPerSecond?: number;
 }
 
 /**
@@ -296,6 +310,7 @@ export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res
         deps.kubeConfig,
         deps.publisher(),
         deps.logger,
+        deps.keysPerSecond ? { keysPerSecond: deps.keysPerSecond } : {},
       );
       const failed = Object.entries(report.controllers).filter(([, c]) => c.error);
       if (failed.length)

@@ -22,6 +22,7 @@ import {
   relayRules,
 } from '../../cli/build/generate-manifests.ts';
 import { findProject } from '../../core/project.ts';
+import { readRequestBudget } from '../../core/request-budget.ts';
 import { controllers } from '../../examples/registry.ts';
 import {
   block,
@@ -270,6 +271,23 @@ describe('terraform/', () => {
       assert.ok(name in controllerEnv, `${name} in controller_env`);
     }
     assert.ok(text.includes('local.controller_env'));
+  });
+
+  test("the functions' environment carries the clusters' request budget and the reconcile instances that share it", () => {
+    assert.match(String(m.locals.get('function_env')), /local\.budget_env/);
+    const budget = String(m.locals.get('budget_env'));
+    assert.match(budget, /var\.kubernetes_request_budget > 0/, '0: no client-side limit');
+    assert.match(budget, /LEVELSET_REQUEST_BUDGET\s*=\s*tostring\(var\.kubernetes_request_budget\)/);
+    assert.match(budget, /LEVELSET_MAX_INSTANCES\s*=\s*tostring\(var\.reconcile_max_instances\)/);
+    // The same variables, with the values Terraform's defaults give, satisfy the functions' schema.
+    const variables = readFileSync(join(TF_DIR, 'variables.tf'), 'utf8');
+    const defaultOf = (name: string) =>
+      new RegExp(`variable "${name}"[\\s\\S]*?default\\s*=\\s*(\\d+)`).exec(variables)?.[1] ?? '';
+    const derived = readRequestBudget({
+      LEVELSET_REQUEST_BUDGET: defaultOf('kubernetes_request_budget'),
+      LEVELSET_MAX_INSTANCES: defaultOf('reconcile_max_instances'),
+    });
+    assert.deepEqual(derived?.perInstance, { qps: 10, burst: 20 });
   });
 
   test("the functions' V8 heap limit is stated: half of the instance's memory", () => {
