@@ -40,6 +40,13 @@ export { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 export { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 export { listPaged } from '../../core/k8s/list.ts';
 export { isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
+export {
+  celRule,
+  type ListType,
+  listType,
+  type RuleViolation,
+  type ValidationRule,
+} from './cel.ts';
 export { acrossClusters, acrossNamespaces } from './child-sets.ts';
 export { messageResourceExists } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
