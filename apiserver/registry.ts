@@ -50,6 +50,7 @@ import {
  */
 export const IMMORTAL_NAMESPACES: readonly string[] = ['default', 'kube-system', 'kube-public'];
 
+import { type RuleResult, validateRules } from './cel.ts';
 import { objectKey, type Store } from './store.ts';
 import { decodeTimes, TimeParseError } from './times.ts';
 import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
@@ -355,12 +356,26 @@ export class Registry {
     return result.errors;
   }
 
-  private validate(t: ResourceType, obj: KubeObject, old: KubeObject | undefined, extra: FieldError[]): void {
+  private validate(
+    t: ResourceType,
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    extra: FieldError[],
+    opts: WriteOptions = {},
+  ): void {
     const errs = [
       ...validateObjectMeta(obj, t.nameRule, t.namespaced),
       ...extra,
       ...(t.validate?.(obj, old) ?? []),
     ];
+    // A CRD's CEL rules and list types (cel.ts), after its schema: as apiextensions' strategy, not
+    // when the schema found a value of the wrong type (the rules would see a value of no CEL type).
+    if (t.custom?.schema && !extra.some((e) => e.type === 'FieldValueTypeInvalid')) {
+      const rules: RuleResult = { errors: [], warnings: [] };
+      validateRules(t.custom.schema, obj, old, '', rules);
+      errs.push(...rules.errors);
+      opts.warnings?.push(...rules.warnings);
+    }
     if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') errs.push(...validateCrd(obj));
     if (old?.metadata.deletionTimestamp) {
       const added = (obj.metadata.finalizers ?? []).filter(
@@ -427,7 +442,7 @@ export class Registry {
       };
     }
     t.prepareForCreate?.(obj);
-    this.validate(t, obj, undefined, schemaErrors);
+    this.validate(t, obj, undefined, schemaErrors, opts);
     const key = this.key(t, meta.namespace, meta.name ?? '');
     if (this.store.get(t.storage, key)) throw alreadyExists(groupResource(t), meta.name ?? '');
     const stored = this.toStorage(t, obj);
@@ -515,7 +530,7 @@ export class Registry {
       if (!isDeepStrictEqual(specOf(t, next), specOf(t, existing))) m.generation += 1;
     } else delete m.generation;
     this.trackUpdate(t, existing, next, incomingManagedFields, opts, subresource);
-    this.validate(t, next, existing, schemaErrors);
+    this.validate(t, next, existing, schemaErrors, opts);
     const key = this.key(t, namespace, name);
     const stored = this.toStorage(t, next);
     if (isDeepStrictEqual(stored, existingStored)) return existing;
