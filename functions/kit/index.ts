@@ -21,6 +21,7 @@
  *   is a `V1ResourceQuota[]`; the most used also by name: {@link deployments}, {@link pods}, …), and
  *   {@link customResource}.
  */
+export type { AdmissionPolicy } from '../../core/contract/admission.ts';
 export type {
   Controller,
   PolicyRule,
@@ -54,6 +55,12 @@ export { type CrossNamespaceTracking, ownerClusterOf } from './cross-namespace.t
 export { type ControllerDefinition, defineController } from './define.ts';
 export { mapByIndex } from './index-spec.ts';
 export { type MapFunction, mapThroughControllers } from './map.ts';
+export {
+  definePolicy,
+  type PolicyDeclaration,
+  type PolicyLabelSelector,
+  type PolicyValidation,
+} from './policy.ts';
 export { skipOwnCreates } from './predicates.ts';
 export { canonicalQuantity } from './quantity.ts';
 export type { Reads } from './reads.ts';
