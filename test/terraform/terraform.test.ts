@@ -565,6 +565,7 @@ describe('terraform/', () => {
   test('the admission policies come from the registry input, keyed by kind and name, and are its definePolicy ones', () => {
     assert.equal(
       m.locals.get('admission_policies'),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a Terraform interpolation, not JavaScript's.
       ref('{ for m in var.registry.admission_policies : "${m.kind}/${m.metadata.name}" => m }'),
     );
     assert.ok(policies.length > 0, 'the examples declare a policy');
@@ -574,7 +575,7 @@ describe('terraform/', () => {
       'each ValidatingAdmissionPolicy, then its binding, exactly as definePolicy made them',
     );
     assert.deepEqual(
-      registryInput.admission_policies.map((x: { kind: string }) => x.kind),
+      registryInput.admission_policies.map((x) => x.kind),
       policies.flatMap(() => ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']),
     );
     const applied = resource(c, 'kubernetes_manifest', 'admission_policy');
