@@ -51,6 +51,7 @@ import {
 export const IMMORTAL_NAMESPACES: readonly string[] = ['default', 'kube-system', 'kube-public'];
 
 import { type RuleResult, validateRules } from './cel.ts';
+import { admitByPolicies } from './policies.ts';
 import { objectKey, type Store } from './store.ts';
 import { decodeTimes, TimeParseError } from './times.ts';
 import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
@@ -70,6 +71,8 @@ export interface WriteOptions {
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
   /** Warnings to return in `Warning` headers. */
   warnings?: string[];
+  /** The requester, as admission's `request.userInfo` sees it. */
+  user?: { username: string; uid?: string; groups: string[] };
 }
 
 /** Options of a list (query parameters). */
@@ -393,6 +396,49 @@ export class Registry {
   }
 
   /**
+   * The ValidatingAdmissionPolicies bound in the store, run on a create or update after its
+   * validation (policies.ts). The admissionregistration.k8s.io kinds are exempt, as kube-apiserver
+   * exempts them (a policy cannot lock its own changes out).
+   * @throws ApiError the first `Deny` refusal (422 `Invalid` unless the validation names a reason)
+   */
+  private admit(
+    t: ResourceType,
+    operation: 'CREATE' | 'UPDATE',
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    opts: WriteOptions,
+    subresource?: string,
+  ): void {
+    if (t.group === 'admissionregistration.k8s.io') return;
+    const bindings = this.store.list('admissionregistration.k8s.io/validatingadmissionpolicybindings');
+    if (bindings.length === 0) return;
+    const policies = this.store.list('admissionregistration.k8s.io/validatingadmissionpolicies');
+    const namespace = t.namespaced ? obj.metadata.namespace : undefined;
+    const outcome = admitByPolicies(
+      policies,
+      bindings,
+      {
+        operation,
+        group: t.group,
+        version: t.version,
+        kind: t.kind,
+        resource: t.plural,
+        subresource,
+        namespace,
+        name: obj.metadata.name ?? '',
+        object: obj,
+        oldObject: old,
+        namespaceObject: namespace ? this.store.get('/namespaces', namespace) : undefined,
+        user: opts.user,
+        dryRun: opts.dryRun ?? false,
+      },
+      groupResource(t),
+    );
+    opts.warnings?.push(...outcome.warnings);
+    if (outcome.denied) throw outcome.denied;
+  }
+
+  /**
    * Creates an object.
    * @returns the created object at `t`'s version
    * @throws ApiError 404 namespace missing, 403 namespace terminating, 409 AlreadyExists, 422 Invalid, 400 BadRequest
@@ -443,6 +489,7 @@ export class Registry {
     }
     t.prepareForCreate?.(obj);
     this.validate(t, obj, undefined, schemaErrors, opts);
+    this.admit(t, 'CREATE', obj, undefined, opts);
     const key = this.key(t, meta.namespace, meta.name ?? '');
     if (this.store.get(t.storage, key)) throw alreadyExists(groupResource(t), meta.name ?? '');
     const stored = this.toStorage(t, obj);
@@ -531,6 +578,7 @@ export class Registry {
     } else delete m.generation;
     this.trackUpdate(t, existing, next, incomingManagedFields, opts, subresource);
     this.validate(t, next, existing, schemaErrors, opts);
+    this.admit(t, 'UPDATE', next, existing, opts, subresource);
     const key = this.key(t, namespace, name);
     const stored = this.toStorage(t, next);
     if (isDeepStrictEqual(stored, existingStored)) return existing;
