@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import {
   ApiException,
+  AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   type KubernetesObject,
@@ -27,6 +28,7 @@ import {
   waitFor,
   writesOf,
 } from 'levelset/kit/testing';
+import { teamLimitsPolicy } from '../controllers/team-limits/policy.ts';
 import { tenantController } from '../controllers/tenant/index.ts';
 
 const exec = promisify(execFile);
@@ -250,6 +252,91 @@ describe('tenant controller', () => {
         const range = await core.readNamespacedLimitRange({ namespace, name: 'tenant' });
         assert.deepEqual(range.spec?.limits?.[0]?.max, { memory: '512Mi' });
       } finally {
+        await core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      }
+    });
+  });
+
+  describe('admission: the team-limits ValidatingAdmissionPolicy (definePolicy)', () => {
+    it('refuses a Deployment without limits in a team’s namespace with 422 and the policy’s message; one with limits, or elsewhere, is created', async () => {
+      const client = resourceClient(cluster.kubeConfig);
+      const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+      const teamed = `${name}-teamed`;
+      const namespace = `${teamed}-blue`;
+      const web = (limits: boolean) => ({
+        metadata: { name: 'web' },
+        spec: {
+          selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              containers: [
+                {
+                  name: 'web',
+                  image: 'nginx',
+                  ...(limits ? { resources: { limits: { memory: '64Mi' } } } : {}),
+                },
+              ],
+            },
+          },
+        },
+      });
+      others.push(teamed);
+      await client.apply(resources.validatingadmissionpolicies, teamLimitsPolicy.policy as KubernetesObject);
+      await client.apply(
+        resources.validatingadmissionpolicybindings,
+        teamLimitsPolicy.binding as KubernetesObject,
+      );
+      try {
+        await custom.createClusterCustomObject({
+          ...resource,
+          body: {
+            apiVersion: 'platform.levelset.dev/v1alpha1',
+            kind: 'Tenant',
+            metadata: { name: teamed },
+            spec: { namespaces: [namespace], team: 'blue', quota: { cpu: '1', memory: '1Gi', pods: 10 } },
+          },
+        });
+        await reconcilerForTest(tenantController, cluster.kubeconfigPath).converge({
+          namespace: '',
+          name: teamed,
+        });
+        // A real kube-apiserver loads a policy through an informer: in force once a probe is refused.
+        const create = (limits: boolean, dryRun?: string) =>
+          apps.createNamespacedDeployment({ namespace, body: web(limits), dryRun });
+        await waitFor(
+          () =>
+            create(false, 'All').then(
+              () => false,
+              () => true,
+            ),
+          {
+            message: 'the team-limits policy in force',
+          },
+        );
+        const err = await create(false).then(
+          () => assert.fail('a Deployment without limits was created'),
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof ApiException, String(err));
+        assert.equal(err.code, 422, String(err.body));
+        const status = JSON.parse(String(err.body));
+        assert.equal(status.reason, 'Invalid');
+        assert.equal(
+          status.message,
+          `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'team-limits.platform.levelset.dev' with binding 'team-limits.platform.levelset.dev' denied request: every container of a team Deployment sets resources.limits: web does not`,
+        );
+        await create(true);
+        const elsewhere = await cluster.createNamespace('no-team');
+        await apps.createNamespacedDeployment({ namespace: elsewhere, body: web(false) });
+      } finally {
+        for (const type of [
+          resources.validatingadmissionpolicybindings,
+          resources.validatingadmissionpolicies,
+        ]) {
+          const live = await client.get(type, undefined, teamLimitsPolicy.name).catch(() => undefined);
+          if (live) await client.delete(type, live);
+        }
         await core.deleteNamespace({ name: namespace }).catch(() => undefined);
       }
     });
