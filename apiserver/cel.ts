@@ -23,6 +23,7 @@
  * written twice). Not covered: optional types, `quantity`, `url`, `ip`/`cidr`, the type checker and the
  * cost estimate a real kube-apiserver runs when a CRD is written.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { CelScalar, celEnv, celMethod, isCelError, listType, parse, plan } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { RE2JS } from 're2js';
@@ -125,7 +126,8 @@ function goValue(v: unknown): string {
   return String(v);
 }
 
-const isEqual = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/** Deep equality, key order aside (apiextensions' ratcheting compares decoded values). */
+const isEqual = (a: unknown, b: unknown) => isDeepStrictEqual(a, b);
 
 function withFieldPath(field: string, fieldPath: string | undefined): string {
   if (!fieldPath) return field;

@@ -294,6 +294,11 @@ describe('an object stored before its rules', () => {
     assert.equal(status.status, 200, status.text);
     const label = await raw(kc, 'PATCH', `${scoops}/f`, { metadata: { labels: { a: 'b' } } }, MERGE);
     assert.equal(label.status, 200, label.text);
+    // A whole PUT with the same spec, its fields in another order: unchanged, so still ratcheted.
+    const live = (await raw(kc, 'GET', `${scoops}/f`)).json;
+    const reordered = Object.fromEntries(Object.entries(live.spec).reverse());
+    const put = await raw(kc, 'PUT', `${scoops}/f`, { ...live, spec: reordered });
+    assert.equal(put.status, 200, put.text);
     const changed = await raw(kc, 'PATCH', `${scoops}/f`, { spec: { minScoops: 4 } }, MERGE);
     assert.deepEqual(refused(changed).causes, [
       'FieldValueInvalid spec: Invalid value: "object": minScoops must not exceed maxScoops',

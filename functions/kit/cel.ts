@@ -21,6 +21,7 @@
  * rule: <rule>`. Lists typed `set` refuse a duplicate item, `map` a duplicate key
  * (`field.Duplicate(path[i], value)`, apiextensions' listtype validation).
  */
+import { isDeepStrictEqual } from 'node:util';
 import {
   CelScalar,
   celEnv,
@@ -247,8 +248,9 @@ function celGoError(message: string): string {
   return message.replace(/^field not found: /, 'no such key: ');
 }
 
+/** Deep equality, key order aside. */
 function isEqual(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return isDeepStrictEqual(a, b);
 }
 
 /** Options of {@link ruleViolations}. */
