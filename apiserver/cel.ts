@@ -263,3 +263,165 @@ function listTypeErrors(
   });
   return errors;
 }
+
+const LIST_TYPES = ['atomic', 'set', 'map'];
+const REASONS = ['FieldValueDuplicate', 'FieldValueForbidden', 'FieldValueInvalid', 'FieldValueRequired'];
+
+/**
+ * What apiextensions' CRD validation refuses in a schema's list types and CEL rules
+ * (`ValidateCustomResourceDefinitionOpenAPISchema`): an unknown `x-kubernetes-list-type`; map keys
+ * without `map`, `map` without keys, with items that are not objects, keys that are not item
+ * properties or neither required nor defaulted; a rule that is empty, does not parse, names
+ * `oldSelf` in the items of a list other than a `map` (uncorrelatable), a message that is blank or has a line break, an
+ * unsupported `reason`. Not checked: the rules' types and estimated cost (cel-go's checker), so a
+ * rule that parses here may still be refused by kube-apiserver; a parse error's detail is
+ * `compilation failed: <@bufbuild/cel's message>`, not cel-go's.
+ * @param path the schema's field path, e.g. `spec.versions[0].schema.openAPIV3Schema`
+ */
+export function schemaRuleErrors(schema: JSONSchemaProps | undefined, path: string): FieldError[] {
+  const { schemaErrors, celErrors } = ruleErrorsOf(schema, path, undefined);
+  return [...schemaErrors, ...celErrors];
+}
+
+/**
+ * {@link schemaRuleErrors} of one node and below, apart: CEL errors of a node are looked for only
+ * when no schema error was found at it or below (apiextensions skips compiling then: an invalid
+ * schema has no CEL types).
+ */
+function ruleErrorsOf(
+  schema: JSONSchemaProps | undefined,
+  path: string,
+  uncorrelatable: string | undefined,
+): { schemaErrors: FieldError[]; celErrors: FieldError[] } {
+  if (!schema || typeof schema !== 'object') return { schemaErrors: [], celErrors: [] };
+  const errs: FieldError[] = [];
+  const cel: FieldError[] = [];
+  const below: { schemaErrors: FieldError[]; celErrors: FieldError[] }[] = [];
+  const listType = schema['x-kubernetes-list-type'] as string | undefined;
+  const keys = (schema['x-kubernetes-list-map-keys'] as string[] | undefined) ?? [];
+  if (listType !== undefined && !LIST_TYPES.includes(listType))
+    errs.push({
+      type: 'FieldValueNotSupported',
+      field: `${path}.x-kubernetes-list-type`,
+      detail: `Unsupported value: ${JSON.stringify(listType)}: supported values: "atomic", "set", "map"`,
+    });
+  if (keys.length > 0 && listType !== 'map')
+    errs.push(
+      listType === undefined
+        ? {
+            type: 'FieldValueRequired',
+            field: `${path}.x-kubernetes-list-type`,
+            detail: 'Required value: must be map if x-kubernetes-list-map-keys is non-empty',
+          }
+        : {
+            type: 'FieldValueInvalid',
+            field: `${path}.x-kubernetes-list-type`,
+            detail: `Invalid value: ${JSON.stringify(listType)}: must be map if x-kubernetes-list-map-keys is non-empty`,
+          },
+    );
+  if (listType === 'map') {
+    const items = schema.items;
+    if (keys.length === 0)
+      errs.push({
+        type: 'FieldValueRequired',
+        field: `${path}.x-kubernetes-list-map-keys`,
+        detail: 'Required value: must not be empty if x-kubernetes-list-type is map',
+      });
+    if (!items)
+      errs.push({
+        type: 'FieldValueRequired',
+        field: `${path}.items`,
+        detail: 'Required value: must have a schema if x-kubernetes-list-type is map',
+      });
+    else if (items.type !== 'object')
+      errs.push({
+        type: 'FieldValueInvalid',
+        field: `${path}.items.type`,
+        detail: `Invalid value: ${JSON.stringify(items.type ?? '')}: must be object if parent array's x-kubernetes-list-type is map`,
+      });
+    else
+      for (const k of keys) {
+        const property = items.properties?.[k];
+        if (!property) {
+          errs.push({
+            type: 'FieldValueInvalid',
+            field: `${path}.x-kubernetes-list-map-keys`,
+            detail: `Invalid value: []string{${keys.map((x) => JSON.stringify(x)).join(', ')}}: entries must all be names of item properties`,
+          });
+          continue;
+        }
+        if (!(items.required ?? []).includes(k) && property.default === undefined)
+          errs.push({
+            type: 'FieldValueRequired',
+            field: `${path}.items.properties[${k}].default`,
+            detail:
+              'Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property',
+          });
+      }
+  }
+  const rules = (schema['x-kubernetes-validations'] as ValidationRule[] | undefined) ?? [];
+  rules.forEach((rule, i) => {
+    const at = `${path}.x-kubernetes-validations[${i}]`;
+    const text = (rule.rule ?? '').trim();
+    if (!text) {
+      errs.push({
+        type: 'FieldValueRequired',
+        field: `${at}.rule`,
+        detail: 'Required value: rule is not specified',
+      });
+      return;
+    }
+    if (rule.message !== undefined && rule.message.length > 0 && !rule.message.trim())
+      errs.push({
+        type: 'FieldValueInvalid',
+        field: `${at}.message`,
+        detail: `Invalid value: ${JSON.stringify(rule.message)}: message must be non-empty if specified`,
+      });
+    else if (/[\n\r]/.test(rule.message ?? ''))
+      errs.push({
+        type: 'FieldValueInvalid',
+        field: `${at}.message`,
+        detail: `Invalid value: ${JSON.stringify(rule.message)}: message must not contain line breaks`,
+      });
+    if (rule.reason !== undefined && !REASONS.includes(rule.reason))
+      errs.push({
+        type: 'FieldValueNotSupported',
+        field: `${at}.reason`,
+        detail: `Unsupported value: ${JSON.stringify(rule.reason)}: supported values: ${REASONS.map((r) => JSON.stringify(r)).join(', ')}`,
+      });
+    for (const [key, expression] of [
+      ['rule', rule.rule],
+      ['messageExpression', rule.messageExpression],
+    ] as const) {
+      if (expression === undefined) continue;
+      const p = program(expression);
+      if (p instanceof Error)
+        cel.push({
+          type: 'FieldValueInvalid',
+          field: `${at}.${key}`,
+          detail: `Invalid value: ${JSON.stringify(expression)}: compilation failed: ${p.message}`,
+        });
+    }
+    if (uncorrelatable && /\boldSelf\b/.test(text))
+      cel.push({
+        type: 'FieldValueInvalid',
+        field: `${at}.rule`,
+        detail: `Invalid value: ${JSON.stringify(rule.rule)}: oldSelf cannot be used on the uncorrelatable portion of the schema within ${uncorrelatable}`,
+      });
+  });
+  for (const [k, sub] of Object.entries(schema.properties ?? {}))
+    below.push(ruleErrorsOf(sub, `${path}.properties[${k}]`, uncorrelatable));
+  if (typeof schema.additionalProperties === 'object')
+    below.push(ruleErrorsOf(schema.additionalProperties, `${path}.additionalProperties`, uncorrelatable));
+  if (schema.items)
+    // Only a map list's items have an old value to correlate with, by key (apiextensions'
+    // withForbidOldSelfValidations for every other list).
+    below.push(
+      ruleErrorsOf(schema.items, `${path}.items`, uncorrelatable ?? (listType === 'map' ? undefined : path)),
+    );
+  const schemaErrors = [...errs, ...below.flatMap((b) => b.schemaErrors)];
+  return {
+    schemaErrors,
+    celErrors: [...(schemaErrors.length === 0 ? cel : []), ...below.flatMap((b) => b.celErrors)],
+  };
+}

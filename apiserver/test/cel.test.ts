@@ -305,3 +305,128 @@ describe('an object stored before its rules', () => {
     ]);
   });
 });
+
+describe('a CRD whose rules or list types the API server cannot take', () => {
+  test('is refused with 422: a map list key neither required nor defaulted, map keys without map, an empty rule (and its rules left uncompiled)', async () => {
+    const group = `bad${uniqueSuffix()}.cel.levelset.dev`;
+    const at = 'spec.versions[0].schema.openAPIV3Schema.properties[spec]';
+    const res = await raw(kc, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `bads.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { plural: 'bads', singular: 'bad', kind: 'Bad' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    'x-kubernetes-validations': [{ rule: ' ' }, { rule: 'self.a <=' }],
+                    properties: {
+                      ports: {
+                        type: 'array',
+                        'x-kubernetes-list-type': 'map',
+                        'x-kubernetes-list-map-keys': ['name'],
+                        items: { type: 'object', properties: { name: { type: 'string' } } },
+                      },
+                      tags: {
+                        type: 'array',
+                        'x-kubernetes-list-map-keys': ['name'],
+                        items: {
+                          type: 'string',
+                          maxLength: 10,
+                          'x-kubernetes-validations': [{ rule: 'self == oldSelf' }],
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+    assert.equal(res.status, 422, res.text);
+    const fields = (res.json.details?.causes ?? []).map((c: Obj) => `${c.reason} ${c.field}`);
+    for (const want of [
+      `FieldValueRequired ${at}.x-kubernetes-validations[0].rule`,
+      `FieldValueRequired ${at}.properties[ports].items.properties[name].default`,
+      `FieldValueRequired ${at}.properties[tags].x-kubernetes-list-type`,
+    ])
+      assert.ok(fields.includes(want), `${want} in ${fields.join(', ')}`);
+    const causes = (res.json.details?.causes ?? []).map((c: Obj) => c.message).join('\n');
+    assert.match(causes, /must have a default or be a required property/);
+    assert.match(causes, /must be map if x-kubernetes-list-map-keys is non-empty/);
+    // Rules are compiled only where the schema at and below them is valid: not spec's, nor tags'.
+    assert.ok(
+      !fields.includes(`FieldValueInvalid ${at}.x-kubernetes-validations[1].rule`),
+      fields.join(', '),
+    );
+  });
+
+  test('is refused with 422 for a rule that does not compile, and for oldSelf in the items of an atomic list', async () => {
+    const group = `worse${uniqueSuffix()}.cel.levelset.dev`;
+    const at = 'spec.versions[0].schema.openAPIV3Schema.properties[spec]';
+    const res = await raw(kc, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `worses.${group}` },
+      spec: {
+        group,
+        scope: 'Namespaced',
+        names: { plural: 'worses', singular: 'worse', kind: 'Worse' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    'x-kubernetes-validations': [{ rule: 'self.a <=' }],
+                    properties: {
+                      a: { type: 'integer' },
+                      tags: {
+                        type: 'array',
+                        maxItems: 10,
+                        items: {
+                          type: 'string',
+                          maxLength: 10,
+                          'x-kubernetes-validations': [{ rule: 'self == oldSelf' }],
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+    assert.equal(res.status, 422, res.text);
+    const fields = (res.json.details?.causes ?? []).map((c: Obj) => `${c.reason} ${c.field}`);
+    assert.ok(fields.includes(`FieldValueInvalid ${at}.x-kubernetes-validations[0].rule`), fields.join(', '));
+    assert.ok(
+      fields.includes(`FieldValueInvalid ${at}.properties[tags].items.x-kubernetes-validations[0].rule`),
+      fields.join(', '),
+    );
+    const causes = (res.json.details?.causes ?? []).map((c: Obj) => c.message).join('\n');
+    assert.match(causes, /oldSelf cannot be used on the uncorrelatable portion of the schema within/);
+    // cel-go words a parse error its own way (ERROR: <input>:1:9: Syntax error: …); the local server
+    // gives @bufbuild/cel's.
+    assert.match(causes, /compilation failed: /);
+  });
+});
