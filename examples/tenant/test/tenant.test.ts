@@ -190,9 +190,10 @@ describe('tenant controller', () => {
         metadata: { name: crdName, labels: live.metadata?.labels },
         spec: (live as KubernetesObject & { spec: unknown }).spec,
       } as KubernetesObject;
-      // The CRD as it was before the rules: every x-kubernetes-validations and list type taken out.
+      // The CRD as it was before the rules: every x-kubernetes-validations and set list type taken out
+      // (the conditions' map list stays: its keys need it).
       const withoutRules = JSON.parse(JSON.stringify(crd), (k, v) =>
-        k === 'x-kubernetes-validations' || k === 'x-kubernetes-list-type' ? undefined : v,
+        k === 'x-kubernetes-validations' || (k === 'x-kubernetes-list-type' && v === 'set') ? undefined : v,
       );
       const older = `${name}-older`;
       try {
