@@ -163,7 +163,9 @@ export function celRule<S extends z.ZodType>(schema: S, rule: ValidationRule): S
  * `schema` (an array) with a list type, as kubebuilder's `+listType` and `+listMapKey` markers:
  * `set` (unique scalars: the API server refuses a duplicate, server-side apply merges by value),
  * `map` with `keys` (objects unique by those fields, merged by key), `atomic` (replaced whole).
- * @throws {Error} `map` without keys, or keys with another type.
+ * @throws {Error} `map` without keys, or keys with another type; a `map` list whose items are not
+ *   objects, or a key that is not an item field or is optional without a default (kube-apiserver
+ *   refuses such a CRD).
  */
 export function listType<S extends z.ZodArray>(schema: S, type: 'set' | 'atomic'): S;
 /** A `map` list: its items are objects unique by `keys` (`+listType=map`, `+listMapKey=…`). */
@@ -171,6 +173,18 @@ export function listType<S extends z.ZodArray>(schema: S, type: 'map', keys: rea
 export function listType<S extends z.ZodArray>(schema: S, type: ListType, keys?: readonly string[]): S {
   if ((type === 'map') !== Boolean(keys?.length))
     throw new Error(`listType: ${type === 'map' ? 'a map list needs keys' : `a ${type} list has no keys`}`);
+  if (type === 'map') {
+    // apiextensions refuses a map list whose items are not objects, or a key that is not an item
+    // field, or one neither required nor defaulted.
+    const element = schema.element;
+    if (!(element instanceof z.ZodObject)) throw new Error('listType: a map list holds objects');
+    for (const k of keys ?? []) {
+      const field = element.shape[k] as z.ZodType | undefined;
+      if (!field) throw new Error(`listType: the map key ${k} is not a field of the items`);
+      if (field.isOptional() && !(field instanceof z.ZodDefault))
+        throw new Error(`listType: the map key ${k} must be required or have a default`);
+    }
+  }
   const meta = z.globalRegistry.get(schema) ?? {};
   return schema.meta({ ...meta, [LIST_TYPE]: type, ...(keys ? { [LIST_MAP_KEYS]: [...keys] } : {}) }) as S;
 }

@@ -63,6 +63,11 @@ describe('celRule and listType: written into the CRD schema', () => {
     assert.throws(() => celRule(z.object({}), { rule: "self.?a.orValue('') == ''" }), /celRule/);
     assert.throws(() => celRule(z.string(), { rule: 'true', message: 'a\nb' }), /no line breaks/);
     assert.throws(() => listType(z.array(z.string()) as z.ZodArray, 'map', []), /needs keys/);
+    assert.throws(() => listType(z.array(z.string()) as z.ZodArray, 'map', ['name']), /holds objects/);
+    const item = z.object({ name: z.string().optional(), port: z.number().int().default(80) });
+    assert.throws(() => listType(z.array(item), 'map', ['name']), /name must be required or have a default/);
+    assert.throws(() => listType(z.array(item), 'map', ['host']), /host is not a field/);
+    assert.doesNotThrow(() => listType(z.array(item), 'map', ['port']));
   });
 });
 
