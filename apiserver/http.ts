@@ -148,7 +148,7 @@ function decode(raw: Buffer, type: string): unknown {
   }
 }
 
-function writeOptions(url: URL, req: IncomingMessage): WriteOptions {
+function writeOptions(url: URL, req: IncomingMessage, user?: UserInfo): WriteOptions {
   const dryRun = url.searchParams.getAll('dryRun');
   for (const d of dryRun)
     if (d !== 'All') throw badRequest(`Invalid dryRun value "${d}": supported values are "All"`);
@@ -165,6 +165,7 @@ function writeOptions(url: URL, req: IncomingMessage): WriteOptions {
     force: url.searchParams.has('force') ? TRUE_VALUES.has(url.searchParams.get('force') ?? '') : undefined,
     fieldValidation: fv as WriteOptions['fieldValidation'],
     warnings: [],
+    ...(user ? { user: { username: user.name, uid: user.uid, groups: user.groups } } : {}),
   };
 }
 
@@ -479,19 +480,19 @@ async function route(
     }
     case 'create': {
       if (name) throw methodNotAllowed();
-      const opts = writeOptions(url, req);
+      const opts = writeOptions(url, req, user);
       const body = decode(await readBody(req), mediaType(req));
       const obj = registry.create(t, namespace, body, opts);
       return send(res, 201, render(obj), rep, opts.warnings);
     }
     case 'update': {
-      const opts = writeOptions(url, req);
+      const opts = writeOptions(url, req, user);
       const body = decode(await readBody(req), mediaType(req));
       const obj = registry.update(t, namespace, name, body, opts, sub || undefined);
       return send(res, 200, render(obj), rep, opts.warnings);
     }
     case 'patch': {
-      const opts = writeOptions(url, req);
+      const opts = writeOptions(url, req, user);
       const type = mediaType(req);
       const body = decode(await readBody(req), type);
       if (body === undefined)

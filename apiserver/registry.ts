@@ -50,6 +50,8 @@ import {
  */
 export const IMMORTAL_NAMESPACES: readonly string[] = ['default', 'kube-system', 'kube-public'];
 
+import { type RuleResult, validateRules } from './cel.ts';
+import { admitByPolicies } from './policies.ts';
 import { objectKey, type Store } from './store.ts';
 import { decodeTimes, TimeParseError } from './times.ts';
 import { applySchema, type SchemaResult, validateCrd, validateObjectMeta } from './validation.ts';
@@ -69,6 +71,8 @@ export interface WriteOptions {
   fieldValidation?: 'Strict' | 'Warn' | 'Ignore';
   /** Warnings to return in `Warning` headers. */
   warnings?: string[];
+  /** The requester, as admission's `request.userInfo` sees it. */
+  user?: { username: string; uid?: string; groups: string[] };
 }
 
 /** Options of a list (query parameters). */
@@ -355,12 +359,26 @@ export class Registry {
     return result.errors;
   }
 
-  private validate(t: ResourceType, obj: KubeObject, old: KubeObject | undefined, extra: FieldError[]): void {
+  private validate(
+    t: ResourceType,
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    extra: FieldError[],
+    opts: WriteOptions = {},
+  ): void {
     const errs = [
       ...validateObjectMeta(obj, t.nameRule, t.namespaced),
       ...extra,
       ...(t.validate?.(obj, old) ?? []),
     ];
+    // A CRD's CEL rules and list types (cel.ts), after its schema: as apiextensions' strategy, not
+    // when the schema found a value of the wrong type (the rules would see a value of no CEL type).
+    if (t.custom?.schema && !extra.some((e) => e.type === 'FieldValueTypeInvalid')) {
+      const rules: RuleResult = { errors: [], warnings: [] };
+      validateRules(t.custom.schema, obj, old, '', rules);
+      errs.push(...rules.errors);
+      opts.warnings?.push(...rules.warnings);
+    }
     if (t.storage === 'apiextensions.k8s.io/customresourcedefinitions') errs.push(...validateCrd(obj));
     if (old?.metadata.deletionTimestamp) {
       const added = (obj.metadata.finalizers ?? []).filter(
@@ -375,6 +393,49 @@ export class Registry {
         );
     }
     if (errs.length > 0) throw invalid(t.kind, t.group, obj.metadata.name ?? '', errs);
+  }
+
+  /**
+   * The ValidatingAdmissionPolicies bound in the store, run on a create or update after its
+   * validation (policies.ts). The admissionregistration.k8s.io kinds are exempt, as kube-apiserver
+   * exempts them (a policy cannot lock its own changes out).
+   * @throws ApiError the first `Deny` refusal (422 `Invalid` unless the validation names a reason)
+   */
+  private admit(
+    t: ResourceType,
+    operation: 'CREATE' | 'UPDATE',
+    obj: KubeObject,
+    old: KubeObject | undefined,
+    opts: WriteOptions,
+    subresource?: string,
+  ): void {
+    if (t.group === 'admissionregistration.k8s.io') return;
+    const bindings = this.store.list('admissionregistration.k8s.io/validatingadmissionpolicybindings');
+    if (bindings.length === 0) return;
+    const policies = this.store.list('admissionregistration.k8s.io/validatingadmissionpolicies');
+    const namespace = t.namespaced ? obj.metadata.namespace : undefined;
+    const outcome = admitByPolicies(
+      policies,
+      bindings,
+      {
+        operation,
+        group: t.group,
+        version: t.version,
+        kind: t.kind,
+        resource: t.plural,
+        subresource,
+        namespace,
+        name: obj.metadata.name ?? '',
+        object: obj,
+        oldObject: old,
+        namespaceObject: namespace ? this.store.get('/namespaces', namespace) : undefined,
+        user: opts.user,
+        dryRun: opts.dryRun ?? false,
+      },
+      groupResource(t),
+    );
+    opts.warnings?.push(...outcome.warnings);
+    if (outcome.denied) throw outcome.denied;
   }
 
   /**
@@ -427,7 +488,8 @@ export class Registry {
       };
     }
     t.prepareForCreate?.(obj);
-    this.validate(t, obj, undefined, schemaErrors);
+    this.validate(t, obj, undefined, schemaErrors, opts);
+    this.admit(t, 'CREATE', obj, undefined, opts);
     const key = this.key(t, meta.namespace, meta.name ?? '');
     if (this.store.get(t.storage, key)) throw alreadyExists(groupResource(t), meta.name ?? '');
     const stored = this.toStorage(t, obj);
@@ -515,7 +577,8 @@ export class Registry {
       if (!isDeepStrictEqual(specOf(t, next), specOf(t, existing))) m.generation += 1;
     } else delete m.generation;
     this.trackUpdate(t, existing, next, incomingManagedFields, opts, subresource);
-    this.validate(t, next, existing, schemaErrors);
+    this.validate(t, next, existing, schemaErrors, opts);
+    this.admit(t, 'UPDATE', next, existing, opts, subresource);
     const key = this.key(t, namespace, name);
     const stored = this.toStorage(t, next);
     if (isDeepStrictEqual(stored, existingStored)) return existing;

@@ -3,6 +3,7 @@
  * NameIsDNSLabel, path segment names), labels, and custom resources against their CRD's
  * `openAPIV3Schema` (kube-openapi validate + apiextensions pruning and defaulting).
  */
+import { schemaRuleErrors } from './cel.ts';
 import type { JSONSchemaProps, KubeObject, NameRule } from './resources.ts';
 import { type FieldError, fieldErrors } from './status.ts';
 
@@ -328,6 +329,8 @@ export function validateCrd(obj: KubeObject): FieldError[] {
     if (!schema)
       errs.push(fieldErrors.required(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'));
     if (!v.name) errs.push(fieldErrors.required(`spec.versions[${i}].name`));
+    if (schema)
+      errs.push(...schemaRuleErrors(schema as JSONSchemaProps, `spec.versions[${i}].schema.openAPIV3Schema`));
   });
   return errs;
 }

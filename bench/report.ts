@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `admission`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -159,6 +159,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   'api-cost': {
     title: 'API cost: requests per no-op reconcile',
     read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
+  },
+  admission: {
+    title: 'Admission: what a policy adds to a create, what CEL rules add to a reconcile',
+    read: "On the local API server (its own process): Deployment creates, one at a time, alternately in a namespace labelled `team`, where the Tenant example's team-limits ValidatingAdmissionPolicy evaluates its CEL (the Deployment passes it), and in a namespace its selector excludes (baseline: the policy is listed and matched, its CEL not run); the client's round trip. In process: the kit's check of the Tenant's spec against its CEL rules and list type (`specRuleViolations`, run by every reconcile's spec validation, functions/kit/cel.ts), per call, beside the zod parse of the same spec (baseline).",
   },
   cost: {
     title: 'What it costs: Cloud Run per million reconciles vs an always-on pod, per controller',

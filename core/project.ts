@@ -15,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as z from 'zod';
+import type { AdmissionPolicy } from './contract/admission.ts';
 import type { Controller } from './contract/controller.ts';
 
 /** The environment variable naming the registry module by absolute path (this file's docstring). */
@@ -106,7 +107,7 @@ const resourceType = z.looseObject({
   plural: z.string(),
 });
 
-/** What a registry module must export: `controllers`, a list of controllers (checked by shape). */
+/** What a registry module must export: `controllers`, a list of controllers (checked by shape), and may: `policies`. */
 export const registryModule = z.looseObject({
   controllers: z.array(
     z.looseObject({
@@ -120,6 +121,16 @@ export const registryModule = z.looseObject({
       ),
     }),
   ),
+  /** Optional: the project's admission policies (the kit's `definePolicy`). */
+  policies: z
+    .array(
+      z.looseObject({
+        name: z.string().min(1),
+        policy: z.looseObject({ kind: z.literal('ValidatingAdmissionPolicy') }),
+        binding: z.looseObject({ kind: z.literal('ValidatingAdmissionPolicyBinding') }),
+      }),
+    )
+    .optional(),
 });
 
 /** A loaded registry. */
@@ -127,6 +138,8 @@ export interface Registry {
   /** The registry module's path (absolute). */
   path: string;
   controllers: readonly Controller[];
+  /** The admission policies it exports (`policies`, made by the kit's `definePolicy`); `[]` when none. */
+  policies: readonly AdmissionPolicy[];
 }
 
 /**
@@ -149,5 +162,9 @@ export async function loadRegistry(path: string = registryPath()): Promise<Regis
       `the registry ${path} must export controllers: Controller[] (${issue?.path.join('.') || 'module'}: ${issue?.message})`,
     );
   }
-  return { path, controllers: (mod as { controllers: readonly Controller[] }).controllers };
+  const { controllers, policies = [] } = mod as {
+    controllers: readonly Controller[];
+    policies?: readonly AdmissionPolicy[];
+  };
+  return { path, controllers, policies };
 }

@@ -5,12 +5,12 @@
  */
 
 import { secretReplicator, subscriptionController, topicController } from 'levelset/controllers';
-import type { Controller } from 'levelset/kit';
+import type { AdmissionPolicy, Controller } from 'levelset/kit';
 import { controllers as configmapBundle } from './configmap-bundle/controllers/index.ts';
 import { controllers as customcluster } from './customcluster/controllers/index.ts';
 import { controllers as foo } from './foo/controllers/index.ts';
 import { controllers as icecream } from './icecream/controllers/index.ts';
-import { controllers as tenant } from './tenant/controllers/index.ts';
+import { controllers as tenant, policies as tenantPolicies } from './tenant/controllers/index.ts';
 
 export const controllers: readonly Controller[] = [
   secretReplicator,
@@ -22,3 +22,6 @@ export const controllers: readonly Controller[] = [
   topicController, // Topic (pubsub.levelset.dev/v1alpha1)
   subscriptionController, // Subscription (pubsub.levelset.dev/v1alpha1)
 ];
+
+/** The admission policies (ValidatingAdmissionPolicies) of the examples. */
+export const policies: readonly AdmissionPolicy[] = [...tenantPolicies];

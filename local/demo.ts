@@ -53,7 +53,8 @@ async function copiesIn(core: CoreV1Api, namespaces: string[], version: string):
 
 /**
  * Creates each of `crds` the cluster lacks (`kubectl create` of the project's CRDs, as kubebuilder's
- * `make install`); one already there is left as it is.
+ * `make install`); one already there is left as it is. Any objects alike (the project's admission
+ * policies and bindings).
  */
 export async function installCrds(kubeConfig: KubeConfig, crds: readonly KubernetesObject[]): Promise<void> {
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);

@@ -40,6 +40,11 @@ export interface DevOptions {
    */
   crds: readonly KubernetesObject[];
   /**
+   * The registry's admission policies and their bindings (`policies`, the kit's `definePolicy`),
+   * created in an embedded cluster at start, which evaluates them as kube-apiserver does.
+   */
+  policies?: readonly KubernetesObject[];
+  /**
    * Seed the embedded cluster with demo objects: Levelset's own repository only (its controllers'
    * examples); a project's `levelset dev` has none.
    */
@@ -184,6 +189,8 @@ export async function runDev(options: DevOptions): Promise<void> {
         );
       // The project's CRDs, so that its objects can be created at once (kubebuilder's `make install`).
       await installCrds(cluster.kubeConfig, options.crds);
+      // Its admission policies, so that the embedded API server refuses what the real one would.
+      await installCrds(cluster.kubeConfig, options.policies ?? []);
       if (options.demo) await seedDemo(cluster.kubeConfig, options.sourceNamespace, 'before');
     }
     // The controllers' own Pub/Sub calls go through the gRPC proxy, which answers topics' label

@@ -5,7 +5,7 @@
 # so every other cluster of `clusters` calls modules/cluster itself with its own kubernetes provider
 # and this module's `cluster_module_inputs` output (examples/fleet).
 #
-# The RBAC rules, the CRDs and the controller list come from `var.registry`: the calling project's
+# The RBAC rules, the CRDs, the admission policies and the controller list come from `var.registry`: the calling project's
 # deploy/registry.gen.json, generated from its controller registry (checked in its CI).
 
 locals {
@@ -17,6 +17,8 @@ locals {
   functions_cluster_rules = var.registry.functions_cluster_rules
   # Keyed by CRD name (modules/cluster applies one kubernetes_manifest per key).
   crds = { for crd in var.registry.crds : crd.metadata.name => crd }
+  # Keyed by "<kind>/<name>": a policy and its binding share a name.
+  admission_policies = { for m in var.registry.admission_policies : "${m.kind}/${m.metadata.name}" => m }
 
   # The relay's V8 flags: a heap limit of half its memory limit, stated rather than left to how Node
   # reads the container's limit, and a young generation of at most 4 MiB per semi-space (V8
@@ -45,6 +47,7 @@ locals {
     relay_cluster_rules       = local.relay_cluster_rules
     functions_cluster_rules   = local.functions_cluster_rules
     crds                      = local.crds
+    admission_policies        = local.admission_policies
   }
 }
 

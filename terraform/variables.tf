@@ -207,7 +207,7 @@ variable "functions_source_dir" {
 }
 
 variable "registry" {
-  description = "What the project's controller registry needs (RBAC rules, CRDs, the audit log sink's filter): the project's generated deploy/registry.gen.json, passed as `jsondecode(file(...))`. Generated with the manifests (`levelset build`, or `npm run generate:manifests` here); never written by hand."
+  description = "What the project's controller registry needs (RBAC rules, CRDs, admission policies, the audit log sink's filter): the project's generated deploy/registry.gen.json, passed as `jsondecode(file(...))`. Generated with the manifests (`levelset build`, or `npm run generate:manifests` here); never written by hand."
   type = object({
     controllers = list(string)
     relay_cluster_rules = list(object({
@@ -220,13 +220,21 @@ variable "registry" {
       resources  = list(string)
       verbs      = list(string)
     }))
-    audit_log_filter = string
-    crds             = any
+    audit_log_filter   = string
+    crds               = any
+    admission_policies = optional(any, [])
   })
 
   validation {
     condition     = alltrue([for crd in var.registry.crds : try(crd.kind == "CustomResourceDefinition", false)])
     error_message = "registry.crds must hold CustomResourceDefinition objects (regenerate deploy/registry.gen.json)."
+  }
+
+  validation {
+    condition = alltrue([for m in var.registry.admission_policies : try(contains(
+      ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"], m.kind
+    ), false)])
+    error_message = "registry.admission_policies must hold ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding objects (regenerate deploy/registry.gen.json)."
   }
 }
 

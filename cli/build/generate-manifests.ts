@@ -8,8 +8,10 @@
  * - `deploy/registry.gen.json` — what Levelset's Terraform module takes as its `registry` input
  *   ({@link RegistryJson}): the controllers' names, the relay's and the functions' ClusterRole
  *   rules, the Cloud Audit Logs sink's filter (`""` when no controller declares `auditLog`), and
- *   the CRDs as objects. The calling root reads it with `jsondecode(file(...))`, so nothing in it
- *   is a Terraform template.
+ *   the CRDs as objects, and the registry's admission policies (`policies`: each
+ *   ValidatingAdmissionPolicy and its binding). The calling root reads it with
+ *   `jsondecode(file(...))`, so nothing in it is a Terraform template.
+ * - `deploy/admission-policies.yaml` — the same policies and bindings, when the registry has any.
  * - `deploy/rbac.yaml` — the same ClusterRoles and their bindings, for `kubectl apply -k deploy`.
  * - Levelset's own repository only (its package name is `levelset`): `deploy/in-process/rbac.yaml` — the in-process mode's
  *   ClusterRole (the union of the relay's and the functions' rules) and its binding;
@@ -38,6 +40,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isMap, isScalar, parseAllDocuments, parseDocument, stringify } from 'yaml';
+import type { AdmissionPolicy } from '../../core/contract/admission.ts';
 import type { Controller, ResourceType, Verb } from '../../core/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { findProject, isLevelsetRepository, loadRegistry, type Project } from '../../core/project.ts';
@@ -420,6 +423,11 @@ export interface RegistryJson {
   audit_log_filter: string;
   /** Every CRD of the project (`apiextensions.k8s.io/v1` objects), sorted by name. */
   crds: Record<string, unknown>[];
+  /**
+   * The registry's admission policies (`policies`, the kit's `definePolicy`): each
+   * ValidatingAdmissionPolicy followed by its ValidatingAdmissionPolicyBinding, in registry order.
+   */
+  admission_policies: Record<string, unknown>[];
 }
 
 /** What {@link generateFiles} writes besides what every project gets. */
@@ -431,6 +439,8 @@ export interface GenerateOptions {
   levelsetRepository?: boolean;
   /** The registry module's path relative to the project's root, named in a project's headers. */
   registry?: string;
+  /** The registry's admission policies; default none. */
+  policies?: readonly AdmissionPolicy[];
 }
 
 /** Rules in Terraform's attribute names (kubernetes_cluster_role_v1 `rule`). */
@@ -494,6 +504,7 @@ export function generateFiles(
     crds: crds
       .map((c) => parseDocument(c.source.text).toJS() as Record<string, unknown>)
       .sort((a, b) => crdName(a).localeCompare(crdName(b))),
+    admission_policies: (options.policies ?? []).flatMap((p) => [{ ...p.policy }, { ...p.binding }]),
   };
   const registryJsonPath = 'deploy/registry.gen.json';
   const registryText = `${JSON.stringify(registryJson, null, 2)}\n`;
@@ -594,6 +605,11 @@ export function generateFiles(
     resources: crdFiles,
   };
   files.set('deploy/crds/kustomization.yaml', `# ${HEADER}\n${yamlDocs([kustomization])}`);
+  if (registryJson.admission_policies.length > 0)
+    files.set(
+      'deploy/admission-policies.yaml',
+      `# ${HEADER}\n# The registry's admission policies (definePolicy): kubectl apply -f, or the Terraform module.\n${yamlDocs(registryJson.admission_policies)}`,
+    );
   return files;
 }
 
@@ -643,9 +659,10 @@ export async function generateManifests(
   options: { project?: Project; check?: boolean; warn?: (line: string) => void } = {},
 ): Promise<string[]> {
   const project = options.project ?? findProject();
-  const { controllers } = await loadRegistry(project.registry);
+  const { controllers, policies } = await loadRegistry(project.registry);
   const crdSources = projectCrdSources(project, controllers);
   const files = generateFiles(controllers, crdSources, {
+    policies,
     levelsetRepository: isLevelsetRepository(project),
     registry: relative(project.root, project.registry).split('\\').join('/'),
   });

@@ -3,6 +3,7 @@
  * Flags default to the environment variables README "Configuration" lists.
  */
 
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { parse } from 'yaml';
 import type { CommandModule } from 'yargs';
@@ -92,7 +93,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
     // The project's registry (core/project.ts): its controllers run; one line when there is none.
     const project = findProject();
     const registry = registryPath();
-    const { controllers } = await loadRegistry(registry);
+    const { controllers, policies } = await loadRegistry(registry);
     const [{ runDev }, { projectCrdSources }] = await Promise.all([
       import('../../local/start.ts'),
       import('../build/generate-manifests.ts'),
@@ -102,6 +103,8 @@ export const devCommand: CommandModule<object, DevArgs> = {
       controllers: controllers.map((c) => c.name),
       // The project's CRDs, as `levelset build` deploys them (its own and the shipped ones it registers).
       crds: projectCrdSources({ ...project, registry }, controllers).map((s) => parse(s.text)),
+      // Its admission policies (definePolicy), which the embedded API server evaluates.
+      policies: policies.flatMap((p) => [p.policy, p.binding] as KubernetesObject[]),
       // The demo plays Levelset's own controllers' examples: in its own repository only.
       cluster: argv.cluster as 'auto' | 'embedded' | 'kubeconfig',
       clusters: argv.clusters,

@@ -21,6 +21,7 @@
  *   is a `V1ResourceQuota[]`; the most used also by name: {@link deployments}, {@link pods}, …), and
  *   {@link customResource}.
  */
+export type { AdmissionPolicy } from '../../core/contract/admission.ts';
 export type {
   Controller,
   PolicyRule,
@@ -40,6 +41,13 @@ export { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
 export { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 export { listPaged } from '../../core/k8s/list.ts';
 export { isControlledBy, newControllerRef } from '../../core/k8s/owner.ts';
+export {
+  celRule,
+  type ListType,
+  listType,
+  type RuleViolation,
+  type ValidationRule,
+} from './cel.ts';
 export { acrossClusters, acrossNamespaces } from './child-sets.ts';
 export { messageResourceExists } from './children.ts';
 export { type ResourceClient, resourceClient } from './client.ts';
@@ -47,6 +55,12 @@ export { type CrossNamespaceTracking, ownerClusterOf } from './cross-namespace.t
 export { type ControllerDefinition, defineController } from './define.ts';
 export { mapByIndex } from './index-spec.ts';
 export { type MapFunction, mapThroughControllers } from './map.ts';
+export {
+  definePolicy,
+  type PolicyDeclaration,
+  type PolicyLabelSelector,
+  type PolicyValidation,
+} from './policy.ts';
 export { skipOwnCreates } from './predicates.ts';
 export { canonicalQuantity } from './quantity.ts';
 export type { Reads } from './reads.ts';

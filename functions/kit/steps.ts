@@ -36,6 +36,7 @@ import { namespacedCustomObjectSchema } from '../../core/k8s/custom-resource.ts'
 import { isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 import { isControlledBy } from '../../core/k8s/owner.ts';
 import type { Logger } from '../../core/log.ts';
+import { specRuleViolations, violationText } from './cel.ts';
 import { strategyOf } from './child-sets.ts';
 import { invalidLabelValues } from './children.ts';
 import { type ResourceClient, resourceClient } from './client.ts';
@@ -175,7 +176,8 @@ export async function ensureFinalizer(
 }
 
 /**
- * Step 2: the primary's spec parsed by `schema`, and a check that the labels its children are listed
+ * Step 2: the primary's spec parsed by `schema` and checked by its CEL rules and list types (cel.ts:
+ * those the CRD declares, transition rules skipped), and a check that the labels its children are listed
  * by are valid label values (an object whose name cannot be a label value cannot have children, and a
  * LIST by that selector would answer 400 on every delivery). No request.
  * @returns `{ spec }`, or `{ invalid }`: the message of the `Ready=False/InvalidSpec` condition
@@ -191,6 +193,11 @@ export function validatePrimary<Schema extends z.ZodType>(
     const issues = spec.error.issues.map((i) => `spec.${i.path.join('.')}: ${i.message}`).join('; ');
     return { invalid: `${keyString(key)}: invalid spec: ${issues}` };
   }
+  // The CRD's CEL rules and list types, as the API server checks them on a write: an object stored
+  // before a rule existed (or through a server that does not check it) is refused here.
+  const violations = specRuleViolations(schema, object.spec ?? {});
+  if (violations.length > 0)
+    return { invalid: `${keyString(key)}: invalid spec: ${violations.map(violationText).join('; ')}` };
   const badLabels = children.owns.flatMap((type) =>
     invalidLabelValues(strategyOf(type).labels(children.controller, type, object)),
   );

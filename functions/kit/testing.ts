@@ -12,9 +12,14 @@
  * and which keys a watch event enqueues, as the relay computes them:
  *
  *   keysFor(icecream, { type: 'MODIFIED', object: deployment, oldObject: before }); // → [{ namespace, name }]
+ *
+ * and a spec against the schema's CEL rules, without a cluster:
+ *
+ *   checkRules(icecreamSpecSchema, spec, oldSpec); // → [{ field, reason, detail, message }]
  */
 import type { KubernetesObject, RequestContext } from '@kubernetes/client-node';
 import { pino } from 'pino';
+import type { ZodType } from 'zod';
 import type {
   Controller,
   MapContext,
@@ -34,8 +39,10 @@ import { TerminalError } from '../../core/k8s/errors.ts';
 import { createEventRecorder } from '../../core/k8s/events.ts';
 import type { Logger } from '../../core/log.ts';
 import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
+import { type RuleViolation, specRuleViolations } from './cel.ts';
 import { resourceClient } from './client.ts';
 
+export type { RuleViolation } from './cel.ts';
 export {
   noReadyNodeSkip,
   secondClusterSkip,
@@ -45,6 +52,17 @@ export {
   uniqueSuffix,
 } from './test-cluster.ts';
 export { type WaitOptions, waitFor } from './wait.ts';
+
+/**
+ * The CEL rules and list types a zod schema declares (`celRule`, `listType`) checked
+ * against a spec without a cluster, as the API server checks them on a write: with `old` (the stored
+ * spec) transition rules run too, as on an update. The same evaluation the reconcile runs.
+ * @example assert.deepEqual(checkRules(specSchema, { min: 3, max: 1 }).map((v) => v.message), ['min must not exceed max'])
+ * @returns one {@link RuleViolation} per failed rule or duplicate item; `[]` when valid.
+ */
+export function checkRules(schema: ZodType, spec: unknown, old?: unknown): RuleViolation[] {
+  return specRuleViolations(schema, spec, old);
+}
 
 /**
  * A KubeConfig that records every API request made through it, so a test can assert how many

@@ -29,7 +29,7 @@ import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../cli/build/pack
 import { IN_PROCESS_MAIN } from '../../cli/build/package-relay.ts';
 import type { Controller, ResourceType } from '../../core/contract/controller.ts';
 import { findProject } from '../../core/project.ts';
-import { controllers } from '../../examples/registry.ts';
+import { controllers, policies } from '../../examples/registry.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 
 /** This repository's CRD files, as `npm run generate:manifests` finds them (the examples' and the shipped controllers'). */
@@ -160,8 +160,19 @@ describe('CRDs', () => {
 
 describe('checked-in generated files', () => {
   test('equal what cli/build/generate-manifests.ts generates from the registry now', () => {
-    const files = generateFiles(controllers, repositoryCrds());
+    const files = generateFiles(controllers, repositoryCrds(), { policies });
     assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
+  });
+
+  test("the registry's admission policies: each policy and its binding, in deploy/admission-policies.yaml and registry.gen.json", () => {
+    const files = generateFiles(controllers, repositoryCrds(), { policies });
+    const docs = parseAllDocuments(files.get('deploy/admission-policies.yaml') ?? '').map((d) => d.toJS());
+    const expected = policies.flatMap((p) => [p.policy, p.binding]);
+    assert.deepEqual(docs, expected);
+    assert.deepEqual(JSON.parse(files.get('deploy/registry.gen.json') ?? '{}').admission_policies, expected);
+    const none = generateFiles(controllers, repositoryCrds());
+    assert.equal(none.has('deploy/admission-policies.yaml'), false, 'no policies, no file');
+    assert.deepEqual(JSON.parse(none.get('deploy/registry.gen.json') ?? '{}').admission_policies, []);
   });
 
   test("a CRD's openAPIV3Schema is the controller's zod schemas: a hand edit is drift, refinements are listed", () => {

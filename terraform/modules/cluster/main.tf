@@ -45,6 +45,15 @@ resource "kubernetes_manifest" "crd" {
   manifest = each.value
 }
 
+# The registry's admission policies (the kit's definePolicy): each ValidatingAdmissionPolicy and its
+# ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1, Kubernetes 1.30 or later). The
+# API server evaluates them itself: nothing of Levelset runs for them.
+resource "kubernetes_manifest" "admission_policy" {
+  for_each = var.levelset.admission_policies
+
+  manifest = each.value
+}
+
 # ---------------------------------------------------------------------------------------------------
 # Relay: list+watch (get/list/watch only, on exactly what the registry watches), publish keys.
 # ---------------------------------------------------------------------------------------------------

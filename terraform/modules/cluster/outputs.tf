@@ -17,3 +17,8 @@ output "crds" {
   description = "Names of the CustomResourceDefinitions applied to this cluster."
   value       = sort(keys(kubernetes_manifest.crd))
 }
+
+output "admission_policies" {
+  description = "The admission policies and bindings applied to this cluster, as `<kind>/<name>`."
+  value       = sort(keys(kubernetes_manifest.admission_policy))
+}

@@ -10,7 +10,7 @@ variable "cluster_id" {
 }
 
 variable "levelset" {
-  description = "What every cluster of one Levelset deployment gets alike: the root module's `cluster_module_inputs` output (relay image, namespace, environment and resources; the registry's RBAC rules; the CRDs; the functions' service account)."
+  description = "What every cluster of one Levelset deployment gets alike: the root module's `cluster_module_inputs` output (relay image, namespace, environment and resources; the registry's RBAC rules; the CRDs and admission policies; the functions' service account)."
   type = object({
     relay_namespace        = string
     create_relay_namespace = bool
@@ -40,5 +40,7 @@ variable "levelset" {
     }))
     # CRD manifests by CRD name (each registered controller's crd.yaml, from the registry input).
     crds = any
+    # ValidatingAdmissionPolicies and their bindings by "<kind>/<name>" (the registry's `policies`).
+    admission_policies = optional(any, {})
   })
 }
