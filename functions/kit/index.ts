@@ -20,7 +20,16 @@
  * - Every built-in resource type, typed with its client-node model ({@link resources}: `owned(resources.resourcequotas)`
  *   is a `V1ResourceQuota[]`; the most used also by name: {@link deployments}, {@link pods}, …), and
  *   {@link customResource}.
+ * - Admission webhooks served as a function: {@link defineValidatingWebhook} (allow or deny) and
+ *   {@link defineMutatingWebhook} (return the changed object; the kit computes the JSON Patch).
  */
+export type {
+  AdmissionContext,
+  AdmissionOperation,
+  AdmissionRequest,
+  AdmissionWebhook,
+  LabelSelector,
+} from '../../core/contract/admission.ts';
 export type {
   Controller,
   PolicyRule,
@@ -71,3 +80,12 @@ export type {
   ReadyInput,
   ReconcileInput,
 } from './types.ts';
+export {
+  defineMutatingWebhook,
+  defineValidatingWebhook,
+  type MutatingWebhookDefinition,
+  type MutationResult,
+  type ValidatingWebhookDefinition,
+  type ValidationResult,
+  type WebhookRuleDefinition,
+} from './webhooks.ts';

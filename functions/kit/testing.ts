@@ -45,6 +45,7 @@ export {
   uniqueSuffix,
 } from './test-cluster.ts';
 export { type WaitOptions, waitFor } from './wait.ts';
+export { type AdmitForTestInput, type AdmitForTestResult, admitForTest } from './webhook-testing.ts';
 
 /**
  * A KubeConfig that records every API request made through it, so a test can assert how many
