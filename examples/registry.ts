@@ -5,10 +5,10 @@
  */
 
 import { secretReplicator, subscriptionController, topicController } from 'levelset/controllers';
-import type { Controller } from 'levelset/kit';
+import type { AdmissionWebhook, Controller } from 'levelset/kit';
 import { controllers as configmapBundle } from './configmap-bundle/controllers/index.ts';
 import { controllers as customcluster } from './customcluster/controllers/index.ts';
-import { controllers as foo } from './foo/controllers/index.ts';
+import { controllers as foo, webhooks as fooWebhooks } from './foo/controllers/index.ts';
 import { controllers as icecream } from './icecream/controllers/index.ts';
 import { controllers as tenant } from './tenant/controllers/index.ts';
 
@@ -22,3 +22,6 @@ export const controllers: readonly Controller[] = [
   topicController, // Topic (pubsub.levelset.dev/v1alpha1)
   subscriptionController, // Subscription (pubsub.levelset.dev/v1alpha1)
 ];
+
+/** The example projects' admission webhooks (the `admission` function serves them). */
+export const webhooks: readonly AdmissionWebhook[] = [...fooWebhooks];

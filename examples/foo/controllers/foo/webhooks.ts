@@ -1,0 +1,46 @@
+/**
+ * The Foo's admission webhooks, for what its CRD's schema cannot say (served by the project's
+ * `admission` function, registered by `levelset build`; docs/writing-a-controller.md "Admission
+ * webhooks"):
+ *
+ * - `foo-defaults` (mutating): a Foo created without `spec.deploymentName` gets its own name, so
+ *   the reconcile never meets the missing name (which it answers with `Ready=False/InvalidSpec`).
+ *   A default computed from another field is beyond an OpenAPI `default`.
+ * - `foo-scale` (validating): more than {@link FREE_REPLICAS} replicas only from a member of the
+ *   group {@link SCALERS_GROUP}. Who asks is in the request's `userInfo`, which neither the zod
+ *   schema nor a CRD's CEL rule can see.
+ */
+import { defineMutatingWebhook, defineValidatingWebhook } from 'levelset/kit';
+import { type Foo, fooResource } from './api.ts';
+
+/** Replicas any user may ask for. */
+export const FREE_REPLICAS = 3;
+/** The group whose members may ask for more. */
+export const SCALERS_GROUP = 'foo-scalers';
+
+export const fooDefaults = defineMutatingWebhook<Foo>({
+  name: 'foo-defaults',
+  rules: [{ resource: fooResource, operations: ['CREATE'] }],
+  mutate({ object: foo }) {
+    const spec = (foo?.spec ?? {}) as { deploymentName?: string };
+    // A name the server generates (generateName) is not known yet: leave the Foo alone.
+    if (!foo || spec.deploymentName || !foo.metadata.name) return undefined;
+    foo.spec = { ...spec, deploymentName: foo.metadata.name };
+    return foo;
+  },
+});
+
+export const fooScale = defineValidatingWebhook<Foo>({
+  name: 'foo-scale',
+  rules: [{ resource: fooResource, operations: ['CREATE', 'UPDATE'] }],
+  validate({ object: foo, oldObject: old, userInfo }) {
+    const replicas = (foo?.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+    const before = (old?.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+    if (replicas <= FREE_REPLICAS || replicas <= before || userInfo.groups?.includes(SCALERS_GROUP))
+      return undefined;
+    return {
+      allowed: false,
+      message: `spec.replicas ${replicas}: more than ${FREE_REPLICAS} replicas only for members of the group ${SCALERS_GROUP}`,
+    };
+  },
+});

@@ -1,0 +1,122 @@
+/**
+ * The `admission` function on the real functions-framework server, serving this repository's
+ * registry's webhooks (examples/foo's `foo-defaults` and `foo-scale`) at `/<name>`: a denial, a
+ * patch, the failure answers that are not reviews (404, 405, 400), a log line per denial, and the
+ * Prometheus metrics.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { type Service, startService } from '../../local/service.ts';
+import { functionsCli, functionsMain } from '../../local/stack-services.ts';
+import { scrapeSum } from '../support/metrics.ts';
+import { waitFor } from '../support/wait.ts';
+
+const review = (request: Record<string, unknown>) => ({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: {
+    uid: crypto.randomUUID(),
+    kind: { group: 'samplecontroller.k8s.io', version: 'v1alpha1', kind: 'Foo' },
+    resource: { group: 'samplecontroller.k8s.io', version: 'v1alpha1', resource: 'foos' },
+    namespace: 'team-a',
+    name: 'web',
+    operation: 'CREATE',
+    userInfo: { username: 'dev', groups: ['system:authenticated'] },
+    ...request,
+  },
+});
+const foo = (spec: Record<string, unknown>) => ({
+  apiVersion: 'samplecontroller.k8s.io/v1alpha1',
+  kind: 'Foo',
+  metadata: { name: 'web', namespace: 'team-a' },
+  spec,
+});
+
+describe('the admission function', () => {
+  let admission: Service | undefined;
+  let url = '';
+  let metricsUrl = '';
+
+  before(async () => {
+    const [port, metricsPort] = [await freePort(), await freePort()];
+    admission = await startService({
+      name: 'admission',
+      args: [functionsCli, '--target=admission', `--port=${port}`, `--source=${functionsMain}`],
+      port,
+      env: { LEVELSET_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info' },
+    });
+    url = `http://127.0.0.1:${port}`;
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  });
+
+  after(async () => {
+    await admission?.stop();
+  });
+
+  const post = async (path: string, body: unknown, init: RequestInit = {}) => {
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      ...init,
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: an AdmissionReview walked as plain JSON.
+    return { status: res.status, body: (await res.json().catch(() => undefined)) as Record<string, any> };
+  };
+
+  it('denies with the webhook message, echoing the uid, and logs one line for the denial', async () => {
+    const sent = review({ object: foo({ deploymentName: 'web', replicas: 7 }) });
+    const { status, body } = await post('/foo-scale', sent);
+    assert.equal(status, 200);
+    assert.equal(body.apiVersion, 'admission.k8s.io/v1');
+    assert.equal(body.response.uid, sent.request.uid);
+    assert.equal(body.response.allowed, false);
+    assert.equal(body.response.status.code, 403);
+    assert.match(
+      body.response.status.message,
+      /more than 3 replicas only for members of the group foo-scalers/,
+    );
+    const line = await waitFor(
+      () => admission?.logs.find((l) => l.outcome === 'denied' && l.uid === sent.request.uid),
+      { timeoutMs: 10_000, message: 'the denial log line' },
+    );
+    assert.equal(line.severity, 'INFO');
+    assert.equal((line['logging.googleapis.com/labels'] as Record<string, string>).webhook, 'foo-scale');
+    assert.equal(line.object, undefined, 'the object is never logged');
+    assert.equal(await scrapeSum(metricsUrl, 'levelset_admission_denied_total', 'webhook="foo-scale"'), 1);
+    assert.equal(
+      await scrapeSum(
+        metricsUrl,
+        'levelset_admission_duration_seconds_count',
+        'webhook="foo-scale",outcome="denied"',
+      ),
+      1,
+    );
+  });
+
+  it('answers a mutation with a base64 JSON Patch', async () => {
+    const { status, body } = await post('/foo-defaults', review({ object: foo({ replicas: 1 }) }));
+    assert.equal(status, 200);
+    assert.equal(body.response.allowed, true);
+    assert.equal(body.response.patchType, 'JSONPatch');
+    assert.deepEqual(JSON.parse(Buffer.from(body.response.patch, 'base64').toString()), [
+      { op: 'add', path: '/spec/deploymentName', value: 'web' },
+    ]);
+  });
+
+  it('answers what is not a review for a served webhook with 404, 405, 415 or 400, never 5xx', async () => {
+    assert.equal((await post('/no-such-webhook', review({}))).status, 404);
+    assert.equal((await fetch(`${url}/foo-scale`)).status, 405);
+    assert.equal((await post('/foo-scale', 'x', { headers: { 'content-type': 'text/plain' } })).status, 415);
+    const noUid = await post('/foo-scale', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' });
+    assert.equal(noUid.status, 400);
+    assert.match(noUid.body.message, /not an admission.k8s.io\/v1 AdmissionReview/);
+    const notJson = await fetch(`${url}/foo-scale`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"request": not json',
+    });
+    assert.equal(notJson.status, 400);
+  });
+});
