@@ -45,6 +45,7 @@ locals {
     relay_cluster_rules       = local.relay_cluster_rules
     functions_cluster_rules   = local.functions_cluster_rules
     crds                      = local.crds
+    webhook_configurations    = local.webhook_configurations
   }
 }
 

@@ -20,6 +20,8 @@
  *   by {@link generateCrd}, as controller-gen generates a CRD from Go types. The rest of the file
  *   (names, scope, printer columns, the schema's root `description`) is written by hand and kept.
  *   What the zod schema checks that a CRD cannot express (a refinement) is listed in a comment.
+ * - `deploy/webhooks.yaml` (and `webhook_configurations` in registry.gen.json) — the registry's
+ *   admission webhooks' configurations, when it exports `webhooks` (cli/build/webhook-manifests.ts).
  * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each registered
  *   controller's `crd.yaml` (kustomize cannot load files outside its root).
  *
@@ -38,6 +40,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isMap, isScalar, parseAllDocuments, parseDocument, stringify } from 'yaml';
+import type { AdmissionWebhook } from '../../core/contract/admission.ts';
 import type { Controller, ResourceType, Verb } from '../../core/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { findProject, isLevelsetRepository, loadRegistry, type Project } from '../../core/project.ts';
@@ -45,6 +48,10 @@ import { resourceNameRegex } from '../../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../../functions/kit/rbac.ts';
 import { packageRoot } from '../../local/module-path.ts';
+import { ADMISSION_URL_PLACEHOLDER, webhookConfigurations } from './webhook-manifests.ts';
+
+/** The second line of deploy/webhooks.yaml. */
+const WEBHOOKS_NOTE = `The admission webhooks' configurations. Terraform applies them with the admission service's URL in place of ${ADMISSION_URL_PLACEHOLDER}; applied as they are, each webhook fails per its failurePolicy.`;
 
 /** The repository root (this file lives in `scripts/`; installed, in `dist/scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -420,6 +427,8 @@ export interface RegistryJson {
   audit_log_filter: string;
   /** Every CRD of the project (`apiextensions.k8s.io/v1` objects), sorted by name. */
   crds: Record<string, unknown>[];
+  /** The webhooks' configurations, their URL a placeholder Terraform replaces (cli/build/webhook-manifests.ts). */
+  webhook_configurations: Record<string, unknown>[];
 }
 
 /** What {@link generateFiles} writes besides what every project gets. */
@@ -431,6 +440,8 @@ export interface GenerateOptions {
   levelsetRepository?: boolean;
   /** The registry module's path relative to the project's root, named in a project's headers. */
   registry?: string;
+  /** The registry's admission webhooks: `deploy/webhooks.yaml` and `webhook_configurations` (cli/build/webhook-manifests.ts). */
+  webhooks?: readonly AdmissionWebhook[];
 }
 
 /** Rules in Terraform's attribute names (kubernetes_cluster_role_v1 `rule`). */
@@ -494,7 +505,15 @@ export function generateFiles(
     crds: crds
       .map((c) => parseDocument(c.source.text).toJS() as Record<string, unknown>)
       .sort((a, b) => crdName(a).localeCompare(crdName(b))),
+    webhook_configurations: webhookConfigurations(options.webhooks ?? [], {
+      levelsetNamespace: NAMES.namespace,
+    }),
   };
+  if (registryJson.webhook_configurations.length)
+    files.set(
+      'deploy/webhooks.yaml',
+      `# ${HEADER}\n# ${WEBHOOKS_NOTE}\n${yamlDocs(registryJson.webhook_configurations)}`,
+    );
   const registryJsonPath = 'deploy/registry.gen.json';
   const registryText = `${JSON.stringify(registryJson, null, 2)}\n`;
   // Biome formats this repository's JSON (its lint checks it); a project's formatting is its own.
@@ -643,11 +662,12 @@ export async function generateManifests(
   options: { project?: Project; check?: boolean; warn?: (line: string) => void } = {},
 ): Promise<string[]> {
   const project = options.project ?? findProject();
-  const { controllers } = await loadRegistry(project.registry);
+  const { controllers, webhooks } = await loadRegistry(project.registry);
   const crdSources = projectCrdSources(project, controllers);
   const files = generateFiles(controllers, crdSources, {
     levelsetRepository: isLevelsetRepository(project),
     registry: relative(project.root, project.registry).split('\\').join('/'),
+    webhooks,
   });
   for (const m of missingCrds(controllers, crdSources.map(parseCrd)))
     options.warn?.(

@@ -27,8 +27,12 @@ export type {
   AdmissionContext,
   AdmissionOperation,
   AdmissionRequest,
+  AdmissionResponse,
+  AdmissionStatus,
+  AdmissionUserInfo,
   AdmissionWebhook,
   LabelSelector,
+  WebhookRule,
 } from '../../core/contract/admission.ts';
 export type {
   Controller,

@@ -1,6 +1,6 @@
 /**
  * The `admission` function: the project's admission webhooks (core/contract/admission.ts), each
- * served at `/<name>` of one HTTP function, on a Cloud Run service of its own (docs/architecture.md,
+ * served at `/<name>` of one HTTP function (`/<token>/<name>` with `LEVELSET_ADMISSION_PATH_TOKEN`), on a Cloud Run service of its own (docs/architecture.md,
  * decision 52). The API server POSTs an admission.k8s.io/v1 `AdmissionReview`; the answer is always
  * `200` with a review (core/admission.ts `answerAdmission`: a throw or a missed deadline answered
  * per the webhook's failure policy), except for a request that is not a review at all (`400`), a
@@ -14,9 +14,11 @@
  * `levelset_admission_denied_total` (by webhook and reason), served with the reconcile's when
  * `LEVELSET_METRICS_PORT` is set (core/metrics.ts).
  */
+import { timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from '@google-cloud/functions-framework';
 import { context, propagation, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Counter, Histogram } from 'prom-client';
+import * as z from 'zod';
 import { type AdmissionReviewResponse, answerAdmission } from '../../core/admission.ts';
 import type { AdmissionWebhook } from '../../core/contract/admission.ts';
 import { tracer } from '../../core/k8s/tracing.ts';
@@ -59,6 +61,37 @@ export const admissionDenied = new Counter({
 export interface AdmissionHandlerDeps {
   webhooks: readonly AdmissionWebhook[];
   logger: Logger;
+  /**
+   * A secret first path segment (`/<token>/<name>`), where the API server cannot authenticate
+   * (terraform/admission.tf, `LEVELSET_ADMISSION_PATH_TOKEN`); a request without it is a 404.
+   */
+  pathToken?: string;
+}
+
+/** `LEVELSET_ADMISSION_PATH_TOKEN`: unset or empty (none), else at least 32 characters of [A-Za-z0-9_-]. */
+const pathTokenSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{32,}$/, 'must be at least 32 characters of letters, digits, _ and -')
+  .optional();
+
+/**
+ * The path token of the environment.
+ * @throws {Error} naming `LEVELSET_ADMISSION_PATH_TOKEN` when it is set and malformed
+ */
+export function readAdmissionPathToken(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const parsed = pathTokenSchema.safeParse(env.LEVELSET_ADMISSION_PATH_TOKEN || undefined);
+  if (!parsed.success) throw new Error(`LEVELSET_ADMISSION_PATH_TOKEN ${parsed.error.issues[0]?.message}`);
+  return parsed.data;
+}
+
+/** The webhook name a request path names, or `undefined` when the path lacks the token. */
+function webhookNameOf(path: string, token: string | undefined): string | undefined {
+  const segments = path.split('/').filter(Boolean);
+  if (token === undefined) return segments.length === 1 ? segments[0] : undefined;
+  if (segments.length !== 2) return undefined;
+  const given = Buffer.from(segments[0] ?? '');
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected) ? segments[1] : undefined;
 }
 
 /**
@@ -75,11 +108,12 @@ export function createAdmissionHandler(
   }
   return async (req, res) => {
     const started = performance.now();
-    const name = (req.path ?? '/').replace(/^\/+|\/+$/g, '');
-    const webhook = byName.get(name);
+    const name = webhookNameOf(req.path ?? '/', deps.pathToken);
+    const webhook = name === undefined ? undefined : byName.get(name);
     if (!webhook) {
-      deps.logger.warn({ path: req.path }, 'admission request for no webhook');
-      res.status(404).json({ message: `no webhook is served at /${name}` });
+      // The path is not logged: it may hold a wrong guess of the token.
+      deps.logger.warn({ method: req.method }, 'admission request for no webhook');
+      res.status(404).json({ message: 'no webhook is served at this path' });
       return;
     }
     if (req.method !== 'POST') {

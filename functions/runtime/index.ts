@@ -26,7 +26,7 @@ import type { Controller } from '../../core/contract/controller.ts';
 import { createLogger } from '../../core/log.ts';
 import { readMetricsPort, serveMetrics } from '../../core/metrics.ts';
 import { startTracing } from '../../core/tracing.ts';
-import { createAdmissionHandler } from './admission.ts';
+import { createAdmissionHandler, readAdmissionPathToken } from './admission.ts';
 import { createClusterRegistry } from './clusters.ts';
 import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { createReconcileHandler } from './reconcile.ts';
@@ -183,7 +183,9 @@ export async function registerFunctions(
       auditLogHandler ??= loadAuditLogHandler();
       await (await auditLogHandler)(req, res);
     }),
-    admission: outsideRequestDomain(createAdmissionHandler({ webhooks, logger })),
+    admission: outsideRequestDomain(
+      createAdmissionHandler({ webhooks, logger, pathToken: readAdmissionPathToken() }),
+    ),
   };
   ff.http('reconcile', handlers.reconcile);
   ff.http('admission', handlers.admission);

@@ -2,7 +2,8 @@
  * The `admission` function on the real functions-framework server, serving this repository's
  * registry's webhooks (examples/foo's `foo-defaults` and `foo-scale`) at `/<name>`: a denial, a
  * patch, the failure answers that are not reviews (404, 405, 400), a log line per denial, and the
- * Prometheus metrics.
+ * Prometheus metrics. It runs with a path token (`LEVELSET_ADMISSION_PATH_TOKEN`): every webhook is
+ * at `/<token>/<name>`, and its bare path is a 404.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -33,6 +34,8 @@ const foo = (spec: Record<string, unknown>) => ({
   spec,
 });
 
+const token = 'admission-test-token-0123456789abcdef';
+
 describe('the admission function', () => {
   let admission: Service | undefined;
   let url = '';
@@ -44,9 +47,13 @@ describe('the admission function', () => {
       name: 'admission',
       args: [functionsCli, '--target=admission', `--port=${port}`, `--source=${functionsMain}`],
       port,
-      env: { LEVELSET_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info' },
+      env: {
+        LEVELSET_METRICS_PORT: String(metricsPort),
+        LOG_LEVEL: 'info',
+        LEVELSET_ADMISSION_PATH_TOKEN: token,
+      },
     });
-    url = `http://127.0.0.1:${port}`;
+    url = `http://127.0.0.1:${port}/${token}`;
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   });
 
@@ -107,6 +114,17 @@ describe('the admission function', () => {
 
   it('answers what is not a review for a served webhook with 404, 405, 415 or 400, never 5xx', async () => {
     assert.equal((await post('/no-such-webhook', review({}))).status, 404);
+    const bare = await fetch(url.replace(`/${token}`, '/foo-scale'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(review({ object: foo({ replicas: 7 }) })),
+    });
+    assert.equal(bare.status, 404, 'without the path token');
+    assert.equal(
+      admission?.logs.some((l) => JSON.stringify(l).includes(token)),
+      false,
+      'the token is never logged',
+    );
     assert.equal((await fetch(`${url}/foo-scale`)).status, 405);
     assert.equal((await post('/foo-scale', 'x', { headers: { 'content-type': 'text/plain' } })).status, 415);
     const noUid = await post('/foo-scale', { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' });

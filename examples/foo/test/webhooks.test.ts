@@ -2,10 +2,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { admitForTest } from 'levelset/kit/testing';
-import type { Foo } from '../controllers/foo/api.ts';
-import { fooDefaults, fooScale, SCALERS_GROUP } from '../controllers/foo/webhooks.ts';
+import { type FooObject, fooDefaults, fooScale, SCALERS_GROUP } from '../controllers/foo/webhooks.ts';
 
-const foo = (spec: Record<string, unknown>, name = 'example-foo'): Foo => ({
+const foo = (spec: FooObject['spec'], name = 'example-foo'): FooObject => ({
   apiVersion: 'samplecontroller.k8s.io/v1alpha1',
   kind: 'Foo',
   metadata: { name, namespace: 'team-a' },
@@ -14,7 +13,10 @@ const foo = (spec: Record<string, unknown>, name = 'example-foo'): Foo => ({
 
 describe('foo-defaults', () => {
   it('names the Deployment after the Foo when the spec does not', async () => {
-    const r = await admitForTest(fooDefaults, { operation: 'CREATE', object: foo({ replicas: 1 }) });
+    const r = await admitForTest<FooObject>(fooDefaults, {
+      operation: 'CREATE',
+      object: foo({ replicas: 1 }),
+    });
     assert.deepEqual(r.patch, [{ op: 'add', path: '/spec/deploymentName', value: 'example-foo' }]);
     assert.deepEqual(r.object?.spec, { replicas: 1, deploymentName: 'example-foo' });
   });

@@ -40,5 +40,7 @@ variable "levelset" {
     }))
     # CRD manifests by CRD name (each registered controller's crd.yaml, from the registry input).
     crds = any
+    # Admission webhook configurations by name, their URLs the admission service's (terraform/admission.tf).
+    webhook_configurations = optional(any, {})
   })
 }

@@ -10,32 +10,36 @@
  *   group {@link SCALERS_GROUP}. Who asks is in the request's `userInfo`, which neither the zod
  *   schema nor a CRD's CEL rule can see.
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { defineMutatingWebhook, defineValidatingWebhook } from 'levelset/kit';
-import { type Foo, fooResource } from './api.ts';
+import { type FooSpec, fooResource } from './api.ts';
+
+/** A Foo as an AdmissionReview carries it: not yet validated (its spec may be anything the CRD allows). */
+export type FooObject = KubernetesObject & { spec?: FooSpec };
 
 /** Replicas any user may ask for. */
 export const FREE_REPLICAS = 3;
 /** The group whose members may ask for more. */
 export const SCALERS_GROUP = 'foo-scalers';
 
-export const fooDefaults = defineMutatingWebhook<Foo>({
+export const fooDefaults = defineMutatingWebhook<FooObject>({
   name: 'foo-defaults',
   rules: [{ resource: fooResource, operations: ['CREATE'] }],
   mutate({ object: foo }) {
-    const spec = (foo?.spec ?? {}) as { deploymentName?: string };
     // A name the server generates (generateName) is not known yet: leave the Foo alone.
-    if (!foo || spec.deploymentName || !foo.metadata.name) return undefined;
-    foo.spec = { ...spec, deploymentName: foo.metadata.name };
+    const name = foo?.metadata?.name;
+    if (!foo || foo.spec?.deploymentName || !name) return undefined;
+    foo.spec = { ...foo.spec, deploymentName: name };
     return foo;
   },
 });
 
-export const fooScale = defineValidatingWebhook<Foo>({
+export const fooScale = defineValidatingWebhook<FooObject>({
   name: 'foo-scale',
   rules: [{ resource: fooResource, operations: ['CREATE', 'UPDATE'] }],
   validate({ object: foo, oldObject: old, userInfo }) {
-    const replicas = (foo?.spec as { replicas?: number } | undefined)?.replicas ?? 1;
-    const before = (old?.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+    const replicas = foo?.spec?.replicas ?? 1;
+    const before = old?.spec?.replicas ?? 1;
     if (replicas <= FREE_REPLICAS || replicas <= before || userInfo.groups?.includes(SCALERS_GROUP))
       return undefined;
     return {
