@@ -51,6 +51,7 @@ describe('foo-scale', () => {
       userInfo: { username: 'ops', groups: [SCALERS_GROUP] },
     });
     assert.equal(member.allowed, true);
+    assert.deepEqual(member.warnings, ['spec.replicas 5: more than 3, allowed to ops (foo-scalers)']);
     const down = await admitForTest(fooScale, {
       operation: 'UPDATE',
       object: foo({ replicas: 4 }),
