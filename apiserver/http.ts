@@ -30,7 +30,7 @@ import {
 } from './status.ts';
 import { table, tableWatchRender } from './tables.ts';
 import { bookmarkTypeOf, type WatchHub } from './watch.ts';
-import type { AdmissionAttributes, AdmissionWebhooks } from './webhooks.ts';
+import { type AdmissionAttributes, type AdmissionWebhooks, applyWithWebhookFields } from './webhooks.ts';
 
 /** Everything the HTTP layer dispatches to. */
 export interface HttpContext {
@@ -548,13 +548,17 @@ async function route(
       // The patched object is what mutating webhooks see; one they change is stored whole (webhooks.ts).
       const old = stored();
       const attributes = admission(opts, old ? 'UPDATE' : 'CREATE', name, old);
-      const patch = (o: WriteOptions) => registry.patch(t, namespace, name, type, body, o, sub || undefined);
+      const patch = (o: WriteOptions, given: unknown = body) =>
+        registry.patch(t, namespace, name, type, given, o, sub || undefined);
       const patched = ctx.admission.mayMeet(attributes) ? patch(scratch(opts, true)).object : undefined;
       const { object, created } = await ctx.admission.admit(
         attributes,
         patched,
         (o, dryRun) => {
-          if (o === patched) return patch(scratch(opts, dryRun));
+          if (o === patched || !o) return patch(scratch(opts, dryRun));
+          const applied =
+            type === 'application/apply-patch+yaml' && patched && applyWithWebhookFields(body, patched, o);
+          if (applied) return patch(scratch(opts, dryRun), applied);
           const whole = structuredClone(o);
           if (!old)
             return { object: registry.create(t, namespace, whole, scratch(opts, dryRun)), created: true };

@@ -26,9 +26,10 @@
  * cluster-scoped objects always match) and `objectSelector` (the object's or the old object's
  * labels) decide which webhooks a request meets.
  *
- * Where it differs from kube-apiserver (apiserver/README.md): a patch, apply or status write
- * whose mutating webhooks change the object is stored as an update of the whole object (its
- * managedFields as an `Update`, not an `Apply`, of the request's manager); a DELETE meets the
+ * Where it differs from kube-apiserver (apiserver/README.md): a patch or status write whose
+ * mutating webhooks change the object is stored as an update of the whole object (its
+ * managedFields an `Update` of the request's manager; an apply stays an apply, the webhooks'
+ * fields added to its configuration: {@link applyWithWebhookFields}); a DELETE meets the
  * validating webhooks only; `clientConfig.service` is not served (no Service has endpoints here);
  * `matchPolicy: Equivalent` matches what `Exact` does (each resource is served at one version);
  * `matchConditions` are not evaluated; a patch and apply call mutating webhooks after the patch is
@@ -99,6 +100,42 @@ export interface AdmissionAttributes {
  * webhooks (its warnings dropped); false is the write as the request asked it (a dry run if it did).
  */
 export type Write<T> = (object: KubeObject | undefined, scratch: boolean) => T;
+
+/**
+ * An apply configuration with the fields mutating webhooks added or changed in `mutated` (compared
+ * with `patched`, the object the apply made), so that applying it leaves the webhooks' fields owned
+ * by the applier, as kube-apiserver attributes an admission's changes to the request's manager.
+ * `undefined` when the change cannot be said in an apply configuration (a removal, a path through
+ * a list): the caller then stores the object whole.
+ */
+export function applyWithWebhookFields(
+  configuration: unknown,
+  patched: KubeObject,
+  mutated: KubeObject,
+): Record<string, unknown> | undefined {
+  if (typeof configuration !== 'object' || configuration === null || Array.isArray(configuration))
+    return undefined;
+  const result = structuredClone(configuration) as Record<string, unknown>;
+  for (const op of fjp.compare(patched, mutated)) {
+    if (op.op !== 'add' && op.op !== 'replace') return undefined;
+    const path = op.path
+      .split('/')
+      .slice(1)
+      .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+    let node: Record<string, unknown> = result;
+    for (const [i, key] of path.entries()) {
+      if (i === path.length - 1) {
+        node[key] = structuredClone(op.value);
+        break;
+      }
+      const next = node[key] ?? {};
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) return undefined;
+      node[key] = next;
+      node = next as Record<string, unknown>;
+    }
+  }
+  return result;
+}
 
 /** A failed call: `failed calling webhook "<name>": <why>` (webhookutil.ErrCallingWebhook). */
 class CallError extends Error {}

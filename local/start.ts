@@ -13,8 +13,10 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type KubernetesObject, VersionApi } from '@kubernetes/client-node';
 import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
+import type { AdmissionWebhook } from '../core/contract/admission.ts';
 import { createLogger } from '../core/log.ts';
 import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
+import { startLocalAdmission } from './admission.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
@@ -63,6 +65,11 @@ export interface DevOptions {
    * `cluster-2`, …), a relay in each, one set of functions for all (functions/runtime/clusters.ts).
    */
   clusters?: number;
+  /**
+   * The registry's admission webhooks: with an embedded cluster, the `admission` function runs behind
+   * HTTPS with the local CA and each embedded API server calls them (local/admission.ts).
+   */
+  webhooks?: readonly AdmissionWebhook[];
 }
 
 /** The id of the `n`th (1-based) cluster of `levelset dev --clusters N`. */
@@ -243,6 +250,27 @@ export async function runDev(options: DevOptions): Promise<void> {
     for (const id of clusters ? stack.clusters : [undefined])
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
+      );
+    if (options.webhooks?.length && embedded.length > 0) {
+      const webhooks = options.webhooks;
+      const admission = await services.launch(() =>
+        startLocalAdmission({
+          registry: options.registry,
+          webhooks,
+          clusters: embedded.map((c) => c.kubeConfig),
+          env: { LOG_LEVEL: logLevel },
+          onLog: (line) => {
+            if (options.logFormat === 'json') say(JSON.stringify({ service: 'admission', ...line }));
+            else for (const text of pretty.lines('admission', line)) say(text);
+          },
+        }),
+      );
+      say(
+        `  admission        ${admission.url} (functions-framework ${admission.service.url} behind HTTPS, local CA): ${webhooks.map((w) => w.name).join(', ')} registered with the embedded API server`,
+      );
+    } else if (options.webhooks?.length)
+      say(
+        `  admission        not registered: ${external?.server ?? 'the cluster'} cannot be assumed to reach this machine (levelset build writes deploy/webhooks.yaml)`,
       );
     say(`  controllers      ${options.controllers.join(', ') || '(none registered)'}`);
     if (replicates)

@@ -222,7 +222,7 @@ variable "registry" {
     }))
     audit_log_filter = string
     crds             = any
-    # The admission webhooks' configurations (cli/build/webhook-manifests.ts; terraform/admission.tf).
+    # The admission webhooks' configurations (functions/kit/webhook-configurations.ts; terraform/admission.tf).
     webhook_configurations = optional(any, [])
   })
 

@@ -183,4 +183,34 @@ describe('admission webhooks of the local API server', () => {
       'configmaps "denied" is forbidden: admission webhook "denier.example.com" denied the request: Invalid',
     );
   });
+
+  it('an apply whose object a mutating webhook changed stays the applier’s: the next apply meets no conflict', async () => {
+    const defaulter = await webhookServer((review) =>
+      review.request.object.data?.size ? {} : jsonPatch([{ op: 'add', path: '/data/size', value: 'small' }]),
+    );
+    servers.push(defaulter.server);
+    await register('Mutating', 'defaulter', 'apply', defaulter.url);
+    const apply = (data: Record<string, string>) =>
+      raw(
+        kc,
+        'PATCH',
+        '/api/v1/namespaces/default/configmaps/applied?fieldManager=tester',
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'applied', labels: { test: 'apply' } },
+          data,
+        }),
+        { 'Content-Type': 'application/apply-patch+yaml' },
+      );
+    const created = await apply({ a: '1' });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.json.data, { a: '1', size: 'small' });
+    const managers = created.json.metadata.managedFields.map((m: Review) => `${m.manager}/${m.operation}`);
+    assert.deepEqual(managers, ['tester/Apply']);
+    assert.ok(JSON.stringify(created.json.metadata.managedFields[0].fieldsV1).includes('f:size'));
+    const again = await apply({ a: '2', size: 'large' });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json.data, { a: '2', size: 'large' });
+  });
 });

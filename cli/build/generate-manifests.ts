@@ -21,7 +21,7 @@
  *   (names, scope, printer columns, the schema's root `description`) is written by hand and kept.
  *   What the zod schema checks that a CRD cannot express (a refinement) is listed in a comment.
  * - `deploy/webhooks.yaml` (and `webhook_configurations` in registry.gen.json) — the registry's
- *   admission webhooks' configurations, when it exports `webhooks` (cli/build/webhook-manifests.ts).
+ *   admission webhooks' configurations, when it exports `webhooks` (functions/kit/webhook-configurations.ts).
  * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each registered
  *   controller's `crd.yaml` (kustomize cannot load files outside its root).
  *
@@ -47,8 +47,11 @@ import { findProject, isLevelsetRepository, loadRegistry, type Project } from '.
 import { resourceNameRegex } from '../../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../../functions/kit/rbac.ts';
+import {
+  ADMISSION_URL_PLACEHOLDER,
+  webhookConfigurations,
+} from '../../functions/kit/webhook-configurations.ts';
 import { packageRoot } from '../../local/module-path.ts';
-import { ADMISSION_URL_PLACEHOLDER, webhookConfigurations } from './webhook-manifests.ts';
 
 /** The second line of deploy/webhooks.yaml. */
 const WEBHOOKS_NOTE = `The admission webhooks' configurations. Terraform applies them with the admission service's URL in place of ${ADMISSION_URL_PLACEHOLDER}; applied as they are, each webhook fails per its failurePolicy.`;
@@ -427,7 +430,7 @@ export interface RegistryJson {
   audit_log_filter: string;
   /** Every CRD of the project (`apiextensions.k8s.io/v1` objects), sorted by name. */
   crds: Record<string, unknown>[];
-  /** The webhooks' configurations, their URL a placeholder Terraform replaces (cli/build/webhook-manifests.ts). */
+  /** The webhooks' configurations, their URL a placeholder Terraform replaces (functions/kit/webhook-configurations.ts). */
   webhook_configurations: Record<string, unknown>[];
 }
 
@@ -440,7 +443,7 @@ export interface GenerateOptions {
   levelsetRepository?: boolean;
   /** The registry module's path relative to the project's root, named in a project's headers. */
   registry?: string;
-  /** The registry's admission webhooks: `deploy/webhooks.yaml` and `webhook_configurations` (cli/build/webhook-manifests.ts). */
+  /** The registry's admission webhooks: `deploy/webhooks.yaml` and `webhook_configurations` (functions/kit/webhook-configurations.ts). */
   webhooks?: readonly AdmissionWebhook[];
 }
 

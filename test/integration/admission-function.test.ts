@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { createPrettyLog } from '../../local/progress.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { type Service, startService } from '../../local/service.ts';
 import { functionsCli, functionsMain } from '../../local/stack-services.ts';
@@ -91,6 +92,11 @@ describe('the admission function', () => {
     assert.equal(line.severity, 'INFO');
     assert.equal((line['logging.googleapis.com/labels'] as Record<string, string>).webhook, 'foo-scale');
     assert.equal(line.object, undefined, 'the object is never logged');
+    // levelset dev's pretty view shows it in one line.
+    assert.match(
+      createPrettyLog().lines('admission', line)[0] ?? '',
+      /^admission {3}✗ foo-scale CREATE foos team-a\/web denied \(\d+ ms\) — admission denied: spec.replicas 7: more than 3/,
+    );
     assert.equal(await scrapeSum(metricsUrl, 'levelset_admission_denied_total', 'webhook="foo-scale"'), 1);
     assert.equal(
       await scrapeSum(

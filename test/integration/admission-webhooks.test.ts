@@ -1,7 +1,7 @@
 /**
  * The API server calls the project's webhooks, served by the real `admission` function
  * (functions-framework) behind HTTPS with a local CA, registered with the configurations
- * `levelset build` generates (cli/build/webhook-manifests.ts): examples/foo's `foo-defaults`
+ * `levelset build` generates (functions/kit/webhook-configurations.ts): examples/foo's `foo-defaults`
  * (mutating) and `foo-scale` (validating). A create is refused with the webhook's message in
  * kube-apiserver's words, a mutation is stored, a warning reaches the client as a `Warning` header,
  * an update (a merge patch) is refused too, and a webhook that is down gets its failure policy's
@@ -15,17 +15,18 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { NAMES } from '../../cli/build/generate-manifests.ts';
-import { webhookConfigurations } from '../../cli/build/webhook-manifests.ts';
+import { findProject } from '../../core/project.ts';
 import { webhooks } from '../../examples/foo/controllers/index.ts';
 import { defineValidatingWebhook, resources } from '../../functions/kit/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/testing.ts';
-import { type AdmissionTlsFront, startAdmissionTlsFront } from '../../local/admission-tls.ts';
+import { webhookConfigurations } from '../../functions/kit/webhook-configurations.ts';
+import { type LocalAdmission, startLocalAdmission } from '../../local/admission.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
-import { type Service, startService } from '../../local/service.ts';
-import { functionsCli, functionsMain } from '../../local/stack-services.ts';
 
+/** This repository's registry (examples/registry.ts), whose webhooks are examples/foo's. */
+const REGISTRY = findProject().registry;
 const FOO_CRD = new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname;
 const foos = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' };
 const skip =
@@ -74,10 +75,10 @@ async function send(
 
 describe('the API server calls the project webhooks', { skip }, () => {
   let cluster: TestCluster | undefined;
-  let admission: Service | undefined;
-  let front: AdmissionTlsFront | undefined;
+  let admission: LocalAdmission | undefined;
   let ns = '';
-  const configurations: KubernetesObject[] = [];
+  /** `<plural>/<name>` of every configuration registered, deleted at the end (a real cluster keeps them). */
+  const configurations: string[] = [];
   const kc = (): KubeConfig => {
     assert.ok(cluster, 'the cluster started');
     return cluster.kubeConfig;
@@ -95,13 +96,13 @@ describe('the API server calls the project webhooks', { skip }, () => {
     cluster = await startTestCluster();
     ns = await cluster.createNamespace('e2e-webhooks');
     await cluster.applyCrd(FOO_CRD, foos, ns);
-    const port = await freePort();
-    admission = await startService({
-      name: 'admission',
-      args: [functionsCli, '--target=admission', `--port=${port}`, `--source=${functionsMain}`],
-      port,
+    // The admission function behind HTTPS, the foo webhooks registered: what `levelset dev` starts.
+    admission = await startLocalAdmission({
+      registry: REGISTRY,
+      webhooks,
+      clusters: [cluster.kubeConfig],
     });
-    front = await startAdmissionTlsFront(`http://127.0.0.1:${port}`);
+    configurations.push(...admission.configurations);
     // Two webhooks that are down: nothing listens at their URL (a port just found free).
     const down = (failurePolicy: 'Fail' | 'Ignore') =>
       defineValidatingWebhook({
@@ -113,18 +114,10 @@ describe('the API server calls the project webhooks', { skip }, () => {
         validate: () => undefined,
       });
     const nobody = `https://127.0.0.1:${await freePort()}`;
-    for (const c of [
-      ...webhookConfigurations(webhooks, {
-        baseUrl: front.url,
-        caBundle: front.caBundle,
-        levelsetNamespace: NAMES.namespace,
-      }),
-      ...webhookConfigurations([down('Fail'), down('Ignore')], {
-        baseUrl: nobody,
-        caBundle: front.caBundle,
-        levelsetNamespace: NAMES.namespace,
-      }),
-    ]) {
+    for (const c of webhookConfigurations([down('Fail'), down('Ignore')], {
+      baseUrl: nobody,
+      levelsetNamespace: NAMES.namespace,
+    })) {
       const plural = `${String(c.kind).toLowerCase()}s`;
       const created = await send(
         cluster.kubeConfig,
@@ -133,7 +126,7 @@ describe('the API server calls the project webhooks', { skip }, () => {
         c,
       );
       assert.equal(created.status, 201, JSON.stringify(created.body));
-      configurations.push(created.body as KubernetesObject);
+      configurations.push(`${plural}/${(c.metadata as { name: string }).name}`);
     }
   });
 
@@ -142,9 +135,8 @@ describe('the API server calls the project webhooks', { skip }, () => {
       await send(
         cluster?.kubeConfig as KubeConfig,
         'DELETE',
-        `/apis/admissionregistration.k8s.io/v1/${String(c.kind).toLowerCase()}s/${c.metadata?.name}`,
+        `/apis/admissionregistration.k8s.io/v1/${c}`,
       ).catch(() => undefined);
-    await front?.stop();
     await admission?.stop();
     await cluster?.stop();
   });

@@ -3,15 +3,15 @@
  * the registry has webhooks; the `admission` function is the bundle's `admission` target on a
  * service of its own with warm instances (never fewer than 1) and a timeout above every webhook's;
  * its identity has no roles; the configurations are the generated ones (deploy/registry.gen.json,
- * cli/build/webhook-manifests.ts) applied per cluster by modules/cluster with the service's URL.
+ * functions/kit/webhook-configurations.ts) applied per cluster by modules/cluster with the service's URL.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { NAMES, REPO_ROOT, type RegistryJson } from '../../cli/build/generate-manifests.ts';
-import { webhookConfigurations } from '../../cli/build/webhook-manifests.ts';
 import { webhooks } from '../../examples/registry.ts';
+import { webhookConfigurations } from '../../functions/kit/webhook-configurations.ts';
 import { block, loadModule, type Module, resolveDefault, resource, resourcesOf, strings } from './hcl.ts';
 
 const ref = (expr: string): string => `\${${expr}}`;
