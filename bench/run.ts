@@ -34,6 +34,7 @@ import {
   startApiServer,
 } from './environment.ts';
 import { type BenchResults, cdfChart, machine, markdownReport, ratio, type Series } from './report.ts';
+import { admission } from './sections/admission.ts';
 import { apiCost } from './sections/api-cost.ts';
 import { breakdown } from './sections/breakdown.ts';
 import { coldStart } from './sections/cold-start.ts';
@@ -58,6 +59,7 @@ const SECTIONS: Section[] = [
   apiCost,
   reconcileCost,
   coldStart,
+  admission,
   resyncPriority,
   retries,
   topicCosts,
