@@ -239,6 +239,20 @@ export class AdmissionWebhooks {
     });
   }
 
+  /** Whether any webhook configuration is registered (a write then runs as before, without a read more). */
+  registered(): boolean {
+    return ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'].some((plural) => {
+      const t = this.#registry.resources.byPlural('admissionregistration.k8s.io', 'v1', plural);
+      let found = false;
+      if (t)
+        this.#registry.store.walk(t.storage, {}, () => {
+          found = true;
+          return false;
+        });
+      return found;
+    });
+  }
+
   /**
    * Whether a registered webhook's rules and namespace selector meet a request of `a`, whatever the
    * object's labels: a patch computes the object webhooks would see only then.
