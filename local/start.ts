@@ -7,7 +7,7 @@
  * everything. `--log-format json` prints the processes' JSON log lines instead. Writes the stack's
  * state file and log files (local/state.ts) so that the other `levelset` commands find it.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type KubernetesObject, VersionApi } from '@kubernetes/client-node';
@@ -25,7 +25,13 @@ import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { startLocalStack } from './stack.ts';
-import { readStackState, removeStackState, stackProcessAlive, stackStatePath } from './state.ts';
+import {
+  readStackState,
+  removeStackState,
+  stackProcessAlive,
+  stackStatePath,
+  traceFilePath,
+} from './state.ts';
 import { topicDemo } from './topic-demo.ts';
 
 /** Options of {@link runDev} (`levelset dev` flags). */
@@ -253,12 +259,20 @@ export async function runDev(options: DevOptions): Promise<void> {
       );
     if (options.webhooks?.length && embedded.length > 0) {
       const webhooks = options.webhooks;
+      const admissionTraces = traceFilePath(options.stateDir, 'admission');
+      rmSync(admissionTraces, { force: true }); // a previous stack's
       const admission = await services.launch(() =>
         startLocalAdmission({
           registry: options.registry,
           webhooks,
           clusters: embedded.map((c) => c.kubeConfig),
-          env: { LOG_LEVEL: logLevel },
+          // Its spans beside the stack's (levelset trace reads every file of traces/), every one kept.
+          env: {
+            LOG_LEVEL: logLevel,
+            LEVELSET_TRACING: 'file',
+            LEVELSET_TRACE_FILE: admissionTraces,
+            LEVELSET_TRACE_SAMPLE_RATIO: '1',
+          },
           onLog: (line) => {
             if (options.logFormat === 'json') say(JSON.stringify({ service: 'admission', ...line }));
             else for (const text of pretty.lines('admission', line)) say(text);

@@ -8,7 +8,9 @@
  *
  * Observability, as for reconciles: an `admission` span per call (kind `SERVER`, continuing a
  * `traceparent` the caller sent; attributes `levelset.webhook`, `levelset.admission.operation`,
- * `levelset.resource`, `levelset.admission.outcome`), one log line per denial or failure
+ * `levelset.resource`, `levelset.admission.outcome`, and the object's `levelset.key` with
+ * `levelset.outcome` `success` for an admitted call, so that `levelset trace` shows it among the
+ * key's traces and a denial's trace is always exported: core/tracing-sdk.ts), one log line per denial or failure
  * (`outcome`, `durationMs`, the webhook as a Cloud Logging label; never the object), and the
  * prom-client metrics `levelset_admission_duration_seconds` (by webhook and outcome) and
  * `levelset_admission_denied_total` (by webhook and reason), served with the reconcile's when
@@ -21,23 +23,9 @@ import { Counter, Histogram } from 'prom-client';
 import * as z from 'zod';
 import { type AdmissionReviewResponse, answerAdmission } from '../../core/admission.ts';
 import type { AdmissionWebhook } from '../../core/contract/admission.ts';
-import { tracer } from '../../core/k8s/tracing.ts';
+import { ATTR, SPAN, tracer } from '../../core/k8s/tracing.ts';
 import { LABELS, type Logger } from '../../core/log.ts';
 import { DURATION_BUCKETS_SECONDS } from '../../core/metrics.ts';
-
-/** The span of one admission call. */
-export const ADMISSION_SPAN = 'admission';
-
-/** Attribute names of the `admission` span. */
-export const ADMISSION_ATTR = {
-  webhook: 'levelset.webhook',
-  operation: 'levelset.admission.operation',
-  /** `group/version/resource` (`v1/configmaps` for the core group), as the relay's `levelset.resource`. */
-  resource: 'levelset.resource',
-  outcome: 'levelset.admission.outcome',
-  uid: 'levelset.admission.uid',
-  dryRun: 'levelset.admission.dry_run',
-} as const;
 
 /**
  * Largest review accepted, bytes: an object and its old version, each at most etcd's default
@@ -134,8 +122,8 @@ export function createAdmissionHandler(
     const log = deps.logger.child({ [LABELS]: { webhook: webhook.name } });
     const parent = propagation.extract(context.active(), req.headers);
     await tracer().startActiveSpan(
-      ADMISSION_SPAN,
-      { kind: SpanKind.SERVER, attributes: { [ADMISSION_ATTR.webhook]: webhook.name } },
+      SPAN.admission,
+      { kind: SpanKind.SERVER, attributes: { [ATTR.webhook]: webhook.name } },
       parent,
       async (span) => {
         try {
@@ -145,13 +133,24 @@ export function createAdmissionHandler(
           if (request) {
             const { group, version, resource } = request.resource;
             span.setAttributes({
-              [ADMISSION_ATTR.operation]: request.operation,
-              [ADMISSION_ATTR.resource]: [group, version, resource].filter(Boolean).join('/'),
-              [ADMISSION_ATTR.uid]: request.uid,
-              [ADMISSION_ATTR.dryRun]: request.dryRun,
+              [ATTR.admissionOperation]: request.operation,
+              [ATTR.resource]: [group, version, resource].filter(Boolean).join('/'),
+              [ATTR.admissionUid]: request.uid,
+              [ATTR.admissionDryRun]: request.dryRun,
             });
           }
-          span.setAttribute(ADMISSION_ATTR.outcome, answer.outcome);
+          span.setAttribute(ATTR.admissionOutcome, answer.outcome);
+          // The key's (levelset trace finds the call among the key's traces) and the export decision's
+          // outcome: a denial or failure is always exported, an admitted call as a successful key is.
+          if (request?.name)
+            span.setAttribute(
+              ATTR.key,
+              request.namespace ? `${request.namespace}/${request.name}` : request.name,
+            );
+          span.setAttribute(
+            ATTR.outcome,
+            answer.outcome === 'allowed' || answer.outcome === 'patched' ? 'success' : answer.outcome,
+          );
           admissionDuration.observe({ webhook: webhook.name, outcome: answer.outcome }, durationMs / 1000);
           const response =
             answer.status === 200 ? (answer.body as AdmissionReviewResponse).response : undefined;

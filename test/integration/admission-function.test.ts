@@ -6,7 +6,11 @@
  * at `/<token>/<name>`, and its bare path is a 404.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { describeSpan, keyTraces, readSpans } from '../../cli/impl/trace.ts';
 import { createPrettyLog } from '../../local/progress.ts';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { type Service, startService } from '../../local/service.ts';
@@ -41,14 +45,19 @@ describe('the admission function', () => {
   let admission: Service | undefined;
   let url = '';
   let metricsUrl = '';
+  let traces = '';
 
   before(async () => {
+    traces = mkdtempSync(join(tmpdir(), 'levelset-admission-traces-'));
     const [port, metricsPort] = [await freePort(), await freePort()];
     admission = await startService({
       name: 'admission',
       args: [functionsCli, '--target=admission', `--port=${port}`, `--source=${functionsMain}`],
       port,
       env: {
+        LEVELSET_TRACING: 'file',
+        LEVELSET_TRACE_FILE: join(traces, 'admission.jsonl'),
+        LEVELSET_TRACE_SAMPLE_RATIO: '1',
         LEVELSET_METRICS_PORT: String(metricsPort),
         LOG_LEVEL: 'info',
         LEVELSET_ADMISSION_PATH_TOKEN: token,
@@ -60,6 +69,7 @@ describe('the admission function', () => {
 
   after(async () => {
     await admission?.stop();
+    rmSync(traces, { recursive: true, force: true });
   });
 
   const post = async (path: string, body: unknown, init: RequestInit = {}) => {
