@@ -116,6 +116,21 @@ describe('the admission function', () => {
       ),
       1,
     );
+    // An admission span of the object's key, always exported (a denial), which levelset trace shows.
+    const [trace] = await waitFor(
+      () => {
+        const found = keyTraces(readSpans(traces), 'team-a/web', 'foo');
+        return found.length > 0 && found;
+      },
+      { message: 'the admission span in the trace file' },
+    );
+    assert.equal(trace?.outcome, 'denied');
+    const span = trace?.spans.find((x) => x.name === 'admission');
+    assert.equal(span?.status.code, 2);
+    assert.equal(
+      describeSpan(span as NonNullable<typeof span>),
+      'webhook foo-scale: CREATE samplecontroller.k8s.io/v1alpha1/foos denied, ERROR denied',
+    );
   });
 
   it('answers a mutation with a base64 JSON Patch', async () => {
