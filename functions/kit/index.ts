@@ -91,5 +91,6 @@ export {
   type MutationResult,
   type ValidatingWebhookDefinition,
   type ValidationResult,
+  type WebhookDefinitionBase,
   type WebhookRuleDefinition,
 } from './webhooks.ts';
