@@ -83,7 +83,9 @@ resource "google_cloudfunctions2_function" "admission" {
     max_instance_request_concurrency = 80
     available_cpu                    = var.function_cpu
     available_memory                 = var.function_memory
-    environment_variables = merge(local.tracing_env, {
+    # The controllers' configuration too (the bundle loads the whole registry at start; LOG_LEVEL),
+    # none of the clusters': this service holds no cluster credentials.
+    environment_variables = merge(local.controller_env, local.tracing_env, {
       NODE_OPTIONS                  = "--max-old-space-size=${local.function_heap_mib} --enable-source-maps"
       NODE_COMPILE_CACHE            = "/workspace/dist/compile-cache"
       NODE_COMPILE_CACHE_PORTABLE   = "1"

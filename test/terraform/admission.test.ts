@@ -65,6 +65,12 @@ describe('terraform/ admission', () => {
     assert.equal(svc.max_instance_count, ref('var.admission_max_instances'));
     assert.equal(svc.timeout_seconds, 30, 'at least the largest timeoutSeconds kube-apiserver allows');
     assert.equal(svc.service_account_email, ref('google_service_account.admission[0].email'));
+    // The controllers' configuration, never the clusters' endpoints (no credentials to use them).
+    assert.match(
+      String(svc.environment_variables),
+      /^\$\{merge\(local\.controller_env, local\.tracing_env, \{/,
+    );
+    assert.doesNotMatch(String(svc.environment_variables), /cluster_env|function_env|KUBERNETES_ENDPOINT/);
     // No IAM grant names the admission identity: it only answers reviews.
     for (const [type, byName] of m.resources)
       for (const [name, body] of byName)
