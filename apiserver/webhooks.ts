@@ -24,7 +24,8 @@
  * headers. `rules` (operations, groups, versions, resources incl. `plural/subresource` and `*`,
  * scope), `namespaceSelector` (the namespace's labels; the Namespace's own for a Namespace;
  * cluster-scoped objects always match) and `objectSelector` (the object's or the old object's
- * labels) decide which webhooks a request meets.
+ * labels) decide which webhooks a request meets; admissionregistration's own objects meet none. A
+ * webhook configuration is validated on its writes ({@link webhookConfigurationErrors}).
  *
  * Where it differs from kube-apiserver (apiserver/README.md): a patch or status write whose
  * mutating webhooks change the object is stored as an update of the whole object (its
@@ -42,7 +43,7 @@ import type { UserInfo } from './rbac.ts';
 import type { Registry } from './registry.ts';
 import type { KubeObject, ResourceType } from './resources.ts';
 import { parseLabelSelector } from './selectors.ts';
-import { ApiError, badRequest, internalError } from './status.ts';
+import { ApiError, badRequest, type FieldError, fieldErrors, internalError, invalid } from './status.ts';
 
 /** kube-apiserver's default `timeoutSeconds` of a webhook (admissionregistration/v1 defaults). */
 export const DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 10;
@@ -196,6 +197,166 @@ function groupResourceString(t: ResourceType): string {
   return t.group ? `${t.plural}.${t.group}` : t.plural;
 }
 
+/** The webhook configuration kinds: validated as kube-apiserver validates them, and never sent to a webhook. */
+const CONFIGURATION_KINDS: Record<string, 'Mutating' | 'Validating'> = {
+  mutatingwebhookconfigurations: 'Mutating',
+  validatingwebhookconfigurations: 'Validating',
+};
+
+/**
+ * Whether `t` is exempt from admission webhooks, as kube-apiserver exempts the admission
+ * configuration resources (generic `IsExemptAdmissionConfigurationResource`): a webhook must not
+ * be able to block its own repair.
+ */
+function isExempt(t: ResourceType): boolean {
+  return t.group === 'admissionregistration.k8s.io';
+}
+
+/** The label selector operators metav1validation accepts. */
+const SELECTOR_OPERATORS = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
+
+/** `IsFullyQualifiedName`: a DNS-1123 subdomain of at least three labels. */
+function fullyQualifiedNameErrors(field: string, name: string): FieldError[] {
+  if (!name) return [fieldErrors.required(field, '')];
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name) || name.length > 253)
+    return [
+      fieldErrors.invalid(
+        field,
+        name,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+      ),
+    ];
+  if (name.split('.').length < 3)
+    return [
+      fieldErrors.invalid(field, name, 'should be a domain with at least three segments separated by dots'),
+    ];
+  return [];
+}
+
+/**
+ * The field errors of a webhook configuration, as kube-apiserver's admissionregistration validation
+ * finds them on create (`ValidateValidatingWebhookConfiguration`, `ValidateMutatingWebhookConfiguration`,
+ * webhook `ValidateWebhookURL`): fully qualified and unique webhook names, `sideEffects` required and
+ * `None` or `NoneOnDryRun`, `timeoutSeconds` 1–30, `admissionReviewVersions` with `v1` or `v1beta1`,
+ * exactly one of `clientConfig.url` (https, no user, query or fragment) and `clientConfig.service`,
+ * the policies' values, operations, and selector operators. Not checked: `matchConditions` (CEL),
+ * the resources' wildcard combinations.
+ */
+export function webhookConfigurationErrors(kind: 'Mutating' | 'Validating', obj: KubeObject): FieldError[] {
+  const errs: FieldError[] = [];
+  const names = new Set<string>();
+  const hooks = ((obj as { webhooks?: unknown }).webhooks ?? []) as (Webhook & {
+    admissionReviewVersions?: string[];
+    matchPolicy?: string;
+  })[];
+  hooks.forEach((h, i) => {
+    const at = `webhooks[${i}]`;
+    errs.push(...fullyQualifiedNameErrors(`${at}.name`, h.name ?? ''));
+    if (h.name && names.has(h.name))
+      errs.push({
+        type: 'FieldValueDuplicate',
+        field: `${at}.name`,
+        detail: `Duplicate value: ${JSON.stringify(h.name)}`,
+      });
+    names.add(h.name);
+    (h.rules ?? []).forEach((r, j) => {
+      const rule = `${at}.rules[${j}]`;
+      if (!r.operations?.length) errs.push(fieldErrors.required(`${rule}.operations`));
+      for (const [k, op] of (r.operations ?? []).entries())
+        if (!['*', 'CREATE', 'UPDATE', 'DELETE', 'CONNECT'].includes(op))
+          errs.push(
+            fieldErrors.notSupported(`${rule}.operations[${k}]`, op, [
+              '*',
+              'CONNECT',
+              'CREATE',
+              'DELETE',
+              'UPDATE',
+            ]),
+          );
+      if (!r.apiGroups?.length) errs.push(fieldErrors.required(`${rule}.apiGroups`));
+      if (!r.apiVersions?.length) errs.push(fieldErrors.required(`${rule}.apiVersions`));
+      if (!r.resources?.length) errs.push(fieldErrors.required(`${rule}.resources`));
+      if (r.scope !== undefined && !['*', 'Cluster', 'Namespaced'].includes(r.scope))
+        errs.push(fieldErrors.notSupported(`${rule}.scope`, r.scope, ['*', 'Cluster', 'Namespaced']));
+    });
+    if (h.failurePolicy !== undefined && !['Fail', 'Ignore'].includes(h.failurePolicy))
+      errs.push(fieldErrors.notSupported(`${at}.failurePolicy`, h.failurePolicy, ['Fail', 'Ignore']));
+    if (h.matchPolicy !== undefined && !['Equivalent', 'Exact'].includes(h.matchPolicy))
+      errs.push(fieldErrors.notSupported(`${at}.matchPolicy`, h.matchPolicy, ['Equivalent', 'Exact']));
+    if (h.sideEffects === undefined)
+      errs.push(fieldErrors.required(`${at}.sideEffects`, 'must specify one of None, NoneOnDryRun'));
+    else if (!['None', 'NoneOnDryRun'].includes(h.sideEffects))
+      errs.push(fieldErrors.notSupported(`${at}.sideEffects`, h.sideEffects, ['None', 'NoneOnDryRun']));
+    if (h.timeoutSeconds !== undefined && (h.timeoutSeconds > 30 || h.timeoutSeconds < 1))
+      errs.push(
+        fieldErrors.invalid(
+          `${at}.timeoutSeconds`,
+          h.timeoutSeconds,
+          'the timeout value must be between 1 and 30 seconds',
+        ),
+      );
+    for (const [field, selector] of [
+      ['namespaceSelector', h.namespaceSelector],
+      ['objectSelector', h.objectSelector],
+    ] as const)
+      for (const [k, e] of (selector?.matchExpressions ?? []).entries())
+        if (!SELECTOR_OPERATORS.includes(e.operator))
+          errs.push(
+            fieldErrors.invalid(
+              `${at}.${field}.matchExpressions[${k}].operator`,
+              e.operator,
+              'not a valid selector operator',
+            ),
+          );
+    if (
+      kind === 'Mutating' &&
+      h.reinvocationPolicy !== undefined &&
+      !['IfNeeded', 'Never'].includes(h.reinvocationPolicy)
+    )
+      errs.push(
+        fieldErrors.notSupported(`${at}.reinvocationPolicy`, h.reinvocationPolicy, ['IfNeeded', 'Never']),
+      );
+    const versions = h.admissionReviewVersions ?? [];
+    if (versions.length === 0)
+      errs.push(fieldErrors.required(`${at}.admissionReviewVersions`, 'must specify one of v1, v1beta1'));
+    else if (!versions.some((v) => v === 'v1' || v === 'v1beta1'))
+      errs.push(
+        fieldErrors.invalid(
+          `${at}.admissionReviewVersions`,
+          versions,
+          'must include at least one of v1, v1beta1',
+        ),
+      );
+    const cc = h.clientConfig ?? {};
+    if ((cc.url === undefined) === (cc.service === undefined))
+      errs.push(fieldErrors.required(`${at}.clientConfig`, 'exactly one of url or service is required'));
+    else if (cc.url !== undefined) {
+      const field = `${at}.clientConfig.url`;
+      let url: URL | undefined;
+      try {
+        url = new URL(cc.url);
+      } catch {
+        errs.push(fieldErrors.invalid(field, cc.url, 'host must be specified'));
+      }
+      if (url && url.protocol !== 'https:')
+        errs.push(fieldErrors.invalid(field, cc.url, "'https' is the only allowed URL scheme"));
+      else if (url && (url.username || url.password))
+        errs.push(fieldErrors.invalid(field, cc.url, 'user information is not permitted in the URL'));
+      else if (url && (url.search || url.hash))
+        errs.push(
+          fieldErrors.invalid(
+            field,
+            cc.url,
+            url.hash
+              ? 'fragments are not permitted in the URL'
+              : 'query parameters are not permitted in the URL',
+          ),
+        );
+    }
+  });
+  return errs;
+}
+
 /** The admission webhooks of one local API server (this file's docstring). */
 export class AdmissionWebhooks {
   readonly #registry: Registry;
@@ -258,6 +419,8 @@ export class AdmissionWebhooks {
    * object's labels: a patch computes the object webhooks would see only then.
    */
   mayMeet(a: AdmissionAttributes): boolean {
+    if (CONFIGURATION_KINDS[a.t.plural] && a.t.group === 'admissionregistration.k8s.io') return true; // validated
+    if (isExempt(a.t)) return false;
     const unselected = (hooks: Hook[]) =>
       hooks.map(({ configuration, webhook }) => ({
         configuration,
@@ -271,6 +434,7 @@ export class AdmissionWebhooks {
 
   /** Whether any registered webhook meets a request of `a` (a write with none runs unchanged). */
   has(a: AdmissionAttributes, object: KubeObject | undefined): boolean {
+    if (isExempt(a.t)) return false;
     return (
       this.#matching(this.#hooks('mutatingwebhookconfigurations'), a, object).length > 0 ||
       this.#matching(this.#hooks('validatingwebhookconfigurations'), a, object).length > 0
@@ -295,6 +459,18 @@ export class AdmissionWebhooks {
     stored: (result: T) => KubeObject | undefined,
     warnings: string[],
   ): Promise<T> {
+    const configuration =
+      a.t.group === 'admissionregistration.k8s.io' ? CONFIGURATION_KINDS[a.t.plural] : undefined;
+    if (configuration && object && a.operation !== 'DELETE') {
+      const errs = webhookConfigurationErrors(configuration, object);
+      if (errs.length)
+        throw invalid(
+          `${configuration}WebhookConfiguration`,
+          a.t.group,
+          object.metadata.name ?? a.name,
+          errs,
+        );
+    }
     if (!this.has(a, object)) return write(object, false);
     const mutating = this.#matching(this.#hooks('mutatingwebhookconfigurations'), a, object);
     let current = object;

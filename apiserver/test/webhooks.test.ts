@@ -155,20 +155,90 @@ describe('admission webhooks of the local API server', () => {
     assert.equal(liar.reviews.length, 1);
   });
 
-  it('a webhook with side effects refuses a dry run (400); one without sees dryRun: true', async () => {
-    const effects = await webhookServer(() => ({}));
+  it('a webhook without side effects sees a dry run (dryRun: true), its warning returned, nothing stored', async () => {
     const none = await webhookServer(() => ({ warnings: ['seen'] }));
-    servers.push(effects.server, none.server);
-    await register('Validating', 'effects', 'effects', effects.url, { sideEffects: 'Some' });
+    servers.push(none.server);
     await register('Validating', 'none', 'none', none.url);
-    const refused = await create('dry-effects', 'effects', '?dryRun=All');
-    assert.equal(refused.status, 400, refused.text);
-    assert.equal(refused.json.message, 'admission webhook "effects.example.com" does not support dry run');
     const dry = await create('dry-none', 'none', '?dryRun=All');
     assert.equal(dry.status, 201, dry.text);
     assert.equal(none.reviews.at(-1).request.dryRun, true);
     assert.match(dry.headers.warning ?? '', /seen/);
     assert.equal((await raw(kc, 'GET', '/api/v1/namespaces/default/configmaps/dry-none')).status, 404);
+  });
+
+  it('refuses a configuration kube-apiserver refuses (422), in its words', async () => {
+    const path = '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations';
+    const configuration = (name: string, webhook: Record<string, unknown>) => ({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name },
+      webhooks: [
+        {
+          name: 'checks.example.com',
+          clientConfig: { url: 'https://127.0.0.1:1/x', caBundle },
+          rules: [
+            { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] },
+          ],
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+          ...webhook,
+        },
+      ],
+    });
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { sideEffects: 'Some' },
+        'webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"',
+      ],
+      [
+        { clientConfig: { url: 'http://127.0.0.1:1/x' } },
+        `webhooks[0].clientConfig.url: Invalid value: "http://127.0.0.1:1/x": 'https' is the only allowed URL scheme`,
+      ],
+      [
+        { name: 'checks' },
+        'webhooks[0].name: Invalid value: "checks": should be a domain with at least three segments separated by dots',
+      ],
+      [
+        { timeoutSeconds: 31 },
+        'webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds',
+      ],
+      [
+        { admissionReviewVersions: [] },
+        'webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1',
+      ],
+    ];
+    for (const [i, [webhook, said]] of cases.entries()) {
+      const r = await raw(kc, 'POST', path, configuration(`refused-${i}`, webhook));
+      assert.equal(r.status, 422, r.text);
+      assert.equal(
+        r.json.message,
+        `ValidatingWebhookConfiguration.admissionregistration.k8s.io "refused-${i}" is invalid: ${said}`,
+      );
+    }
+    // A configuration is never sent to a webhook (kube-apiserver exempts them): a catch-all one that
+    // is down cannot block its own repair.
+    await register('Validating', 'catch-all', 'unused', 'https://127.0.0.1:1/down');
+    const patched = await raw(
+      kc,
+      'PATCH',
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/catch-all',
+      JSON.stringify([
+        {
+          op: 'replace',
+          path: '/webhooks/0/rules',
+          value: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }],
+        },
+        { op: 'replace', path: '/webhooks/0/objectSelector', value: {} },
+      ]),
+      { 'Content-Type': 'application/json-patch+json' },
+    );
+    assert.equal(patched.status, 200, patched.text);
+    const deleted = await raw(
+      kc,
+      'DELETE',
+      '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/catch-all',
+    );
+    assert.equal(deleted.status, 200, deleted.text);
   });
 
   it('a denial without a message, and with a code of its own', async () => {
