@@ -30,10 +30,13 @@ import {
 } from './status.ts';
 import { table, tableWatchRender } from './tables.ts';
 import { bookmarkTypeOf, type WatchHub } from './watch.ts';
+import { type AdmissionAttributes, type AdmissionWebhooks, applyWithWebhookFields } from './webhooks.ts';
 
 /** Everything the HTTP layer dispatches to. */
 export interface HttpContext {
   registry: Registry;
+  /** The registered admission webhooks, called on every write (webhooks.ts). */
+  admission: AdmissionWebhooks;
   watches: WatchHub;
   faults: FaultInjector;
   requests: RequestLog;
@@ -392,6 +395,35 @@ async function route(
   const registry = ctx.registry;
   const render = (obj: KubeObject): unknown =>
     rep.as === 'metadata' ? partialObjectMetadata(obj, rep.version) : obj;
+  // Writes go through the registered admission webhooks (webhooks.ts): the request's attributes, the
+  // stored object, and a write's options as a dry run (its warnings dropped) or as asked.
+  const admission = (
+    opts: WriteOptions,
+    operation: AdmissionAttributes['operation'],
+    objectName: string,
+    oldObject?: KubeObject,
+    options?: Record<string, unknown>,
+  ): AdmissionAttributes => ({
+    t,
+    operation,
+    namespace,
+    name: objectName,
+    subresource: sub || undefined,
+    user,
+    dryRun: opts.dryRun ?? false,
+    oldObject,
+    options,
+  });
+  const stored = (): KubeObject | undefined => {
+    if (!ctx.admission.registered()) return undefined; // no webhook: the write runs as before
+    try {
+      return registry.get(t, namespace, name);
+    } catch {
+      return undefined;
+    }
+  };
+  const scratch = (opts: WriteOptions, dryRun: boolean): WriteOptions =>
+    dryRun ? { ...opts, dryRun: true, warnings: [] } : opts;
 
   switch (info.verb) {
     case 'get': {
@@ -481,14 +513,35 @@ async function route(
     case 'create': {
       if (name) throw methodNotAllowed();
       const opts = writeOptions(url, req, user);
-      const body = decode(await readBody(req), mediaType(req));
-      const obj = registry.create(t, namespace, body, opts);
+      const body = decode(await readBody(req), mediaType(req)) as KubeObject;
+      const obj = await ctx.admission.admit(
+        admission(opts, 'CREATE', body?.metadata?.name ?? ''),
+        body,
+        (o, dryRun) => registry.create(t, namespace, dryRun ? structuredClone(o) : o, scratch(opts, dryRun)),
+        (o) => o,
+        opts.warnings ?? [],
+      );
       return send(res, 201, render(obj), rep, opts.warnings);
     }
     case 'update': {
       const opts = writeOptions(url, req, user);
-      const body = decode(await readBody(req), mediaType(req));
-      const obj = registry.update(t, namespace, name, body, opts, sub || undefined);
+      const body = decode(await readBody(req), mediaType(req)) as KubeObject;
+      const old = stored();
+      const obj = await ctx.admission.admit(
+        admission(opts, old ? 'UPDATE' : 'CREATE', name, old),
+        body,
+        (o, dryRun) =>
+          registry.update(
+            t,
+            namespace,
+            name,
+            dryRun ? structuredClone(o) : o,
+            scratch(opts, dryRun),
+            sub || undefined,
+          ),
+        (o) => o,
+        opts.warnings ?? [],
+      );
       return send(res, 200, render(obj), rep, opts.warnings);
     }
     case 'patch': {
@@ -497,14 +550,44 @@ async function route(
       const body = decode(await readBody(req), type);
       if (body === undefined)
         throw badRequest('the server rejected our request due to an error in our request');
-      const { object, created } = registry.patch(t, namespace, name, type, body, opts, sub || undefined);
+      // The patched object is what mutating webhooks see; one they change is stored whole (webhooks.ts).
+      const old = stored();
+      const attributes = admission(opts, old ? 'UPDATE' : 'CREATE', name, old);
+      const patch = (o: WriteOptions, given: unknown = body) =>
+        registry.patch(t, namespace, name, type, given, o, sub || undefined);
+      const patched = ctx.admission.mayMeet(attributes) ? patch(scratch(opts, true)).object : undefined;
+      const { object, created } = await ctx.admission.admit(
+        attributes,
+        patched,
+        (o, dryRun) => {
+          if (o === patched || !o) return patch(scratch(opts, dryRun));
+          const applied =
+            type === 'application/apply-patch+yaml' && patched && applyWithWebhookFields(body, patched, o);
+          if (applied) return patch(scratch(opts, dryRun), applied);
+          const whole = structuredClone(o);
+          if (!old)
+            return { object: registry.create(t, namespace, whole, scratch(opts, dryRun)), created: true };
+          return {
+            object: registry.update(t, namespace, name, whole, scratch(opts, dryRun), sub || undefined),
+            created: false,
+          };
+        },
+        (r) => r.object,
+        opts.warnings ?? [],
+      );
       return send(res, created ? 201 : 200, render(object), rep, opts.warnings);
     }
     case 'delete': {
       const opts = writeOptions(url, req);
       const options = deleteOptions(url, decode(await readBody(req), mediaType(req)) as DeleteOptions);
       opts.dryRun = options.dryRun?.includes('All') ?? false;
-      const result = registry.delete(t, namespace, name, options, opts);
+      const result = await ctx.admission.admit(
+        admission(opts, 'DELETE', name, stored(), options as Record<string, unknown>),
+        undefined,
+        (_, dryRun) => registry.delete(t, namespace, name, options, scratch(opts, dryRun)),
+        (r) => r.object,
+        opts.warnings ?? [],
+      );
       if (result.object) return send(res, 200, render(result.object), rep);
       return send(res, 200, result.status, rep);
     }

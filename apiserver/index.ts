@@ -25,12 +25,14 @@ import { builtinResources, ResourceRegistry } from './resources.ts';
 import { Store } from './store.ts';
 import { servingCert } from './tls.ts';
 import { WatchHub } from './watch.ts';
+import { AdmissionWebhooks } from './webhooks.ts';
 
 export type { Failure } from './faults.ts';
 export { FaultInjector } from './faults.ts';
 export type { RequestMatch } from './requestinfo.ts';
 export type { RequestFilter, RequestLogEntry } from './requests.ts';
 export { RequestLog } from './requests.ts';
+export { type ServingCert, servingCert } from './tls.ts';
 export type { WatchEventMatch } from './watch.ts';
 
 export interface LocalApiServerOptions {
@@ -158,6 +160,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   let address = '';
   const handler = createHandler({
     registry,
+    admission: new AdmissionWebhooks(registry),
     watches,
     faults,
     requests,

@@ -56,6 +56,9 @@ export const FULL_SIZES = {
   pipelineEvents: 200_000,
   publishKeys: 5_000,
   tracedReconciles: 1000,
+  /** Sequential reviews to a warm webhook, and Foo creates with and without webhooks (admission section). */
+  admissionCalls: 500,
+  admissionCreates: 200,
   topics: 20,
   fleetFoos: 200,
   /** Namespace counts of the API-cost section. */
@@ -103,6 +106,8 @@ export function sizesFor(tiny: boolean): Sizes {
     pipelineEvents: 5000,
     publishKeys: 200,
     tracedReconciles: 20,
+    admissionCalls: 20,
+    admissionCreates: 10,
     topics: 3,
     fleetFoos: 3,
     namespaces: [2, 4, 8],

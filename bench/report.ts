@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `admission`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `admission`, `webhooks`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`, `peer`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -188,6 +188,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
     title: 'A failing key and the others: push backoff, 500 vs ack + requeue',
     read: "What one failing key costs every other key when Pub/Sub applies its push backoff (docs/architecture.md decision 40). Cloud Pub/Sub slows the pushes of a whole subscription after non-2xx answers (100 ms doubling up to 60 s); the emulator does not, so the local push proxy models it (`pushBackoff`). Each run: the emulator's ordered push subscription (Terraform's retry policy, 10 → 600 s) → the push proxy with push backoff → an endpoint answering in 20 ms, while one key is published 5 times a second (without ordering key, so that it can fail that often) and other keys one at a time, every 50-150 ms; figure: the other keys' publish → answered time, p50; baseline: the same with no failing key (idle). Before: the failing key's deliveries answered 500 (the reconcile function's former answer); after: answered 204, as `reconcile` now acknowledges a failure and requeues the key (its retries are more publishes of the key, as the 5/s here). The endpoint stands for the function's answers only. Keys still unanswered when a run gives up count with the time they waited (a lower bound, said in the figure's name). Target (issue 32): after ≤ 1.2× idle.",
   },
+  webhooks: {
+    title: 'Admission webhooks: a call warm and from cold, and what they add to a create',
+    read: "examples/foo's two webhooks served by the `admission` function (functions-framework) behind an HTTPS front with the local CA, as `levelset dev` runs them (local/admission.ts), registered with the section's local API server. Cold start: from spawning the function's process to the first review it answers (module load, the registry, TLS; one sample); on Cloud Run the service keeps `admission_min_instances` (default 1) warm so the API server never meets it. Warm: sequential reviews POSTed to `/foo-scale` over HTTPS, p50 and p99; baseline: the kit's default `timeoutSeconds` (5 s), what the API server waits before the failure policy applies. Create: sequential Foo creates through the local API server, which calls `foo-defaults` then `foo-scale` on each (mutating, the write's checks as a dry run, validating, the write); baseline: the same creates before the webhooks were registered.",
+  },
   tracing: {
     title: 'Tracing: on vs off',
     read: "In one process, a converged Foo's delivery (reconcileKey under its `reconcile` span: one GET, one LIST against the local API server) and the relay's key pipeline ingesting Foo events (an `enqueue` span per published key), first with tracing off (the OpenTelemetry API's no-ops, what `LEVELSET_TRACING=off` runs: the baseline), then on with every span recorded and exported to an OTLP/JSON file (ratio 1: the worst case). Ratio = on / off. The off figure's own baseline is the same reconcile without its `reconcile` span: what the no-op spans cost.",
@@ -298,7 +302,7 @@ export function markdownReport(run: BenchResults, chartFile: string): string {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm run test:load runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, resync-priority, topic, tracing, fleet',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, admission, webhooks, resync-priority, topic, tracing, fleet',
     '```',
     '',
     'It starts its own local API server (apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

@@ -50,6 +50,7 @@ import { resyncPriority } from './sections/resync-priority.ts';
 import { retries } from './sections/retries.ts';
 import { topicCosts } from './sections/topic.ts';
 import { tracingCost } from './sections/tracing.ts';
+import { webhooksSection } from './sections/webhooks.ts';
 import { log } from './support.ts';
 
 /** The sections, in the order they run (`--only` takes their names). */
@@ -62,6 +63,7 @@ const SECTIONS: Section[] = [
   admission,
   reconcileCost,
   coldStart,
+  webhooksSection,
   resyncPriority,
   retries,
   topicCosts,

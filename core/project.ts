@@ -5,7 +5,8 @@
  *   "levelset": { "registry": "controllers/index.ts" }
  *
  * The registry module exports `controllers`, the one list of the project's controllers (what the
- * relay watches, the functions run, the manifests grant). `levelset init` writes both; this
+ * relay watches, the functions run, the manifests grant), and may export `webhooks`, its admission
+ * webhooks (what the `admission` function serves and `levelset build` registers). `levelset init` writes both; this
  * repository's own `package.json` names `examples/registry.ts`.
  *
  * `LEVELSET_REGISTRY` (an absolute path to the registry module) overrides the search: the local
@@ -15,7 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as z from 'zod';
-import type { AdmissionPolicy } from './contract/admission.ts';
+import type { AdmissionPolicy, AdmissionWebhook } from './contract/admission.ts';
 import type { Controller } from './contract/controller.ts';
 
 /** The environment variable naming the registry module by absolute path (this file's docstring). */
@@ -107,7 +108,7 @@ const resourceType = z.looseObject({
   plural: z.string(),
 });
 
-/** What a registry module must export: `controllers`, a list of controllers (checked by shape), and may: `policies`. */
+/** What a registry module must export: `controllers`, a list of controllers, and may: `policies` and `webhooks` (checked by shape). */
 export const registryModule = z.looseObject({
   controllers: z.array(
     z.looseObject({
@@ -131,6 +132,20 @@ export const registryModule = z.looseObject({
       }),
     )
     .optional(),
+  /** Optional: the project's admission webhooks (the kit's `defineValidatingWebhook`, `defineMutatingWebhook`). */
+  webhooks: z
+    .array(
+      z.looseObject({
+        name: z.string().min(1),
+        type: z.enum(['validating', 'mutating']),
+        rules: z.array(z.unknown()).min(1),
+        admit: z.custom<(...args: unknown[]) => unknown>(
+          (f) => typeof f === 'function',
+          'must be a function',
+        ),
+      }),
+    )
+    .optional(),
 });
 
 /** A loaded registry. */
@@ -140,6 +155,8 @@ export interface Registry {
   controllers: readonly Controller[];
   /** The admission policies it exports (`policies`, made by the kit's `definePolicy`); `[]` when none. */
   policies: readonly AdmissionPolicy[];
+  /** Its admission webhooks (`[]` when the module exports none). */
+  webhooks: readonly AdmissionWebhook[];
 }
 
 /**
@@ -159,12 +176,17 @@ export async function loadRegistry(path: string = registryPath()): Promise<Regis
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ProjectError(
-      `the registry ${path} must export controllers: Controller[] (${issue?.path.join('.') || 'module'}: ${issue?.message})`,
+      `the registry ${path} must export controllers: Controller[] (and may export webhooks: AdmissionWebhook[]) (${issue?.path.join('.') || 'module'}: ${issue?.message})`,
     );
   }
-  const { controllers, policies = [] } = mod as {
+  const {
+    controllers,
+    policies = [],
+    webhooks = [],
+  } = mod as {
     controllers: readonly Controller[];
     policies?: readonly AdmissionPolicy[];
+    webhooks?: readonly AdmissionWebhook[];
   };
-  return { path, controllers, policies };
+  return { path, controllers, policies, webhooks };
 }

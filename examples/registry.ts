@@ -5,10 +5,10 @@
  */
 
 import { secretReplicator, subscriptionController, topicController } from 'levelset/controllers';
-import type { AdmissionPolicy, Controller } from 'levelset/kit';
+import type { AdmissionPolicy, AdmissionWebhook, Controller } from 'levelset/kit';
 import { controllers as configmapBundle } from './configmap-bundle/controllers/index.ts';
 import { controllers as customcluster } from './customcluster/controllers/index.ts';
-import { controllers as foo } from './foo/controllers/index.ts';
+import { controllers as foo, webhooks as fooWebhooks } from './foo/controllers/index.ts';
 import { controllers as icecream } from './icecream/controllers/index.ts';
 import { controllers as tenant, policies as tenantPolicies } from './tenant/controllers/index.ts';
 
@@ -25,3 +25,6 @@ export const controllers: readonly Controller[] = [
 
 /** The admission policies (ValidatingAdmissionPolicies) of the examples. */
 export const policies: readonly AdmissionPolicy[] = [...tenantPolicies];
+
+/** The example projects' admission webhooks (the `admission` function serves them). */
+export const webhooks: readonly AdmissionWebhook[] = [...fooWebhooks];

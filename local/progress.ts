@@ -109,6 +109,16 @@ export function createPrettyLog(options: PrettyLogOptions = {}): PrettyLog {
         pending.delete(id);
         return [`${service.padEnd(11)} ${mark} ${who} ${outcome}${ms}${notFound}${error}`, ...held];
       }
+      if (service === 'admission' && outcome) {
+        // One line per admission call the function logged (a denial or failure; an allowed call at debug).
+        const webhook = (line[LABELS] as { webhook?: string } | undefined)?.webhook ?? '';
+        const object = [line.namespace, line.name].filter(Boolean).join('/');
+        const mark = outcome === 'allowed' || outcome === 'patched' ? '✓' : '✗';
+        const ms = typeof line.durationMs === 'number' ? ` (${line.durationMs} ms)` : '';
+        return [
+          `${service.padEnd(11)} ${mark} ${webhook} ${line.operation ?? ''} ${line.resource ?? ''} ${object} ${outcome}${ms} — ${line.message ?? ''}${error}`,
+        ];
+      }
       if (level < threshold) return [];
       if (level >= 40) {
         return [

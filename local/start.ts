@@ -7,14 +7,16 @@
  * everything. `--log-format json` prints the processes' JSON log lines instead. Writes the stack's
  * state file and log files (local/state.ts) so that the other `levelset` commands find it.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type KubernetesObject, VersionApi } from '@kubernetes/client-node';
 import { startLocalApiServer } from '@levelset/apiserver';
 import type { pino } from 'pino';
+import type { AdmissionWebhook } from '../core/contract/admission.ts';
 import { createLogger } from '../core/log.ts';
 import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
+import { startLocalAdmission } from './admission.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
@@ -23,7 +25,13 @@ import { watchParent } from './parent-watch.ts';
 import { createPrettyLog } from './progress.ts';
 import { startSimulatedNode } from './simulated-node.ts';
 import { startLocalStack } from './stack.ts';
-import { readStackState, removeStackState, stackProcessAlive, stackStatePath } from './state.ts';
+import {
+  readStackState,
+  removeStackState,
+  stackProcessAlive,
+  stackStatePath,
+  traceFilePath,
+} from './state.ts';
 import { topicDemo } from './topic-demo.ts';
 
 /** Options of {@link runDev} (`levelset dev` flags). */
@@ -68,6 +76,11 @@ export interface DevOptions {
    * `cluster-2`, …), a relay in each, one set of functions for all (functions/runtime/clusters.ts).
    */
   clusters?: number;
+  /**
+   * The registry's admission webhooks: with an embedded cluster, the `admission` function runs behind
+   * HTTPS with the local CA and each embedded API server calls them (local/admission.ts).
+   */
+  webhooks?: readonly AdmissionWebhook[];
 }
 
 /** The id of the `n`th (1-based) cluster of `levelset dev --clusters N`. */
@@ -250,6 +263,35 @@ export async function runDev(options: DevOptions): Promise<void> {
     for (const id of clusters ? stack.clusters : [undefined])
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
+      );
+    if (options.webhooks?.length && embedded.length > 0) {
+      const webhooks = options.webhooks;
+      const admissionTraces = traceFilePath(options.stateDir, 'admission');
+      rmSync(admissionTraces, { force: true }); // a previous stack's
+      const admission = await services.launch(() =>
+        startLocalAdmission({
+          registry: options.registry,
+          webhooks,
+          clusters: embedded.map((c) => c.kubeConfig),
+          // Its spans beside the stack's (levelset trace reads every file of traces/), every one kept.
+          env: {
+            LOG_LEVEL: logLevel,
+            LEVELSET_TRACING: 'file',
+            LEVELSET_TRACE_FILE: admissionTraces,
+            LEVELSET_TRACE_SAMPLE_RATIO: '1',
+          },
+          onLog: (line) => {
+            if (options.logFormat === 'json') say(JSON.stringify({ service: 'admission', ...line }));
+            else for (const text of pretty.lines('admission', line)) say(text);
+          },
+        }),
+      );
+      say(
+        `  admission        ${admission.url} (functions-framework ${admission.service.url} behind HTTPS, local CA): ${webhooks.map((w) => w.name).join(', ')} registered with the embedded API server`,
+      );
+    } else if (options.webhooks?.length)
+      say(
+        `  admission        not registered: ${external?.server ?? 'the cluster'} cannot be assumed to reach this machine (levelset build writes deploy/webhooks.yaml)`,
       );
     say(`  controllers      ${options.controllers.join(', ') || '(none registered)'}`);
     if (replicates)

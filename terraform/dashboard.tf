@@ -36,6 +36,7 @@ resource "google_monitoring_dashboard" "levelset" {
     relay_namespace          = var.relay_namespace
     reconcile_success_alert  = google_monitoring_alert_policy.reconcile_success_burn_rate.name
     delivery_alert           = google_monitoring_alert_policy.delivery_burn_rate.name
+    admission_service        = local.admission_function_name
   })
 
   depends_on = [
@@ -44,6 +45,7 @@ resource "google_monitoring_dashboard" "levelset" {
     google_logging_metric.reconcile_delivery_delay,
     google_logging_metric.relay_publish_errors,
     google_logging_metric.drift_corrected,
+    google_logging_metric.admission_denials,
   ]
 }
 

@@ -48,6 +48,7 @@ locals {
     functions_cluster_rules   = local.functions_cluster_rules
     crds                      = local.crds
     admission_policies        = local.admission_policies
+    webhook_configurations    = local.webhook_configurations
   }
 }
 

@@ -108,3 +108,8 @@ output "console_links" {
     relay_deployment         = "${local.console}/kubernetes/deployment/${local.primary_cluster.location}/${local.primary_cluster.name}/${var.relay_namespace}/levelset-relay/overview?${local.project}"
   }
 }
+
+output "admission_uri" {
+  description = "URL of the admission service (each webhook at <uri>/<name>, after admission_path_token when set); \"\" when the registry has no webhooks."
+  value       = local.admission_enabled ? google_cloudfunctions2_function.admission[0].service_config[0].uri : ""
+}

@@ -223,6 +223,8 @@ variable "registry" {
     audit_log_filter   = string
     crds               = any
     admission_policies = optional(any, [])
+    # The admission webhooks' configurations (functions/kit/webhook-configurations.ts; terraform/admission.tf).
+    webhook_configurations = optional(any, [])
   })
 
   validation {
@@ -550,4 +552,38 @@ variable "audit_log_projects" {
   type        = list(string)
   default     = []
   nullable    = false
+}
+
+variable "admission_min_instances" {
+  description = "Instances of the admission service kept warm, at least 1: a cold start must never meet the API server's webhook timeout (terraform/admission.tf). Only with webhooks in the registry."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.admission_min_instances >= 1
+    error_message = "admission_min_instances must be at least 1 (a cold start would meet the webhooks' timeoutSeconds)."
+  }
+}
+
+variable "admission_max_instances" {
+  description = "Most instances of the admission service (80 concurrent reviews each)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.admission_max_instances >= var.admission_min_instances
+    error_message = "admission_max_instances must be at least admission_min_instances."
+  }
+}
+
+variable "admission_path_token" {
+  description = "Optional unguessable first path segment of every webhook URL (at least 32 characters of [A-Za-z0-9_-]; \"\": none). The API server cannot authenticate to Cloud Run (terraform/admission.tf), so this keeps casual callers out; it is readable in the webhook configurations and Terraform's state."
+  type        = string
+  default     = ""
+  sensitive   = true
+
+  validation {
+    condition     = var.admission_path_token == "" || can(regex("^[A-Za-z0-9_-]{32,}$", var.admission_path_token))
+    error_message = "admission_path_token must be empty or at least 32 characters of letters, digits, '_' and '-'."
+  }
 }

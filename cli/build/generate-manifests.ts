@@ -22,6 +22,8 @@
  *   by {@link generateCrd}, as controller-gen generates a CRD from Go types. The rest of the file
  *   (names, scope, printer columns, the schema's root `description`) is written by hand and kept.
  *   What the zod schema checks that a CRD cannot express (a refinement) is listed in a comment.
+ * - `deploy/webhooks.yaml` (and `webhook_configurations` in registry.gen.json) — the registry's
+ *   admission webhooks' configurations, when it exports `webhooks` (functions/kit/webhook-configurations.ts).
  * - `deploy/crds/*.yaml` + `deploy/crds/kustomization.yaml` — copies of each registered
  *   controller's `crd.yaml` (kustomize cannot load files outside its root).
  *
@@ -40,14 +42,21 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isMap, isScalar, parseAllDocuments, parseDocument, stringify } from 'yaml';
-import type { AdmissionPolicy } from '../../core/contract/admission.ts';
+import type { AdmissionPolicy, AdmissionWebhook } from '../../core/contract/admission.ts';
 import type { Controller, ResourceType, Verb } from '../../core/contract/controller.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { findProject, isLevelsetRepository, loadRegistry, type Project } from '../../core/project.ts';
 import { resourceNameRegex } from '../../functions/kit/audit-log.ts';
 import { customResourceSchema } from '../../functions/kit/crd-schema.ts';
 import { parsePolicyRules } from '../../functions/kit/rbac.ts';
+import {
+  ADMISSION_URL_PLACEHOLDER,
+  webhookConfigurations,
+} from '../../functions/kit/webhook-configurations.ts';
 import { packageRoot } from '../../local/module-path.ts';
+
+/** The second line of deploy/webhooks.yaml. */
+const WEBHOOKS_NOTE = `The admission webhooks' configurations. Terraform applies them with the admission service's URL in place of ${ADMISSION_URL_PLACEHOLDER}; applied as they are, each webhook fails per its failurePolicy.`;
 
 /** The repository root (this file lives in `scripts/`; installed, in `dist/scripts/`). */
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -428,6 +437,8 @@ export interface RegistryJson {
    * ValidatingAdmissionPolicy followed by its ValidatingAdmissionPolicyBinding, in registry order.
    */
   admission_policies: Record<string, unknown>[];
+  /** The webhooks' configurations, their URL a placeholder Terraform replaces (functions/kit/webhook-configurations.ts). */
+  webhook_configurations: Record<string, unknown>[];
 }
 
 /** What {@link generateFiles} writes besides what every project gets. */
@@ -441,6 +452,8 @@ export interface GenerateOptions {
   registry?: string;
   /** The registry's admission policies; default none. */
   policies?: readonly AdmissionPolicy[];
+  /** The registry's admission webhooks: `deploy/webhooks.yaml` and `webhook_configurations` (functions/kit/webhook-configurations.ts). */
+  webhooks?: readonly AdmissionWebhook[];
 }
 
 /** Rules in Terraform's attribute names (kubernetes_cluster_role_v1 `rule`). */
@@ -505,7 +518,15 @@ export function generateFiles(
       .map((c) => parseDocument(c.source.text).toJS() as Record<string, unknown>)
       .sort((a, b) => crdName(a).localeCompare(crdName(b))),
     admission_policies: (options.policies ?? []).flatMap((p) => [{ ...p.policy }, { ...p.binding }]),
+    webhook_configurations: webhookConfigurations(options.webhooks ?? [], {
+      levelsetNamespace: NAMES.namespace,
+    }),
   };
+  if (registryJson.webhook_configurations.length)
+    files.set(
+      'deploy/webhooks.yaml',
+      `# ${HEADER}\n# ${WEBHOOKS_NOTE}\n${yamlDocs(registryJson.webhook_configurations)}`,
+    );
   const registryJsonPath = 'deploy/registry.gen.json';
   const registryText = `${JSON.stringify(registryJson, null, 2)}\n`;
   // Biome formats this repository's JSON (its lint checks it); a project's formatting is its own.
@@ -659,12 +680,13 @@ export async function generateManifests(
   options: { project?: Project; check?: boolean; warn?: (line: string) => void } = {},
 ): Promise<string[]> {
   const project = options.project ?? findProject();
-  const { controllers, policies } = await loadRegistry(project.registry);
+  const { controllers, policies, webhooks } = await loadRegistry(project.registry);
   const crdSources = projectCrdSources(project, controllers);
   const files = generateFiles(controllers, crdSources, {
     policies,
     levelsetRepository: isLevelsetRepository(project),
     registry: relative(project.root, project.registry).split('\\').join('/'),
+    webhooks,
   });
   for (const m of missingCrds(controllers, crdSources.map(parseCrd)))
     options.warn?.(

@@ -37,7 +37,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findProject } from '../../core/project.ts';
 import { levelsetModule } from '../../local/module-path.ts';
-import { bundle, registryEntry, walk } from './bundle.ts';
+import { bundle, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
@@ -76,13 +76,19 @@ flushCompileCache();
 
 /**
  * The bundle's entry: imports the registry module `registry` (absolute path) and registers the
- * functions for its controllers (functions/runtime/index.ts `registerFunctions`).
+ * functions for its controllers and webhooks (functions/runtime/index.ts `registerFunctions`; a
+ * registry without `webhooks` registers none).
  */
 export function functionsEntry(
   registry: string,
   runtime: string = levelsetModule('functions/runtime/index.ts'),
 ): string {
-  return registryEntry(registry, runtime, 'registerFunctions');
+  return [
+    `import * as registry from ${JSON.stringify(registry)};`,
+    `import { registerFunctions } from ${JSON.stringify(runtime)};`,
+    'await registerFunctions(registry.controllers, registry.webhooks ?? []);',
+    '',
+  ].join('\n');
 }
 
 /** Packages the bundle imports from node_modules instead of containing them (see the file's docstring). */

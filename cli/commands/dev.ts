@@ -93,7 +93,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
     // The project's registry (core/project.ts): its controllers run; one line when there is none.
     const project = findProject();
     const registry = registryPath();
-    const { controllers, policies } = await loadRegistry(registry);
+    const { controllers, policies, webhooks } = await loadRegistry(registry);
     const [{ runDev }, { projectCrdSources }] = await Promise.all([
       import('../../local/start.ts'),
       import('../build/generate-manifests.ts'),
@@ -116,6 +116,7 @@ export const devCommand: CommandModule<object, DevArgs> = {
       logLevel: argv['log-level'] as pino.Level,
       stateDir: stateDirectory(),
       kubeconfig: process.env.KUBECONFIG || undefined,
+      webhooks,
     });
   },
 };

@@ -1,5 +1,6 @@
 /**
- * `levelset trace <controller> <key>`: finds the traces holding a `reconcile` span of the key and prints the
+ * `levelset trace <controller> <key>`: finds the traces holding a `reconcile` span of the key (or an
+ * `admission` span of a webhook's call on its object) and prints the
  * newest `--last` of them as a waterfall: each span at its offset from the trace's start, its
  * duration, indented under its parent, with what it says (the watch event, the published message,
  * the delivery attempt, the API call and its status, the outcome). Exit code 1 when no trace of the
@@ -177,18 +178,20 @@ export function keyTraces(spans: readonly TracedSpan[], key: string, controller?
     const deliveries = list
       .filter(
         (s) =>
-          s.name === SPAN.reconcile &&
-          s.attributes[ATTR.key] === key &&
-          (controller === undefined || s.attributes[ATTR.controller] === controller),
+          (s.name === SPAN.reconcile &&
+            s.attributes[ATTR.key] === key &&
+            (controller === undefined || s.attributes[ATTR.controller] === controller)) ||
+          // An admission webhook's call on the key's object (functions/runtime/admission.ts): whichever controller.
+          (s.name === SPAN.admission && s.attributes[ATTR.key] === key),
       )
       .sort((a, b) => a.startMs - b.startMs);
     const last = deliveries.at(-1);
     if (!last) continue;
     list.sort((a, b) => a.startMs - b.startMs);
-    const outcome = last.attributes[ATTR.outcome];
+    const outcome = last.attributes[ATTR.admissionOutcome] ?? last.attributes[ATTR.outcome];
     traces.push({
       traceId,
-      controller: String(last.attributes[ATTR.controller]),
+      controller: String(last.attributes[ATTR.controller] ?? controller ?? ''),
       key,
       startedAt: new Date(list[0]?.startMs ?? last.startMs).toISOString(),
       ...(outcome !== undefined ? { outcome: String(outcome) } : {}),
@@ -217,6 +220,13 @@ export function describeSpan(s: TracedSpan): string {
     parts.push(`delivered${attempt !== undefined ? ` (attempt ${attempt})` : ''}, reason ${a[ATTR.reason]}`);
     if (a[ATTR.outcome] !== undefined) parts.push(`outcome ${a[ATTR.outcome]}`);
     if (a[ATTR.requeueAfterMs] !== undefined) parts.push(`requeue after ${a[ATTR.requeueAfterMs]} ms`);
+  } else if (s.name === SPAN.admission) {
+    parts.push(
+      `webhook ${a[ATTR.webhook]}: ${a[ATTR.admissionOperation] ?? ''} ${a[ATTR.resource] ?? ''} ${a[ATTR.admissionOutcome] ?? ''}`.replace(
+        /\s+/g,
+        ' ',
+      ),
+    );
   } else if (s.name === SPAN.requeue) {
     parts.push(`in ${a[ATTR.requeueAfterMs]} ms (${a['levelset.requeuer']})`);
   } else if (s.name.startsWith('child ')) {

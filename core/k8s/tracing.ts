@@ -32,6 +32,8 @@ export const SPAN = {
   requeue: 'requeue',
   /** One resync run of one controller. */
   resync: 'resync',
+  /** One AdmissionReview answered by the `admission` function (functions/runtime/admission.ts). */
+  admission: 'admission',
 } as const;
 
 /** The kit's spans around each child write: `child create`, `child apply`, `child prune`. */
@@ -67,6 +69,14 @@ export const ATTR = {
   /** Pub/Sub's delivery attempt (OpenTelemetry messaging semantic conventions). */
   deliveryAttempt: 'messaging.gcp_pubsub.message.delivery_attempt',
   messageId: 'messaging.message.id',
+  /** The admission webhook an `admission` span answered for. */
+  webhook: 'levelset.webhook',
+  /** The AdmissionRequest's `operation` (`CREATE`, `UPDATE`, `DELETE`, `CONNECT`). */
+  admissionOperation: 'levelset.admission.operation',
+  /** How the review ended: `allowed`, `denied`, `patched`, `failed`, `malformed` (core/admission.ts). */
+  admissionOutcome: 'levelset.admission.outcome',
+  admissionUid: 'levelset.admission.uid',
+  admissionDryRun: 'levelset.admission.dry_run',
 } as const;
 
 /**

@@ -20,8 +20,21 @@
  * - Every built-in resource type, typed with its client-node model ({@link resources}: `owned(resources.resourcequotas)`
  *   is a `V1ResourceQuota[]`; the most used also by name: {@link deployments}, {@link pods}, …), and
  *   {@link customResource}.
+ * - Admission webhooks served as a function: {@link defineValidatingWebhook} (allow or deny) and
+ *   {@link defineMutatingWebhook} (return the changed object; the kit computes the JSON Patch).
  */
-export type { AdmissionPolicy } from '../../core/contract/admission.ts';
+export type {
+  AdmissionContext,
+  AdmissionOperation,
+  AdmissionPolicy,
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionStatus,
+  AdmissionUserInfo,
+  AdmissionWebhook,
+  LabelSelector,
+  WebhookRule,
+} from '../../core/contract/admission.ts';
 export type {
   Controller,
   PolicyRule,
@@ -85,3 +98,13 @@ export type {
   ReadyInput,
   ReconcileInput,
 } from './types.ts';
+export {
+  defineMutatingWebhook,
+  defineValidatingWebhook,
+  type MutatingWebhookDefinition,
+  type MutationResult,
+  type ValidatingWebhookDefinition,
+  type ValidationResult,
+  type WebhookDefinitionBase,
+  type WebhookRuleDefinition,
+} from './webhooks.ts';

@@ -52,6 +52,7 @@ export {
   uniqueSuffix,
 } from './test-cluster.ts';
 export { type WaitOptions, waitFor } from './wait.ts';
+export { type AdmitForTestInput, type AdmitForTestResult, admitForTest } from './webhook-testing.ts';
 
 /**
  * The CEL rules and list types a zod schema declares (`celRule`, `listType`) checked

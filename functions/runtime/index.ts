@@ -21,11 +21,13 @@
 
 import type { Request, Response } from '@google-cloud/functions-framework';
 import * as ff from '@google-cloud/functions-framework';
+import type { AdmissionWebhook } from '../../core/contract/admission.ts';
 import type { Controller } from '../../core/contract/controller.ts';
 import { createLogger } from '../../core/log.ts';
 import { readMetricsPort, serveMetrics } from '../../core/metrics.ts';
 import { readRequestBudget } from '../../core/request-budget.ts';
 import { startTracing } from '../../core/tracing.ts';
+import { createAdmissionHandler, readAdmissionPathToken } from './admission.ts';
 import { createClusterRegistry } from './clusters.ts';
 import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
 import { createReconcileHandler } from './reconcile.ts';
@@ -36,11 +38,15 @@ type Handler = (req: Request, res: Response) => Promise<void>;
 
 /**
  * Registers the functions `reconcile`, `resync` and `auditLog` with functions-framework for
- * `controllers`, and starts what they share (tracing, the clusters, the metrics port): call it once,
+ * `controllers`, and `admission` for `webhooks` (functions/runtime/admission.ts: each at `/<name>`;
+ * its own Cloud Run service, decision 55), and starts what they share (tracing, the clusters, the metrics port): call it once,
  * from the module functions-framework loads (the bundle's entry, functions/runtime/main.ts).
  * @throws {Error} on invalid configuration in the environment (clusters, requeue, retry, tracing)
  */
-export async function registerFunctions(controllers: readonly Controller[]): Promise<void> {
+export async function registerFunctions(
+  controllers: readonly Controller[],
+  webhooks: readonly AdmissionWebhook[] = [],
+): Promise<void> {
   // First: the Pub/Sub client enables its own spans only when tracing runs (core/publish.ts).
   await startTracing('functions');
   const logger = createLogger('functions');
@@ -161,7 +167,7 @@ export async function registerFunctions(controllers: readonly Controller[]): Pro
 
   // Each outside functions-framework's per-request domain, whose async hooks cost a reconcile a fifth
   // of its CPU (http.ts, outsideRequestDomain).
-  const handlers: Record<'reconcile' | 'resync' | 'auditLog', Handler> = {
+  const handlers: Record<'reconcile' | 'resync' | 'auditLog' | 'admission', Handler> = {
     reconcile: outsideRequestDomain(
       createReconcileHandler({
         controllers,
@@ -182,8 +188,12 @@ export async function registerFunctions(controllers: readonly Controller[]): Pro
       auditLogHandler ??= loadAuditLogHandler();
       await (await auditLogHandler)(req, res);
     }),
+    admission: outsideRequestDomain(
+      createAdmissionHandler({ webhooks, logger, pathToken: readAdmissionPathToken() }),
+    ),
   };
   ff.http('reconcile', handlers.reconcile);
+  ff.http('admission', handlers.admission);
   ff.http('resync', handlers.resync);
   ff.http('auditLog', handlers.auditLog);
 

@@ -9,4 +9,5 @@
 import { loadRegistry } from '../../core/project.ts';
 import { registerFunctions } from './index.ts';
 
-await registerFunctions((await loadRegistry()).controllers);
+const registry = await loadRegistry();
+await registerFunctions(registry.controllers, registry.webhooks);

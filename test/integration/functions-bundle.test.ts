@@ -1,7 +1,8 @@
 /**
  * The deployment package serves a reconcile: `npm run package:functions`'s bundle (what Terraform
  * zips and deploys) under the real functions-framework CLI, with the Node options Terraform gives
- * the functions, answers a Pub/Sub push of a Foo's key with 204 and the Deployment exists. The
+ * the functions, answers a Pub/Sub push of a Foo's key with 204 and the Deployment exists, and as
+ * the `admission` target answers a review with the registry's webhook. The
  * package's node_modules is the repository's (on Cloud Run the buildpack's `npm ci` installs it).
  */
 import assert from 'node:assert/strict';
@@ -53,6 +54,7 @@ const pushBody = (namespace: string, name: string) =>
 describe('the deployed functions bundle', () => {
   let cluster: TestCluster;
   let reconcile: Service | undefined;
+  let admission: Service | undefined;
   let dir: string;
   let ns: string;
 
@@ -76,6 +78,7 @@ describe('the deployed functions bundle', () => {
   });
 
   after(async () => {
+    await admission?.stop();
     await reconcile?.stop();
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -130,5 +133,43 @@ describe('the deployed functions bundle', () => {
       message: 'the outcome line of the delivery',
     });
     assert.equal(outcome.outcome, 'success');
+  });
+
+  it("serves the registry's webhooks as the admission target (terraform/admission.tf's entry point)", async () => {
+    const port = await freePort();
+    admission = await startService({
+      name: 'admission-bundle',
+      args: [functionsCli, '--target=admission', `--port=${port}`, `--source=${dir}`],
+      port,
+      env: { NODE_COMPILE_CACHE: join(dir, COMPILE_CACHE), NODE_COMPILE_CACHE_PORTABLE: '1' },
+    });
+    const res = await fetch(new URL('/foo-scale', admission.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: 'bundle-1',
+          kind: { group: foos.group, version: foos.version, kind: 'Foo' },
+          resource: { group: foos.group, version: foos.version, resource: 'foos' },
+          operation: 'CREATE',
+          userInfo: { username: 'dev' },
+          object: {
+            apiVersion: `${foos.group}/${foos.version}`,
+            kind: 'Foo',
+            metadata: { name: 'big' },
+            spec: { replicas: 9 },
+          },
+        },
+      }),
+    });
+    assert.equal(res.status, 200);
+    const review = (await res.json()) as {
+      response: { uid: string; allowed: boolean; status?: { message?: string } };
+    };
+    assert.equal(review.response.uid, 'bundle-1');
+    assert.equal(review.response.allowed, false);
+    assert.match(review.response.status?.message ?? '', /more than 3 replicas/);
   });
 });

@@ -101,13 +101,13 @@ async function runBench(args: string[]): Promise<string> {
  * sections as one tiny run took them at load 13-19 (`results.json` sectionMs, seconds): e2e 53,
  * collapse 13, relay 1, api-cost 2, resync-priority 62, retries 3, topic 45 | breakdown 27, cost
  * 58, fleet 107 (before it started its two stacks side by side) | cold-start 54, memory/resync 150,
- * tracing 4. Each group keeps the run's order (tracing last: it registers the OpenTelemetry SDK for
+ * tracing 4, admission 9. Each group keeps the run's order (tracing last: it registers the OpenTelemetry SDK for
  * the rest of its process). Together they are every section: the figures below must come from every
  * section of the report.
  */
 const GROUPS = [
   ['e2e/throughput', 'collapse', 'relay', 'api-cost', 'resync-priority', 'retries', 'topic'],
-  ['breakdown', 'cost', 'fleet'],
+  ['breakdown', 'cost', 'admission', 'fleet'],
   ['cold-start', 'memory/resync', 'tracing'],
 ];
 

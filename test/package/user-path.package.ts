@@ -311,6 +311,7 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       'functions_cluster_rules',
       'audit_log_filter',
       'crds',
+      'webhook_configurations',
     ])
       assert.ok(key in registry, `registry.gen.json has ${key}`);
     const fmt = spawnSync('terraform', ['fmt', '-check', '-recursive', join(project, 'terraform')], {

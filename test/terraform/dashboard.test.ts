@@ -246,6 +246,7 @@ const SAMPLE: Record<string, string> = {
   relay_namespace: 'levelset-system',
   reconcile_success_alert: 'projects/p/alertPolicies/1',
   delivery_alert: 'projects/p/alertPolicies/2',
+  admission_service: 'levelset-admission',
 };
 
 /** Renders the template as Terraform's templatefile does for `${name}` and the `$${` escape (no directives). */

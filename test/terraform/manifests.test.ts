@@ -29,7 +29,7 @@ import { MAIN, packageFunctions, WARM_COMPILE_CACHE } from '../../cli/build/pack
 import { IN_PROCESS_MAIN } from '../../cli/build/package-relay.ts';
 import type { Controller, ResourceType } from '../../core/contract/controller.ts';
 import { findProject } from '../../core/project.ts';
-import { controllers, policies } from '../../examples/registry.ts';
+import { controllers, policies, webhooks } from '../../examples/registry.ts';
 import { deployments, namespaces, secrets } from '../../functions/kit/resources.ts';
 
 /** This repository's CRD files, as `npm run generate:manifests` finds them (the examples' and the shipped controllers'). */
@@ -160,7 +160,7 @@ describe('CRDs', () => {
 
 describe('checked-in generated files', () => {
   test('equal what cli/build/generate-manifests.ts generates from the registry now', () => {
-    const files = generateFiles(controllers, repositoryCrds(), { policies });
+    const files = generateFiles(controllers, repositoryCrds(), { policies, webhooks });
     assert.deepEqual(drift(files), [], 'run: npm run generate:manifests');
   });
 

@@ -60,3 +60,44 @@ describe('registry', () => {
     });
   }
 });
+
+describe('registry webhooks', () => {
+  it('loads the webhooks a registry exports, and [] from one that exports none', async () => {
+    const { loadRegistry } = await import('../../core/project.ts');
+    const repository = await loadRegistry(new URL('../../examples/registry.ts', import.meta.url).pathname);
+    assert.deepEqual(
+      repository.webhooks.map((w) => `${w.type}:${w.name}`),
+      ['mutating:foo-defaults', 'validating:foo-scale'],
+    );
+    const icecream = await loadRegistry(
+      new URL('../../examples/icecream/controllers/index.ts', import.meta.url).pathname,
+    );
+    assert.deepEqual(icecream.webhooks, []);
+  });
+
+  it('names every webhook uniquely, as a DNS-1123 label (its path and its configuration name)', async () => {
+    const { webhooks } = await import('../../examples/registry.ts');
+    const names = webhooks.map((w) => w.name);
+    assert.equal(new Set(names).size, names.length);
+    for (const n of names) assert.match(n, /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
+  });
+
+  it('refuses a webhooks export that is not a list of webhooks, in one line', async () => {
+    const { loadRegistry, ProjectError } = await import('../../core/project.ts');
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'levelset-registry-'));
+    try {
+      const path = join(dir, 'index.ts');
+      writeFileSync(path, "export const controllers = [];\nexport const webhooks = [{ name: 'x' }];\n");
+      await assert.rejects(loadRegistry(path), (err: Error) => {
+        assert.ok(err instanceof ProjectError);
+        assert.match(err.message, /may export webhooks: AdmissionWebhook\[\]\) \(webhooks\.0\.type/);
+        return true;
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

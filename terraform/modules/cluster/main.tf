@@ -54,6 +54,14 @@ resource "kubernetes_manifest" "admission_policy" {
   manifest = each.value
 }
 
+# The admission webhooks' configurations (terraform/admission.tf): after the CRDs their rules name.
+resource "kubernetes_manifest" "webhook_configuration" {
+  for_each = var.levelset.webhook_configurations
+
+  manifest   = each.value
+  depends_on = [kubernetes_manifest.crd]
+}
+
 # ---------------------------------------------------------------------------------------------------
 # Relay: list+watch (get/list/watch only, on exactly what the registry watches), publish keys.
 # ---------------------------------------------------------------------------------------------------

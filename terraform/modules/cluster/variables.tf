@@ -42,5 +42,7 @@ variable "levelset" {
     crds = any
     # ValidatingAdmissionPolicies and their bindings by "<kind>/<name>" (the registry's `policies`).
     admission_policies = optional(any, {})
+    # Admission webhook configurations by name, their URLs the admission service's (terraform/admission.tf).
+    webhook_configurations = optional(any, {})
   })
 }
