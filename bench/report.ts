@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `cost`, `resync`, `cold-start`, `build`, `topic`, `tracing`, `fleet`, `retries`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -171,6 +171,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   'cold-start': {
     title: 'Cold start of the reconcile function',
     read: "From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). Measured: the deployment package (`npm run package:functions`: the esbuild bundle, node_modules beside it, Terraform's NODE_OPTIONS with `--enable-source-maps`), and the TypeScript sources as `npm start` runs them. Baseline: an empty functions-framework function started the same way, interleaved with both.",
+  },
+  build: {
+    title: '`levelset build` of a user project',
+    read: "A copy of examples/foo outside the repository (its package.json and controllers, this checkout's package-lock.json and node_modules), built by `levelset build` in a process of its own, from spawn to exit: the manifests, the functions' package and the relay image's two bundles (three esbuild builds, run at once). Baseline: one bare esbuild call of the same project's functions entry, in the bench's process (esbuild's service already running), with the same target, format, minification and source maps but no plugins, no chunks and no map trimming: what one build costs this machine in this run. Target (issue 44): ≤ 5 s.",
   },
   'resync-priority': {
     title: 'Live changes during a resync',

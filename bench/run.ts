@@ -36,6 +36,7 @@ import {
 import { type BenchResults, cdfChart, machine, markdownReport, ratio, type Series } from './report.ts';
 import { apiCost } from './sections/api-cost.ts';
 import { breakdown } from './sections/breakdown.ts';
+import { buildTime } from './sections/build.ts';
 import { coldStart } from './sections/cold-start.ts';
 import { collapse } from './sections/collapse.ts';
 import { reconcileCost } from './sections/cost.ts';
@@ -58,6 +59,7 @@ const SECTIONS: Section[] = [
   apiCost,
   reconcileCost,
   coldStart,
+  buildTime,
   resyncPriority,
   retries,
   topicCosts,

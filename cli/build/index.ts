@@ -62,18 +62,13 @@ export async function buildProject(
     `manifests       ${manifests.length} files (${rel(join(project.root, 'deploy', 'registry.gen.json'))}, …)`,
   );
   const functionsOut = join(project.root, 'build', 'functions');
-  const functions = await packageFunctions({
-    root: project.root,
-    registry: project.registry,
-    out: functionsOut,
-  });
-  say(`functions       ${rel(functionsOut)} (${functions.length} files)`);
   const relayOut = join(project.root, 'build', 'relay');
-  const relay = await packageRelay({
-    root: project.root,
-    registry: project.registry,
-    out: join(relayOut, 'dist'),
-  });
+  // The three esbuild builds at once (cli/build/package-relay.ts says why that is faster).
+  const [functions, relay] = await Promise.all([
+    packageFunctions({ root: project.root, registry: project.registry, out: functionsOut }),
+    packageRelay({ root: project.root, registry: project.registry, out: join(relayOut, 'dist') }),
+  ]);
+  say(`functions       ${rel(functionsOut)} (${functions.length} files)`);
   mkdirSync(relayOut, { recursive: true });
   writeFileSync(join(relayOut, 'Dockerfile'), RELAY_DOCKERFILE);
   say(

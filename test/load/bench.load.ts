@@ -108,7 +108,7 @@ async function runBench(args: string[]): Promise<string> {
 const GROUPS = [
   ['e2e/throughput', 'collapse', 'relay', 'api-cost', 'resync-priority', 'retries', 'topic'],
   ['breakdown', 'cost', 'fleet'],
-  ['cold-start', 'memory/resync', 'tracing'],
+  ['cold-start', 'build', 'memory/resync', 'tracing'],
 ];
 
 /** One group's run: its results.json, report.md and latency.svg. */
