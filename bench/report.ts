@@ -158,7 +158,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   'api-cost': {
     title: 'API cost: requests per no-op reconcile',
-    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
+    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}. Then the writes the API server refused during the section's reconciles, by code (`levelset_rejected_writes_total` of the bench's process: 409 AlreadyExists or Conflict, 403 into a terminating namespace, 422 Invalid): work wasted, 0 expected here.",
   },
   cost: {
     title: 'What it costs: Cloud Run per million reconciles vs an always-on pod, per controller',
