@@ -174,7 +174,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   build: {
     title: '`levelset build` of a user project',
-    read: "A copy of examples/foo outside the repository (its package.json and controllers, this checkout's package-lock.json and node_modules), built by `levelset build` in a process of its own, from spawn to exit: the manifests, the functions' package and the relay image's two bundles (three esbuild builds, run at once). Baseline: one bare esbuild call of the same project's functions entry, in the bench's process (esbuild's service already running), with the same target, format, minification and source maps but no plugins, no chunks and no map trimming: what one build costs this machine in this run. Target (issue 44): ≤ 5 s.",
+    read: "A copy of examples/foo outside the repository (its package.json and controllers, this checkout's package-lock.json and node_modules), built by `levelset build` in a process of its own, from spawn to exit: the manifests, the functions' package and the relay image's two bundles (three esbuild builds: the functions' beside the relay's two). Baseline: one bare esbuild call of the same project's functions entry, in the bench's process (esbuild's service already running), with the same target, format, minification and source maps but no plugins, no chunks and no map trimming: what one build costs this machine in this run. Target (issue 44): ≤ 5 s.",
   },
   'resync-priority': {
     title: 'Live changes during a resync',

@@ -63,7 +63,8 @@ export async function buildProject(
   );
   const functionsOut = join(project.root, 'build', 'functions');
   const relayOut = join(project.root, 'build', 'relay');
-  // The three esbuild builds at once (cli/build/package-relay.ts says why that is faster).
+  // The functions' build beside the relay's two (one after the other, into one directory): each
+  // build waits on this process for its plugins' callbacks, and the other's parsing fills the waits.
   const [functions, relay] = await Promise.all([
     packageFunctions({ root: project.root, registry: project.registry, out: functionsOut }),
     packageRelay({ root: project.root, registry: project.registry, out: join(relayOut, 'dist') }),

@@ -69,7 +69,7 @@ export interface PackageRelayOptions {
    */
   extraEntryPoints?: Record<string, string>;
   /**
-   * Also bundle the in-process mode ({@link inProcessEntry}: a second esbuild build, run beside the first);
+   * Also bundle the in-process mode ({@link inProcessEntry}: a second esbuild build, after the first);
    * default `true`, as the image ships both. The relay's tests and the bench, which run the relay
    * alone, leave it out.
    */
@@ -77,8 +77,8 @@ export interface PackageRelayOptions {
 }
 
 /**
- * Bundles the relay ({@link relayEntry}, and `extraEntryPoints`) and, at the same time, the
- * in-process mode ({@link inProcessEntry}) unless `inProcess` is `false`, into `out`.
+ * Bundles the relay ({@link relayEntry}, and `extraEntryPoints`), then the in-process mode
+ * ({@link inProcessEntry}) unless `inProcess` is `false`, into `out`.
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
@@ -92,23 +92,22 @@ export async function packageRelay(options: PackageRelayOptions = {}): Promise<s
   // a build and places it by which entries import it, so the in-process mode's API clients (the
   // controllers' typed clients, client-node's generated models) would land in chunks relay.mjs
   // loads at start. Chunk names are content hashes, so the two builds' files never collide.
-  // At once: each build waits on this process for its plugins' callbacks, and the other's parsing
-  // fills those waits (each build post-processes only its own outputs' maps).
-  await Promise.all([
-    bundle({
+  await bundle({
+    root,
+    entryPoints: { relay: { source: relayEntry(registry) }, ...options.extraEntryPoints },
+    outdir: out,
+    external: RELAY_EXTERNAL,
+  });
+  // After the first, not beside it: both write the chunks they share (the same content hash) into
+  // `out`, and each rewrites a library chunk it wrote (its map dropped) while the other may be
+  // writing or reading the same file.
+  if (options.inProcess ?? true)
+    await bundle({
       root,
-      entryPoints: { relay: { source: relayEntry(registry) }, ...options.extraEntryPoints },
+      entryPoints: { 'in-process': { source: inProcessEntry(registry) } },
       outdir: out,
       external: RELAY_EXTERNAL,
-    }),
-    (options.inProcess ?? true) &&
-      bundle({
-        root,
-        entryPoints: { 'in-process': { source: inProcessEntry(registry) } },
-        outdir: out,
-        external: RELAY_EXTERNAL,
-      }),
-  ]);
+    });
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
 }
 
