@@ -6,7 +6,7 @@ import type { CostRow } from './cost.ts';
 
 /** One measured figure, with the baseline it is compared to, measured in the same run. */
 export interface Figure {
-  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `admission`, `webhooks`, `cost`, `resync`, `cold-start`, `topic`, `tracing`, `fleet`, `retries`, `peer`. */
+  /** Section id: `e2e`, `throughput`, `collapse`, `relay`, `api-cost`, `admission`, `webhooks`, `cost`, `resync`, `cold-start`, `build`, `topic`, `tracing`, `fleet`, `retries`, `peer`. */
   section: string;
   /** What it is, e.g. `secret change → every copy converged, p50`. */
   name: string;
@@ -158,7 +158,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   'api-cost': {
     title: 'API cost: requests per no-op reconcile',
-    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}.",
+    read: "API requests made by one reconcile of an already converged key (counted at the client). The replicator's cost must not grow with the number of namespaces; baseline = {baseline}. Then the writes the API server refused during the section's reconciles, by code (`levelset_rejected_writes_total` of the bench's process: 409 AlreadyExists or Conflict, 403 into a terminating namespace, 422 Invalid): work wasted, 0 expected here.",
   },
   admission: {
     title: 'Admission: what a policy adds to a create, what CEL rules add to a reconcile',
@@ -175,6 +175,10 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   'cold-start': {
     title: 'Cold start of the reconcile function',
     read: "From spawning functions-framework --target=reconcile to its first 204 (a valid key message for a missing object). Measured: the deployment package (`npm run package:functions`: the esbuild bundle, node_modules beside it, Terraform's NODE_OPTIONS with `--enable-source-maps`), and the TypeScript sources as `npm start` runs them. Baseline: an empty functions-framework function started the same way, interleaved with both.",
+  },
+  build: {
+    title: '`levelset build` of a user project',
+    read: "A copy of examples/foo outside the repository (its package.json and controllers, this checkout's package-lock.json and node_modules), built by `levelset build` in a process of its own, from spawn to exit: the manifests, the functions' package and the relay image's two bundles (three esbuild builds: the functions' beside the relay's two). Baseline: one bare esbuild call of the same project's functions entry, in the bench's process (esbuild's service already running), with the same target, format, minification and source maps but no plugins, no chunks and no map trimming: what one build costs this machine in this run. Target (issue 44): ≤ 5 s.",
   },
   'resync-priority': {
     title: 'Live changes during a resync',
@@ -194,7 +198,7 @@ export const SECTIONS: Record<string, { title: string; read: string }> = {
   },
   tracing: {
     title: 'Tracing: on vs off',
-    read: "In one process, a converged Foo's delivery (reconcileKey under its `reconcile` span: one GET, one LIST against the local API server) and the relay's key pipeline ingesting Foo events (an `enqueue` span per published key), first with tracing off (the OpenTelemetry API's no-ops, what `LEVELSET_TRACING=off` runs: the baseline), then on with every span recorded and exported to an OTLP/JSON file (ratio 1: the worst case). Ratio = on / off. The off figure's own baseline is the same reconcile without its `reconcile` span: what the no-op spans cost.",
+    read: "In one process, a converged Foo's delivery (reconcileKey under its `reconcile` span: one GET, one LIST against the local API server), first with tracing off (the OpenTelemetry API's no-ops, what `LEVELSET_TRACING=off` runs: the baseline), then on with every span recorded and exported to an OTLP/JSON file (ratio 1). Ratio = on / off. The off figure's own baseline is the same reconcile without its `reconcile` span: what the no-op spans cost. Then the relay's key pipeline ingesting Foo events (20 per key, each key published twice: its leading edge, then its trailing edge with the rest collapsed; an `enqueue` span per publish, exported to a file), off, on at the default sample ratio (`LEVELSET_TRACE_SAMPLE_RATIO` 0.1: an `enqueue` span outside the ratio is not recorded at all, core/tracing-sdk.ts levelsetSampler) and on at ratio 1 (the worst case), interleaved round by round, each the median of its rounds, in events per CPU-second of the process (user + system, every thread: the export and the garbage collector included; CPU time because a shared machine's load moves the wall time of a run by 2×). Target (issue 44): on at the default ratio ≥ 0.8× off.",
   },
   peer: {
     title: 'Beside kubernetes/sample-controller on a real kube-apiserver',
@@ -302,7 +306,7 @@ export function markdownReport(run: BenchResults, chartFile: string): string {
     'npm ci',
     'npm run bench            # full sizes; writes bench/results.json, bench/report.md, bench/latency.svg',
     'npm run bench -- --tiny  # tiny sizes into a temp dir (what npm run test:load runs once)',
-    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, admission, webhooks, resync-priority, topic, tracing, fleet',
+    'npm run bench -- --only collapse  # one section into a temp dir: e2e/throughput, breakdown, collapse, relay, api-cost, cost, memory/resync, cold-start, admission, webhooks, build, resync-priority, retries, topic, tracing, fleet; peer with --peer NAME=PATH --kubeconfig PATH',
     '```',
     '',
     'It starts its own local API server (apiserver), Pub/Sub emulator (Google Cloud SDK) and functions-framework processes; nothing else is needed. Figures depend on the machine and its load: compare ratios, not absolute values, across machines.',

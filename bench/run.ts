@@ -38,6 +38,7 @@ import { type BenchResults, cdfChart, machine, markdownReport, ratio, type Serie
 import { admission } from './sections/admission.ts';
 import { apiCost } from './sections/api-cost.ts';
 import { breakdown } from './sections/breakdown.ts';
+import { buildTime } from './sections/build.ts';
 import { coldStart } from './sections/cold-start.ts';
 import { collapse } from './sections/collapse.ts';
 import { reconcileCost } from './sections/cost.ts';
@@ -64,6 +65,7 @@ const SECTIONS: Section[] = [
   reconcileCost,
   coldStart,
   webhooksSection,
+  buildTime,
   resyncPriority,
   retries,
   topicCosts,

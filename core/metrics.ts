@@ -45,6 +45,22 @@ export const reconcileDuration = new Histogram({
   buckets: [...DURATION_BUCKETS_SECONDS],
 });
 
+/** Writes the API server refused as wasted: `409` (a stale resourceVersion, AlreadyExists), `403` into a terminating namespace, `422`. */
+export const REJECTED_WRITES_METRIC = 'levelset_rejected_writes_total';
+
+/**
+ * Rejected writes, labelled as kube-apiserver's `apiserver_request_total` is: `verb` (create,
+ * update, patch, delete), `resource` (plural, `.group` for a named group: `deployments.apps`),
+ * `code` (`409`, `403`, `422`) and `reason` (the `Status` reason: `AlreadyExists`, `Conflict`,
+ * `Invalid`; `NamespaceTerminating` for the 403). Other 403s (RBAC) are not counted here.
+ * Counted by core/k8s/rest.ts for every request a Levelset process sends, in both modes.
+ */
+export const rejectedWrites = new Counter({
+  name: REJECTED_WRITES_METRIC,
+  help: 'Writes the API server rejected: 409 (conflict, already exists), 403 (namespace terminating), 422 (invalid), by verb, resource, code and reason.',
+  labelNames: ['verb', 'resource', 'code', 'reason'] as const,
+});
+
 /**
  * Counts one delivery's outcome and, when it has one, its duration.
  * @param controller the controller label: a registered controller's name, or `unknown` (a message

@@ -12,17 +12,22 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
+  AlwaysOffSampler,
   AlwaysOnSampler,
   BatchSpanProcessor,
   NodeTracerProvider,
+  ParentBasedSampler,
   type ReadableSpan,
+  type Sampler,
   SamplingDecision,
+  type SamplingResult,
   type Span,
   type SpanExporter,
   type SpanProcessor,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-node';
-import { ATTR } from './k8s/tracing.ts';
+import { LRUCache } from 'lru-cache';
+import { ATTR, SPAN } from './k8s/tracing.ts';
 import type { Tracing, TracingConfig } from './tracing-config.ts';
 
 /**
@@ -77,7 +82,12 @@ export class OutcomeSpanProcessor implements SpanProcessor {
   /** Part → ended spans waiting for its decision. */
   readonly #held = new Map<string, ReadableSpan[]>();
   #heldCount = 0;
-  readonly #decided = new Map<string, boolean>();
+  /**
+   * Part → its decision, the latest {@link DECISIONS_KEPT} (lru-cache: a Map evicting its oldest
+   * entry by `keys().next()` walked every deleted slot V8 keeps before the next rehash, about 10 µs
+   * per span end once full: the relay's ingest and every function instance after 10 000 spans).
+   */
+  readonly #decided = new LRUCache<string, boolean>({ max: DECISIONS_KEPT });
 
   constructor(next: SpanProcessor, sampleRatio: number) {
     this.#next = next;
@@ -117,8 +127,6 @@ export class OutcomeSpanProcessor implements SpanProcessor {
       this.#ratio.shouldSample(ROOT_CONTEXT, span.spanContext().traceId).decision ===
         SamplingDecision.RECORD_AND_SAMPLED;
     this.#decided.set(part, keep);
-    if (this.#decided.size > DECISIONS_KEPT)
-      this.#decided.delete(this.#decided.keys().next().value as string);
     const held = this.#held.get(part) ?? [];
     this.#held.delete(part);
     this.#heldCount -= held.length;
@@ -140,13 +148,58 @@ export class OutcomeSpanProcessor implements SpanProcessor {
 }
 
 /**
- * Registers the provider globally and the undici instrumentation, exporting as `config` says.
+ * The root sampler of {@link levelsetSampler}: a root `enqueue` span is decided at its start by the
+ * trace-id ratio (`TraceIdRatioBasedSampler`, the test {@link OutcomeSpanProcessor} would apply when
+ * it ends: an `enqueue` span never carries `levelset.outcome`, so its part's decision is the ratio's
+ * alone and known up front); every other root span is recorded, for the decision at its end.
+ */
+class EnqueueRatioSampler implements Sampler {
+  readonly #ratio: TraceIdRatioBasedSampler;
+  readonly #on = new AlwaysOnSampler();
+  constructor(sampleRatio: number) {
+    this.#ratio = new TraceIdRatioBasedSampler(sampleRatio);
+  }
+  shouldSample(context: Context, traceId: string, spanName: string): SamplingResult {
+    return spanName === SPAN.enqueue ? this.#ratio.shouldSample(context, traceId) : this.#on.shouldSample();
+  }
+  toString(): string {
+    return `EnqueueRatio{${this.#ratio.toString()}}`;
+  }
+}
+
+/**
+ * The sampler of a Levelset process: which spans are recorded at all (what is exported of the
+ * recorded ones is {@link OutcomeSpanProcessor}'s decision). OpenTelemetry's `ParentBasedSampler`:
+ * - a root `enqueue` span (relay, resync, audit log) is recorded only when its trace id is in
+ *   `sampleRatio` (the export decision it would get anyway, taken before any work: a relay ingesting
+ *   a burst of events builds, holds and serializes nothing for the other keys); other roots always;
+ * - a span under a local parent follows it (the Pub/Sub client's `create` span under an `enqueue`
+ *   not recorded is not recorded either, instead of waiting, held, for a decision that never comes);
+ * - a span continuing a remote parent (a `reconcile` continuing a delivery, sampled or not) is
+ *   always recorded: its part is decided by its outcome when it ends.
+ * @param sampleRatio 0–1, as `LEVELSET_TRACE_SAMPLE_RATIO`.
+ */
+export function levelsetSampler(sampleRatio: number): Sampler {
+  const on = new AlwaysOnSampler();
+  return new ParentBasedSampler({
+    root: new EnqueueRatioSampler(sampleRatio),
+    remoteParentSampled: on,
+    remoteParentNotSampled: on,
+    localParentSampled: on,
+    localParentNotSampled: new AlwaysOffSampler(),
+  });
+}
+
+/**
+ * The provider of a Levelset process, not registered: the sampler ({@link levelsetSampler}), the
+ * export decision ({@link OutcomeSpanProcessor}) and the batching exporter `config` names.
+ * {@link startTracingSdk} registers it; the bench's `tracing` section swaps two of them in and out.
  * @param component `relay`, `functions`: the resource's `service.name` is `levelset-<component>`.
  */
-export async function startTracingSdk(
+export async function tracerProviderOf(
   component: string,
   config: Exclude<TracingConfig, { exporter: 'off' }>,
-): Promise<Tracing> {
+): Promise<NodeTracerProvider> {
   let exporter: SpanExporter;
   if (config.exporter === 'file') exporter = new OtlpJsonLinesFileExporter(config.file);
   else {
@@ -159,11 +212,23 @@ export async function startTracingSdk(
     // Locally `levelset trace` should see a key's spans within a moment.
     scheduledDelayMillis: config.exporter === 'file' ? 200 : 5000,
   });
-  const provider = new NodeTracerProvider({
+  return new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': `levelset-${component}` }),
-    sampler: new AlwaysOnSampler(),
+    sampler: levelsetSampler(config.sampleRatio),
     spanProcessors: [new OutcomeSpanProcessor(batch, config.sampleRatio)],
   });
+}
+
+/**
+ * Registers the provider ({@link tracerProviderOf}) globally and the undici instrumentation,
+ * exporting as `config` says.
+ * @param component `relay`, `functions`: the resource's `service.name` is `levelset-<component>`.
+ */
+export async function startTracingSdk(
+  component: string,
+  config: Exclude<TracingConfig, { exporter: 'off' }>,
+): Promise<Tracing> {
+  const provider = await tracerProviderOf(component, config);
   provider.register();
   registerInstrumentations({
     tracerProvider: provider,

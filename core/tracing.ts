@@ -15,13 +15,17 @@
  *   `file` (OTLP/JSON, one `ExportTraceServiceRequest` per line, the OpenTelemetry Collector file
  *   exporter's format: what `levelset dev` writes and `levelset trace` reads), or `off`.
  *
- * Sampling, honestly: every span is recorded (sampler `AlwaysOn`), and which spans are exported is
- * decided when a process's part of a trace ends ({@link OutcomeSpanProcessor}): the part under a
+ * Sampling, honestly: which spans are exported is decided when a process's part of a trace ends
+ * ({@link OutcomeSpanProcessor}): the part under a
  * `reconcile` span whose outcome is not `success` always, the rest when its trace id falls in
  * `LEVELSET_TRACE_SAMPLE_RATIO` (the same `TraceIdRatioBased` test in every process, so the relay's
  * and the function's parts of a successful key agree). A failing key whose trace id is not in the
  * ratio thus has its delivery spans exported without the relay's `enqueue` span, which was decided
  * earlier in another process; its `reconcile` span carries `levelset.enqueued_at` and the reason instead.
+ * Every span is recorded (for that decision at its end) except a root `enqueue` span outside the
+ * ratio and the spans under it in its process (`levelsetSampler`): its part's decision is the ratio's
+ * alone, so it is taken at its start, and a relay ingesting a burst of events does no span work for
+ * the keys it would not export (the bench's `tracing` section).
  *
  * The SDK itself (core/tracing-sdk.ts) is imported only when tracing is on: with `off`, a
  * process (a function's cold start) loads the API alone.

@@ -144,8 +144,16 @@ function causeAttributes(c: EnqueueCause): Attributes {
   return { [ATTR.cause]: 'retry' };
 }
 
-/** Collapsed events recorded as span events per `enqueue` span at most; the rest are counted (`levelset.collapsed`). */
-export const COLLAPSED_EVENTS = 16;
+/**
+ * The key waiting for its trailing publish: its `enqueue` span, the events collapsed into it so far,
+ * and the last of them (its cause and `performance.now()` ms), recorded as a span event at the publish.
+ */
+interface Waiting {
+  span: Span;
+  collapsed: number;
+  lastCause?: EnqueueCause | undefined;
+  lastAt?: number;
+}
 
 /** A key in the collapser, with the `enqueue` span that follows it until its publish settles. */
 interface Queued extends ControllerKey {
@@ -180,8 +188,8 @@ function isKey(k: unknown): k is MappedKey {
 export class KeyPipeline {
   readonly #options: PipelineOptions;
   readonly #collapser: Collapser<Queued>;
-  /** Ordering key → the span of the key waiting for its trailing publish (collapsed events are its span events). */
-  readonly #waiting = new Map<string, { span: Span; collapsed: number }>();
+  /** Ordering key → the key waiting for its trailing publish (collapsed events: its span's first and last). */
+  readonly #waiting = new Map<string, Waiting>();
   /** Every publish not settled yet: pending in the Pub/Sub client, or waiting for {@link #limit}. */
   readonly #inFlight = new Set<Promise<void>>();
   /** Starts publishes in emit order, at most `maxInFlight` pending at once (p-limit: a FIFO). */
@@ -189,6 +197,8 @@ export class KeyPipeline {
   readonly #contexts = new Map<string, MapContext>();
   readonly #timers: Timers;
   readonly #retry: RetryBuffer<ControllerKey>;
+  /** The global provider's tracer, taken once (a proxy until an SDK registers: it then follows it). */
+  readonly #tracer = tracer();
 
   /** @throws {RangeError} when `maxInFlight` is not an integer ≥ 1 (and as the collapser, retry buffer). */
   constructor(options: PipelineOptions) {
@@ -321,21 +331,29 @@ export class KeyPipeline {
 
   /**
    * Queues one key (collapsing repeats inside the window). A key that is not waiting starts an
-   * `enqueue` span (a new trace) with its cause's attributes; a repeat that collapses into the
-   * waiting publish becomes a `collapsed` event of that span (the first {@link COLLAPSED_EVENTS};
-   * `levelset.collapsed` counts them all). A key naming a `cluster` is that cluster's key; without,
-   * the relay's own.
+   * `enqueue` span (a new trace) with its cause's attributes; of the repeats that collapse into the
+   * waiting publish, the first and the last become `collapsed` events of that span (the last one
+   * when the key is published, with the time it was seen), and `levelset.collapsed` counts them all:
+   * a burst costs a recording span two events, not one per repeat (the bench's `tracing` section). A
+   * key naming a `cluster` is that cluster's key; without, the relay's own.
    */
   enqueue(controller: string, key: MappedKey, cause?: EnqueueCause): void {
     const cluster = key.cluster ?? this.#options.cluster ?? DEFAULT_CLUSTER;
     const id = orderingKeyOf({ cluster, controller, namespace: key.namespace, name: key.name });
     let waiting = this.#waiting.get(id);
     if (waiting) {
-      // Attributes are built only for a recording span: with tracing off this path costs nothing.
-      if (++waiting.collapsed <= COLLAPSED_EVENTS && waiting.span.isRecording())
-        waiting.span.addEvent('collapsed', cause ? causeAttributes(cause) : {});
+      // Attributes are built only for a recording span: with tracing off (or this key's trace not
+      // sampled) this path costs a counter.
+      if (++waiting.collapsed === 1) {
+        if (waiting.span.isRecording())
+          waiting.span.addEvent('collapsed', cause ? causeAttributes(cause) : {});
+      } else if (waiting.span.isRecording()) {
+        waiting.lastCause = cause;
+        waiting.lastAt = performance.now();
+      }
     } else {
-      const span = tracer().startSpan(SPAN.enqueue, { root: true, kind: SpanKind.PRODUCER });
+      // A root: the explicit root context spares the active context's lookup `root: true` makes.
+      const span = this.#tracer.startSpan(SPAN.enqueue, { kind: SpanKind.PRODUCER }, ROOT_CONTEXT);
       if (span.isRecording())
         span.setAttributes({
           [ATTR.controller]: controller,
@@ -366,6 +384,13 @@ export class KeyPipeline {
     if (waiting?.span === span) {
       this.#waiting.delete(id);
       if (waiting.collapsed > 0) span.setAttribute(ATTR.collapsed, waiting.collapsed);
+      if (waiting.lastAt !== undefined)
+        span.addEvent(
+          'collapsed',
+          waiting.lastCause ? causeAttributes(waiting.lastCause) : {},
+          // The SDK reads a number up to performance.now() as performance time (ms).
+          waiting.lastAt,
+        );
     }
     const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;

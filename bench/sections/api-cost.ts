@@ -1,6 +1,7 @@
 /** Section `api-cost`: requests per no-op reconcile, counted at the client. */
 
 import type { Controller } from '../../core/contract/controller.ts';
+import { rejectedWrites } from '../../core/metrics.ts';
 import { controllers as registry } from '../../examples/registry.ts';
 import { REPLICATE_TO_ANNOTATION } from '../../functions/controllers/secret-replicator/plan.ts';
 import { reconcilerForTest } from '../../functions/kit/testing.ts';
@@ -19,6 +20,7 @@ export const apiCost: Section = {
   name: 'api-cost',
   async run(env) {
     const api = await env.apiServer();
+    const rejectedBefore = await rejectedByCode();
     const byName = new Map(registry.map((c) => [c.name, c]));
     /** Requests of the third reconcile of `key` (the first two converge it). */
     const requests = async (name: string, key: { namespace: string; name: string }) => {
@@ -48,9 +50,29 @@ export const apiCost: Section = {
         unit: 'requests',
       });
     }
+    // The writes the API server refused during this section's reconciles (this process's
+    // levelset_rejected_writes_total), per code: wasted work, expected 0 here.
+    const rejected = await rejectedByCode();
+    for (const code of ['409', '403', '422'])
+      figures.push({
+        section: 'api-cost',
+        name: `writes rejected with ${code}${code === '403' ? ' (namespace terminating)' : ''} during this section's reconciles`,
+        value: (rejected.get(code) ?? 0) - (rejectedBefore.get(code) ?? 0),
+        unit: 'writes',
+      });
     return { figures };
   },
 };
+
+/** levelset_rejected_writes_total so far in this process, by code. */
+async function rejectedByCode(): Promise<Map<string, number>> {
+  const byCode = new Map<string, number>();
+  for (const v of (await rejectedWrites.get()).values) {
+    const code = String(v.labels.code);
+    byCode.set(code, (byCode.get(code) ?? 0) + v.value);
+  }
+  return byCode;
+}
 
 /** The replicator's no-op reconcile at growing namespace counts (its source namespace comes from the environment). */
 async function replicatorCost(

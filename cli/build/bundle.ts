@@ -9,7 +9,7 @@
  * plugin: docs/architecture.md, decisions 28 and 36.
  */
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
+import { builtinModules, isBuiltin } from 'node:module';
 import { join, resolve } from 'node:path';
 import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { build, type Plugin } from 'esbuild';
@@ -52,6 +52,14 @@ const lazyGoogleCloudLogging: Plugin = {
   },
 };
 
+/** An import of a Node built-in (`fs`, `node:fs`, `fs/promises`, `node:test`…), as esbuild's filters match it (Go regexp). */
+const BUILTIN = new RegExp(
+  `^(node:)?(${builtinModules
+    .filter((m) => !m.startsWith('_'))
+    .map((m) => m.replace(/^node:/, '').replace(/[/.]/g, '\\$&'))
+    .join('|')})$`,
+);
+
 /**
  * Node answers an ES module import of a built-in with a facade that reads every export at once:
  * `node:http`'s lazy `WebSocket` then compiles Node's internal undici, which nothing here uses.
@@ -61,7 +69,9 @@ const lazyGoogleCloudLogging: Plugin = {
 const requireBuiltins: Plugin = {
   name: 'levelset-require-builtins',
   setup(b) {
-    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+    // Only the built-ins' names reach the callback: each call is a round trip between esbuild and
+    // this process (about 0.3 ms on 2 busy cores), and a bundle resolves thousands of imports.
+    b.onResolve({ filter: BUILTIN }, (args) => {
       if (args.namespace === 'levelset-builtin') return { path: args.path, external: true };
       if (!isBuiltin(args.path) || (args.kind !== 'import-statement' && args.kind !== 'dynamic-import'))
         return undefined;
@@ -115,7 +125,9 @@ const clientNodeSideEffectFree: Plugin = {
       return files;
     };
     const sideEffectFree = (path: string) => DIST.test(path) && !/[\\/]polyfill\.js$/.test(path);
-    b.onResolve({ filter: /.*/ }, async (args) => {
+    // Imports of the package and relative imports (those of its own files among them): esbuild's
+    // filter sees the path only, not the importer, and each call is a round trip to this process.
+    b.onResolve({ filter: /^(\.\.?\/|@kubernetes\/client-node)/ }, async (args) => {
       if (args.pluginData?.levelsetResolved) return undefined;
       if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
       const dist = DIST.exec(args.importer)?.[1];

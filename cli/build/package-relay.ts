@@ -69,7 +69,7 @@ export interface PackageRelayOptions {
    */
   extraEntryPoints?: Record<string, string>;
   /**
-   * Also bundle the in-process mode ({@link inProcessEntry}: a second esbuild build, about as long as the first);
+   * Also bundle the in-process mode ({@link inProcessEntry}: a second esbuild build, after the first);
    * default `true`, as the image ships both. The relay's tests and the bench, which run the relay
    * alone, leave it out.
    */
@@ -98,6 +98,9 @@ export async function packageRelay(options: PackageRelayOptions = {}): Promise<s
     outdir: out,
     external: RELAY_EXTERNAL,
   });
+  // After the first, not beside it: both write the chunks they share (the same content hash) into
+  // `out`, and each rewrites a library chunk it wrote (its map dropped) while the other may be
+  // writing or reading the same file.
   if (options.inProcess ?? true)
     await bundle({
       root,

@@ -78,6 +78,36 @@ export function isConflict(err: unknown): boolean {
 }
 
 /**
+ * The `Status` an API error's body holds (`reason`, `details.causes`), or `undefined` when it holds
+ * none (not an {@link ApiException}, or a body that is not a JSON `Status`).
+ */
+export function apiStatusBodyOf(
+  err: unknown,
+): { reason?: string; details?: { causes?: { reason?: string }[] } } | undefined {
+  if (!(err instanceof ApiException)) return undefined;
+  const body: unknown = err.body;
+  try {
+    const parsed = typeof body === 'string' ? JSON.parse(body) : body;
+    return parsed && typeof parsed === 'object' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True for a create refused because its namespace is being deleted: kube-apiserver's
+ * NamespaceLifecycle admission answers `403 Forbidden` with the cause `NamespaceTerminating`
+ * (apimachinery's `NamespaceTerminatingCause`; a `StatusCause`'s type is its JSON `reason`), and so
+ * does the local API server.
+ */
+export function isNamespaceTerminating(err: unknown): boolean {
+  return (
+    apiStatusOf(err) === 403 &&
+    (apiStatusBodyOf(err)?.details?.causes ?? []).some((c) => c.reason === 'NamespaceTerminating')
+  );
+}
+
+/**
  * True when a retry may succeed: 409 conflict, 429, 5xx, timeouts, and network errors (no status).
  * Everything else from the API server (400, 401, 403, 404, 422) would fail again the same way.
  * Source of the rule: client-go's `retry.DefaultRetry` / apimachinery `IsServerTimeout`,

@@ -15,6 +15,8 @@ import {
   ServerConfiguration,
 } from '@kubernetes/client-node';
 import type { ResourceType } from '../contract/controller.ts';
+import { rejectedWrites } from '../metrics.ts';
+import { apiStatusBodyOf, isNamespaceTerminating } from './errors.ts';
 
 /**
  * Accept header of a metadata-only LIST: a `PartialObjectMetadataList` (Kubernetes API concepts:
@@ -80,6 +82,44 @@ export type JsonRequester = (
   options?: RequestOptions,
 ) => Promise<JsonResponse>;
 
+/** The API server's verb of a write method (kube-apiserver's `verb` label); `undefined` for a read. */
+const WRITE_VERBS: Readonly<Record<string, string>> = {
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
+
+/**
+ * The resource an API path names, as kube-apiserver's `resource` label with its group:
+ * `/apis/apps/v1/namespaces/ns/deployments/web` → `deployments.apps`, `/api/v1/namespaces/ns` →
+ * `namespaces`; `unknown` for a path outside `/api` and `/apis`.
+ */
+export function resourceOfPath(path: string): string {
+  const parts = (path.split('?')[0] ?? '').split('/').filter(Boolean);
+  let at: number;
+  let group = '';
+  if (parts[0] === 'api') at = 2;
+  else if (parts[0] === 'apis') {
+    group = parts[1] ?? '';
+    at = 3;
+  } else return 'unknown';
+  if (parts[at] === 'namespaces' && parts.length > at + 2) at += 2;
+  const plural = parts[at] ?? 'unknown';
+  return group ? `${plural}.${group}` : plural;
+}
+
+/** Counts a refused write in {@link rejectedWrites} (core/metrics.ts says which refusals). */
+function countRejectedWrite(method: HttpMethod, path: string, err: ApiException<unknown>): void {
+  const verb = WRITE_VERBS[method];
+  if (!verb) return;
+  let reason: string | undefined;
+  if (err.code === 409 || err.code === 422) reason = apiStatusBodyOf(err)?.reason ?? 'Unknown';
+  else if (isNamespaceTerminating(err)) reason = 'NamespaceTerminating';
+  if (reason === undefined) return;
+  rejectedWrites.inc({ verb, resource: resourceOfPath(path), code: String(err.code), reason });
+}
+
 /**
  * A {@link JsonRequester} over `kubeConfig`'s current cluster and user (read once, here).
  * @throws {Error} `No active cluster!` without a current cluster (client-node's message)
@@ -103,9 +143,12 @@ export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
     await kubeConfig.applySecurityAuthentication(context);
     const response = await config.httpApi.send(context).toPromise();
     const text = await response.body.text();
-    if (response.httpStatusCode < 200 || response.httpStatusCode > 299)
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
       // ApiException's own message is `HTTP-Code: <code>\nMessage: <message>\nBody: …\nHeaders: …`.
-      throw new ApiException(response.httpStatusCode, `${method} ${path}`, text, response.headers);
+      const err = new ApiException(response.httpStatusCode, `${method} ${path}`, text, response.headers);
+      countRejectedWrite(method, path, err);
+      throw err;
+    }
     return { body: text ? JSON.parse(text) : undefined, context };
   };
 }

@@ -6,7 +6,7 @@
  * non-recording span object.
  *
  * One key's trace (docs/operations.md "Traces"): `enqueue` (relay or resync: the watch event that
- * mapped to the key, collapsed events as span events) → `<topic> create` (the Pub/Sub client's own
+ * mapped to the key, the first and last collapsed events as span events) → `<topic> create` (the Pub/Sub client's own
  * publish span, whose W3C context travels in the message attribute `googclient_traceparent`) →
  * `reconcile` (one per delivery, with its attempt and outcome) → the Kubernetes API calls (the
  * undici instrumentation's `GET`/`PATCH`… spans) and the kit's `child create|apply|prune` spans →

@@ -14,7 +14,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
-import { isConflict, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
+import { isConflict, isNamespaceTerminating, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
 import {
   controllerRefOf,
   type GroupVersionKind,
@@ -204,7 +204,9 @@ export interface ChildrenInput {
  * An object already holding a desired child's name that no controller owns is adopted when its type
  * says `adopt: true` (controller-runtime's `CreateOrUpdate` with `SetControllerReference`, Kopf's
  * `adopt()`): applied with the controller reference and labels, conditional on the resourceVersion
- * read. One held by someone else is never written, and does not stop the other children.
+ * read. One held by someone else is never written, and does not stop the other children. A create
+ * refused because its namespace is terminating (403, cause `NamespaceTerminating`) is not an error:
+ * no further child is created in that namespace, and nothing is retried (the owner goes with it).
  * @returns the changes made (`[]`: nothing written), and `conflict`: the `ErrResourceExists`
  *   {@link TerminalError} naming every desired child whose name is taken by an object `owner` does
  *   not control (the caller reports it once the others converged)
@@ -220,6 +222,8 @@ export async function reconcileChildren(
   const changes: ChildChange[] = [];
   const taken: string[] = [];
   const wanted = new Set<string>();
+  /** Namespaces whose create was refused as terminating: no further create is sent into them. */
+  const terminating = new Set<string>();
   for (const child of input.desired) {
     const entry = input.owned.find(
       (o) => apiVersionOf(o.type.resource) === child.apiVersion && o.type.resource.kind === child.kind,
@@ -247,6 +251,7 @@ export async function reconcileChildren(
     const label = `${child.kind} ${childPlace(owner, namespace, name)}`;
     let live = entry.listed.find((o) => o.metadata?.name === name && o.metadata?.namespace === namespace);
     if (!live) {
+      if (terminating.has(namespace ?? '')) continue;
       try {
         await childSpan('create', label, async () => {
           const created = await client.create(resource, body);
@@ -256,6 +261,12 @@ export async function reconcileChildren(
         changes.push(`created ${label}`);
         continue;
       } catch (err) {
+        // A namespace being deleted takes no new object, and will not again: nothing to retry
+        // (each retry was a refused POST per child), the namespace's deletion removes the owner.
+        if (isNamespaceTerminating(err)) {
+          terminating.add(namespace ?? '');
+          continue;
+        }
         if (!isConflict(err)) throw err;
         // AlreadyExists: someone's object, or ours without our labels (e.g. made before the kit).
         live = await client.get(resource, namespace, name);

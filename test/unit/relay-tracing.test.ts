@@ -1,10 +1,11 @@
-// The relay's enqueue span: a trace per published key, the events collapsed into a waiting publish
-// as its span events, the publish under it. One SDK is registered for this file's process (the
+// The relay's enqueue span: a trace per published key, the first and last events collapsed into a
+// waiting publish as its span events, the publish under it. One SDK is registered for this file's process (the
 // in-memory exporter, behind the functions' OutcomeSpanProcessor at ratio 1).
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { context, SpanKind, trace } from '@opentelemetry/api';
+import { hrTimeToNanoseconds } from '@opentelemetry/core';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { ATTR, SPAN } from '../../core/k8s/tracing.ts';
@@ -37,7 +38,7 @@ describe('the relay’s enqueue span', () => {
     },
   });
 
-  it('starts a trace per published key; events collapsed into a waiting publish become its span events; the publish runs under it', async () => {
+  it('starts a trace per published key; the first and last events collapsed into a waiting publish become its span events; the publish runs under it', async () => {
     exported.reset();
     const timers = new ManualTimers();
     const publishedUnder: (string | undefined)[] = [];
@@ -65,7 +66,9 @@ describe('the relay’s enqueue span', () => {
     pipeline.handle([route], event('ADDED', '1')); // leading edge: published at once
     pipeline.handle([route], event('MODIFIED', '2')); // waits for the window's end
     pipeline.handle([route], event('MODIFIED', '3')); // collapses into it
-    pipeline.handle([route], event('MODIFIED', '4')); // and so does this
+    pipeline.handle([route], event('MODIFIED', '4')); // and so do these
+    pipeline.handle([route], event('MODIFIED', '5'));
+    pipeline.handle([route], event('MODIFIED', '6'));
     timers.advance(100);
     await pipeline.flush();
     const spans = exported.getFinishedSpans().filter((s) => s.name === SPAN.enqueue);
@@ -91,13 +94,19 @@ describe('the relay’s enqueue span', () => {
     );
     assert.equal(second?.attributes[ATTR.resourceVersion], '2');
     assert.equal(second?.attributes[ATTR.edge], 'trailing');
-    assert.equal(second?.attributes[ATTR.collapsed], 2);
+    assert.equal(second?.attributes[ATTR.collapsed], 4, 'every collapsed event counted');
     assert.deepEqual(
       second?.events.map((e) => [e.name, e.attributes?.[ATTR.resourceVersion]]),
       [
         ['collapsed', '3'],
-        ['collapsed', '4'],
+        ['collapsed', '6'],
       ],
+      'the first and the last collapsed events recorded, not one per repeat',
+    );
+    const [first3, last6] = second?.events ?? [];
+    assert.ok(
+      first3 && last6 && hrTimeToNanoseconds(first3.time) <= hrTimeToNanoseconds(last6.time),
+      'each event at the time it was seen',
     );
     assert.deepEqual(publishedUnder, [first?.spanContext().spanId, second?.spanContext().spanId]);
   });

@@ -3,6 +3,7 @@
 // the relay's own test, test/unit/relay-tracing.test.ts). One SDK is registered for this file's
 // process (the in-memory exporter).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
@@ -10,7 +11,9 @@ import {
   InMemorySpanExporter,
   NodeTracerProvider,
   type ReadableSpan,
+  SamplingDecision,
   SimpleSpanProcessor,
+  TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-node';
 import { ATTR, SPAN, tracer } from '../../core/k8s/tracing.ts';
 import { createLogger } from '../../core/log.ts';
@@ -21,7 +24,7 @@ import {
   traceContextOf,
 } from '../../core/message.ts';
 import { readTracingConfig } from '../../core/tracing-config.ts';
-import { OutcomeSpanProcessor } from '../../core/tracing-sdk.ts';
+import { levelsetSampler, OutcomeSpanProcessor } from '../../core/tracing-sdk.ts';
 import { inDeliverySpan } from '../../functions/runtime/reconcile.ts';
 import { requeuedMessage } from '../../functions/runtime/requeue.ts';
 
@@ -122,6 +125,45 @@ describe('export by outcome (OutcomeSpanProcessor)', () => {
     const [span] = exported.getFinishedSpans();
     assert.equal(span?.spanContext().traceId, '0af7651916cd43dd8448eb211c80319c');
     assert.equal(span?.parentSpanContext?.spanId, 'b7ad6b7169203331');
+  });
+});
+
+describe('what is recorded (levelsetSampler)', () => {
+  const { RECORD_AND_SAMPLED, NOT_RECORD } = SamplingDecision;
+  // Random valid trace ids (both decisions at 0.5 but with odds 2⁻⁶³).
+  const traceIds = Array.from({ length: 64 }, () => randomBytes(16).toString('hex'));
+  const under = (traceFlags: number, isRemote: boolean) =>
+    trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags,
+      isRemote,
+    });
+  const decide = (ratio: number, name: string, ctx = ROOT_CONTEXT, traceId = traceIds[0] as string) =>
+    levelsetSampler(ratio).shouldSample(ctx, traceId, name, 0, {}, []).decision;
+
+  it('decides a root enqueue span by the trace-id ratio at its start, as the export decision would at its end', () => {
+    assert.equal(decide(0, SPAN.enqueue), NOT_RECORD);
+    assert.equal(decide(1, SPAN.enqueue), RECORD_AND_SAMPLED);
+    const half = new TraceIdRatioBasedSampler(0.5);
+    const decisions = traceIds.map((id) => decide(0.5, SPAN.enqueue, ROOT_CONTEXT, id));
+    assert.deepEqual(
+      decisions,
+      traceIds.map((id) => half.shouldSample(ROOT_CONTEXT, id).decision),
+    );
+    assert.ok(decisions.includes(NOT_RECORD) && decisions.includes(RECORD_AND_SAMPLED));
+  });
+
+  it('records every other root, and every span continuing a remote parent, sampled or not (decided by outcome)', () => {
+    assert.equal(decide(0, SPAN.reconcile), RECORD_AND_SAMPLED);
+    assert.equal(decide(0, SPAN.resync), RECORD_AND_SAMPLED);
+    assert.equal(decide(0, SPAN.reconcile, under(0, true)), RECORD_AND_SAMPLED);
+    assert.equal(decide(0, SPAN.reconcile, under(1, true)), RECORD_AND_SAMPLED);
+  });
+
+  it('a span under a local parent follows it (the publish span under an enqueue not recorded is not either)', () => {
+    assert.equal(decide(1, 'keys create', under(0, false)), NOT_RECORD);
+    assert.equal(decide(0, 'keys create', under(1, false)), RECORD_AND_SAMPLED);
   });
 });
 
