@@ -3,6 +3,7 @@
  * NameIsDNSLabel, path segment names), labels, and custom resources against their CRD's
  * `openAPIV3Schema` (kube-openapi validate + apiextensions pruning and defaulting).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { schemaRuleErrors } from './cel.ts';
 import type { JSONSchemaProps, KubeObject, NameRule } from './resources.ts';
 import { type FieldError, fieldErrors } from './status.ts';
@@ -324,12 +325,21 @@ export function validateCrd(obj: KubeObject): FieldError[] {
       ),
     );
   }
+  // Versions whose schemas are all the same are validated as one, at `spec.validation`: the v1 →
+  // internal conversion hoists such a schema to the top level (apiextensions'
+  // Convert_v1_CustomResourceDefinitionSpec_To_apiextensions_CustomResourceDefinitionSpec), and
+  // kube-apiserver's errors name that path.
+  const schemaOf = (v: (typeof versions)[number]) =>
+    (v.schema as Record<string, unknown> | undefined)?.openAPIV3Schema;
+  const first = versions[0] ? schemaOf(versions[0]) : undefined;
+  const hoisted = first !== undefined && versions.every((v) => isDeepStrictEqual(schemaOf(v), first));
+  if (hoisted) errs.push(...schemaRuleErrors(first as JSONSchemaProps, 'spec.validation.openAPIV3Schema'));
   versions.forEach((v, i) => {
-    const schema = (v.schema as Record<string, unknown> | undefined)?.openAPIV3Schema;
+    const schema = schemaOf(v);
     if (!schema)
       errs.push(fieldErrors.required(`spec.versions[${i}].schema.openAPIV3Schema`, 'schemas are required'));
     if (!v.name) errs.push(fieldErrors.required(`spec.versions[${i}].name`));
-    if (schema)
+    if (schema && !hoisted)
       errs.push(...schemaRuleErrors(schema as JSONSchemaProps, `spec.versions[${i}].schema.openAPIV3Schema`));
   });
   return errs;

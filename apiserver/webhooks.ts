@@ -505,7 +505,7 @@ export class AdmissionWebhooks {
     const result = await this.#call(hook, a, object, warnings);
     if (result instanceof ApiError) throw result;
     if (result === undefined) return object;
-    if (!result.allowed) throw deniedError(hook.webhook.name, a, result.status);
+    if (!result.allowed) throw deniedError(hook.webhook.name, result.status);
     if (!result.patch) return object;
     try {
       if (result.patchType !== 'JSONPatch')
@@ -528,7 +528,7 @@ export class AdmissionWebhooks {
     const result = await this.#call(hook, a, object, warnings);
     if (result instanceof ApiError) return result;
     if (result === undefined || result.allowed) return undefined;
-    return deniedError(hook.webhook.name, a, result.status);
+    return deniedError(hook.webhook.name, result.status);
   }
 
   /**
@@ -604,29 +604,22 @@ function callFailure(webhook: Webhook, why: string): ApiError | undefined {
   return internalError(`failed calling webhook "${webhook.name}": ${why}`);
 }
 
-/** A denial in kube-apiserver's words (webhook/errors.ToStatusErr). */
-function deniedError(
-  webhookName: string,
-  a: AdmissionAttributes,
-  result: AdmissionResponse['status'] | undefined,
-): ApiError {
-  const code = result?.code || 403;
-  const name = a.name || 'Unknown';
+/**
+ * A denial in kube-apiserver's words (webhook/errors.ToStatusErr): the webhook's own status, its
+ * code raised to at least 400, its message prefixed with `admission webhook "<name>" denied the
+ * request`, its reason and details as the webhook gave them (none when it gave none), with no
+ * `<resource> "<name>" is forbidden` prefix: the validating and mutating dispatchers return that
+ * StatusError as it is (checked against kube-apiserver v1.36).
+ */
+function deniedError(webhookName: string, result: AdmissionResponse['status'] | undefined): ApiError {
+  const code = !result?.code || result.code < 400 ? 400 : result.code;
   const deniedBy = `admission webhook "${webhookName}" denied the request`;
-  const said = result?.message
+  const message = result?.message
     ? `${deniedBy}: ${result.message}`
     : result?.reason
       ? `${deniedBy}: ${result.reason}`
       : `${deniedBy} without explanation`;
-  const prefix =
-    code === 500 ? 'Internal error occurred' : `${groupResourceString(a.t)} "${name}" is forbidden`;
-  const message = `${prefix}: ${said}`;
-  return new ApiError({
-    code,
-    message,
-    reason: result?.reason || (code === 500 ? 'InternalError' : 'Forbidden'),
-    details: code === 500 ? { causes: [{ message: said }] } : { name, group: a.t.group, kind: a.t.plural },
-  });
+  return new ApiError({ code, message, ...(result?.reason ? { reason: result.reason } : {}) });
 }
 
 /**
