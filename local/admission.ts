@@ -4,8 +4,11 @@
  * the webhooks' configurations (functions/kit/webhook-configurations.ts, as `levelset build` writes
  * them) registered with each embedded API server, their `clientConfig.url` the front's and their
  * `caBundle` its certificate. The embedded API server then calls them as kube-apiserver calls
- * Cloud Run's (apiserver/webhooks.ts). A cluster of `KUBECONFIG` is left alone: its API server
- * cannot be assumed to reach this machine's 127.0.0.1.
+ * Cloud Run's (apiserver/webhooks.ts). A cluster of `KUBECONFIG` whose API server runs on this
+ * machine (its server a loopback address, {@link isLoopbackServer}) gets them too, replaced if a
+ * previous stack left them and removed on stop (the cluster outlives the stack, and a webhook whose
+ * front is gone would refuse every matching write under `failurePolicy: Fail`); any other cluster
+ * is left alone: its API server cannot be assumed to reach this machine's 127.0.0.1.
  */
 import {
   AdmissionregistrationV1Api,
@@ -29,8 +32,13 @@ export interface LocalAdmissionOptions {
   registry: string;
   /** The registry's webhooks: the configurations registered. */
   webhooks: readonly AdmissionWebhook[];
-  /** The clusters to register them with (the embedded API servers). */
+  /** The clusters to register them with (the embedded API servers, or a loopback cluster of `KUBECONFIG`). */
   clusters: readonly KubeConfig[];
+  /**
+   * Replace a configuration of the same name, and delete the configurations on stop: for a cluster
+   * that outlives the stack (`KUBECONFIG`'s). Default false (an embedded server goes with the stack).
+   */
+  removeOnStop?: boolean;
   /** The function's environment on top of this process's (e.g. `LOG_LEVEL`). */
   env?: Record<string, string>;
   onLog?: (line: LogLine) => void;
@@ -44,7 +52,7 @@ export interface LocalAdmission {
   service: Service;
   /** The configurations registered in each cluster, as `<plural>/<name>` (`validatingwebhookconfigurations/levelset-foo-scale`). */
   configurations: string[];
-  /** Stops the front and the function (the configurations stay: their clusters are the caller's). */
+  /** Stops the front and the function, after deleting the configurations with `removeOnStop`. */
   stop(): Promise<void>;
 }
 
@@ -70,6 +78,21 @@ export async function startLocalAdmission(options: LocalAdmissionOptions): Promi
       caBundle: front.caBundle,
       levelsetNamespace: LOCAL_LEVELSET_NAMESPACE,
     });
+    const remove = async () => {
+      for (const kc of options.clusters) {
+        const api = kc.makeApiClient(AdmissionregistrationV1Api);
+        for (const body of configurations) {
+          const name = (body.metadata as { name: string }).name;
+          await (body.kind === 'MutatingWebhookConfiguration'
+            ? api.deleteMutatingWebhookConfiguration({ name })
+            : api.deleteValidatingWebhookConfiguration({ name })
+          ).catch((err: unknown) => {
+            if ((err as { code?: number }).code !== 404) throw err;
+          });
+        }
+      }
+    };
+    if (options.removeOnStop) await remove(); // a previous stack's, killed before it removed them
     for (const kc of options.clusters) {
       const api = kc.makeApiClient(AdmissionregistrationV1Api);
       for (const body of configurations) {
@@ -87,6 +110,7 @@ export async function startLocalAdmission(options: LocalAdmissionOptions): Promi
         (c) => `${String(c.kind).toLowerCase()}s/${(c.metadata as { name: string }).name}`,
       ),
       stop: async () => {
+        if (options.removeOnStop) await remove().catch(() => undefined); // best effort: the cluster may be gone
         await started.stop();
         await service.stop();
       },
@@ -96,4 +120,18 @@ export async function startLocalAdmission(options: LocalAdmissionOptions): Promi
     await service.stop();
     throw err;
   }
+}
+
+/**
+ * Whether the API server `server` (a kubeconfig's `cluster.server` URL) runs on this machine: a
+ * loopback host (`localhost`, 127.0.0.0/8, `::1`), which can call back this machine's 127.0.0.1.
+ */
+export function isLoopbackServer(server: string): boolean {
+  let host: string;
+  try {
+    host = new URL(server).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

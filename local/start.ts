@@ -16,7 +16,7 @@ import type { pino } from 'pino';
 import type { AdmissionWebhook } from '../core/contract/admission.ts';
 import { createLogger } from '../core/log.ts';
 import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
-import { startLocalAdmission } from './admission.ts';
+import { isLoopbackServer, startLocalAdmission } from './admission.ts';
 import { AUDIT_LOG_TOPIC } from './audit-log.ts';
 import { Composition } from './composition.ts';
 import { crossClusterDemo, installCrds, seedDemo } from './demo.ts';
@@ -77,8 +77,9 @@ export interface DevOptions {
    */
   clusters?: number;
   /**
-   * The registry's admission webhooks: with an embedded cluster, the `admission` function runs behind
-   * HTTPS with the local CA and each embedded API server calls them (local/admission.ts).
+   * The registry's admission webhooks: the `admission` function runs behind HTTPS with the local CA
+   * and each embedded API server calls them, or KUBECONFIG's when its API server runs on this machine
+   * (a loopback server: registered for the stack's life, removed on stop; local/admission.ts).
    */
   webhooks?: readonly AdmissionWebhook[];
 }
@@ -264,7 +265,9 @@ export async function runDev(options: DevOptions): Promise<void> {
       say(
         `  relay            ${id ? `${id}: ` : ''}${stack.relay(id)?.url ?? '-'} (/healthz, /readyz, /metrics)`,
       );
-    if (options.webhooks?.length && embedded.length > 0) {
+    // The webhooks, with the embedded API servers, or with KUBECONFIG's when it runs on this machine.
+    const callsBack = external !== undefined && isLoopbackServer(external.server);
+    if (options.webhooks?.length && (embedded.length > 0 || callsBack)) {
       const webhooks = options.webhooks;
       const admissionTraces = traceFilePath(options.stateDir, 'admission');
       rmSync(admissionTraces, { force: true }); // a previous stack's
@@ -272,7 +275,8 @@ export async function runDev(options: DevOptions): Promise<void> {
         startLocalAdmission({
           registry: options.registry,
           webhooks,
-          clusters: embedded.map((c) => c.kubeConfig),
+          clusters: external ? [kubeConfig] : embedded.map((c) => c.kubeConfig),
+          removeOnStop: external !== undefined,
           // Its spans beside the stack's (levelset trace reads every file of traces/), every one kept.
           env: {
             LOG_LEVEL: logLevel,
@@ -287,11 +291,11 @@ export async function runDev(options: DevOptions): Promise<void> {
         }),
       );
       say(
-        `  admission        ${admission.url} (functions-framework ${admission.service.url} behind HTTPS, local CA): ${webhooks.map((w) => w.name).join(', ')} registered with the embedded API server`,
+        `  admission        ${admission.url} (functions-framework ${admission.service.url} behind HTTPS, local CA): ${webhooks.map((w) => w.name).join(', ')} registered with ${external ? external.server : 'the embedded API server'}`,
       );
     } else if (options.webhooks?.length)
       say(
-        `  admission        not registered: ${external?.server ?? 'the cluster'} cannot be assumed to reach this machine (levelset build writes deploy/webhooks.yaml)`,
+        `  admission        not registered: ${external?.server ?? 'the cluster'} is not on this machine, so it cannot be assumed to reach it (levelset build writes deploy/webhooks.yaml)`,
       );
     say(`  controllers      ${options.controllers.join(', ') || '(none registered)'}`);
     if (replicates)

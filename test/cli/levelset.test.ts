@@ -12,7 +12,13 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PubSub } from '@google-cloud/pubsub';
-import { CoreV1Api, type KubernetesObject, KubernetesObjectApi, loadAllYaml } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  loadAllYaml,
+} from '@kubernetes/client-node';
 import type { Frame } from '../../cli/impl/watch.ts';
 import { emulatorClientOptions } from '../../core/publish.ts';
 import { controllers } from '../../examples/registry.ts';
@@ -538,6 +544,14 @@ describe('levelset (the real binary against the local stack)', () => {
     );
   });
 
+  /** The validating webhook configurations Levelset registered in the test's cluster. */
+  const webhookConfigurations = async () =>
+    (
+      await cluster.kubeConfig.makeApiClient(AdmissionregistrationV1Api).listValidatingWebhookConfiguration()
+    ).items
+      .map((c) => c.metadata?.name ?? '')
+      .filter((n) => n.startsWith('levelset-'));
+
   test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async (t) => {
     const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
     t.after(() => rmSync(devState, { recursive: true, force: true }));
@@ -565,6 +579,12 @@ describe('levelset (the real binary against the local stack)', () => {
         },
       );
       assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
+      // The registry's webhooks, registered with the cluster: its API server runs on this machine.
+      await waitFor(() => /admission\s+https:\/\/\S+ .*registered with /.test(out), {
+        timeoutMs: 30_000,
+        message: 'the admission line of the banner',
+      });
+      assert.deepEqual(await webhookConfigurations(), ['levelset-foo-scale']);
       const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
       assert.equal(status.code, 0, status.stdout + status.stderr);
       assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
@@ -587,6 +607,8 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /stopped\./);
     assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
+    // Removed with the stack: a webhook whose front is gone would refuse every Foo write.
+    assert.deepEqual(await webhookConfigurations(), []);
   });
 
   test('dev: Ctrl-C while a resync is running prints no error', {
