@@ -20,13 +20,12 @@
  * report; every child process is the stack's, stopped by its stop (and gone with this process
  * anyway: local/parent-watch.ts).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CoreV1Api, CustomObjectsApi, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
-import YAML from 'yaml';
 import { z } from 'zod';
 import { machine, quantiles } from '../bench/report.ts';
 import { createLogger } from '../core/log.ts';
@@ -38,6 +37,7 @@ import { startSimulatedNode } from '../local/simulated-node.ts';
 import { type LocalStack, startLocalStack } from '../local/stack.ts';
 import { readStackState } from '../local/state.ts';
 import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
+import { registeredCrds } from './crds.ts';
 import { type FaultKind, faultKinds } from './faults.ts';
 import { MemorySampler, metricsHeap, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
@@ -67,28 +67,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RESYNC_GRACE_MS = 20_000;
 /** A fault stays "active" this long after its injection returns (the informers re-watching, keys retried). */
 const FAULT_AFTERMATH_MS = 5_000;
-
-/**
- * The CRD objects of every controller this repository registers: the shipped controllers'
- * `functions/controllers/<name>/crd.yaml` and the examples' `examples/<name>/controllers/<name>/crd.yaml`.
- */
-function registeredCrds(): KubernetesObject[] {
-  const files = [
-    ...readdirSync(join(repoRoot, 'functions', 'controllers')).map((d) =>
-      join(repoRoot, 'functions', 'controllers', d, 'crd.yaml'),
-    ),
-    ...readdirSync(join(repoRoot, 'examples'), { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => join(repoRoot, 'examples', d.name, 'controllers', d.name, 'crd.yaml')),
-  ];
-  return files.flatMap((f) => {
-    try {
-      return [YAML.parse(readFileSync(f, 'utf8')) as KubernetesObject];
-    } catch {
-      return []; // a folder without a CRD (secret-replicator)
-    }
-  });
-}
 
 /** What the run started, stopped in the reverse order by {@link stop}. */
 const stopAll: (() => Promise<void>)[] = [];
