@@ -568,7 +568,7 @@ export function createWorkload(options: WorkloadOptions) {
     /**
      * Creates the namespaces, the ConfigMap sources and the two large Secrets, before the stack
      * starts (its initial LISTs find them). Not entered in the ledger.
-     * @throws when a create fails
+     * @throws when a create fails, or a namespace of the soak exists already (a previous run's)
      */
     async setup(): Promise<void> {
       const namespaces = [
@@ -578,7 +578,13 @@ export function createWorkload(options: WorkloadOptions) {
         layout.configMapNamespace,
         ...Array.from({ length: STABLE_TARGETS }, (_, i) => `${layout.targetPrefix}${i}`),
       ];
-      for (const name of namespaces) await core.createNamespace({ body: { metadata: { name } } });
+      for (const name of namespaces)
+        await core.createNamespace({ body: { metadata: { name } } }).catch((err: { code?: number }) => {
+          if (err.code !== 409) throw err;
+          throw new Error(
+            `namespace ${name} exists (a previous soak's, still terminating?): the soak starts from a cluster without its soak-* namespaces and Tenants`,
+          );
+        });
       for (let i = 0; i < POOL.configMaps; i++)
         await core.createNamespacedConfigMap({
           namespace: layout.configMapNamespace,
