@@ -89,12 +89,19 @@ export interface Slope {
   segments: number;
 }
 
+/** The first minute of each process's life (a restart's included) is its warm-up, left out of its slope, ms. */
+export const LIFE_WARMUP_MS = 60_000;
+
 /**
- * The slope of `samples` after `warmupEndMs` (ms since the epoch), fitted on the longest segment
- * of one pid; undefined when no sample is after the warm-up.
+ * The slope of `samples` after `warmupEndMs` (ms since the epoch) and after the first
+ * {@link LIFE_WARMUP_MS} of each pid's life, fitted on the longest segment of one pid; undefined
+ * when no sample is left.
  */
 export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): Slope | undefined {
-  const after = samples.filter((s) => s.at >= warmupEndMs);
+  // A process a fault restarted warms up again: its first minute is left out too.
+  const born = new Map<number, number>();
+  for (const s of samples) if (!born.has(s.pid)) born.set(s.pid, s.at);
+  const after = samples.filter((s) => s.at >= Math.max(warmupEndMs, (born.get(s.pid) ?? 0) + LIFE_WARMUP_MS));
   const byPid = new Map<number, MemorySample[]>();
   for (const s of after) byPid.set(s.pid, [...(byPid.get(s.pid) ?? []), s]);
   const segment = [...byPid.values()].sort(

@@ -200,7 +200,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Memory',
     '',
-    "RSS from `/proc/<pid>/status` every few seconds; the slope is least squares (MiB/hour) over the longest life of one pid after the warm-up (a process a fault restarted starts a new life). Heap: `nodejs_heap_size_used_bytes` where a process serves it (Levelset's processes register no default prom-client metrics, so only the soak's own process, which holds the local API server, the auditor and the workload, reports one, from `process.memoryUsage()`).",
+    "RSS from `/proc/<pid>/status` every few seconds (every sample is in results.json); the slope is least squares (MiB/hour) over the longest life of one pid after the warm-up, the first minute of each life left out (a process a fault restarted starts a new life: the relay, `reconcile` and the emulator are restarted every few minutes by the faults, so theirs are fitted over minutes and say less than one long life would). Heap: `nodejs_heap_size_used_bytes` of the relay's and `reconcile`'s `/metrics`, and `process.memoryUsage()` of the soak's own process, which holds the local API server (its watch history of 5 000 events per resource, large objects included), the auditor and the workload; the `resync` function serves no metrics.",
     '',
     '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over | lives after warm-up | peak RSS (MiB) | last RSS (MiB) |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',

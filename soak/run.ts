@@ -187,7 +187,14 @@ async function soak(options: Options, command: string): Promise<number> {
     }
   };
   const sampler = new MemorySampler([
-    { name: 'relay', pid: pidOf(() => stack.relay()?.pid) },
+    {
+      name: 'relay',
+      pid: pidOf(() => stack.relay()?.pid),
+      heapMiB: async () => {
+        const url = stack.relay()?.url;
+        return url ? metricsHeap(new URL('/metrics', url).href) : undefined;
+      },
+    },
     {
       name: 'reconcile',
       pid: pidOf(() => stack.reconcile.pid),
@@ -406,6 +413,7 @@ async function soak(options: Options, command: string): Promise<number> {
     `${JSON.stringify(
       {
         ...results,
+        memorySamples: Object.fromEntries(sampler.samples),
         unconverged: changes
           .filter((c) => c.convergedAt === undefined)
           .slice(0, 50)
