@@ -12,7 +12,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Histogram, register } from 'prom-client';
+import { Counter, collectDefaultMetrics, Histogram, register } from 'prom-client';
 import * as z from 'zod';
 import type { Outcome } from './contract/controller.ts';
 
@@ -85,11 +85,15 @@ export function readMetricsPort(env: NodeJS.ProcessEnv = process.env): number | 
 
 /**
  * Serves the default registry as Prometheus text at `GET /metrics` on `127.0.0.1:port` (0: a free
- * port); anything else is 404, a method other than GET/HEAD 405.
+ * port); anything else is 404, a method other than GET/HEAD 405. The registry then holds
+ * prom-client's default process metrics too (`process_resident_memory_bytes`,
+ * `nodejs_heap_size_used_bytes`, …), as a Go controller's client_golang serves its own: the
+ * process's memory over time (`npm run soak` reads it).
  * @returns the server and the port it bound
  * @throws the listen error (`EADDRINUSE`)
  */
 export async function serveMetrics(port: number): Promise<{ server: Server; port: number }> {
+  if (!register.getSingleMetric('nodejs_heap_size_used_bytes')) collectDefaultMetrics();
   const server = createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();

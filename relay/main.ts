@@ -19,6 +19,7 @@ import { createKeyPublisher } from '../core/publish.ts';
 import { startTracing } from '../core/tracing.ts';
 import type { Tracing } from '../core/tracing-config.ts';
 import { ConfigError, loadRelayConfig } from './config.ts';
+import { createRelayMetrics, processMetricsRegistry } from './metrics.ts';
 import { startRelay } from './relay.ts';
 import { stopOnSignals } from './shutdown.ts';
 
@@ -79,6 +80,7 @@ export async function runRelay(controllers: readonly Controller[]): Promise<void
       informers: { watchSilenceTimeoutMs: config.watchSilenceTimeoutMs },
       retryBufferKeys: config.retryBufferKeys,
       maxInFlight: config.maxInFlight,
+      metrics: createRelayMetrics(processMetricsRegistry()),
     });
   } catch (err) {
     logger.fatal({ err }, 'relay failed to start');

@@ -2,7 +2,7 @@
  * The relay's Prometheus metrics (prom-client), on a registry of its own so that several relays in
  * one process (tests) do not collide. Served at `/metrics` by {@link ./health.ts}.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface RelayMetrics {
   registry: Registry;
@@ -52,6 +52,17 @@ export interface RelayMetrics {
   publishesWaiting: Gauge;
   /** Sets where {@link RelayMetrics.publishesWaiting} reads the number of publishes waiting. */
   trackWaitingPublishes(source: () => number): void;
+}
+
+/**
+ * A registry holding prom-client's default process metrics (`process_resident_memory_bytes`,
+ * `nodejs_heap_size_used_bytes`, …), for the relay process's `/metrics` (relay/main.ts), as a Go
+ * controller's client_golang serves its own: its memory over time (`npm run soak` reads it).
+ */
+export function processMetricsRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
 }
 
 /** Creates the relay's metrics in `registry` (default: a new one). */

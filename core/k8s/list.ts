@@ -8,7 +8,9 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
 } from '@kubernetes/client-node';
+import { itemExponentialBackoffMs } from '../backoff.ts';
 import type { ResourceType } from '../contract/controller.ts';
+import { apiStatusOf, retryAfterMsOf } from './errors.ts';
 import { apiVersionOf, jsonRequester, METADATA_LIST_ACCEPT, resourcePath } from './rest.ts';
 
 /** One page of a LIST: its items and the `continue` token of the next page (absent or `""` on the last). */
@@ -17,18 +19,51 @@ export interface ListPage<T> {
   metadata?: { _continue?: string };
 }
 
+/** Attempts of one page before its error is thrown, when the API server answers 429 or 5xx. */
+export const PAGE_ATTEMPTS = 5;
+/** The wait before a page's next attempt without a `Retry-After`: 100 ms doubling (ms). */
+const PAGE_RETRY_BASE_MS = 100;
+/** The longest wait before a page's next attempt, `Retry-After` included (ms). */
+const PAGE_RETRY_MAX_MS = 10_000;
+
+/**
+ * One page, attempted again (up to {@link PAGE_ATTEMPTS} in all) while the API server answers 429
+ * or 5xx: after its `Retry-After` when it gives one, else after 100 ms doubling, at most 10 s. As
+ * client-go's rest client retries a request that asks to wait, so that one rate-limited page does
+ * not cost a whole enumeration (the resync's: every key of a controller, until the next resync).
+ * @throws the last error, or at once an error that is no 429 or 5xx (e.g. 410 Gone for an expired `continue` token)
+ */
+async function fetchWithRetries<T>(
+  fetchPage: (continueToken: string | undefined) => Promise<ListPage<T>>,
+  continueToken: string | undefined,
+): Promise<ListPage<T>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetchPage(continueToken);
+    } catch (err) {
+      const status = apiStatusOf(err);
+      const retryable = status !== undefined && (status === 429 || status >= 500);
+      if (!retryable || attempt >= PAGE_ATTEMPTS) throw err;
+      const waitMs =
+        retryAfterMsOf(err) ?? itemExponentialBackoffMs(attempt, PAGE_RETRY_BASE_MS, PAGE_RETRY_MAX_MS);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, PAGE_RETRY_MAX_MS)));
+    }
+  }
+}
+
 /**
  * Yields every item of a paginated LIST, page after page (`limit`/`continue`), as client-go's
  * `pager.ListPager` over a list function: `fetchPage` is called with the previous page's `continue`
- * token (`undefined` for the first), once per page.
- * @throws what `fetchPage` throws (e.g. 410 Gone for an expired `continue` token)
+ * token (`undefined` for the first), once per page, again when the API server answers 429 or 5xx
+ * (up to {@link PAGE_ATTEMPTS} attempts, after its `Retry-After` or a backoff).
+ * @throws what `fetchPage` throws last (e.g. 410 Gone for an expired `continue` token, at once)
  */
 export async function* paginate<T>(
   fetchPage: (continueToken: string | undefined) => Promise<ListPage<T>>,
 ): AsyncGenerator<T> {
   let continueToken: string | undefined;
   do {
-    const page = await fetchPage(continueToken);
+    const page = await fetchWithRetries(fetchPage, continueToken);
     yield* page.items;
     continueToken = page.metadata?._continue || undefined;
   } while (continueToken);

@@ -30,6 +30,9 @@ const CASES: readonly [string, string, string][] = [
   ['local/stack.ts', '../functions/runtime/resync.ts', ''],
   ['local/stack.ts', '../cli/errors.ts', 'The local stack imports the runtime'],
   ['cli/levelset.ts', '../local/stack.ts', ''],
+  ['soak/run.ts', '../local/stack.ts', ''],
+  ['local/stack.ts', '../soak/run.ts', 'The local stack imports the runtime'],
+  ['core/log.ts', '../soak/auditor.ts', 'core/ is the ground floor'],
   ['apiserver/http.ts', '../core/log.ts', 'The local API server is a test double'],
   ['cli/levelset.ts', '../apiserver/index.ts', 'Import the local API server by its package name'],
 ];

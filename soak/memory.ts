@@ -1,0 +1,125 @@
+/**
+ * Memory over time of the soak's processes: RSS from `/proc/<pid>/status` (`VmRSS`), and the V8
+ * heap in use where a process serves prom-client's `nodejs_heap_size_used_bytes` on its `/metrics`.
+ * A process restarted by a fault is a new pid: its samples form a new segment, and the slope is
+ * fitted per segment (least squares, simple-statistics) after the warm-up.
+ */
+import { readFileSync } from 'node:fs';
+import { linearRegression } from 'simple-statistics';
+
+/** One process to sample: its current pid (it changes at a restart) and how to read its heap, if it can be. */
+export interface SampledProcess {
+  name: string;
+  pid(): number | undefined;
+  /** The V8 heap in use, MiB (e.g. {@link metricsHeap} of its /metrics); undefined when not exposed. */
+  heapMiB?(): Promise<number | undefined>;
+}
+
+export interface MemorySample {
+  /** ms since the epoch. */
+  at: number;
+  pid: number;
+  rssMiB: number;
+  /** MiB; undefined where the process does not expose it. */
+  heapMiB?: number;
+}
+
+/** `VmRSS` of `pid` in MiB, or undefined when the process is gone. */
+export function rssMiB(pid: number): number | undefined {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `nodejs_heap_size_used_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
+export function heapUsedMiB(text: string): number | undefined {
+  const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
+  return m ? Number(m[1]) / (1024 * 1024) : undefined;
+}
+
+/**
+ * The heap in use that `url` (a Prometheus /metrics page) reports, MiB; undefined when the page
+ * has no `nodejs_heap_size_used_bytes` (Levelset's processes register no default metrics) or does not answer in 2 s.
+ */
+export async function metricsHeap(url: string): Promise<number | undefined> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+  return r.ok ? heapUsedMiB(await r.text()) : undefined;
+}
+
+/** The samples of each process by name. */
+export class MemorySampler {
+  readonly samples = new Map<string, MemorySample[]>();
+  readonly #processes: SampledProcess[];
+
+  constructor(processes: SampledProcess[]) {
+    this.#processes = processes;
+    for (const p of processes) this.samples.set(p.name, []);
+  }
+
+  /** Samples every process once (a process down now is skipped). */
+  async sample(): Promise<void> {
+    const at = Date.now();
+    await Promise.all(
+      this.#processes.map(async (p) => {
+        const pid = p.pid();
+        const rss = pid ? rssMiB(pid) : undefined;
+        if (!pid || rss === undefined) return;
+        const heapMiB = await p.heapMiB?.().catch(() => undefined);
+        this.samples
+          .get(p.name)
+          ?.push({ at, pid, rssMiB: rss, ...(heapMiB !== undefined ? { heapMiB } : {}) });
+      }),
+    );
+  }
+}
+
+export interface Slope {
+  /** MiB per hour, least squares over the segment; undefined with fewer than 3 samples. */
+  rssMiBPerHour?: number;
+  heapMiBPerHour?: number;
+  /** The segment fitted: its pid, first and last sample times, sample count. */
+  pid: number;
+  fromMs: number;
+  toMs: number;
+  samples: number;
+  /** Every segment's (every pid's) after the warm-up, for the report. */
+  segments: number;
+}
+
+/** The first minute of each process's life (a restart's included) is its warm-up, left out of its slope, ms. */
+export const LIFE_WARMUP_MS = 60_000;
+
+/**
+ * The slope of `samples` after `warmupEndMs` (ms since the epoch) and after the first
+ * {@link LIFE_WARMUP_MS} of each pid's life, fitted on the longest segment of one pid; undefined
+ * when no sample is left.
+ */
+export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): Slope | undefined {
+  // A process a fault restarted warms up again: its first minute is left out too.
+  const born = new Map<number, number>();
+  for (const s of samples) if (!born.has(s.pid)) born.set(s.pid, s.at);
+  const after = samples.filter((s) => s.at >= Math.max(warmupEndMs, (born.get(s.pid) ?? 0) + LIFE_WARMUP_MS));
+  const byPid = new Map<number, MemorySample[]>();
+  for (const s of after) byPid.set(s.pid, [...(byPid.get(s.pid) ?? []), s]);
+  const segment = [...byPid.values()].sort(
+    (a, b) => (b.at(-1)?.at ?? 0) - (b[0]?.at ?? 0) - ((a.at(-1)?.at ?? 0) - (a[0]?.at ?? 0)),
+  )[0];
+  if (!segment?.length) return undefined;
+  const hours = (s: MemorySample) => (s.at - (segment[0] as MemorySample).at) / 3_600_000;
+  const fit = (points: [number, number][]) => (points.length >= 3 ? linearRegression(points).m : undefined);
+  const heap = segment
+    .filter((s) => s.heapMiB !== undefined)
+    .map((s): [number, number] => [hours(s), s.heapMiB as number]);
+  return {
+    rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
+    heapMiBPerHour: fit(heap),
+    pid: (segment[0] as MemorySample).pid,
+    fromMs: (segment[0] as MemorySample).at,
+    toMs: (segment.at(-1) as MemorySample).at,
+    samples: segment.length,
+    segments: byPid.size,
+  };
+}

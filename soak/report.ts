@@ -1,0 +1,223 @@
+/**
+ * The soak's figures and their report: `results.json` (every figure), `report.md`, `latency.svg`
+ * (change→converged CDF, overall and per fault kind: bench/report.ts's chart) and `memory.svg`
+ * (each process's RSS over time).
+ */
+import { max, quantileSorted } from 'simple-statistics';
+import { cdfChart } from '../bench/report.ts';
+import type { Violation } from './auditor.ts';
+import type { MemorySample, Slope } from './memory.ts';
+import type { Change } from './workload.ts';
+
+/** Latency figures of a set of changes, ms; undefined fields when none converged. */
+export interface LatencyFigures {
+  n: number;
+  p50?: number;
+  p99?: number;
+  max?: number;
+}
+
+export interface SoakResults {
+  startedAt: string;
+  /** Wall time of the whole run, s (start-up and the final quiet period included). */
+  durationS: number;
+  minutes: number;
+  seed: number;
+  /** `local API server` or the kubeconfig's server. */
+  cluster: string;
+  machine: Record<string, string | number>;
+  resyncIntervalMs: number;
+  changes: {
+    total: number;
+    byKind: Record<string, number>;
+    inBursts: number;
+    failedWrites: number;
+    bursts: number;
+  };
+  faults: { kind: string; description: string; injected: number; failed: number; skipped?: string }[];
+  latency: { overall: LatencyFigures; noFault: LatencyFigures; perFault: Record<string, LatencyFigures> };
+  /** Changes that converged only at a resync, overall and per fault kind active meanwhile (`none`: no fault). */
+  atResync: { total: number; perFault: Record<string, number>; perKind: Record<string, number> };
+  /** Changes the auditor never saw converge (their primaries were still off their level at the end). */
+  neverConverged: number;
+  audits: { count: number; failedReads: number; p50DurationMs?: number; maxDurationMs?: number };
+  resyncs: number;
+  /** Invariants violated at the final audit, after the quiet period (must be none). */
+  finalViolations: Violation[];
+  memory: Record<string, { slope?: Slope; peakRssMiB?: number; lastRssMiB?: number }>;
+  /** Warnings and errors the stack's processes logged, per process. */
+  warnings: Record<string, number>;
+  notes: string[];
+}
+
+/** Figures of the converged latencies of `changes`. */
+export function latencyOf(changes: readonly Change[]): LatencyFigures {
+  const ms = changes
+    .flatMap((c) => (c.convergedAt !== undefined ? [c.convergedAt - c.at] : []))
+    .sort((a, b) => a - b);
+  if (ms.length === 0) return { n: 0 };
+  return { n: ms.length, p50: quantileSorted(ms, 0.5), p99: quantileSorted(ms, 0.99), max: max(ms) };
+}
+
+const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
+const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
+
+/** The memory chart: each process's RSS (MiB) over the run's minutes, one line per process. */
+export function memoryChart(
+  title: string,
+  samples: ReadonlyMap<string, readonly MemorySample[]>,
+  t0: number,
+): string {
+  const W = 760;
+  const H = 360;
+  const m = { l: 60, r: 20, t: 30, b: 90 };
+  const all = [...samples.values()].flat();
+  const tMax = Math.max(1, ...all.map((x) => (x.at - t0) / 60_000));
+  const yMax = Math.max(50, ...all.map((x) => x.rssMiB)) * 1.1;
+  const x = (min: number) => m.l + (min / tMax) * (W - m.l - m.r);
+  const y = (v: number) => H - m.b - (v / yMax) * (H - m.t - m.b);
+  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<title>${title}</title>`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${W / 2}" y="18" text-anchor="middle" font-size="14">${title}</text>`,
+  ];
+  const step = tMax > 20 ? 5 : tMax > 5 ? 1 : 0.5;
+  for (let t = 0; t <= tMax + 1e-9; t += step)
+    out.push(
+      `<line x1="${x(t)}" y1="${m.t}" x2="${x(t)}" y2="${H - m.b}" stroke="#ddd"/>`,
+      `<text x="${x(t)}" y="${H - m.b + 16}" text-anchor="middle">${t} min</text>`,
+    );
+  const yStep = yMax > 800 ? 200 : yMax > 200 ? 100 : 25;
+  for (let v = 0; v <= yMax; v += yStep)
+    out.push(
+      `<line x1="${m.l}" y1="${y(v)}" x2="${W - m.r}" y2="${y(v)}" stroke="#eee"/>`,
+      `<text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${v}</text>`,
+    );
+  [...samples.entries()].forEach(([name, series], i) => {
+    const color = colors[i % colors.length];
+    // One polyline per pid: a restarted process starts a new line.
+    const byPid = new Map<number, MemorySample[]>();
+    for (const p of series) byPid.set(p.pid, [...(byPid.get(p.pid) ?? []), p]);
+    for (const segment of byPid.values())
+      out.push(
+        `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${segment
+          .map((p) => `${x((p.at - t0) / 60_000).toFixed(1)},${y(p.rssMiB).toFixed(1)}`)
+          .join(' ')}"/>`,
+      );
+    const ly = H - m.b + 34 + Math.floor(i / 3) * 16;
+    const lx = m.l + (i % 3) * 230;
+    out.push(
+      `<line x1="${lx}" y1="${ly - 4}" x2="${lx + 20}" y2="${ly - 4}" stroke="${color}" stroke-width="2"/>`,
+      `<text x="${lx + 26}" y="${ly}">${name} (${byPid.size} pid${byPid.size === 1 ? '' : 's'})</text>`,
+    );
+  });
+  out.push(
+    `<text x="14" y="${(H - m.b + m.t) / 2}" transform="rotate(-90 14 ${(H - m.b + m.t) / 2})" text-anchor="middle">RSS, MiB</text>`,
+    '</svg>',
+  );
+  return `${out.join('\n')}\n`;
+}
+
+/** The latency chart: change→converged CDFs, all changes and those under each fault kind. */
+export function latencyChart(changes: readonly Change[], faultKinds: readonly string[]): string {
+  const ms = (cs: readonly Change[]) =>
+    cs.flatMap((c) => (c.convergedAt !== undefined ? [Math.max(1, c.convergedAt - c.at)] : []));
+  const busiest = [...faultKinds]
+    .map((k) => ({ k, n: changes.filter((c) => c.faults.has(k)).length }))
+    .sort((a, b) => b.n - a.n)
+    .slice(0, 4)
+    .map(({ k }) => k);
+  return cdfChart("Soak: change → converged (the auditor's view)", [
+    { name: 'all changes', values: ms(changes) },
+    { name: 'no fault meanwhile', values: ms(changes.filter((c) => c.faults.size === 0)) },
+    ...busiest.map((k) => ({ name: `during ${k}`, values: ms(changes.filter((c) => c.faults.has(k))) })),
+  ]);
+}
+
+/** report.md of a run. */
+export function markdownReport(r: SoakResults, command: string): string {
+  const lat = (name: string, f: LatencyFigures) =>
+    `| ${name} | ${f.n} | ${s(f.p50)} | ${s(f.p99)} | ${s(f.max)} |`;
+  const lines = [
+    '# Levelset soak',
+    '',
+    `\`${command}\`: ${r.minutes} minutes, seed ${r.seed}, on the **${r.cluster}** (started ${r.startedAt}, ${Math.round(r.durationS)} s wall time with start-up and the final quiet period). Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${Math.round(Number(r.machine.memoryBytes) / 2 ** 30)} GiB, ${r.machine.node}, load average at the start ${r.machine.loadAverage} (shared with other work: the times are a loaded machine's).`,
+    '',
+    "What runs: the whole local stack, serverless (the relay, the Pub/Sub emulator, `reconcile` and `resync` under functions-framework, a resync timer), with every controller of `examples/registry.ts`; the soak drives secret-replicator, foo, icecream, customcluster, configmap-bundle and tenant (Topic and Subscription run idle: no Topic is created). The auditor (`soak/auditor.ts`) reads the cluster with its own clients and imports nothing of Levelset's; a change has converged at the first audit whose reads started after it and found every primary it touched at its level (resolution: one audit round, see below).",
+    '',
+    `## Invariants violated at the end: ${r.finalViolations.length}`,
+    '',
+    r.finalViolations.length
+      ? r.finalViolations.map((v) => `- \`${v.key}\`: ${v.detail}`).join('\n')
+      : `None, after a quiet period of one resync interval (${r.resyncIntervalMs / 1000} s) with no change and no fault.`,
+    '',
+    '## Changes',
+    '',
+    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made). ${r.neverConverged} changes never converged.`,
+    '',
+    '| change | count |',
+    '| --- | ---: |',
+    ...Object.entries(r.changes.byKind)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `| ${k} | ${n} |`),
+    '',
+    '## Faults',
+    '',
+    '| fault | injected | failed to inject | what |',
+    '| --- | ---: | ---: | --- |',
+    ...r.faults.map(
+      (f) =>
+        `| ${f.kind} | ${f.skipped ? `skipped: ${f.skipped}` : f.injected} | ${f.failed} | ${f.description} |`,
+    ),
+    '',
+    '## Change → converged',
+    '',
+    'A change counts under a fault kind when that fault was active at any time while the change was pending (a fault stays active 5 s after its injection ends).',
+    '',
+    '| changes | n | p50 | p99 | max |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    lat('all', r.latency.overall),
+    lat('no fault meanwhile', r.latency.noFault),
+    ...Object.entries(r.latency.perFault).map(([k, f]) => lat(`during ${k}`, f)),
+    '',
+    '![change→converged CDF](latency.svg)',
+    '',
+    `Audits: ${r.audits.count} (${r.audits.failedReads} failed reads, retried), each ${s(r.audits.p50DurationMs)} median, ${s(r.audits.maxDurationMs)} max: the latencies are measured to that resolution. Resyncs: ${r.resyncs}.`,
+    '',
+    '## Converged only at a resync',
+    '',
+    `${r.atResync.total} changes converged within 20 s after a resync completed, having been pending at least 20 s before it started: the missed events (or failed deliveries) the resync covered. Per fault kind active meanwhile: ${
+      Object.entries(r.atResync.perFault)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }. Per change: ${
+      Object.entries(r.atResync.perKind)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }.`,
+    '',
+    '## Memory',
+    '',
+    "RSS from `/proc/<pid>/status` every few seconds (every sample is in results.json); the slope is least squares (MiB/hour) over the longest life of one pid after the warm-up, the first minute of each life left out (a process a fault restarted starts a new life: the relay, `reconcile` and the emulator are restarted every few minutes by the faults, so theirs are fitted over minutes and say less than one long life would). Heap: `nodejs_heap_size_used_bytes` of the relay's and `reconcile`'s `/metrics`, and `process.memoryUsage()` of the soak's own process, which holds the local API server (its watch history of 5 000 events per resource, large objects included), the auditor and the workload; the `resync` function serves no metrics.",
+    '',
+    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over | lives after warm-up | peak RSS (MiB) | last RSS (MiB) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...Object.entries(r.memory).map(
+      ([name, m]) =>
+        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} | ${mib(m.lastRssMiB)} |`,
+    ),
+    '',
+    '![RSS over time](memory.svg)',
+    '',
+    `Warnings and errors logged by the stack: ${
+      Object.entries(r.warnings)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none'
+    }.`,
+    '',
+    ...(r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}

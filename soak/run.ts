@@ -1,0 +1,465 @@
+/**
+ * `npm run soak`: the whole local stack (serverless: relay, Pub/Sub emulator, functions) with every
+ * registered controller, a seeded random workload, faults on a schedule, and an auditor apart from
+ * Levelset's code that checks every controller's level invariant every second or so. Writes
+ * `results.json`, `report.md`, `latency.svg` and `memory.svg` (soak/report.ts), and exits 1 when an
+ * invariant is violated after the final quiet period (one resync interval without change or fault).
+ *
+ *   npm run soak                               # 30 minutes, seed 1, into soak/
+ *   npm run soak -- --minutes 3 --out DIR      # the smoke (test/load/soak.load.ts)
+ *   npm run soak -- --seed 7                   # another sequence of changes and faults
+ *   npm run soak -- --kubeconfig ~/.kube/config  # against a real kube-apiserver (a disposable one:
+ *                                              # it makes namespaces soak-*, Tenants and CRDs); the
+ *                                              # faults only the local server injects are skipped
+ *
+ * Timeline: start-up (API server, CRDs, the soak's namespaces, the stack), a warm-up (the first
+ * primaries, ≥ 1 resync interval, not in the memory slopes), the active phase (a change every
+ * 0.3–0.9 s, quiet periods of 30–60 s, bursts of `--burst` changes, one fault at a time on a
+ * schedule that injects each kind at least five times in 30 minutes), then the quiet period and the
+ * final audit. SIGINT or SIGTERM stops everything the run started and exits 130 / 143 without a
+ * report; every child process is the stack's, stopped by its stop (and gone with this process
+ * anyway: local/parent-watch.ts).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
+import { z } from 'zod';
+import { machine, quantiles } from '../bench/report.ts';
+import { createLogger } from '../core/log.ts';
+import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
+import { waitFor } from '../functions/kit/wait.ts';
+import { installCrds } from '../local/demo.ts';
+import { repoRoot } from '../local/service.ts';
+import { startSimulatedNode } from '../local/simulated-node.ts';
+import { type LocalStack, startLocalStack } from '../local/stack.ts';
+import { readStackState } from '../local/state.ts';
+import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
+import { registeredCrds } from './crds.ts';
+import { type FaultKind, faultKinds } from './faults.ts';
+import { MemorySampler, metricsHeap, slopeOf } from './memory.ts';
+import { seededRandom } from './random.ts';
+import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
+import { createWorkload, Ledger } from './workload.ts';
+
+/** The command line, checked. */
+const Options = z.object({
+  minutes: z.coerce
+    .number()
+    .positive()
+    .max(24 * 60),
+  seed: z.coerce.number().int(),
+  kubeconfig: z.string().optional(),
+  out: z.string(),
+  resyncSeconds: z.coerce.number().int().min(10).max(3600),
+  burst: z.coerce.number().int().min(0).max(10_000),
+});
+type Options = z.infer<typeof Options>;
+
+const started = performance.now();
+const log = (line: string) =>
+  process.stderr.write(`[soak ${Math.round((performance.now() - started) / 1000)}s] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A change pending this long before a resync, and converged within this long after it, converged at the resync. */
+const RESYNC_GRACE_MS = 20_000;
+/** A fault stays "active" this long after its injection returns (the informers re-watching, keys retried). */
+const FAULT_AFTERMATH_MS = 5_000;
+
+/** What the run started, stopped in the reverse order by {@link stop}. */
+const stopAll: (() => Promise<void>)[] = [];
+let stopping = false;
+/** Stops everything started so far (each part once), newest first; never throws. */
+async function stop(): Promise<void> {
+  while (stopAll.length)
+    await (stopAll.pop() as () => Promise<void>)().catch((err) => log(`stop: ${String(err)}`));
+}
+for (const [signal, code] of [
+  ['SIGINT', 128 + constants.signals.SIGINT],
+  ['SIGTERM', 128 + constants.signals.SIGTERM],
+] as const)
+  process.once(signal, () => {
+    stopping = true;
+    log(`${signal}: stopping`);
+    void stop().finally(() => process.exit(code));
+  });
+// A failure anywhere (a loop's rejected promise) still stops every child and removes the temp dir.
+for (const event of ['uncaughtException', 'unhandledRejection'] as const)
+  process.on(event, (err) => {
+    log(`${event}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    void stop().finally(() => process.exit(1));
+  });
+
+/** Runs the soak; resolves with the process's exit code. */
+async function soak(options: Options, command: string): Promise<number> {
+  const t0 = Date.now();
+
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-soak-'));
+  stopAll.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const random = seededRandom(options.seed);
+  const notes: string[] = [];
+
+  // The cluster: the local API server in this process (its fault injector is the soak's), or a real one.
+  let local: LocalApiServer | undefined;
+  let kubeconfigPath: string;
+  if (options.kubeconfig) kubeconfigPath = options.kubeconfig;
+  else {
+    local = await startLocalApiServer({ kubeconfigPath: join(dir, 'kubeconfig'), historySize: 5000 });
+    const server = local;
+    stopAll.push(() => server.stop());
+    kubeconfigPath = local.kubeconfigPath;
+  }
+  const kubeConfig = new PooledKubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  const clusterName = local
+    ? 'local API server (apiserver/, in the soak process)'
+    : `real API server ${kubeConfig.getCurrentCluster()?.server ?? '?'}`;
+  log(`cluster: ${clusterName}`);
+  if (local) {
+    const node = await startSimulatedNode(kubeConfig, createLogger('soak-node'));
+    stopAll.push(() => node.stop());
+  }
+  const crds = registeredCrds();
+  await installCrds(kubeConfig, crds);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  await waitFor(() => custom.listClusterCustomObject(TENANTS).then(() => true), {
+    timeoutMs: 30_000,
+    message: 'the CRDs served',
+  });
+
+  const ledger = new Ledger();
+  let failedWrites = 0;
+  const workload = createWorkload({
+    kubeConfig,
+    random,
+    ledger,
+    onFailedWrite: () => {
+      failedWrites++;
+    },
+  });
+  if (!local)
+    stopAll.push(async () => {
+      // A real cluster keeps what the soak made: delete it (Tenants first: they hold namespaces).
+      const core = kubeConfig.makeApiClient(CoreV1Api);
+      for (const name of workload.tenantNames())
+        await custom.deleteClusterCustomObject({ ...TENANTS, name }).catch(() => undefined);
+      for (const name of workload.madeNamespaces())
+        await core.deleteNamespace({ name }).catch(() => undefined);
+    });
+  await workload.setup();
+
+  // The stack: every registered controller, serverless.
+  const warnings: Record<string, number> = {};
+  const resyncs: { at: number; durationMs: number }[] = [];
+  const resyncIntervalMs = options.resyncSeconds * 1000;
+  const stateDir = join(dir, 'state');
+  const stack: LocalStack = await startLocalStack({
+    mode: 'serverless',
+    kubeconfigPath,
+    env: { LEVELSET_SOURCE_NAMESPACE: LAYOUT.sourceNamespace, LOG_LEVEL: 'warn' },
+    resyncIntervalMs,
+    stateDir,
+    tracing: false,
+    onLog: (service, line) => {
+      if (['WARNING', 'ERROR', 'CRITICAL'].includes(String(line.severity)) || line.raw)
+        warnings[service] = (warnings[service] ?? 0) + 1;
+    },
+    onResync: (report) => {
+      if (report instanceof Error) log(`resync failed: ${report.message}`);
+      else resyncs.push({ at: Date.now(), durationMs: report.durationMs });
+    },
+  });
+  stopAll.push(() => stack.stop());
+  log(
+    `stack started: relay ${stack.relay()?.pid}, reconcile ${stack.reconcile.pid}, emulator ${stack.emulator.pid}`,
+  );
+  const reconcileMetrics = readStackState(stateDir)?.reconcileMetricsUrl;
+
+  // Memory.
+  /** A pid of the stack's, or undefined while that process is down (a getter that throws then). */
+  const pidOf = (get: () => number | undefined) => () => {
+    try {
+      return get();
+    } catch {
+      return undefined;
+    }
+  };
+  const sampler = new MemorySampler([
+    {
+      name: 'relay',
+      pid: pidOf(() => stack.relay()?.pid),
+      heapMiB: async () => {
+        const url = stack.relay()?.url;
+        return url ? metricsHeap(new URL('/metrics', url).href) : undefined;
+      },
+    },
+    {
+      name: 'reconcile',
+      pid: pidOf(() => stack.reconcile.pid),
+      heapMiB: async () => (reconcileMetrics ? metricsHeap(reconcileMetrics) : undefined),
+    },
+    { name: 'resync', pid: pidOf(() => stack.resync.pid) },
+    { name: 'pubsub-emulator', pid: pidOf(() => stack.emulator.pid) },
+    {
+      name: local ? 'soak (API server, auditor, workload)' : 'soak (auditor, workload)',
+      pid: () => process.pid,
+      heapMiB: async () => process.memoryUsage().heapUsed / 2 ** 20,
+    },
+  ]);
+
+  // The auditor's loop: converges pending changes.
+  const auditor = createAuditor(kubeConfig);
+  const audits: AuditResult[] = [];
+  let failedReads = 0;
+  let auditing = true;
+  const onAudit = (result: AuditResult) => {
+    audits.push({ ...result, violations: [] });
+    const violated = new Set(result.violations.map((v) => v.key));
+    for (const c of ledger.pending)
+      if (c.at < result.startedAt && c.keys.every((k) => !violated.has(k))) {
+        c.convergedAt = result.startedAt;
+        c.atResync = resyncs.some(
+          (r) =>
+            r.at - r.durationMs - c.at >= RESYNC_GRACE_MS &&
+            result.startedAt >= r.at - r.durationMs &&
+            result.startedAt - r.at <= RESYNC_GRACE_MS,
+        );
+        ledger.pending.delete(c);
+      }
+  };
+  const auditLoop = (async () => {
+    while (auditing) {
+      const begun = Date.now();
+      try {
+        onAudit(await auditor.audit());
+      } catch {
+        failedReads++;
+      }
+      await sleep(Math.max(0, 1000 - (Date.now() - begun)));
+    }
+  })();
+  const memoryLoop = (async () => {
+    while (auditing) {
+      await sampler.sample().catch((err) => log(`memory sample: ${String(err)}`));
+      await sleep(options.minutes >= 10 ? 10_000 : 3_000);
+    }
+  })();
+
+  // The schedule.
+  const totalMs = options.minutes * 60_000;
+  const quietEndMs = resyncIntervalMs + 10_000;
+  const activeEnd = t0 + totalMs - quietEndMs;
+  log('warm-up: the first primaries');
+  await workload.seed();
+  const warmupEnd = Math.max(Date.now() + 5_000, t0 + Math.min(resyncIntervalMs, totalMs / 6));
+  const kinds = faultKinds({ stack, apiFaults: local?.faults, workload, random });
+  const injectable = kinds.filter((k) => !k.skipped);
+  const faultCounts = new Map(kinds.map((k) => [k.name, { injected: 0, failed: 0 }]));
+  // Each kind at least five times in 30 minutes: slots at most 30 s apart, every kind once per
+  // round of the slots, in a seeded order.
+  const faultPeriodMs = Math.max(
+    8_000,
+    Math.min(30_000, (activeEnd - warmupEnd) / Math.max(1, injectable.length * 5 + 1)),
+  );
+  let active = true;
+  const faultLoop = (async () => {
+    let order: FaultKind[] = [];
+    for (let slot = warmupEnd + faultPeriodMs; active && slot < activeEnd; slot += faultPeriodMs) {
+      await sleep(Math.max(0, slot - Date.now()));
+      if (!active) break;
+      if (order.length === 0) {
+        order = [...injectable];
+        for (let i = order.length - 1; i > 0; i--) {
+          const j = random.int(0, i);
+          [order[i], order[j]] = [order[j] as FaultKind, order[i] as FaultKind];
+        }
+      }
+      const kind = order.shift() as FaultKind;
+      const count = faultCounts.get(kind.name) as { injected: number; failed: number };
+      ledger.faultStarted(kind.name);
+      try {
+        await kind.inject();
+        count.injected++;
+      } catch (err) {
+        count.failed++;
+        log(`fault ${kind.name} failed: ${String(err)}`);
+      }
+      setTimeout(() => ledger.faultEnded(kind.name), FAULT_AFTERMATH_MS).unref();
+      log(
+        `fault ${kind.name} (${count.injected}); ${ledger.changes.length} changes, ${ledger.pending.size} pending`,
+      );
+    }
+  })();
+  let bursts = 0;
+  // A burst about every 7 minutes (one at least), the first half a period after the warm-up.
+  const burstEvery = (activeEnd - warmupEnd) / Math.max(1, Math.round((activeEnd - warmupEnd) / 420_000));
+  let nextBurst = warmupEnd + burstEvery / 2;
+  let nextQuiet = warmupEnd + random.int(120, 240) * 1000;
+  while (Date.now() < activeEnd && !stopping) {
+    if (options.burst > 0 && Date.now() >= nextBurst) {
+      log(`burst of ${options.burst} changes`);
+      await workload.burst(options.burst);
+      bursts++;
+      nextBurst += burstEvery;
+    } else if (Date.now() >= nextQuiet) {
+      const ms = random.int(30, 60) * 1000;
+      log(`quiet for ${ms / 1000} s`);
+      await sleep(Math.min(ms, Math.max(0, activeEnd - Date.now())));
+      nextQuiet = Date.now() + random.int(180, 300) * 1000;
+    } else {
+      await workload.step();
+      await sleep(random.int(300, 900));
+    }
+  }
+  active = false;
+  await faultLoop;
+  local?.faults.clear();
+  // Everything a fault stops is running again: inject() mends what it breaks, even when it failed half-way.
+  if (!stack.relay()) await stack.startRelay().catch((err) => log(`relay restart: ${String(err)}`));
+  log(`quiet period: ${quietEndMs / 1000} s (one resync interval and 10 s), no change, no fault`);
+  await sleep(quietEndMs);
+
+  // The final audit, with a few retries of a failed read (not of a violation).
+  let final: AuditResult | undefined;
+  for (let i = 0; i < 5 && !final; i++) final = await auditor.audit().catch(() => undefined);
+  if (final) onAudit(final);
+  auditing = false;
+  await auditLoop;
+  await memoryLoop;
+  const finalViolations: Violation[] = final?.violations ?? [
+    { key: '-', detail: 'the final audit could not read the cluster' },
+  ];
+  log(`final audit: ${finalViolations.length} invariants violated`);
+
+  // The figures.
+  const changes = ledger.changes;
+  const byKind: Record<string, number> = {};
+  for (const c of changes) byKind[c.kind] = (byKind[c.kind] ?? 0) + 1;
+  const perFault: Record<string, ReturnType<typeof latencyOf>> = {};
+  const atResyncPerFault: Record<string, number> = {};
+  const atResyncPerKind: Record<string, number> = {};
+  for (const k of kinds) perFault[k.name] = latencyOf(changes.filter((c) => c.faults.has(k.name)));
+  for (const c of changes.filter((x) => x.atResync)) {
+    for (const f of c.faults.size ? c.faults : ['none']) atResyncPerFault[f] = (atResyncPerFault[f] ?? 0) + 1;
+    atResyncPerKind[c.kind] = (atResyncPerKind[c.kind] ?? 0) + 1;
+  }
+  const auditMs = quantiles(audits.map((a) => a.durationMs));
+  const memory: SoakResults['memory'] = {};
+  for (const [name, samples] of sampler.samples)
+    memory[name] = {
+      slope: slopeOf(samples, warmupEnd),
+      peakRssMiB: samples.length ? Math.max(...samples.map((s) => s.rssMiB)) : undefined,
+      lastRssMiB: samples.at(-1)?.rssMiB,
+    };
+  if (!local)
+    notes.push(
+      "Against a real kube-apiserver: the faults only the local API server can inject were skipped (see the faults table); etcd compaction and restarts are the cluster's own.",
+    );
+  notes.push(
+    'The API server outage is the local server paused with every connection reset for 5 s, its store kept: the local server cannot be restarted as a process (its store is in memory), as a kube-apiserver restart keeps etcd.',
+    'The relay and the functions run as the cluster admin here (the end-to-end tests run them least-privileged).',
+  );
+  const results: SoakResults = {
+    startedAt: new Date(t0).toISOString(),
+    durationS: (Date.now() - t0) / 1000,
+    minutes: options.minutes,
+    seed: options.seed,
+    cluster: clusterName,
+    machine: machine(),
+    resyncIntervalMs,
+    changes: {
+      total: changes.length,
+      byKind,
+      inBursts: changes.filter((c) => c.burst).length,
+      failedWrites,
+      bursts,
+    },
+    faults: kinds.map((k) => ({
+      kind: k.name,
+      description: k.description,
+      injected: faultCounts.get(k.name)?.injected ?? 0,
+      failed: faultCounts.get(k.name)?.failed ?? 0,
+      ...(k.skipped ? { skipped: k.skipped } : {}),
+    })),
+    latency: {
+      overall: latencyOf(changes),
+      noFault: latencyOf(changes.filter((c) => c.faults.size === 0)),
+      perFault,
+    },
+    atResync: {
+      total: changes.filter((c) => c.atResync).length,
+      perFault: atResyncPerFault,
+      perKind: atResyncPerKind,
+    },
+    neverConverged: changes.filter((c) => c.convergedAt === undefined).length,
+    audits: {
+      count: audits.length,
+      failedReads,
+      ...(audits.length
+        ? { p50DurationMs: auditMs.p50, maxDurationMs: Math.max(...audits.map((a) => a.durationMs)) }
+        : {}),
+    },
+    resyncs: resyncs.length,
+    finalViolations,
+    memory,
+    warnings,
+    notes,
+  };
+  mkdirSync(options.out, { recursive: true });
+  writeFileSync(
+    join(options.out, 'results.json'),
+    `${JSON.stringify(
+      {
+        ...results,
+        memorySamples: Object.fromEntries(sampler.samples),
+        unconverged: changes
+          .filter((c) => c.convergedAt === undefined)
+          .slice(0, 50)
+          .map((c) => ({ ...c, faults: [...c.faults] })),
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  writeFileSync(
+    join(options.out, 'latency.svg'),
+    latencyChart(
+      changes,
+      kinds.map((k) => k.name),
+    ),
+  );
+  writeFileSync(join(options.out, 'memory.svg'), memoryChart('Soak: RSS over time', sampler.samples, t0));
+  writeFileSync(join(options.out, 'report.md'), markdownReport(results, command));
+  log(`report: ${join(options.out, 'report.md')}`);
+  await stop();
+  return finalViolations.length === 0 ? 0 : 1;
+}
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '30' },
+    seed: { type: 'string', default: '1' },
+    kubeconfig: { type: 'string' },
+    out: { type: 'string' },
+    'resync-seconds': { type: 'string', default: '60' },
+    burst: { type: 'string', default: '1000' },
+  },
+});
+const options = Options.parse({
+  ...values,
+  out: values.out ?? join(repoRoot, 'soak'),
+  resyncSeconds: values['resync-seconds'],
+});
+process.env.METADATA_SERVER_DETECTION ??= 'none';
+const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}`;
+log(`soak: ${options.minutes} min, seed ${options.seed}, out ${relative(process.cwd(), options.out) || '.'}`);
+try {
+  process.exitCode = await soak(options, command);
+} catch (err) {
+  log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exitCode = 1;
+} finally {
+  await stop();
+}
