@@ -174,7 +174,13 @@ describe('a failing key never slows the others (serverless)', {
     }
     // Every attempt was a push of the keys subscription, answered 2xx; each attempt numbered in its message.
     const key = `${source}/broken`;
-    const attempts = pushesOf('broken');
+    // The push proxy records a push once its answer is sent, which may follow the dead letter.
+    const attempts = await waitFor(
+      () => (pushesOf('broken').length >= ATTEMPTS ? pushesOf('broken') : undefined),
+      {
+        message: 'every attempt of the broken key recorded',
+      },
+    );
     assert.equal(attempts.length, ATTEMPTS);
     assert.deepEqual(
       attempts.map((x) => x.status),
@@ -203,10 +209,13 @@ describe('a failing key never slows the others (serverless)', {
     });
     await publish('limited');
     const key = `${source}/limited`;
-    await waitFor(() => outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success'), {
-      timeoutMs: 30_000,
-      message: 'the rate-limited key reconciled',
-    });
+    // The push proxy records a push once its answer is sent, after the outcome line: wait for both.
+    await waitFor(
+      () =>
+        outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success') &&
+        pushesOf('limited').length >= 2,
+      { timeoutMs: 30_000, message: 'the rate-limited key reconciled' },
+    );
     // The kit answers a rate limit with `rateLimited` (functions/kit/rate-limits.ts), which the
     // runtime retries after the delay the answer asked for: not a failure, so the key's attempts are
     // not spent on it.
@@ -263,10 +272,12 @@ describe('a failing key never slows the others (serverless)', {
       slow();
       const second = stack.reconcile.pid;
       assert.notEqual(second, first);
-      await waitFor(() => outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success'), {
-        timeoutMs: 60_000,
-        message: 'the key reconciled once the rate limit cleared',
-      });
+      // The push proxy records a push once its answer is sent, after the outcome line: wait for both.
+      await waitFor(
+        () =>
+          outcomeLines(p, CONTROLLER, key).some((l) => l.outcome === 'success') && pushesOf(name).length >= 5,
+        { timeoutMs: 60_000, message: 'the key reconciled once the rate limit cleared' },
+      );
       // Pub/Sub redelivered the killed delivery's message (rate limit 1) to the second process.
       assert.deepEqual(
         pushesOf(name).map((x) => [
