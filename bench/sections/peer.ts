@@ -6,11 +6,10 @@
  *   npm run bench -- --only peer --out bench/peer \
  *     --kubeconfig PATH --peer sample-controller=PATH --peer sample-controller-unthrottled=PATH
  *
- * `sample-controller` is the binary as kubernetes/sample-controller's `main.go` builds it (client-go's
- * default client-side throttle: 5 requests/s, burst 10); `sample-controller-unthrottled` the same with
- * `QPS = -1` on its rest.Config (no client-side throttle, as controller-runtime runs since v0.21), the
- * baseline when given. Neither binary, nor its source or a script that builds it, is in this
- * repository: each user builds their own from a Kubernetes tree.
+ * `sample-controller` is the peer with client-go's default client-side throttle (5 requests/s, burst
+ * 10); `sample-controller-unthrottled` the peer without a client-side throttle (as controller-runtime
+ * runs since v0.21), the baseline when given. Neither binary, nor its source or a script that builds
+ * it, is in this repository: each user brings their own.
  *
  * For each size N (`--peer-sizes`, default 200 and 1000) and each contender alone — the peers, then
  * `levelset run --in-process` and the serverless stack of `levelset dev --cluster kubeconfig` (relay →
