@@ -36,19 +36,8 @@ const started = performance.now();
 export const log = (s: string) =>
   process.stderr.write(`[bench ${Math.round((performance.now() - started) / 1000)}s] ${s}\n`);
 
-/** Runs `fn` with at most `concurrency` calls at once over `items`. */
-export async function pool<T>(
-  items: readonly T[],
-  concurrency: number,
-  fn: (item: T) => Promise<unknown>,
-): Promise<void> {
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (i < items.length) await fn(items[i++] as T);
-    }),
-  );
-}
+/** Runs `fn` with at most `concurrency` calls at once over `items` (the kit's bounded map). */
+export { forEachLimit as pool } from '../functions/kit/concurrency.ts';
 
 /** A cluster-wide watch that resolves waiters when a predicate on the latest objects holds. */
 export function watchObjects(kc: KubeConfig, path: string) {
