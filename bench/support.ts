@@ -92,12 +92,8 @@ export function watchObjects(kc: KubeConfig, path: string) {
 
 export type ObjectWatch = ReturnType<typeof watchObjects>;
 
-/** Whether `o`'s Ready condition is True (a Foo's, a Topic's). */
-export function isReady(o: KubernetesObject | undefined): boolean {
-  const conditions = (o as { status?: { conditions?: { type: string; status: string }[] } } | undefined)
-    ?.status?.conditions;
-  return Boolean(conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-}
+/** Whether an object's Ready condition is True for its generation (a Foo's, a Topic's): the kit's. */
+export { isReady } from '../functions/kit/ready.ts';
 
 /** The Foo group/version/plural, for CustomObjectsApi calls. */
 export const FOOS = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' } as const;
