@@ -36,19 +36,8 @@ const started = performance.now();
 export const log = (s: string) =>
   process.stderr.write(`[bench ${Math.round((performance.now() - started) / 1000)}s] ${s}\n`);
 
-/** Runs `fn` with at most `concurrency` calls at once over `items`. */
-export async function pool<T>(
-  items: readonly T[],
-  concurrency: number,
-  fn: (item: T) => Promise<unknown>,
-): Promise<void> {
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (i < items.length) await fn(items[i++] as T);
-    }),
-  );
-}
+/** Runs `fn` with at most `concurrency` calls at once over `items` (the kit's bounded map). */
+export { forEachLimit as pool } from '../functions/kit/concurrency.ts';
 
 /** A cluster-wide watch that resolves waiters when a predicate on the latest objects holds. */
 export function watchObjects(kc: KubeConfig, path: string) {
@@ -103,12 +92,8 @@ export function watchObjects(kc: KubeConfig, path: string) {
 
 export type ObjectWatch = ReturnType<typeof watchObjects>;
 
-/** Whether `o`'s Ready condition is True (a Foo's, a Topic's). */
-export function isReady(o: KubernetesObject | undefined): boolean {
-  const conditions = (o as { status?: { conditions?: { type: string; status: string }[] } } | undefined)
-    ?.status?.conditions;
-  return Boolean(conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-}
+/** Whether an object's Ready condition is True for its generation (a Foo's, a Topic's): the kit's. */
+export { isReady } from '../functions/kit/ready.ts';
 
 /** The Foo group/version/plural, for CustomObjectsApi calls. */
 export const FOOS = { group: 'samplecontroller.k8s.io', version: 'v1alpha1', plural: 'foos' } as const;

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../core/kube.ts';
 import { createKeyPublisher, type KeyPublisher, type KeyPublisherOptions } from '../core/publish.ts';
+import { answers } from '../local/service.ts';
 import { readStackState, type StackState, stackProcessAlive, stateDirectory } from '../local/state.ts';
 import { CliError, firstLine } from './errors.ts';
 
@@ -45,16 +46,6 @@ export function resourceId(fullName: string): string {
   return fullName.slice(fullName.lastIndexOf('/') + 1);
 }
 
-async function answers(url: string, timeoutMs: number): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Resolves the target of a command.
  * @throws {CliError} when neither a running local stack nor a project is found.
@@ -85,7 +76,11 @@ export async function resolveTarget(
   } catch (err) {
     throw new CliError(`${firstLine(err)}: delete it, then start the stack with \`levelset dev\``);
   }
-  if (stack && stackProcessAlive(stack) && (await answers(`http://${stack.emulatorHost}/`, 2000))) {
+  if (
+    stack &&
+    stackProcessAlive(stack) &&
+    (await answers(`http://${stack.emulatorHost}/`, { timeoutMs: 2000 }))
+  ) {
     return {
       kind: 'local',
       projectId: stack.projectId,

@@ -65,11 +65,18 @@ async function portOpen(port: number): Promise<boolean> {
   });
 }
 
-async function answers(url: string): Promise<boolean> {
+/**
+ * Whether an HTTP server answers at `url` (any status; with `ok`, a 2xx), within `timeoutMs` when
+ * given: the local stack's readiness probes, the watchdog's and the CLI's.
+ */
+export async function answers(
+  url: string,
+  options: { timeoutMs?: number; ok?: boolean } = {},
+): Promise<boolean> {
   try {
-    const res = await fetch(url);
+    const res = await fetch(url, options.timeoutMs ? { signal: AbortSignal.timeout(options.timeoutMs) } : {});
     await res.body?.cancel();
-    return res.ok;
+    return !options.ok || res.ok;
   } catch {
     return false;
   }
@@ -153,7 +160,7 @@ export async function startService(options: ServiceOptions): Promise<Service> {
   };
   const url = serviceUrl(options.port);
   const ready = options.readyPath
-    ? () => answers(new URL(options.readyPath ?? '/', url).href)
+    ? () => answers(new URL(options.readyPath ?? '/', url).href, { ok: true })
     : () => portOpen(options.port);
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (!(listening && (await ready()))) {

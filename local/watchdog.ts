@@ -18,6 +18,7 @@
 import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
 import { emulatorClientOptions } from '../core/publish.ts';
 import type { PushProxy } from './push-proxy.ts';
+import { answers } from './service.ts';
 
 /** What the watchdog knows about deliveries; times are epoch ms, `undefined` when it never happened. */
 export interface DeliveryStatus {
@@ -83,16 +84,6 @@ interface Published {
 
 /** Ids of settled messages are kept this long, ms, in case the watchdog's copy arrives after the push. */
 const SETTLED_MEMORY_MS = 10 * 60_000;
-
-async function answersHttp(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, { method: 'GET', signal: AbortSignal.timeout(2_000) });
-    await res.arrayBuffer().catch(() => undefined);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Starts the watchdog (creating its pull subscription). */
 export async function startDeliveryWatchdog(options: DeliveryWatchdogOptions): Promise<DeliveryWatchdog> {
@@ -170,7 +161,7 @@ export async function startDeliveryWatchdog(options: DeliveryWatchdogOptions): P
     const s = status();
     if (s.oldestPublishedAt === undefined || now - s.oldestPublishedAt < stallMs) return;
     if (s.lastPushAt !== undefined && now - s.lastPushAt < stallMs) return;
-    if (!(await answersHttp(options.functionUrl()))) return; // down: nothing could be delivered anyway
+    if (!(await answers(options.functionUrl(), { timeoutMs: 2_000 }))) return; // down: nothing could be delivered anyway
     const stalled = [...pending];
     await pubsub
       .subscription(options.pushSubscription)

@@ -27,9 +27,9 @@ import {
   type Key,
   keyString,
   type MappedKey,
+  mappedKeys,
   orderingKeyOf,
 } from '../core/contract/key.ts';
-import { isDNS1123Label } from '../core/contract/names.ts';
 import { isPrimaryWatch } from '../core/contract/watch-predicates.ts';
 import { ATTR, SPAN, tracer } from '../core/k8s/tracing.ts';
 import type { Logger } from '../core/log.ts';
@@ -161,22 +161,6 @@ interface Queued extends ControllerKey {
 }
 
 /**
- * Validates a key returned by a `Watch.map`: a non-empty name, a string namespace, and a `cluster`
- * that, when present, is a cluster id (a DNS-1123 label).
- */
-function isKey(k: unknown): k is MappedKey {
-  const key = k as Partial<MappedKey> | null;
-  return (
-    typeof key === 'object' &&
-    key !== null &&
-    typeof key.name === 'string' &&
-    key.name.length > 0 &&
-    typeof key.namespace === 'string' &&
-    (key.cluster === undefined || (typeof key.cluster === 'string' && isDNS1123Label(key.cluster)))
-  );
-}
-
-/**
  * The event → key → message flow. Events go in with {@link KeyPipeline.handle}; each affected key is
  * queued in the collapser: the first event of a quiet key is published at once, repeats within the
  * window after it as one trailing message at the window's end. At most
@@ -290,21 +274,12 @@ export class KeyPipeline {
       return [];
     }
     if (!Array.isArray(mapped)) return [];
-    const seen = new Map<string, MappedKey>();
-    for (const k of mapped) {
-      if (!isKey(k)) {
-        this.#options.logger.error(
-          { controller, resource: resourceName(route.watch.resource) },
-          'watch map returned an invalid key',
-        );
-        continue;
-      }
-      const key: MappedKey = { namespace: k.namespace, name: k.name };
-      if (k.cluster !== undefined && k.cluster !== (this.#options.cluster ?? DEFAULT_CLUSTER))
-        key.cluster = k.cluster;
-      seen.set(`${key.cluster ?? ''}|${keyString(key)}`, key);
-    }
-    return [...seen.values()];
+    return mappedKeys(mapped, this.#options.cluster ?? DEFAULT_CLUSTER, () =>
+      this.#options.logger.error(
+        { controller, resource: resourceName(route.watch.resource) },
+        'watch map returned an invalid key',
+      ),
+    );
   }
 
   /** The watch's own predicate (`Watch.predicate`); one that throws drops the event, logged. */

@@ -224,10 +224,9 @@ export function kitTable(resources: readonly BuiltinResource[]): string {
     const key = seen.has(r.plural) ? `${r.plural}.${r.group}` : r.plural;
     seen.add(r.plural);
     const status = r.subresources.includes('status') ? '' : ', statusSubresource: false';
-    return `  ${JSON.stringify(key)}: { group: ${JSON.stringify(r.group)}, version: '${r.version}', plural: '${r.plural}', kind: '${r.kind}', namespaced: ${r.namespaced}${status} } as ResourceType<${r.model}>,`;
+    return `  ${JSON.stringify(key)}: { group: ${JSON.stringify(r.group)}, version: '${r.version}', plural: '${r.plural}', kind: '${r.kind}', namespaced: ${r.namespaced}${status} } as ResourceType<k8s.${r.model}>,`;
   });
-  const models = [...new Set(resources.map((r) => r.model))].sort();
-  return `${HEADER}import type {\n${models.map((m) => `  ${m},`).join('\n')}\n} from '@kubernetes/client-node';
+  return `${HEADER}import type * as k8s from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 
 /**

@@ -27,7 +27,7 @@ import {
   TERRAFORM_DEFAULTS,
 } from '../cost.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
-import type { Figure } from '../report.ts';
+import { type Figure, figuresOf } from '../report.ts';
 import { applyCrds, jsonChild, procStatusKib, sleep, stopChild, waitForServed } from '../support.ts';
 
 /** One controller's reconcile as measured in its function process (bench/child.ts `reconcile`). */
@@ -285,6 +285,7 @@ function priced(
   const money = (x: number) => Math.round(x * 100) / 100;
   const ms = (x: number) => Math.round(x * 1e5) / 100;
   const shape = `${st.vcpu} vCPU, ${st.memoryGib * 1024} MiB, concurrency ${st.concurrency}`;
+  const figure = figuresOf('cost');
   const figures: Figure[] = [];
   const cost: CostRow[] = [];
   for (const [controller, m] of measured) {
@@ -309,13 +310,8 @@ function priced(
       peakRssMib: Math.round(m.peakRss / 2 ** 20),
     };
     cost.push(row);
-    const f = (name: string, value: number, unit: string, baseline?: Figure['baseline']): Figure => ({
-      section: 'cost',
-      name: `${controller}: ${name}`,
-      value,
-      unit,
-      ...(baseline ? { baseline } : {}),
-    });
+    const f = (name: string, value: number, unit: string, baseline?: Figure['baseline']) =>
+      figure(`${controller}: ${name}`, value, unit, baseline);
     figures.push(
       f('CPU time per reconcile (function process, process.cpuUsage), converged', row.cpuMs.converged, 'ms', {
         name: 'changing (the object changed before each)',
@@ -349,11 +345,12 @@ function priced(
       }),
     );
   }
-  figures.push({
-    section: 'cost',
-    name: `always-on in-process pod on GKE Autopilot (idle ${Math.round(pod.cores * 1000)} mCPU, RSS ${Math.round(pod.rssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
-    value: Math.round(podPerHour * 730 * 100) / 100,
-    unit: '$/month',
-  });
+  figures.push(
+    figure(
+      `always-on in-process pod on GKE Autopilot (idle ${Math.round(pod.cores * 1000)} mCPU, RSS ${Math.round(pod.rssMib)} MiB; billed at least ${PRICES.autopilot.minVcpu} vCPU, ${PRICES.autopilot.minGib} GiB)`,
+      Math.round(podPerHour * 730 * 100) / 100,
+      '$/month',
+    ),
+  );
   return { figures, cost };
 }

@@ -34,7 +34,7 @@ import {
   RequestContext,
   type V1Deployment,
 } from '@kubernetes/client-node';
-import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { parsePrometheusText } from '../../cli/impl/watch.ts';
 import { waitFor } from '../../functions/kit/wait.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type AnyLocalStack, STACK_MODES } from '../../local/stack.ts';
@@ -82,14 +82,11 @@ interface ContenderResult {
 async function requestCounts(kc: KubeConfig): Promise<RequestCounts> {
   const text = await getText(kc, '/metrics');
   const counts: RequestCounts = new Map();
-  for (const family of parsePrometheusTextFormat(text)) {
-    if (family.name !== 'apiserver_request_total') continue;
-    for (const m of family.metrics) {
-      const { verb = '', resource = '', code = '' } = m.labels ?? {};
-      if (resource !== 'foos' && resource !== 'deployments') continue;
-      const key = `${verb}|${resource}|${code}`;
-      counts.set(key, (counts.get(key) ?? 0) + Number(m.value));
-    }
+  for (const m of parsePrometheusText(text)) {
+    const { verb = '', resource = '', code = '' } = m.labels;
+    if (m.name !== 'apiserver_request_total' || (resource !== 'foos' && resource !== 'deployments')) continue;
+    const key = `${verb}|${resource}|${code}`;
+    counts.set(key, (counts.get(key) ?? 0) + m.value);
   }
   return counts;
 }

@@ -5,19 +5,14 @@
  */
 import type { CommandModule } from 'yargs';
 import type { ReleaseArgs } from '../impl/finalizers.ts';
+import { controllerKeyPositionals } from './options.ts';
 
 const releaseCommand: CommandModule<object, ReleaseArgs> = {
   command: 'release <controller> <key>',
   describe:
     "remove the controller's finalizer from one object (its finalize will not run: what it holds outside the cluster may stay)",
   builder: (y) =>
-    y
-      .positional('controller', { type: 'string', demandOption: true, describe: 'a registered controller' })
-      .positional('key', {
-        type: 'string',
-        demandOption: true,
-        describe: 'namespace/name, or name for a cluster-scoped primary',
-      })
+    controllerKeyPositionals(y, 'a registered controller')
       .option('yes', {
         type: 'boolean',
         default: false,

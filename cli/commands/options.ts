@@ -34,3 +34,20 @@ export function targetOptions<T>(y: Argv<T>) {
         "keys topic id on Google Cloud (Terraform's topic_name; default LEVELSET_TOPIC or levelset-keys)",
     });
 }
+
+/**
+ * The `<controller> <key>` positionals of `plan`, `reconcile`, `trace` and `finalizers release`;
+ * `controller` describes the first (default: a registered controller, as `levelset controllers` lists).
+ */
+export function controllerKeyPositionals<T>(
+  y: Argv<T>,
+  controller = 'a registered controller (levelset controllers)',
+) {
+  return y
+    .positional('controller', { type: 'string', demandOption: true, describe: controller })
+    .positional('key', {
+      type: 'string',
+      demandOption: true,
+      describe: 'namespace/name, or name for a cluster-scoped primary',
+    });
+}

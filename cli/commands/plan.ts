@@ -4,23 +4,14 @@
  */
 import type { CommandModule } from 'yargs';
 import type { PlanArgs } from '../impl/plan.ts';
+import { controllerKeyPositionals } from './options.ts';
 
 export const planCommand: CommandModule<object, PlanArgs> = {
   command: 'plan <controller> <key>',
   describe:
     'run one reconcile with every write sent as a server-side dry-run (dryRun=All) and print what it would change; exit 1 when something',
   builder: (y) =>
-    y
-      .positional('controller', {
-        type: 'string',
-        demandOption: true,
-        describe: 'a registered controller (levelset controllers)',
-      })
-      .positional('key', {
-        type: 'string',
-        demandOption: true,
-        describe: 'namespace/name, or name for a cluster-scoped primary',
-      })
+    controllerKeyPositionals(y)
       .option('output', { alias: 'o', choices: ['text', 'json'], default: 'text' })
       .example('$0 plan foo demo/example-foo', 'what the reconcile of the demo Foo would change now')
       .epilogue(

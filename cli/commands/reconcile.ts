@@ -5,26 +5,18 @@
  */
 import type { CommandModule } from 'yargs';
 import type { ReconcileArgs } from '../impl/reconcile.ts';
-import { clusterOption, targetOptions } from './options.ts';
+import { clusterOption, controllerKeyPositionals, targetOptions } from './options.ts';
 
 export const reconcileCommand: CommandModule<object, ReconcileArgs> = {
   command: 'reconcile <controller> <key>',
   describe: 'publish one key now (reason: manual); --wait follows it to its outcome (local stack)',
   builder: (y) =>
-    clusterOption(
-      targetOptions(y),
-      'the cluster the key is in (default: default, the single cluster of a one-cluster deployment)',
+    controllerKeyPositionals(
+      clusterOption(
+        targetOptions(y),
+        'the cluster the key is in (default: default, the single cluster of a one-cluster deployment)',
+      ),
     )
-      .positional('controller', {
-        type: 'string',
-        demandOption: true,
-        describe: 'a registered controller (levelset controllers)',
-      })
-      .positional('key', {
-        type: 'string',
-        demandOption: true,
-        describe: 'namespace/name, or name for a cluster-scoped primary',
-      })
       .option('wait', {
         type: 'boolean',
         default: false,

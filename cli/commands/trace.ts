@@ -5,6 +5,7 @@
  */
 import type { CommandModule } from 'yargs';
 import type { TraceArgs } from '../impl/trace.ts';
+import { controllerKeyPositionals } from './options.ts';
 
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -24,17 +25,10 @@ export const traceCommand: CommandModule<object, TraceArgs> = {
   describe:
     "a key's last reconciles as a waterfall: event seen, published, delivered (attempt N), each API call, outcome (local stack, or Cloud Trace with --project)",
   builder: (y) =>
-    y
-      .positional('controller', {
-        type: 'string',
-        demandOption: true,
-        describe: 'a registered controller (levelset controllers): the traces of its reconciles of the key',
-      })
-      .positional('key', {
-        type: 'string',
-        demandOption: true,
-        describe: 'namespace/name, or name for a cluster-scoped primary',
-      })
+    controllerKeyPositionals(
+      y,
+      'a registered controller (levelset controllers): the traces of its reconciles of the key',
+    )
       .option('last', {
         type: 'number',
         default: 3,

@@ -84,7 +84,7 @@ function bounds(t: Constraints): string {
   return `${t.min === undefined ? '' : `.min(${t.min})`}${t.max === undefined ? '' : `.max(${t.max})`}${regex}`;
 }
 
-/** The zod expression of `t`, as source text (the same schema as {@link zodSchemaOf}). */
+/** The zod expression of `t`, as source text (what api.ts declares; {@link zodSchemaOf} evaluates it). */
 function zodOf(t: FieldType): string {
   switch (t.type) {
     case 'string':
@@ -106,37 +106,13 @@ function zodOf(t: FieldType): string {
 const zodFields = (fields: readonly Field[]) =>
   fields.map((f) => `${f.name}: ${zodOf(f)}${f.required ? '' : '.optional()'},`).join('\n');
 
-/** The zod schema of `t` itself (what {@link zodOf}'s text evaluates to): the CRD's and the example's source. */
-function zodSchemaOf(t: FieldType): z.ZodType {
-  const bounded = <S extends z.ZodString | z.ZodNumber>(s: S): S => {
-    let out = s;
-    if (t.type === 'array' || t.type === 'object') return out;
-    if (t.min !== undefined) out = out.min(t.min) as S;
-    if (t.max !== undefined) out = out.max(t.max) as S;
-    if (t.pattern !== undefined) out = (out as z.ZodString).regex(new RegExp(t.pattern)) as S;
-    return out;
-  };
-  switch (t.type) {
-    case 'string':
-      return bounded(z.string());
-    case 'integer':
-      return bounded(z.number().int());
-    case 'number':
-      return bounded(z.number());
-    case 'boolean':
-      return z.boolean();
-    case 'enum':
-      return z.enum((t.values ?? []) as [string, ...string[]]);
-    case 'array':
-      return z.array(zodSchemaOf(t.items));
-    case 'object':
-      return objectSchemaOf(t.fields);
-  }
-}
-const objectSchemaOf = (fields: readonly Field[]) =>
-  z.object(
-    Object.fromEntries(fields.map((f) => [f.name, f.required ? zodSchemaOf(f) : zodSchemaOf(f).optional()])),
-  );
+/**
+ * The zod schema of `t` itself: what {@link zodOf}'s text evaluates to, by evaluating it (the text
+ * written into api.ts is the one source), for the CRD's and the example's.
+ */
+const zodSchemaOf = (t: FieldType): z.ZodType => new Function('z', `return ${zodOf(t)};`)(z);
+const objectSchemaOf = (fields: readonly Field[]): z.ZodObject =>
+  new Function('z', `return z.object({ ${zodFields(fields)} });`)(z);
 
 /**
  * An example value of `t` that its schema accepts: the field's `example=`, else one within its bounds

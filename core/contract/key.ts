@@ -3,6 +3,7 @@
  * the reconcile (docs/architecture.md "Contracts"), and its string forms: client-go's
  * `namespace/name` and the Pub/Sub ordering key `cluster/controller/namespace/name`.
  */
+import { isDNS1123Label } from './names.ts';
 
 /**
  * The cluster a key without a cluster means: every single-cluster deployment's, and every v1 key
@@ -24,6 +25,31 @@ export interface Key {
  */
 export interface MappedKey extends Key {
   cluster?: string;
+}
+
+/**
+ * The keys a watch's map returned (`mapped`), as the relay enqueues them: each once, its `cluster`
+ * kept only when it names another cluster than `cluster` (the map's own). One that is not a key (a
+ * non-empty `name`, a string `namespace`, and a `cluster` that is a DNS-1123 label when present) is
+ * left out after `onInvalid` is called with it (the relay logs it; the kit's `keysFor` throws).
+ */
+export function mappedKeys(
+  mapped: readonly unknown[],
+  cluster: string,
+  onInvalid: (k: unknown) => void,
+): MappedKey[] {
+  const keys = new Map<string, MappedKey>();
+  for (const k of mapped as Partial<MappedKey>[]) {
+    if (!(typeof k?.name === 'string' && k.name && typeof k.namespace === 'string')) onInvalid(k);
+    else if (k.cluster !== undefined && !(typeof k.cluster === 'string' && isDNS1123Label(k.cluster)))
+      onInvalid(k);
+    else {
+      const key: MappedKey = { namespace: k.namespace, name: k.name };
+      if (k.cluster !== undefined && k.cluster !== cluster) key.cluster = k.cluster;
+      keys.set(`${key.cluster ?? ''}|${keyString(key)}`, key);
+    }
+  }
+  return [...keys.values()];
 }
 
 /**

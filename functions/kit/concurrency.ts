@@ -22,6 +22,6 @@ export async function mapLimit<T, R>(
 }
 
 /** {@link mapLimit} for calls that return nothing. */
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>) {
+export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>) {
   await mapLimit(items, limit, fn);
 }

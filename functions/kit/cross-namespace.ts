@@ -378,49 +378,40 @@ export async function writeCrossNamespaceChildren(args: {
       (afterDelete ? done.recreated : done.created).push(placeOf(desired));
     } catch (err) {
       if (namespaceUnavailable(err)) done.skipped.push(placeOf(desired));
-      else if (isConflict(err) && !afterDelete) await afterAlreadyExists(desired);
+      else if (isConflict(err) && !afterDelete) await reread(desired, 'create', err);
       else fail(desired, afterDelete ? 'recreate' : 'create', err);
     }
   };
-  const afterAlreadyExists = async (desired: KubernetesObject): Promise<void> => {
-    let current: KubernetesObject;
-    try {
-      current = await client.get(resource, desired.metadata?.namespace, desired.metadata?.name ?? '');
-    } catch (err) {
-      fail(desired, 'create', err);
-      return;
-    }
-    const step = planChild(owner, tracking, desired, current);
-    if (step.op === 'conflict') done.conflicts.push(placeOf(desired));
-    else if (step.op === 'update') await update(step.desired);
-    else if (step.op === 'recreate') await recreate(step.current, step.desired);
-    // 'unchanged': converged by someone else (a concurrent reconcile); 'create' cannot happen.
-  };
-  const update = async (body: KubernetesObject, current?: KubernetesObject): Promise<void> => {
+  const update = async (body: KubernetesObject, current?: KubernetesObject, fresh?: KubernetesObject) => {
     try {
       await client.replace(resource, body);
       done.updated.push(placeOf(body));
     } catch (err) {
       // Planned from its metadata alone, and refused as invalid (an `immutable` child whose content
       // must change): read it whole and plan again, once.
-      if (current && isPartialMetadata(current) && apiStatusOf(err) === 422) await replan(body, err);
+      if (current && isPartialMetadata(current) && apiStatusOf(err) === 422)
+        await reread(fresh ?? body, 'update', err);
       else fail(body, 'update', err);
     }
   };
-  const replan = async (body: KubernetesObject, refused: unknown): Promise<void> => {
-    const desired = plan.update.find((c) => placeOf(c.desired) === placeOf(body))?.fresh;
+  /**
+   * After a refused `op` of `desired` (a create answered 409 AlreadyExists: someone created the
+   * object since the LIST; an update answered 422), reads the object whole and takes the step
+   * planned from it, once. A child gone meanwhile fails the update with its refusal.
+   */
+  const reread = async (desired: KubernetesObject, op: 'create' | 'update', refused: unknown) => {
     let whole: KubernetesObject;
     try {
-      whole = await client.get(resource, body.metadata?.namespace, body.metadata?.name ?? '');
+      whole = await client.get(resource, desired.metadata?.namespace, desired.metadata?.name ?? '');
     } catch (err) {
-      fail(body, 'update', isNotFound(err) ? refused : err);
+      fail(desired, op, op === 'update' && isNotFound(err) ? refused : err);
       return;
     }
-    const step = planChild(owner, tracking, desired ?? body, whole);
-    if (step.op === 'conflict') done.conflicts.push(placeOf(body));
+    const step = planChild(owner, tracking, desired, whole);
+    if (step.op === 'conflict') done.conflicts.push(placeOf(desired));
     else if (step.op === 'update') await update(step.desired);
     else if (step.op === 'recreate') await recreate(step.current, step.desired);
-    else if (step.op === 'create') await create(step.desired, false);
+    // 'unchanged': converged by someone else (a concurrent reconcile); 'create' cannot happen (it exists).
   };
   const remove = async (current: KubernetesObject): Promise<boolean> => {
     try {
@@ -439,7 +430,7 @@ export async function writeCrossNamespaceChildren(args: {
   await forEachLimit(
     [
       ...plan.create.map((d) => () => create(d, false)),
-      ...plan.update.map((c) => () => update(c.desired, c.current)),
+      ...plan.update.map((c) => () => update(c.desired, c.current, c.fresh)),
       ...plan.recreate.map((c) => () => recreate(c.current, c.desired)),
       ...plan.delete.map((o) => async () => {
         if (await remove(o)) done.deleted.push(placeOf(o));

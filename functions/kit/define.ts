@@ -277,20 +277,16 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
           (await holdWhileReferenced({ client, referencedBy, object, status, events }));
         if (held) return held;
         // A TerminalError keeps the finalizer: nothing outside the cluster is leaked silently.
-        const parsed = schema.safeParse(object.spec ?? {});
-        const reads = readsFor(def.name, rbac, client, key.namespace);
-        const { kubeConfig, dryRun = false } = ctx;
-        const planExternal = ctx.planExternal ?? (() => {});
         const input = {
           key,
           object,
-          spec: parsed.data,
-          ...reads,
+          spec: schema.safeParse(object.spec ?? {}).data,
+          ...readsFor(def.name, rbac, client, key.namespace),
           log,
           events,
-          kubeConfig,
-          dryRun,
-          planExternal,
+          kubeConfig: ctx.kubeConfig,
+          dryRun: ctx.dryRun ?? false,
+          planExternal: ctx.planExternal ?? (() => {}),
         };
         return await finalizePrimary({
           controller: def.name,

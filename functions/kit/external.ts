@@ -469,17 +469,9 @@ export function defineExternalResource<
     return (field: string) => (wanted as Wanted)[field] ?? [];
   };
 
+  const { kinds: _kinds, desired: _desired, ...declared } = def;
   return defineController({
-    name: def.name,
-    primary: def.primary,
-    ...(def.spec ? { spec: def.spec } : {}),
-    status: def.status,
-    ...(def.referencedBy ? { referencedBy: def.referencedBy } : {}),
-    ...(def.auditLog ? { auditLog: def.auditLog } : {}),
-    ...(def.watches ? { watches: def.watches } : {}),
-    ...(def.indexes ? { indexes: def.indexes } : {}),
-    ...(def.rbac ? { rbac: def.rbac } : {}),
-    ...(def.listKeys ? { listKeys: def.listKeys } : {}),
+    ...declared,
     synced: false,
     finalizePlans: true,
     async reconcile(input: ReconcileInput<z.infer<Schema>>) {

@@ -19,13 +19,12 @@ import type { z } from 'zod';
 import type {
   ClusterDirectory,
   EventRecorder,
-  ExternalChange,
   PolicyRule,
   ReconcileContext,
   ResourceType,
   Result,
 } from '../../core/contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString } from '../../core/contract/key.ts';
+import { type Key, keyString } from '../../core/contract/key.ts';
 import {
   type ConditionInput,
   parseConditions,
@@ -211,25 +210,19 @@ export function validatePrimary<Schema extends z.ZodType>(
  * controls of each owned type, and reads (`list`, `get`, `patchMetadata`) checked against its RBAC
  * (`rbac`, reads.ts).
  */
-export function reconcileInput<Spec>(args: {
-  controller: string;
-  key: Key;
-  object: PrimaryObject;
-  spec: Spec;
-  deleting: boolean;
-  scope: Scope;
-  listings: readonly ChildListing[];
-  rbac: readonly PolicyRule[];
-  client: ResourceClient;
-  log: Logger;
-  events: EventRecorder;
-  kubeConfig: KubeConfig;
-  dryRun?: boolean;
-  planExternal?: (change: ExternalChange) => void;
-  /** The reconcile's cluster and its registry (`ReconcileContext`); `clusters` absent: no other cluster. */
-  cluster?: string;
-  clusters?: ClusterDirectory;
-}): ReconcileInput<Spec> {
+export function reconcileInput<Spec>(
+  args: ReconcileContext & {
+    controller: string;
+    key: Key;
+    object: PrimaryObject;
+    spec: Spec;
+    deleting: boolean;
+    scope: Scope;
+    listings: readonly ChildListing[];
+    rbac: readonly PolicyRule[];
+    client: ResourceClient;
+  },
+): ReconcileInput<Spec> {
   const { controller, key, object, listings, rbac, client } = args;
   return {
     key,
@@ -251,7 +244,7 @@ export function reconcileInput<Spec>(args: {
       controller,
       rbac,
       namespace: key.namespace,
-      self: args.cluster ?? DEFAULT_CLUSTER,
+      self: args.cluster,
       others: args.scope.otherClusters,
       directory: args.clusters,
     }),

@@ -28,8 +28,7 @@ import type {
   Result,
   WatchEvent,
 } from '../../core/contract/controller.ts';
-import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey } from '../../core/contract/key.ts';
-import { isDNS1123Label } from '../../core/contract/names.ts';
+import { DEFAULT_CLUSTER, type Key, keyString, type MappedKey, mappedKeys } from '../../core/contract/key.ts';
 import {
   isPrimaryWatch,
   primaryEventPasses,
@@ -270,7 +269,7 @@ export function keysFor(
     byIndex: () => [],
     ...options.context,
   };
-  const keys = new Map<string, MappedKey>();
+  const keys: MappedKey[] = [];
   for (const watch of watches) {
     const readOf = (object: KubernetesObject) => {
       try {
@@ -283,18 +282,13 @@ export function keysFor(
       ? primaryEventPasses(event)
       : !watch.readsStatus || statusEventPassesWith(event, readOf);
     if (!passes || (watch.predicate && !watch.predicate(event))) continue;
-    for (const k of watch.map(event, context)) {
-      if (
-        !(typeof k?.name === 'string' && k.name && typeof k.namespace === 'string') ||
-        (k.cluster !== undefined && !isDNS1123Label(k.cluster))
-      )
+    keys.push(
+      ...mappedKeys(watch.map(event, context), cluster, (k) => {
         throw new Error(
           `controller ${controller.name}: its map returned an invalid key ${JSON.stringify(k)}`,
         );
-      const key: MappedKey = { namespace: k.namespace, name: k.name };
-      if (k.cluster !== undefined && k.cluster !== cluster) key.cluster = k.cluster;
-      keys.set(`${key.cluster ?? ''}|${keyString(key)}`, key);
-    }
+      }),
+    );
   }
-  return [...keys.values()];
+  return mappedKeys(keys, cluster, () => {});
 }
