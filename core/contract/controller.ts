@@ -194,7 +194,8 @@ export interface ObjectCache {
   ): { object: KubernetesObject | undefined } | undefined;
   /**
    * The objects of `resource` in `namespace` matching `labelSelector` (equality terms: `k=v`,
-   * `k==v`, `k!=v`, `k`, `!k`, comma-separated; set terms are not answered).
+   * `k==v`, `k!=v`, `k`, `!k`, comma-separated; set terms are not answered); `''` names no
+   * namespace of a namespaced kind (every namespace) and is not answered.
    * @returns the objects (in no set order), or `undefined` when the cache cannot answer
    */
   list(resource: ResourceType, namespace: string, labelSelector?: string): KubernetesObject[] | undefined;

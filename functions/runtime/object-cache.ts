@@ -252,6 +252,8 @@ export class InformerObjectCache implements ObjectCache {
   }
 
   list(resource: ResourceType, namespace: string, labelSelector?: string) {
+    // `''` of a namespaced kind is every namespace (a cluster-scoped owner's children): read live.
+    if (resource.namespaced && namespace === '') return undefined;
     const terms = parseSelector(labelSelector);
     const store = terms && this.#store(resource, namespace);
     if (!(terms && store)) return undefined;
