@@ -12,7 +12,9 @@
  * reconcile; converge the children (the finalizer is added first when `finalize` is declared); write
  * the status through the `status` subresource when it changed, with `Ready` and `observedGeneration`
  * (Kubernetes API conventions: conditions); record a `Synced` Event when something changed. A
- * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write.
+ * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write;
+ * in-process (`ReconcileContext.cache`) the GET and the LISTs of children in the primary's namespace come
+ * from the informers (cached-client.ts).
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
  *
  * Each owned kind carries the strategy that keeps its children (child-sets.ts: in the primary's
