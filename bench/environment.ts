@@ -146,7 +146,7 @@ export interface Emulator {
 
 /** What `--peer NAME=PATH`, `--kubeconfig` and `--peer-sizes` gave (bench/run.ts), for bench/sections/peer.ts. */
 export interface PeerOptions {
-  /** Peer name → binary path, e.g. `sample-controller-unthrottled` → `/work/rig/bin/...`. */
+  /** Peer name → binary path, e.g. `sample-controller-unthrottled` → the path of a binary built outside the repository. */
   binaries: Record<string, string>;
   kubeconfigPath: string;
   /** Foos per run, e.g. `[200, 1000]`. */

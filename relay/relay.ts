@@ -59,6 +59,23 @@ export interface RelayOptions {
   metrics?: RelayMetrics;
   /** ms {@link Relay.stop} waits for the last publishes; default {@link STOP_FLUSH_TIMEOUT_MS}. */
   stopFlushTimeoutMs?: number;
+  /**
+   * Where an informer keeps whole objects (the in-process mode's cache,
+   * functions/runtime/object-cache.ts): asked once per informer; one it answers lists and watches
+   * whole objects and hands each one over before its event is handled, and its deletions.
+   * Default: none (every informer metadata-only, decision 1).
+   */
+  objectStores?: (
+    plan: Pick<InformerPlan, 'resource' | 'namespace' | 'labelSelector'>,
+  ) => ObjectSinkLike | undefined;
+}
+
+/** What {@link RelayOptions.objectStores} answers: whole objects in, deletions, the first LIST in. */
+export interface ObjectSinkLike {
+  put(object: KubernetesObject): void;
+  /** `namespace/name` (or `name`) of an object gone. */
+  remove(key: string): void;
+  synced(): void;
 }
 
 /** What an informer of a running relay is doing (for tests and debugging). */
@@ -188,8 +205,21 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       readsStatus: (object: KubernetesObject) => reading.map((r) => r.watch.readsStatus?.(object) ?? null),
     };
   };
-  const makeInformer = (plan: InformerPlan, indexed = indexedBy(plan)) =>
-    new MetadataInformer({
+  const makeInformer = (plan: InformerPlan, indexed = indexedBy(plan)) => {
+    const sink = options.objectStores?.(plan);
+    const indexing =
+      indexed.length > 0
+        ? (object: KubernetesObject) => {
+            for (const controller of indexed)
+              if (indexes.update(controller, object))
+                pipeline.enqueue(
+                  controller,
+                  { namespace: object.metadata?.namespace ?? '', name: object.metadata?.name ?? '' },
+                  { cause: 'index', object, resource: plan.resource },
+                );
+          }
+        : undefined;
+    const informer = new MetadataInformer({
       ...readsStatusOf(plan),
       kubeConfig: options.kubeConfig,
       resource: plan.resource,
@@ -203,23 +233,20 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       onActivity: () => metrics.watchLastEventTimestamp.set({ resource: plan.id }, Date.now() / 1000),
       onSilentWatch: () => metrics.watchSilenceRestarts.inc({ resource: plan.id }),
       onWatching: (watching) => metrics.informerWatching.set({ resource: plan.id }, watching ? 1 : 0),
-      ...(indexed.length > 0
+      // Whole objects: for the index functions (a primary whose values changed is enqueued even
+      // when its event is one the primary predicate drops), and for the object store.
+      ...(indexing || sink
         ? {
-            // Whole objects, for the index functions only: a primary whose values changed is
-            // enqueued even when its event is one the primary predicate drops.
             onObject: (object: KubernetesObject) => {
-              for (const controller of indexed)
-                if (indexes.update(controller, object))
-                  pipeline.enqueue(
-                    controller,
-                    { namespace: object.metadata?.namespace ?? '', name: object.metadata?.name ?? '' },
-                    { cause: 'index', object, resource: plan.resource },
-                  );
+              sink?.put(object);
+              indexing?.(object);
             },
           }
         : {}),
       onEvent: (event) => {
         metrics.eventsReceived.inc({ resource: plan.id, type: event.type });
+        if (event.type === 'DELETED' && sink)
+          sink.remove(`${event.object.metadata?.namespace ?? ''}/${event.object.metadata?.name ?? ''}`);
         pipeline.handle(plan.routes, event);
         if (event.type === 'DELETED')
           for (const controller of indexed)
@@ -231,6 +258,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       onRestart: () => metrics.informerRestarts.inc({ resource: plan.id }),
       onServed: () => reportSynced(plan.id),
     });
+    if (sink) void informer.whenSynced().then(() => sink.synced());
+    return informer;
+  };
   /**
    * `levelset_relay_informer_synced` of informer `id`: 1 once its first LIST is in its cache and
    * while its resource is served; 0 while it waits for its resource (a CRD not installed, a

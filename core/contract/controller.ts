@@ -167,6 +167,42 @@ export interface ReconcileContext {
    * Absent outside a plan.
    */
   planExternal?(change: ExternalChange): void;
+  /**
+   * The in-process mode's informer cache (functions/runtime/object-cache.ts): whole objects of the
+   * kinds the controller declares it reads cached ({@link Controller.cachedReads}), for the kit's
+   * GET of the primary and LIST of its children; every other read stays live. Absent in the
+   * serverless mode, a plan and tests (every read live).
+   */
+  cache?: ObjectCache;
+}
+
+/**
+ * Reads answered from informers, with read-your-writes ({@link ReconcileContext.cache}). A read it
+ * cannot answer (a kind it does not cache, a namespace or selector its informer does not cover, an
+ * informer not synced yet, a write of the reconcile's not yet seen by its informer) answers
+ * `undefined`: the caller reads live. Objects answered are copies, the caller's to change.
+ */
+export interface ObjectCache {
+  /**
+   * @returns `{ object }` (`object` undefined: the object does not exist), or `undefined` when the
+   *   cache cannot answer
+   */
+  get(
+    resource: ResourceType,
+    namespace: string | undefined,
+    name: string,
+  ): { object: KubernetesObject | undefined } | undefined;
+  /**
+   * The objects of `resource` in `namespace` matching `labelSelector` (equality terms: `k=v`,
+   * `k==v`, `k!=v`, `k`, `!k`, comma-separated; set terms are not answered); `''` names no
+   * namespace of a namespaced kind (every namespace) and is not answered.
+   * @returns the objects (in no set order), or `undefined` when the cache cannot answer
+   */
+  list(resource: ResourceType, namespace: string, labelSelector?: string): KubernetesObject[] | undefined;
+  /** A write answered `object` (create, apply, update, patch, status patch): reads of it stay live until the informer has seen it. */
+  wrote(resource: ResourceType, object: KubernetesObject): void;
+  /** `object` was deleted: reads of it stay live until the informer has seen it gone or being deleted. */
+  deleted(resource: ResourceType, object: KubernetesObject): void;
 }
 
 /**
@@ -287,6 +323,12 @@ export interface Controller {
    * through a controller reference); set by the kit's `defineController`, shown by the command line.
    */
   owns?: ResourceType[];
+  /**
+   * The kinds whose whole objects the reconcile reads through {@link ReconcileContext.cache} when
+   * one is given (the in-process mode): the primary and the children kept in the primary's
+   * namespace, as the kit's `defineController` sets it. Omitted: none (every read live).
+   */
+  cachedReads?: ResourceType[];
   /**
    * `true` when the reconcile maintains a `Ready` condition (with `observedGeneration`) in the
    * primary's `status.conditions`, as every controller of the kit's `defineController` does whose

@@ -169,13 +169,14 @@ export async function convergeChildren(
  */
 export function ownedChildren(context: ChildContext, types: readonly OwnedType[]): ChildSet {
   const { client, controller } = context;
+  const reader = context.reader ?? client;
   let listings: ChildListing[] = [];
   return {
     async observe(object) {
       listings = await Promise.all(
         types.map(async (type) => ({
           type,
-          listed: await client.list(type.resource, object.metadata.namespace, {
+          listed: await reader.list(type.resource, object.metadata.namespace, {
             labelSelector: selectorOf(childLabels(controller, type, object)),
           }),
         })),

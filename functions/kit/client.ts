@@ -135,13 +135,16 @@ export interface ResourceClient {
     patch: unknown,
     type: 'json' | 'merge',
   ): Promise<KubernetesObject>;
-  /** Merge-patches `status` through the `status` subresource, field manager {@link FIELD_MANAGER}. */
+  /**
+   * Merge-patches `status` through the `status` subresource, field manager {@link FIELD_MANAGER}.
+   * @returns the object as written
+   */
   patchStatus(
     resource: ResourceType,
     namespace: string | undefined,
     name: string,
     status: Record<string, unknown>,
-  ): Promise<void>;
+  ): Promise<KubernetesObject>;
 }
 
 /** A {@link ResourceClient} over `kubeConfig`. */
@@ -212,11 +215,11 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
       })) as KubernetesObject;
     },
     async patchStatus(resource, namespace, name, status) {
-      await request(HttpMethod.PATCH, resourcePath(resource, namespace, name, 'status'), {
+      return (await request(HttpMethod.PATCH, resourcePath(resource, namespace, name, 'status'), {
         query: { fieldManager: FIELD_MANAGER },
         body: { status },
         contentType: 'application/merge-patch+json',
-      });
+      })) as KubernetesObject;
     },
   };
 }

@@ -12,7 +12,9 @@
  * reconcile; converge the children (the finalizer is added first when `finalize` is declared); write
  * the status through the `status` subresource when it changed, with `Ready` and `observedGeneration`
  * (Kubernetes API conventions: conditions); record a `Synced` Event when something changed. A
- * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write.
+ * converged object costs 1 GET + 1 LIST per owned type, plus the reconcile's own reads, and no write;
+ * in-process (`ReconcileContext.cache`) the GET and the LISTs of children in the primary's namespace come
+ * from the informers (cached-client.ts).
  * A primary without a `status` subresource (a Secret) gets no status: Events report.
  *
  * Each owned kind carries the strategy that keeps its children (child-sets.ts: in the primary's
@@ -37,7 +39,8 @@ import type { Key } from '../../core/contract/key.ts';
 import { errorText, TerminalError } from '../../core/k8s/errors.ts';
 import { EVENT_RECORDER_RULE } from '../../core/k8s/events.ts';
 import { type AuditLogDeclaration, compileAuditLog } from './audit-log.ts';
-import { childSetsOf, convergeChildren, strategyOf } from './child-sets.ts';
+import { cachedReader, recordingWrites } from './cached-client.ts';
+import { childSetsOf, convergeChildren, inNamespace, strategyOf } from './child-sets.ts';
 import { resourceClient } from './client.ts';
 import { withStatusDetails } from './google-cloud.ts';
 import { compileIndexes, type IndexFunction } from './index-spec.ts';
@@ -251,15 +254,21 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
    */
   async function reconcileOnce(requested: Key, ctx: ReconcileContext): Promise<Result> {
     const { log, events } = ctx;
-    const client = resourceClient(ctx.kubeConfig);
+    // In the in-process mode, the primary's GET and the children's LIST from its informers, every
+    // write recorded so that the next reconcile reads what it wrote (cached-client.ts).
+    const { cache } = ctx;
+    const live = resourceClient(ctx.kubeConfig);
+    const client = cache ? recordingWrites(live, cache) : live;
+    const reader = cache ? cachedReader(client, cache) : client;
     const { scope, former } = resolveScope(requested, primaryNamespaceOf?.(), ctx);
-    const childSets = (within: Scope) => childSetsIn({ client, controller: def.name, scope: within, ctx });
+    const childSets = (within: Scope) =>
+      childSetsIn({ client, reader, controller: def.name, scope: within, ctx });
     if (former) {
       const pruned = await convergeChildren(childSets(former), undefined, undefined);
       if (pruned.failed) throw pruned.failed;
     }
     const { key } = scope;
-    const getting = getPrimary(client, def.primary, key);
+    const getting = getPrimary(reader, def.primary, key);
     const children = childSets(scope);
     for (const set of children) set.observeKey?.();
     const object = await getting;
@@ -298,8 +307,10 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       }
       const valid = validatePrimary(object, schema, { controller: def.name, owns });
       if ('invalid' in valid) return await status.fail(INVALID_SPEC, valid.invalid);
-      if (holdsFinalizer && !deleting)
-        await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
+      if (holdsFinalizer && !deleting) {
+        const patched = await ensureFinalizer(ctx.kubeConfig, def.name, def.primary, object, log);
+        if (patched) cache?.wrote(def.primary, patched);
+      }
       const listings = (await Promise.all(children.map((c) => c.observe?.(object) ?? []))).flat();
       const input = reconcileInput({
         ...ctx,
@@ -376,6 +387,9 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     name: def.name,
     primary: def.primary,
     owns: owns.map((o) => o.resource),
+    // Read whole by the reconcile (the primary's GET, the LIST of children in its namespace):
+    // cached in the in-process mode; children elsewhere are read live.
+    cachedReads: [def.primary, ...owns.filter((o) => strategyOf(o) === inNamespace).map((o) => o.resource)],
     readyCondition: def.primary.statusSubresource !== false,
     watches: [
       primaryWatch,

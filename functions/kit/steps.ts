@@ -167,11 +167,12 @@ export async function ensureFinalizer(
   primary: ResourceType,
   object: PrimaryObject,
   log: Logger,
-): Promise<void> {
+): Promise<KubernetesObject | undefined> {
   const finalizer = finalizerName(controller);
-  if (hasFinalizer(object as KubernetesObject, finalizer)) return;
-  await addFinalizer(kubeConfig, primary, object as KubernetesObject, finalizer);
+  if (hasFinalizer(object as KubernetesObject, finalizer)) return undefined;
+  const patched = await addFinalizer(kubeConfig, primary, object as KubernetesObject, finalizer);
   log.info({ finalizer }, 'finalizer added');
+  return patched;
 }
 
 /**

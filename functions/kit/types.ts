@@ -264,6 +264,11 @@ export interface ChildStrategy {
 export interface ChildContext {
   /** The primary's cluster. */
   client: ResourceClient;
+  /**
+   * The reads that may come from the in-process mode's informer cache (the LIST of children in the
+   * primary's namespace: cached-client.ts `cachedReader`); default `client`.
+   */
+  reader?: ResourceClient;
   controller: string;
   scope: Scope;
   ctx: Pick<ReconcileContext, 'cluster' | 'clusters' | 'log' | 'events'>;

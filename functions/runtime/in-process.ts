@@ -12,6 +12,9 @@
  *   client-go's `DefaultControllerRateLimiter` (10 qps / burst 100) allows; never given up on;
  * - `terminal` / `malformed` → `Forget`, not retried;
  * - every `resyncIntervalMs`, every key of `listKeys` (default: every primary object) is added;
+ * - the reconciles read their primary and their children from the informers (whole objects of the
+ *   kinds read, functions/runtime/object-cache.ts: docs/architecture.md decision 56), with
+ *   read-your-writes; the serverless mode reads live;
  * - with `auditLog`, an audit log entry of a change made outside Levelset adds the keys of the
  *   objects that own the resource (functions/runtime/audit-log-subscription.ts), as the `auditLog` function publishes them.
  *
@@ -29,6 +32,7 @@ import { FIRST_DELIVERY, type RetryCounts } from '../../core/message.ts';
 import { createRelayMetrics } from '../../relay/metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from '../../relay/relay.ts';
 import type { AuditLogSubscriptionConfig } from './audit-log-subscription.ts';
+import { InformerObjectCache } from './object-cache.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from './reconcile.ts';
 import { resyncAll } from './resync.ts';
 import { nextRetry, type RetryConfig } from './retry.ts';
@@ -64,6 +68,12 @@ export interface InProcessOptions
    * to pull; each entry's owners' keys are added to their workqueues. Default: none.
    */
   auditLog?: AuditLogSubscriptionConfig;
+  /**
+   * Whether the reconciles read the primary and its children from the informers
+   * (functions/runtime/object-cache.ts, docs/architecture.md decision 56); default `true`. `false`:
+   * every read live, as the serverless mode reads (metadata-only informers).
+   */
+  cachedReads?: boolean;
 }
 
 /**
@@ -98,6 +108,8 @@ export interface InProcess {
   relay: Relay;
   /** The workqueue of each controller, by controller name. */
   queues: ReadonlyMap<string, WorkQueue>;
+  /** The informer cache the reconciles read from; absent with `cachedReads: false`. */
+  cache?: InformerObjectCache;
   /** Adds every key of every controller (the periodic resync; also callable by hand). Resolves with keys added. */
   resync(): Promise<number>;
   /**
@@ -131,6 +143,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     }),
   );
   const kubeConfig = () => options.kubeConfig;
+  const cache = options.cachedReads === false ? undefined : new InformerObjectCache(controllers);
   /**
    * Queue key (`controller|namespace/name`) → the trace context of its latest enqueue: a worker's
    * `reconcile` span continues it, as the function continues the one a message carries. Marked
@@ -163,6 +176,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
               kubeConfig,
               log,
               retriedBy: 'the workqueue',
+              ...(cache ? { cache } : {}),
             }),
         );
       } finally {
@@ -225,6 +239,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     logger,
     metrics,
     publisher: toQueues,
+    ...(cache ? { objectStores: (plan) => cache.sinkFor(plan) } : {}),
   });
 
   // Cloud Audit Logs' entries, mapped as the `auditLog` function maps them, into the workqueues.
@@ -274,6 +289,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   return {
     relay,
     queues,
+    ...(cache ? { cache } : {}),
     resync,
     stop() {
       stopping ??= (async () => {

@@ -18,6 +18,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { type Attributes, type Context, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type {
   Controller,
+  ObjectCache,
   Outcome,
   ReconcileContext,
   Referrer,
@@ -88,7 +89,8 @@ export const CONFLICT_ATTEMPTS = 4;
 
 /**
  * Runs a reconcile, re-running it from a fresh read when it fails with `409 Conflict`, as
- * client-go's `retry.RetryOnConflict` (backoff 10 ms × 2ⁿ, jittered). Two deliveries of one key racing
+ * client-go's `retry.RetryOnConflict` (backoff 10 ms × 2ⁿ, jittered); a re-run reads live, without
+ * `ctx.cache`. Two deliveries of one key racing
  * (Pub/Sub push is at-least-once) thus both succeed. Other errors are thrown at once.
  */
 export async function reconcileRetryingConflicts(
@@ -98,7 +100,8 @@ export async function reconcileRetryingConflicts(
 ): Promise<Result | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await controller.reconcile(key, ctx);
+      // A conflict may come of a cached read (the in-process mode's informers): read live again.
+      return await controller.reconcile(key, attempt > 1 && ctx.cache ? { ...ctx, cache: undefined } : ctx);
     } catch (err) {
       if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
       ctx.log.debug({ attempt, err: errorText(err) }, 'conflict; reconciling again from a fresh read');
@@ -115,6 +118,7 @@ export interface ReconcileKeyOptions {
   log: Logger;
   retriedBy: string;
   reason?: EnqueueReason;
+  cache?: ObjectCache;
 }
 
 /**
@@ -165,6 +169,7 @@ export function referrerKeys(
  * @param options.clusters every cluster id of the registry (`ReconcileContext.clusters`); default none.
  * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
+ * @param options.cache the in-process mode's informer cache (`ReconcileContext.cache`); default none (every read live).
  * Each delivery is also counted in the process's Prometheus metrics (core/metrics.ts:
  * `levelset_reconcile_total`, `levelset_reconcile_duration_seconds`, by controller and outcome).
  */
@@ -220,7 +225,14 @@ async function reconcileKeyLogged(
     const directory = options.clusters
       ? { ids: options.clusters(), kubeConfig: options.kubeConfig }
       : undefined;
-    const ctx = { cluster, kubeConfig, log, events, ...(directory ? { clusters: directory } : {}) };
+    const ctx = {
+      cluster,
+      kubeConfig,
+      log,
+      events,
+      ...(directory ? { clusters: directory } : {}),
+      ...(options.cache ? { cache: options.cache } : {}),
+    };
     const result = await reconcileRetryingConflicts(controller, key, ctx);
     const limited = result?.rateLimited ? ({ rateLimited: true, ...result.rateLimited } as const) : undefined;
     const requeueAfterMs = limited ? undefined : result?.requeueAfterMs;

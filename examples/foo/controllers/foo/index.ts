@@ -8,7 +8,8 @@
  * never touched (`ErrResourceExists`), one the Foo no longer names is pruned, and a `Synced` Event
  * is recorded when something changed. Deployment events map to their controlling Foo (upstream
  * `handleObject`), except the echo of its own create and status updates that leave
- * `availableReplicas` unchanged. A converged Foo costs 2 requests: GET the Foo, LIST its Deployments.
+ * `availableReplicas` unchanged. A converged Foo costs 2 requests: GET the Foo, LIST its Deployments (none in-process,
+ * where both come from the informers: docs/architecture.md decision 56).
  */
 import type { V1Deployment } from '@kubernetes/client-node';
 import {

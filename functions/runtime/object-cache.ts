@@ -1,0 +1,298 @@
+/**
+ * The in-process mode's reads from a cache (docs/architecture.md decision 56), as
+ * controller-runtime's client reads from its informers: the relay's informers of the kinds the
+ * controllers read whole ({@link Controller.cachedReads}: the primary, and children kept in the
+ * primary's namespace) list and watch whole objects and hand each one to an {@link ObjectStore};
+ * the kit's GET of the primary and LIST of its children are answered from those stores
+ * ({@link ReconcileContext.cache}) instead of the API server.
+ *
+ * Read-your-writes: every write a reconcile makes of a cached kind is recorded (the
+ * resourceVersion it answered; for a delete, the uid deleted) until the informer has delivered it.
+ * Until then a read that could see the object (its GET; a LIST whose selector matches the labels
+ * it had or has) is not answered, and the kit reads live: the next reconcile of a key never acts
+ * on a cache older than its own last write (a create is seen, no second create; a status written
+ * is seen, no second status patch). A write the informer has not delivered after
+ * {@link PENDING_WRITE_TTL_MS} is forgotten (a relist may skip a resourceVersion; resourceVersions
+ * are opaque and never compared): reads are then the informer's, as controller-runtime's always
+ * are, which a stale read tolerates (children are applied, a create of a name taken is read live).
+ *
+ * Never cached: core Secrets (their reads stay live: no Secret data is held in memory), a kind no
+ * controller reads whole, an informer with a label selector (it does not hold every object a read
+ * may ask for), and anything before the informer's first LIST.
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Controller, ObjectCache, ResourceType } from '../../core/contract/controller.ts';
+
+/** ms a write is awaited in the informer before reads of it are the informer's again. */
+export const PENDING_WRITE_TTL_MS = 30_000;
+
+/** Where the relay's informer of one plan hands whole objects (relay/relay.ts `RelayOptions.objectStores`). */
+export interface ObjectSink {
+  /** Whole `object`, before the event it causes is handled. */
+  put(object: KubernetesObject): void;
+  /** The object of `key` (`namespace/name`) is gone (a DELETED event, or absent from a relist). */
+  remove(key: string): void;
+  /** The informer's first LIST is in. */
+  synced(): void;
+}
+
+/** What informer a sink is asked for. */
+export interface PlanScope {
+  resource: ResourceType;
+  namespace?: string;
+  labelSelector?: string;
+}
+
+const kindOf = (r: Pick<ResourceType, 'group' | 'plural'>) => `${r.plural}.${r.group}`;
+const isSecrets = (r: ResourceType) => r.group === '' && r.plural === 'secrets';
+
+/** One term of an equality-based label selector. */
+type Term = { op: 'eq' | 'ne'; key: string; value: string } | { op: 'exists' | 'absent'; key: string };
+
+/**
+ * An equality-based label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated).
+ * @returns its terms, or `undefined` for a set-based one (`in`, `notin`), which is answered live
+ */
+export function parseSelector(selector: string | undefined): Term[] | undefined {
+  if (!selector?.trim()) return [];
+  const terms: Term[] = [];
+  for (const raw of selector.split(',')) {
+    const t = raw.trim();
+    if (!t || /[()\s]/.test(t)) return undefined;
+    const ne = t.indexOf('!=');
+    if (ne > 0) terms.push({ op: 'ne', key: t.slice(0, ne), value: t.slice(ne + 2) });
+    else if (t.startsWith('!')) terms.push({ op: 'absent', key: t.slice(1) });
+    else if (t.includes('=')) {
+      const i = t.indexOf('=');
+      terms.push({ op: 'eq', key: t.slice(0, i), value: t.slice(t.startsWith('=', i + 1) ? i + 2 : i + 1) });
+    } else terms.push({ op: 'exists', key: t });
+  }
+  return terms;
+}
+
+/** Whether `labels` satisfy every term. */
+export function matches(terms: readonly Term[], labels: Record<string, string> | undefined): boolean {
+  const l = labels ?? {};
+  return terms.every((t) => {
+    const has = Object.hasOwn(l, t.key);
+    if (t.op === 'exists') return has;
+    if (t.op === 'absent') return !has;
+    if (t.op === 'eq') return has && l[t.key] === t.value;
+    if (t.op === 'ne') return !has || l[t.key] !== t.value;
+    return false;
+  });
+}
+
+/** The whole objects of one informer, by namespace then name. */
+export class ObjectStore implements ObjectSink {
+  readonly #byNamespace = new Map<string, Map<string, KubernetesObject>>();
+  #synced = false;
+  readonly resource: ResourceType;
+  /** The informer's namespace; undefined: every namespace. */
+  readonly namespace: string | undefined;
+  readonly #onPut: (store: ObjectStore, object: KubernetesObject) => void;
+  /** @param onPut called after each {@link put} */
+  constructor(
+    resource: ResourceType,
+    namespace: string | undefined,
+    onPut: (store: ObjectStore, object: KubernetesObject) => void,
+  ) {
+    this.resource = resource;
+    this.namespace = namespace;
+    this.#onPut = onPut;
+  }
+
+  put(object: KubernetesObject): void {
+    const ns = object.metadata?.namespace ?? '';
+    const names = this.#byNamespace.get(ns) ?? new Map<string, KubernetesObject>();
+    this.#byNamespace.set(ns, names);
+    names.set(object.metadata?.name ?? '', object);
+    this.#onPut(this, object);
+  }
+
+  remove(key: string): void {
+    const slash = key.indexOf('/');
+    const ns = slash < 0 ? '' : key.slice(0, slash);
+    const names = this.#byNamespace.get(ns);
+    names?.delete(slash < 0 ? key : key.slice(slash + 1));
+    if (names?.size === 0) this.#byNamespace.delete(ns);
+  }
+
+  synced(): void {
+    this.#synced = true;
+  }
+
+  covers(namespace: string): boolean {
+    return this.#synced && (this.namespace === undefined || this.namespace === namespace);
+  }
+
+  get(namespace: string, name: string): KubernetesObject | undefined {
+    return this.#byNamespace.get(namespace)?.get(name);
+  }
+
+  in(namespace: string): Iterable<KubernetesObject> {
+    return this.#byNamespace.get(namespace)?.values() ?? [];
+  }
+
+  /** Objects held. */
+  get size(): number {
+    let n = 0;
+    for (const names of this.#byNamespace.values()) n += names.size;
+    return n;
+  }
+}
+
+/** A write not yet delivered by the informer. */
+interface Pending {
+  /** The resourceVersion the write answered; absent for a delete. */
+  resourceVersion?: string;
+  /** The uid deleted (a delete). */
+  deletedUid?: string;
+  /** The labels the object had in the cache and has now: a LIST matching either waits for it. */
+  labels: (Record<string, string> | undefined)[];
+  at: number;
+}
+
+/**
+ * The {@link ObjectCache} of the in-process mode over the relay's informers (see the module
+ * comment). Made from the controllers' {@link Controller.cachedReads}; the relay asks it for a sink
+ * per informer ({@link sinkFor}).
+ */
+export class InformerObjectCache implements ObjectCache {
+  readonly #kinds: Set<string>;
+  readonly #stores = new Map<string, ObjectStore[]>();
+  /** `kind|namespace` → name → the write awaited. */
+  readonly #pending = new Map<string, Map<string, Pending>>();
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+
+  constructor(controllers: readonly Controller[], options: { ttlMs?: number; now?: () => number } = {}) {
+    this.#kinds = new Set(
+      controllers
+        .flatMap((c) => c.cachedReads ?? [])
+        .filter((r) => !isSecrets(r))
+        .map(kindOf),
+    );
+    this.#ttlMs = options.ttlMs ?? PENDING_WRITE_TTL_MS;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Whether reads of `resource` may be cached at all. */
+  caches(resource: ResourceType): boolean {
+    return this.#kinds.has(kindOf(resource));
+  }
+
+  /** A store for the informer of `plan`, or `undefined` when it keeps no whole objects (see the module comment). */
+  sinkFor(plan: PlanScope): ObjectSink | undefined {
+    if (plan.labelSelector || !this.caches(plan.resource)) return undefined;
+    const store = new ObjectStore(plan.resource, plan.namespace, (s, o) => this.#delivered(s, o));
+    const kind = kindOf(plan.resource);
+    this.#stores.set(kind, [...(this.#stores.get(kind) ?? []), store]);
+    return store;
+  }
+
+  /** Whole objects held, by kind (`deployments.apps`). */
+  sizes(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [kind, stores] of this.#stores) out[kind] = stores.reduce((n, s) => n + s.size, 0);
+    return out;
+  }
+
+  /** Writes awaited in the informers (for tests and debugging). */
+  get pendingWrites(): number {
+    let n = 0;
+    for (const names of this.#pending.values()) n += names.size;
+    return n;
+  }
+
+  #store(resource: ResourceType, namespace: string): ObjectStore | undefined {
+    return this.#stores.get(kindOf(resource))?.find((s) => s.covers(namespace));
+  }
+
+  /** The informer delivered `object`: a write it answers is awaited no more. */
+  #delivered(store: ObjectStore, object: KubernetesObject): void {
+    const at = `${kindOf(store.resource)}|${object.metadata?.namespace ?? ''}`;
+    const names = this.#pending.get(at);
+    const name = object.metadata?.name ?? '';
+    const p = names?.get(name);
+    if (p && this.#seen(p, object)) this.#forget(at, name);
+  }
+
+  /** Whether `cached` (the informer's object of that name, or none) shows the write `p`. */
+  #seen(p: Pending, cached: KubernetesObject | undefined): boolean {
+    if (p.deletedUid !== undefined)
+      return cached?.metadata?.uid !== p.deletedUid || Boolean(cached?.metadata?.deletionTimestamp);
+    return cached?.metadata?.resourceVersion === p.resourceVersion;
+  }
+
+  #forget(at: string, name: string): void {
+    const names = this.#pending.get(at);
+    names?.delete(name);
+    if (names?.size === 0) this.#pending.delete(at);
+  }
+
+  /** Whether the write awaited for `name` is still not in `store` (forgotten when it is, or expired). */
+  #awaiting(at: string, name: string, p: Pending, store: ObjectStore, namespace: string): boolean {
+    if (this.#now() - p.at > this.#ttlMs || this.#seen(p, store.get(namespace, name))) {
+      this.#forget(at, name);
+      return false;
+    }
+    return true;
+  }
+
+  get(resource: ResourceType, namespace: string | undefined, name: string) {
+    const ns = namespace ?? '';
+    const store = this.#store(resource, ns);
+    if (!store) return undefined;
+    const at = `${kindOf(resource)}|${ns}`;
+    const p = this.#pending.get(at)?.get(name);
+    if (p && this.#awaiting(at, name, p, store, ns)) return undefined;
+    const object = store.get(ns, name);
+    return { object: object && structuredClone(object) };
+  }
+
+  list(resource: ResourceType, namespace: string, labelSelector?: string) {
+    // `''` of a namespaced kind is every namespace (a cluster-scoped owner's children): read live.
+    if (resource.namespaced && namespace === '') return undefined;
+    const terms = parseSelector(labelSelector);
+    const store = terms && this.#store(resource, namespace);
+    if (!(terms && store)) return undefined;
+    const at = `${kindOf(resource)}|${namespace}`;
+    for (const [name, p] of this.#pending.get(at) ?? [])
+      if (p.labels.some((l) => matches(terms, l)) && this.#awaiting(at, name, p, store, namespace))
+        return undefined;
+    const out: KubernetesObject[] = [];
+    for (const o of store.in(namespace)) if (matches(terms, o.metadata?.labels)) out.push(structuredClone(o));
+    return out;
+  }
+
+  #await(resource: ResourceType, object: KubernetesObject, p: Omit<Pending, 'labels' | 'at'>): void {
+    if (!this.caches(resource)) return;
+    const ns = object.metadata?.namespace ?? '';
+    const name = object.metadata?.name ?? '';
+    const stores = (this.#stores.get(kindOf(resource)) ?? []).filter((s) => s.covers(ns));
+    const at = `${kindOf(resource)}|${ns}`;
+    const pending: Pending = { ...p, labels: [object.metadata?.labels], at: this.#now() };
+    // Seen already (the watch event came before the write's answer): nothing to await.
+    if (stores.every((s) => this.#seen(pending, s.get(ns, name)))) {
+      this.#forget(at, name);
+      return;
+    }
+    for (const s of stores) pending.labels.push(s.get(ns, name)?.metadata?.labels);
+    const before = this.#pending.get(at)?.get(name);
+    if (before) pending.labels.push(...before.labels);
+    const names = this.#pending.get(at) ?? new Map<string, Pending>();
+    this.#pending.set(at, names);
+    names.set(name, pending);
+  }
+
+  wrote(resource: ResourceType, object: KubernetesObject): void {
+    const resourceVersion = object.metadata?.resourceVersion;
+    if (resourceVersion) this.#await(resource, object, { resourceVersion });
+  }
+
+  deleted(resource: ResourceType, object: KubernetesObject): void {
+    const uid = object.metadata?.uid;
+    if (uid) this.#await(resource, object, { deletedUid: uid });
+  }
+}

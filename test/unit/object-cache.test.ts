@@ -1,0 +1,84 @@
+// The in-process mode's informer cache (functions/runtime/object-cache.ts) without an API server:
+// what it answers, what it leaves to a live read, and read-your-writes.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Controller } from '../../core/contract/controller.ts';
+import { configmaps, deployments, secrets } from '../../functions/kit/resources.ts';
+import { InformerObjectCache, matches, parseSelector } from '../../functions/runtime/object-cache.ts';
+
+const controller = { name: 'c', cachedReads: [deployments, secrets] } as unknown as Controller;
+const dep = (name: string, rv: string, labels: Record<string, string> = { app: 'a' }, ns = 'ns') =>
+  ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { namespace: ns, name, uid: `uid-${name}`, resourceVersion: rv, labels },
+  }) as KubernetesObject;
+
+describe('InformerObjectCache', () => {
+  it('parses equality selectors and leaves set-based ones to a live read', () => {
+    const terms = parseSelector('a=1,b==2,c!=3,d,!e');
+    assert.ok(terms);
+    assert.equal(matches(terms, { a: '1', b: '2', d: '' }), true);
+    assert.equal(matches(terms, { a: '1', b: '2', c: '3', d: '' }), false);
+    assert.equal(matches(terms, { a: '1', b: '2', d: '', e: 'x' }), false);
+    assert.equal(matches(terms, { a: '1', b: '2' }), false);
+    assert.equal(parseSelector('a in (1,2)'), undefined);
+    assert.deepEqual(parseSelector(undefined), []);
+  });
+
+  it('keeps no Secrets, no kind it was not asked for, no informer with a selector', () => {
+    const cache = new InformerObjectCache([controller]);
+    assert.equal(cache.sinkFor({ resource: secrets }), undefined);
+    assert.equal(cache.sinkFor({ resource: configmaps }), undefined);
+    assert.equal(cache.sinkFor({ resource: deployments, labelSelector: 'a=1' }), undefined);
+    assert.ok(cache.sinkFor({ resource: deployments }));
+  });
+
+  it('answers once synced, within its namespace, copies', () => {
+    const cache = new InformerObjectCache([controller]);
+    const store = cache.sinkFor({ resource: deployments, namespace: 'ns' });
+    store?.put(dep('x', '1'));
+    assert.equal(cache.get(deployments, 'ns', 'x'), undefined, 'not synced: live');
+    store?.synced();
+    const got = cache.get(deployments, 'ns', 'x')?.object;
+    assert.equal(got?.metadata?.resourceVersion, '1');
+    (got?.metadata as { name: string }).name = 'changed';
+    assert.equal(cache.get(deployments, 'ns', 'x')?.object?.metadata?.name, 'x');
+    assert.deepEqual(cache.get(deployments, 'ns', 'y'), { object: undefined });
+    assert.equal(cache.get(deployments, 'other', 'x'), undefined, 'another namespace: live');
+    assert.deepEqual(
+      cache.list(deployments, 'ns', 'app=a')?.map((o) => o.metadata?.name),
+      ['x'],
+    );
+    assert.deepEqual(cache.list(deployments, 'ns', 'app=b'), []);
+    assert.equal(cache.list(deployments, '', 'app=a'), undefined, 'every namespace: live');
+    store?.remove('ns/x');
+    assert.deepEqual(cache.list(deployments, 'ns', 'app=a'), []);
+  });
+
+  it('reads live what was written until the informer delivers it, or until the wait expires', () => {
+    let now = 0;
+    const cache = new InformerObjectCache([controller], { ttlMs: 1000, now: () => now });
+    const store = cache.sinkFor({ resource: deployments });
+    store?.synced();
+    cache.wrote(deployments, dep('x', '5'));
+    assert.equal(cache.get(deployments, 'ns', 'x'), undefined);
+    assert.equal(cache.list(deployments, 'ns', 'app=a'), undefined);
+    assert.deepEqual(cache.list(deployments, 'ns', 'app=other'), [], 'a LIST it cannot see answers');
+    store?.put(dep('x', '5'));
+    assert.equal(cache.pendingWrites, 0);
+    assert.equal(cache.get(deployments, 'ns', 'x')?.object?.metadata?.resourceVersion, '5');
+    // A delete: live until the informer has it gone.
+    cache.deleted(deployments, dep('x', '5'));
+    assert.equal(cache.list(deployments, 'ns', 'app=a'), undefined);
+    store?.remove('ns/x');
+    assert.deepEqual(cache.list(deployments, 'ns', 'app=a'), []);
+    // Never delivered (a relist skipped it): the informer's again after the wait.
+    cache.wrote(deployments, dep('y', '9'));
+    assert.equal(cache.get(deployments, 'ns', 'y'), undefined);
+    now = 1001;
+    assert.deepEqual(cache.get(deployments, 'ns', 'y'), { object: undefined });
+    assert.equal(cache.pendingWrites, 0);
+  });
+});
