@@ -5,7 +5,7 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { type Context, ROOT_CONTEXT } from '@opentelemetry/api';
+import { type Attributes, type Context, ROOT_CONTEXT, SpanKind, TraceFlags } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -30,6 +30,9 @@ import { LRUCache } from 'lru-cache';
 import { ATTR, SPAN } from './k8s/tracing.ts';
 import type { Tracing, TracingConfig } from './tracing-config.ts';
 
+/** The end of an OTLP/JSON line. */
+const NEWLINE = Buffer.from('\n');
+
 /**
  * A span exporter appending OTLP/JSON (`ExportTraceServiceRequest`, the standard serializer of
  * `@opentelemetry/otlp-transformer`) to a file, one request per line, synchronously: several
@@ -48,8 +51,10 @@ export class OtlpJsonLinesFileExporter implements SpanExporter {
       return;
     }
     try {
-      const bytes = JsonTraceSerializer.serializeRequest(spans);
-      appendFileSync(this.path, `${Buffer.from(bytes ?? new Uint8Array()).toString('utf8')}\n`);
+      // The serializer's UTF-8 bytes as they are, and the line's end: no decoding into a string and
+      // encoding again.
+      const bytes = JsonTraceSerializer.serializeRequest(spans) ?? new Uint8Array();
+      appendFileSync(this.path, Buffer.concat([bytes, NEWLINE]));
       done({ code: ExportResultCode.SUCCESS });
     } catch (err) {
       done({ code: ExportResultCode.FAILED, error: err as Error });
@@ -71,7 +76,8 @@ const SPANS_HELD = 20_000;
  * remote or absent (a `reconcile` continuing a delivery, the relay's `enqueue`, a resync) and every
  * span under it in this process. Ended spans of a part are held until its first span ends; then the
  * part is exported when that span's `levelset.outcome` is set and not `success`, or when its trace
- * id is in the ratio (`TraceIdRatioBasedSampler`'s test); a span ending after its part was decided
+ * id is in the ratio (`TraceIdRatioBasedSampler`'s test) and its remote parent, if any, was sampled
+ * (a delivery of a key whose `enqueue` was left out is exported for its outcome only); a span ending after its part was decided
  * (the Pub/Sub client's publish span, a requeue's timer) follows the decision.
  */
 export class OutcomeSpanProcessor implements SpanProcessor {
@@ -122,10 +128,15 @@ export class OutcomeSpanProcessor implements SpanProcessor {
       return;
     }
     const outcome = span.attributes[ATTR.outcome];
+    // A part continuing a remote parent that was not sampled (the relay's enqueue outside the ratio)
+    // is exported for its outcome only: its trace was left out where it started.
+    const parent = span.parentSpanContext;
+    const leftOut = parent?.isRemote === true && (parent.traceFlags & TraceFlags.SAMPLED) === 0;
     const keep =
       (outcome !== undefined && outcome !== 'success') ||
-      this.#ratio.shouldSample(ROOT_CONTEXT, span.spanContext().traceId).decision ===
-        SamplingDecision.RECORD_AND_SAMPLED;
+      (!leftOut &&
+        this.#ratio.shouldSample(ROOT_CONTEXT, span.spanContext().traceId).decision ===
+          SamplingDecision.RECORD_AND_SAMPLED);
     this.#decided.set(part, keep);
     const held = this.#held.get(part) ?? [];
     this.#held.delete(part);
@@ -147,11 +158,16 @@ export class OutcomeSpanProcessor implements SpanProcessor {
   }
 }
 
+/** The attribute naming the messaging system of the Pub/Sub client's spans (`gcp_pubsub`). */
+const PUBSUB_SYSTEM = 'messaging.system';
+
 /**
  * The root sampler of {@link levelsetSampler}: a root `enqueue` span is decided at its start by the
  * trace-id ratio (`TraceIdRatioBasedSampler`, the test {@link OutcomeSpanProcessor} would apply when
  * it ends: an `enqueue` span never carries `levelset.outcome`, so its part's decision is the ratio's
- * alone and known up front); every other root span is recorded, for the decision at its end.
+ * alone and known up front); the Pub/Sub client's publish span as a root (a key whose `enqueue` span
+ * was not recorded, published outside it) is never recorded; every other root span is recorded, for
+ * the decision at its end.
  */
 class EnqueueRatioSampler implements Sampler {
   readonly #ratio: TraceIdRatioBasedSampler;
@@ -159,8 +175,19 @@ class EnqueueRatioSampler implements Sampler {
   constructor(sampleRatio: number) {
     this.#ratio = new TraceIdRatioBasedSampler(sampleRatio);
   }
-  shouldSample(context: Context, traceId: string, spanName: string): SamplingResult {
-    return spanName === SPAN.enqueue ? this.#ratio.shouldSample(context, traceId) : this.#on.shouldSample();
+  shouldSample(
+    context: Context,
+    traceId: string,
+    spanName: string,
+    spanKind: SpanKind,
+    attributes: Attributes,
+  ): SamplingResult {
+    if (spanName === SPAN.enqueue) return this.#ratio.shouldSample(context, traceId);
+    // The Pub/Sub client's publish span with no parent: a key published outside its enqueue span,
+    // which was not recorded (relay/pipeline.ts): left out as that span was.
+    if (spanKind === SpanKind.PRODUCER && attributes[PUBSUB_SYSTEM] === 'gcp_pubsub')
+      return { decision: SamplingDecision.NOT_RECORD };
+    return this.#on.shouldSample();
   }
   toString(): string {
     return `EnqueueRatio{${this.#ratio.toString()}}`;
@@ -172,7 +199,9 @@ class EnqueueRatioSampler implements Sampler {
  * recorded ones is {@link OutcomeSpanProcessor}'s decision). OpenTelemetry's `ParentBasedSampler`:
  * - a root `enqueue` span (relay, resync, audit log) is recorded only when its trace id is in
  *   `sampleRatio` (the export decision it would get anyway, taken before any work: a relay ingesting
- *   a burst of events builds, holds and serializes nothing for the other keys); other roots always;
+ *   a burst of events builds, holds and serializes nothing for the other keys); a root Pub/Sub
+ *   publish span (the relay publishes a key whose `enqueue` span is not recorded outside it) never;
+ *   other roots always;
  * - a span under a local parent follows it (the Pub/Sub client's `create` span under an `enqueue`
  *   not recorded is not recorded either, instead of waiting, held, for a decision that never comes);
  * - a span continuing a remote parent (a `reconcile` continuing a delivery, sampled or not) is

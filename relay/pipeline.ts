@@ -8,6 +8,7 @@ import {
   context,
   ROOT_CONTEXT,
   type Span,
+  type SpanContext,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -87,8 +88,12 @@ export interface PipelineOptions {
   collapseMs: number;
   /** Default `leading-trailing` (see `relay/collapse.ts`). */
   collapseMode?: CollapseMode;
-  /** Publishes one key message; resolves with the message id. */
-  publish(message: KeyMessage): Promise<string>;
+  /**
+   * Publishes one key message; resolves with the message id. `enqueue` is the context of the key's
+   * `enqueue` span, recorded or not (the in-process mode continues it; a recorded span is also the
+   * active one during the call).
+   */
+  publish(message: KeyMessage, enqueue?: SpanContext): Promise<string>;
   /** The primary keys in the relay's cache of a controller's primary resource ({@link MapContext.primaryKeys}). */
   primaryKeys(controller: string): Key[];
   /** The cached metadata of `key` in a controller's watch of `resource` ({@link MapContext.get}). */
@@ -370,13 +375,20 @@ export class KeyPipeline {
     const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;
     const labels = { controller: key.controller };
+    const publish = () => this.#options.publish(message, span.spanContext());
     const run = async () => {
       try {
-        // The publish runs under the key's span: the Pub/Sub client's publish span is its child and
-        // carries the trace in the message (core/publish.ts).
-        const messageId = await context.with(trace.setSpan(ROOT_CONTEXT, span), () =>
-          this.#options.publish(message),
-        );
+        // A recorded span: the publish runs under it, so the Pub/Sub client's publish span is its
+        // child and carries the trace in the message (core/publish.ts). A span not recorded (its
+        // trace outside the sample ratio, or tracing off) is no parent worth a context switch
+        // (AsyncLocalStorage), which cost every unsampled key more than its span: the publish runs
+        // in the root context, where the Pub/Sub client's span is a root the sampler does not record
+        // (core/tracing-sdk.ts levelsetSampler; decision 59).
+        const messageId = await (span.isRecording()
+          ? context.with(trace.setSpan(ROOT_CONTEXT, span), publish)
+          : trace.getSpan(context.active())
+            ? context.with(ROOT_CONTEXT, publish)
+            : publish());
         span.setAttribute(ATTR.messageId, messageId);
         metrics?.keysPublished.inc(labels);
         metrics?.enqueueToPublish.observe(labels, (this.#timers.now() - firstAddedAt) / 1000);

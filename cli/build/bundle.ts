@@ -8,11 +8,12 @@
  * only (a chunk of libraries alone ships none). Why bundles, and the measurements behind each
  * plugin: docs/architecture.md, decisions 28 and 36.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { builtinModules, isBuiltin } from 'node:module';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
-import { build, type Plugin } from 'esbuild';
+import { context, type OutputFile, type Plugin } from 'esbuild';
 
 /**
  * CommonJS code inside an ES module bundle still reads `require`, `__filename` and `__dirname`
@@ -161,6 +162,8 @@ export function ownMappingsOnly(map: {
   [k: string]: unknown;
 }): typeof map {
   const keep = map.sources.map((s) => !s.split(/[\\/]/).includes('node_modules'));
+  // A chunk of libraries alone: nothing to decode.
+  if (!keep.includes(true)) return { ...map, sources: [], names: [], mappings: '' };
   const index = new Map<number, number>();
   const sources: string[] = [];
   map.sources.forEach((s, i) => {
@@ -214,20 +217,56 @@ export function* walk(dir: string): Generator<string> {
 /** The namespace of generated entry points' modules (`{ source }` in {@link BundleOptions.entryPoints}). */
 const GENERATED = 'levelset-entry';
 
-/** Answers the specifiers `levelset-entry:<name>` with the source `sources` holds for `<name>`. */
-function generatedEntries(sources: ReadonlyMap<string, string>, resolveDir: string): Plugin {
+/** The namespace of the entry points of a build other than the one running ({@link bundleAll}): empty modules. */
+const IDLE = 'levelset-idle-entry';
+
+/** Which of {@link bundleAll}'s builds esbuild is running: its entry points and its externals are live. */
+interface Running {
+  build: BundleOptions | undefined;
+}
+
+/**
+ * Answers the entry points `levelset-entry:<name>`: for the running build, its file (`root`-relative
+ * path) or its generated source; for another build's entry point, an empty module.
+ */
+function entries(running: Running, root: string): Plugin {
   return {
-    name: 'levelset-generated-entries',
+    name: 'levelset-entries',
     setup(b) {
-      b.onResolve({ filter: new RegExp(`^${GENERATED}:`) }, (args) => ({
-        path: args.path,
-        namespace: GENERATED,
-      }));
-      b.onLoad({ filter: /.*/, namespace: GENERATED }, (args) => ({
-        contents: sources.get(args.path.slice(GENERATED.length + 1)) ?? '',
-        loader: 'ts',
-        resolveDir,
-      }));
+      b.onResolve({ filter: new RegExp(`^${GENERATED}:`) }, (args) => {
+        const name = args.path.slice(GENERATED.length + 1);
+        const entry = running.build?.entryPoints[name];
+        if (entry === undefined) return { path: name, namespace: IDLE };
+        return typeof entry === 'string'
+          ? { path: join(root, entry) }
+          : { path: args.path, namespace: GENERATED };
+      });
+      b.onLoad({ filter: /.*/, namespace: GENERATED }, (args) => {
+        const entry = running.build?.entryPoints[args.path.slice(GENERATED.length + 1)];
+        return { contents: typeof entry === 'object' ? entry.source : '', loader: 'ts', resolveDir: root };
+      });
+      b.onLoad({ filter: /.*/, namespace: IDLE }, () => ({ contents: '', loader: 'js' }));
+    },
+  };
+}
+
+/**
+ * The running build's {@link BundleOptions.external}, as esbuild's `external` treats a package name
+ * (the package and its subpaths); `names` is every build's, so that the filter sees only those.
+ */
+function externals(running: Running, names: readonly string[]): Plugin {
+  const literal = (n: string) => n.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  const filter = new RegExp(`^(${names.map(literal).join('|')})(/.*)?$`);
+  return {
+    name: 'levelset-externals',
+    setup(b) {
+      if (names.length === 0) return;
+      b.onResolve({ filter }, (args) => {
+        const name = filter.exec(args.path)?.[1];
+        return name && running.build?.external?.includes(name)
+          ? { path: args.path, external: true }
+          : undefined;
+      });
     },
   };
 }
@@ -268,19 +307,33 @@ export interface BundleOptions {
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
 export async function bundle(options: BundleOptions): Promise<void> {
-  const generated = new Map<string, string>();
-  for (const [name, path] of Object.entries(options.entryPoints))
-    if (typeof path !== 'string') generated.set(name, path.source);
-  const { metafile } = await build({
-    metafile: true,
-    absWorkingDir: options.root,
-    entryPoints: Object.fromEntries(
-      Object.entries(options.entryPoints).map(([name, path]) => [
-        name,
-        typeof path === 'string' ? join(options.root, path) : `${GENERATED}:${name}`,
-      ]),
-    ),
-    outdir: options.outdir,
+  await bundleAll([options]);
+}
+
+/**
+ * Bundles each of `builds` as {@link bundle} does, one after the other, in one esbuild context:
+ * each build is a rebuild of it, so esbuild parses a file once for all of them (the functions'
+ * package, the relay and the in-process mode share most of their 2 000 modules; decision 59). Each
+ * build's output is as its own `bundle` call's: the context's entry points are every build's,
+ * those of the builds not running empty modules whose outputs are not written; its externals are
+ * the running build's. Output is written once every build is done, each file once.
+ * @throws {Error} when esbuild fails (its messages), or when two builds name the same entry point
+ * or have different roots.
+ */
+export async function bundleAll(builds: readonly BundleOptions[]): Promise<void> {
+  const [first] = builds;
+  if (!first) return;
+  const root = first.root;
+  const names = builds.flatMap((b) => Object.keys(b.entryPoints));
+  if (new Set(names).size !== names.length)
+    throw new Error(`two builds name one entry point: ${names.join(', ')}`);
+  if (builds.some((b) => b.root !== root)) throw new Error('the builds of one bundleAll share their root');
+  const running: Running = { build: undefined };
+  const ctx = await context({
+    write: false,
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(names.map((name) => [name, `${GENERATED}:${name}`])),
+    outdir: first.outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
     splitting: true,
@@ -291,34 +344,69 @@ export async function bundle(options: BundleOptions): Promise<void> {
     // Stack traces name the TypeScript sources; the sources themselves are not shipped twice.
     sourcemap: 'linked',
     sourcesContent: false,
-    external: [...(options.external ?? [])],
     banner: { js: COMMONJS_GLOBALS },
     logLevel: 'silent',
     legalComments: 'none',
     plugins: [
-      generatedEntries(generated, options.root),
+      entries(running, root),
+      externals(running, [...new Set(builds.flatMap((b) => b.external ?? []))]),
       lazyGoogleCloudLogging,
       clientNodeSideEffectFree,
       requireBuiltins,
       pinoCallerUnmapped,
     ],
   });
+  const files = new Map<string, Uint8Array | string>();
+  try {
+    for (const build of builds) {
+      running.build = build;
+      const { outputFiles } = await ctx.rebuild();
+      const idle = new Set(
+        names.filter((n) => !(n in build.entryPoints)).flatMap((n) => [`${n}.mjs`, `${n}.mjs.map`]),
+      );
+      const own = outputFiles.filter((f) => !idle.has(relative(first.outdir, f.path).split('\\').join('/')));
+      for (const [path, content] of ownOutput(own, first.outdir, build.outdir)) files.set(path, content);
+    }
+  } finally {
+    running.build = undefined;
+    await ctx.dispose();
+  }
+  await Promise.all(
+    [...new Set([...files.keys()].map((f) => dirname(f)))].map((d) => mkdir(d, { recursive: true })),
+  );
+  await Promise.all([...files].map(([path, content]) => writeFile(path, content)));
+}
 
-  // This build's maps only: another build may have written into the same directory
-  // (cli/build/package-relay.ts), and its maps are done.
-  for (const output of Object.keys(metafile.outputs)) {
-    if (!output.endsWith('.map')) continue;
-    const file = join(options.root, output);
-    const map = ownMappingsOnly(JSON.parse(readFileSync(file, 'utf8')));
+/**
+ * One build's output files as written into `outdir` (esbuild wrote them for `builtIn`): each map
+ * with only Levelset's own mappings (its sources relative to `outdir`), and a chunk of libraries
+ * alone without its map and its `sourceMappingURL`, so that Node with --enable-source-maps does not
+ * read it, parse it and index the chunk's lines at load.
+ * @returns output path → content
+ */
+function ownOutput(
+  outputFiles: readonly OutputFile[],
+  builtIn: string,
+  outdir: string,
+): Map<string, Uint8Array | string> {
+  const files = new Map<string, Uint8Array | string>();
+  const at = (path: string) => join(outdir, relative(builtIn, path));
+  for (const f of outputFiles) if (!f.path.endsWith('.map')) files.set(at(f.path), f.contents);
+  for (const f of outputFiles) {
+    if (!f.path.endsWith('.map')) continue;
+    const map = ownMappingsOnly(JSON.parse(f.text));
     if (map.sources.length > 0) {
-      writeFileSync(file, JSON.stringify(map));
+      // A file's path is relative to the output's directory; a plugin's module is `namespace:path`.
+      if (outdir !== builtIn)
+        map.sources = map.sources.map((s) =>
+          /^[\w-]+:/.test(s) ? s : relative(outdir, resolve(builtIn, s)).split('\\').join('/'),
+        );
+      files.set(at(f.path), JSON.stringify(map));
       continue;
     }
-    // A chunk of libraries alone: no map and no sourceMappingURL, so that Node with
-    // --enable-source-maps does not read it, parse it and index the chunk's lines at load.
-    rmSync(file);
-    const chunk = file.slice(0, -'.map'.length);
-    const code = readFileSync(chunk, 'utf8');
-    writeFileSync(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
+    const chunk = at(f.path.slice(0, -'.map'.length));
+    const code = Buffer.from(files.get(chunk) ?? '').toString('utf8');
+    files.set(chunk, code.replace(/\n\/\/# sourceMappingURL=[^\n]*\n?$/, '\n'));
   }
+  return files;
 }

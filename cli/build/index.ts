@@ -2,13 +2,20 @@
  * The body of `levelset build` (cli/commands/build.ts): the manifests, the functions' package and
  * the relay's image context of the current directory's project.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { findProject, loadRegistry } from '../../core/project.ts';
 import { CliError } from '../errors.ts';
+import { bundleAll } from './bundle.ts';
 import { generateManifests } from './generate-manifests.ts';
-import { packageFunctions } from './package-functions.ts';
-import { IN_PROCESS_MAIN, packageRelay, RELAY_MAIN } from './package-relay.ts';
+import { clearFunctionsPackage, functionsBundle, stageFunctionsPackage } from './package-functions.ts';
+import {
+  clearRelayPackage,
+  IN_PROCESS_MAIN,
+  RELAY_MAIN,
+  relayBundles,
+  relayPackageFiles,
+} from './package-relay.ts';
 
 /**
  * The relay image's Dockerfile, beside the bundle in `build/relay` (the build context): distroless
@@ -57,22 +64,30 @@ export async function buildProject(
       throw new CliError(`generated manifests differ (run levelset build): ${drift.join(', ')}`);
     return;
   }
-  const manifests = await generateManifests({ project, warn: say });
+  const functionsOut = join(project.root, 'build', 'functions');
+  const relayOut = join(project.root, 'build', 'relay');
+  const functions = { root: project.root, registry: project.registry, out: functionsOut };
+  const relay = { root: project.root, registry: project.registry, out: join(relayOut, 'dist') };
+  clearFunctionsPackage(functions);
+  clearRelayPackage(relay);
+  // The functions' bundle and the relay's two, as rebuilds of one esbuild context (each file parsed
+  // once: decision 59); the manifests are generated while esbuild works.
+  const bundled = bundleAll([functionsBundle(functions), ...relayBundles(relay)]);
+  let manifests: string[];
+  try {
+    manifests = await generateManifests({ project, warn: say });
+  } catch (err) {
+    await bundled.catch(() => {});
+    throw err;
+  }
   say(
     `manifests       ${manifests.length} files (${rel(join(project.root, 'deploy', 'registry.gen.json'))}, …)`,
   );
-  const functionsOut = join(project.root, 'build', 'functions');
-  const relayOut = join(project.root, 'build', 'relay');
-  // The functions' build beside the relay's two (one after the other, into one directory): each
-  // build waits on this process for its plugins' callbacks, and the other's parsing fills the waits.
-  const [functions, relay] = await Promise.all([
-    packageFunctions({ root: project.root, registry: project.registry, out: functionsOut }),
-    packageRelay({ root: project.root, registry: project.registry, out: join(relayOut, 'dist') }),
-  ]);
-  say(`functions       ${rel(functionsOut)} (${functions.length} files)`);
-  mkdirSync(relayOut, { recursive: true });
+  await bundled;
+  const functionsFiles = stageFunctionsPackage(functions);
+  say(`functions       ${rel(functionsOut)} (${functionsFiles.length} files)`);
   writeFileSync(join(relayOut, 'Dockerfile'), RELAY_DOCKERFILE);
   say(
-    `relay           ${rel(relayOut)} (${relay.length} files and a Dockerfile: docker build -t IMAGE ${rel(relayOut)})`,
+    `relay           ${rel(relayOut)} (${relayPackageFiles(relay).length} files and a Dockerfile: docker build -t IMAGE ${rel(relayOut)})`,
   );
 }

@@ -37,7 +37,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findProject } from '../../core/project.ts';
 import { levelsetModule } from '../../local/module-path.ts';
-import { bundle, walk } from './bundle.ts';
+import { type BundleOptions, bundle, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
@@ -113,24 +113,40 @@ export interface PackageOptions {
 }
 
 /**
- * Bundles the runtime with the project's registry ({@link functionsEntry}) and stages the functions' package.
- * @returns the staged files, relative to `out`, sorted.
- * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
+ * The esbuild build of the functions' bundle ({@link functionsEntry}, into `out`/dist), for
+ * {@link bundleAll} beside other builds (`levelset build`).
  */
-export async function packageFunctions(options: PackageOptions = {}): Promise<string[]> {
+export function functionsBundle(options: PackageOptions = {}): BundleOptions {
   const root = options.root ?? REPO_ROOT;
-  const out = options.out ?? DEFAULT_OUT;
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-
-  await bundle({
+  return {
     root,
     entryPoints: {
       index: { source: functionsEntry(options.registry ?? findProject(root).registry, options.runtime) },
     },
-    outdir: join(out, 'dist'),
+    outdir: join(options.out ?? DEFAULT_OUT, 'dist'),
     external: EXTERNAL,
-  });
+  };
+}
+
+/**
+ * Empties `out` (default {@link DEFAULT_OUT}) for the functions' package; {@link functionsBundle}'s
+ * build then fills its dist/, and {@link stageFunctionsPackage} the rest.
+ */
+export function clearFunctionsPackage(options: PackageOptions = {}): void {
+  const out = options.out ?? DEFAULT_OUT;
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+}
+
+/**
+ * Stages what the functions' package holds beside its bundle: the compile cache's script,
+ * package.json and the lockfile (the file's docstring).
+ * @returns the staged files (the bundle's too), relative to `out`, sorted.
+ */
+export function stageFunctionsPackage(options: PackageOptions = {}): string[] {
+  const root = options.root ?? REPO_ROOT;
+  const out = options.out ?? DEFAULT_OUT;
+  mkdirSync(join(out, 'dist'), { recursive: true });
   writeFileSync(join(out, WARM_COMPILE_CACHE), WARM_COMPILE_CACHE_SOURCE);
 
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
@@ -147,6 +163,17 @@ export async function packageFunctions(options: PackageOptions = {}): Promise<st
   writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(archiveLockfile(lock), null, 2)}\n`);
 
   return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
+}
+
+/**
+ * Bundles the runtime with the project's registry ({@link functionsEntry}) and stages the functions' package.
+ * @returns the staged files, relative to `out`, sorted.
+ * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
+ */
+export async function packageFunctions(options: PackageOptions = {}): Promise<string[]> {
+  clearFunctionsPackage(options);
+  await bundle(functionsBundle(options));
+  return stageFunctionsPackage(options);
 }
 
 /** One entry of a package-lock.json (lockfileVersion 2 or 3) `packages` map; the fields read here. */

@@ -13,8 +13,8 @@
  *                        (not set by default: it costs the idle relay memory)
  *
  * Why a bundle: memory, docs/architecture.md decision 28. The relay and the in-process mode are two
- * esbuild builds into one directory: in one build the in-process mode's typed API clients landed in
- * chunks relay.mjs imports at start.
+ * esbuild builds into one directory ({@link relayBundles}): in one build the in-process mode's typed
+ * API clients landed in chunks relay.mjs imports at start.
  *
  * Nothing is left outside ({@link RELAY_EXTERNAL}), unlike the functions' package: the relay's
  * gRPC clients load their descriptors with `require` of JSON, which esbuild inlines, and google-gax
@@ -30,7 +30,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findProject } from '../../core/project.ts';
 import { levelsetModule } from '../../local/module-path.ts';
-import { bundle, registryEntry, walk } from './bundle.ts';
+import { type BundleOptions, bundleAll, registryEntry, walk } from './bundle.ts';
 
 const REPO_ROOT = resolve(import.meta.dirname, '../..');
 
@@ -77,38 +77,61 @@ export interface PackageRelayOptions {
 }
 
 /**
+ * The esbuild builds of the relay's image: the relay ({@link relayEntry}, and `extraEntryPoints`),
+ * then the in-process mode ({@link inProcessEntry}) unless `inProcess` is `false`, both into `out`,
+ * for {@link bundleAll}. Two builds into one directory, not one with both entry points: esbuild
+ * tree-shakes a module once for all the entry points of a build and places it by which entries
+ * import it, so the in-process mode's API clients (the controllers' typed clients, client-node's
+ * generated models) would land in chunks relay.mjs loads at start. Chunk names are content hashes,
+ * so the two builds' files never collide (a chunk both write is the same file).
+ */
+export function relayBundles(options: PackageRelayOptions = {}): BundleOptions[] {
+  const root = options.root ?? REPO_ROOT;
+  const out = options.out ?? DEFAULT_RELAY_OUT;
+  const registry = options.registry ?? findProject(root).registry;
+  return [
+    {
+      root,
+      entryPoints: { relay: { source: relayEntry(registry) }, ...options.extraEntryPoints },
+      outdir: out,
+      external: RELAY_EXTERNAL,
+    },
+    ...((options.inProcess ?? true)
+      ? [
+          {
+            root,
+            entryPoints: { 'in-process': { source: inProcessEntry(registry) } },
+            outdir: out,
+            external: RELAY_EXTERNAL,
+          },
+        ]
+      : []),
+  ];
+}
+
+/** Empties `out` (default {@link DEFAULT_RELAY_OUT}) for {@link relayBundles}' builds. */
+export function clearRelayPackage(options: PackageRelayOptions = {}): void {
+  const out = options.out ?? DEFAULT_RELAY_OUT;
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+}
+
+/** The files in `out` (default {@link DEFAULT_RELAY_OUT}), relative to it, sorted. */
+export function relayPackageFiles(options: PackageRelayOptions = {}): string[] {
+  const out = options.out ?? DEFAULT_RELAY_OUT;
+  return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
+}
+
+/**
  * Bundles the relay ({@link relayEntry}, and `extraEntryPoints`), then the in-process mode
- * ({@link inProcessEntry}) unless `inProcess` is `false`, into `out`.
+ * ({@link inProcessEntry}) unless `inProcess` is `false`, into `out` ({@link relayBundles}).
  * @returns the staged files, relative to `out`, sorted.
  * @throws {Error} when esbuild fails (its messages), e.g. an import that does not resolve.
  */
 export async function packageRelay(options: PackageRelayOptions = {}): Promise<string[]> {
-  const root = options.root ?? REPO_ROOT;
-  const out = options.out ?? DEFAULT_RELAY_OUT;
-  const registry = options.registry ?? findProject(root).registry;
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  // Two builds into one directory: esbuild tree-shakes a module once for all the entry points of
-  // a build and places it by which entries import it, so the in-process mode's API clients (the
-  // controllers' typed clients, client-node's generated models) would land in chunks relay.mjs
-  // loads at start. Chunk names are content hashes, so the two builds' files never collide.
-  await bundle({
-    root,
-    entryPoints: { relay: { source: relayEntry(registry) }, ...options.extraEntryPoints },
-    outdir: out,
-    external: RELAY_EXTERNAL,
-  });
-  // After the first, not beside it: both write the chunks they share (the same content hash) into
-  // `out`, and each rewrites a library chunk it wrote (its map dropped) while the other may be
-  // writing or reading the same file.
-  if (options.inProcess ?? true)
-    await bundle({
-      root,
-      entryPoints: { 'in-process': { source: inProcessEntry(registry) } },
-      outdir: out,
-      external: RELAY_EXTERNAL,
-    });
-  return [...walk(out)].map((f) => relative(out, f).split('\\').join('/')).sort();
+  clearRelayPackage(options);
+  await bundleAll(relayBundles(options));
+  return relayPackageFiles(options);
 }
 
 if (import.meta.main) {

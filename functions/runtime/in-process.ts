@@ -202,13 +202,16 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
    * resync's at low priority, so live keys pass its backlog (functions/runtime/workqueue.ts, Priority).
    */
   const toQueues = {
-    publish: async (m: {
-      cluster?: string;
-      controller: string;
-      namespace: string;
-      name: string;
-      reason?: string;
-    }) => {
+    publish: async (
+      m: {
+        cluster?: string;
+        controller: string;
+        namespace: string;
+        name: string;
+        reason?: string;
+      },
+      enqueueSpan?: SpanContext,
+    ) => {
       // One cluster here: a key a map or listKeys named for another cluster (the owner of a child
       // in another cluster) has no cluster to run in.
       if (m.cluster !== undefined && m.cluster !== DEFAULT_CLUSTER) {
@@ -220,7 +223,9 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
       }
       const queue = queues.get(m.controller);
       if (!queue) throw new Error(`no workqueue for controller "${m.controller}"`);
-      const enqueue = trace.getSpan(context.active())?.spanContext();
+      // The relay names its enqueue span, recorded or not (an unsampled key is published outside
+      // it); the resync publishes under its own.
+      const enqueue = enqueueSpan ?? trace.getSpan(context.active())?.spanContext();
       if (enqueue && trace.isSpanContextValid(enqueue))
         enqueuedBy.set(`${m.controller}|${keyString(m)}`, enqueue);
       queue.add(keyString(m), m.reason === 'resync' ? 'low' : 'normal');

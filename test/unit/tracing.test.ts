@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
-import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { type Attributes, context, ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import {
   InMemorySpanExporter,
   NodeTracerProvider,
@@ -36,6 +36,9 @@ const atRatio = {
   1: new OutcomeSpanProcessor(new SimpleSpanProcessor(exported), 1),
 };
 const provider = new NodeTracerProvider({
+  // Levelset's sampler records every delivery (a remote parent sampled or not); what is exported is
+  // the processor's decision.
+  sampler: levelsetSampler(1),
   spanProcessors: [
     {
       onStart: (s, c) => atRatio[ratio].onStart(s, c),
@@ -126,6 +129,21 @@ describe('export by outcome (OutcomeSpanProcessor)', () => {
     assert.equal(span?.spanContext().traceId, '0af7651916cd43dd8448eb211c80319c');
     assert.equal(span?.parentSpanContext?.spanId, 'b7ad6b7169203331');
   });
+
+  it('exports a delivery under a remote parent that was not sampled for its outcome only, whatever the ratio', async () => {
+    ratio = 1;
+    exported.reset();
+    const leftOut = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: 0,
+      isRemote: true,
+    });
+    await inDeliverySpan(leftOut, {}, async () => ({ outcome: 'success' as const }));
+    assert.deepEqual(names(exported.getFinishedSpans()), [], 'a success of a trace left out stays out');
+    await inDeliverySpan(leftOut, {}, async () => ({ outcome: 'transient' as const }));
+    assert.deepEqual(names(exported.getFinishedSpans()), ['reconcile'], 'a failure is exported');
+  });
 });
 
 describe('what is recorded (levelsetSampler)', () => {
@@ -159,6 +177,21 @@ describe('what is recorded (levelsetSampler)', () => {
     assert.equal(decide(0, SPAN.resync), RECORD_AND_SAMPLED);
     assert.equal(decide(0, SPAN.reconcile, under(0, true)), RECORD_AND_SAMPLED);
     assert.equal(decide(0, SPAN.reconcile, under(1, true)), RECORD_AND_SAMPLED);
+  });
+
+  it("never records the Pub/Sub client's publish span as a root (a key published outside its enqueue span, not recorded)", () => {
+    const root = (ratio: number, kind: SpanKind, attributes: Attributes) =>
+      levelsetSampler(ratio).shouldSample(
+        ROOT_CONTEXT,
+        traceIds[0] as string,
+        'keys create',
+        kind,
+        attributes,
+        [],
+      ).decision;
+    assert.equal(root(1, SpanKind.PRODUCER, { 'messaging.system': 'gcp_pubsub' }), NOT_RECORD);
+    assert.equal(root(1, SpanKind.PRODUCER, {}), RECORD_AND_SAMPLED, 'another root producer is recorded');
+    assert.equal(root(1, SpanKind.INTERNAL, { 'messaging.system': 'gcp_pubsub' }), RECORD_AND_SAMPLED);
   });
 
   it('a span under a local parent follows it (the publish span under an enqueue not recorded is not either)', () => {
