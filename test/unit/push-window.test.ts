@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PUSH_WINDOW, PushWindow } from '../../local/push-window.ts';
+import { PUSH_MODEL_ENV, pushModelOf } from '../../local/stack.ts';
 
 describe('push window', () => {
   it('starts at its initial size and bounds what is outstanding', async () => {
@@ -50,5 +51,14 @@ describe('push window', () => {
   it('defaults to a single push at first', () => {
     assert.equal(new PushWindow().size, PUSH_WINDOW.initial);
     assert.equal(PUSH_WINDOW.initial, 1);
+  });
+});
+
+describe("the local stack's push model", () => {
+  it("is the emulator's unless the option or LEVELSET_PUSH_MODEL asks for the model", () => {
+    assert.equal(pushModelOf(undefined, {}), 'emulator');
+    assert.equal(pushModelOf(undefined, { [PUSH_MODEL_ENV]: 'cloud' }), 'cloud');
+    assert.equal(pushModelOf('emulator', { [PUSH_MODEL_ENV]: 'cloud' }), 'emulator');
+    assert.throws(() => pushModelOf(undefined, { [PUSH_MODEL_ENV]: 'fast' }), /one of emulator, cloud/);
   });
 });
