@@ -17,7 +17,7 @@ import { createKeyPublisher, emulatorClientOptions } from '../core/publish.ts';
 import { PRELOAD } from '../local/parent-watch.ts';
 import type { PubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
-import type { startLocalStack } from '../local/stack.ts';
+import type { PushModel, startLocalStack } from '../local/stack.ts';
 import type { CostRow } from './cost.ts';
 import type { Figure, Series } from './report.ts';
 import { applyCrds, FOOS, log, quiet, stopChild, waitForServed } from './support.ts';
@@ -170,7 +170,16 @@ export interface SectionEnv {
   startLocalStack: typeof startLocalStack;
   /** `--kubeconfig`, `--peer NAME=PATH` and `--peer-sizes`: the peer section's real cluster and binaries (bench/sections/peer.ts). */
   peer?: PeerOptions;
+  /**
+   * `--push-model cloud`: the sections that run the serverless path (e2e/throughput, peer) run it a
+   * second time with the stack's `cloud` push model (local/push-window.ts) and report those figures
+   * beside the emulator's, labelled modelled. Default `emulator`: the emulator's push only.
+   */
+  pushModel: PushModel;
 }
+
+/** The label of figures measured with the `cloud` push model (local/stack.ts `PushModel`). */
+export const MODELLED_PUSH = "modelled: Cloud Pub/Sub's push window, local/push-window.ts";
 
 /** What a section measured. */
 export interface SectionOutput {

@@ -8,6 +8,7 @@
  *   npm run bench -- --tiny       # tiny sizes, into a temp dir (npm run test:load runs this once)
  *   npm run bench -- --out DIR    # elsewhere
  *   npm run bench -- --only collapse --only relay   # some sections, into a temp dir
+ *   npm run bench -- --push-model cloud   # the serverless path also with a model of Cloud Pub/Sub's push (figures labelled modelled)
  *
  * Each section is a file of bench/sections/, run on what bench/environment.ts starts for it. Every
  * figure comes with the baseline measured in the same run. Nothing here is a test: no figure is
@@ -23,7 +24,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startPubSubEmulator } from '../local/pubsub-emulator.ts';
 import { repoRoot } from '../local/service.ts';
-import { type AnyLocalStack, type LocalStackOptions, startLocalStack } from '../local/stack.ts';
+import {
+  type AnyLocalStack,
+  type LocalStackOptions,
+  PUSH_MODELS,
+  type PushModel,
+  startLocalStack,
+} from '../local/stack.ts';
 import {
   type ApiServer,
   type Emulator,
@@ -85,8 +92,14 @@ const { values: args } = parseArgs({
     kubeconfig: { type: 'string' },
     peer: { type: 'string', multiple: true },
     'peer-sizes': { type: 'string', default: '200,1000' },
+    'push-model': { type: 'string', default: 'emulator' },
   },
 });
+const pushModel = args['push-model'] as PushModel;
+if (!PUSH_MODELS.includes(pushModel)) {
+  console.error(`--push-model takes one of ${PUSH_MODELS.join(', ')}`);
+  process.exit(2);
+}
 const tiny = args.tiny ?? false;
 const names = SECTIONS.map((s) => s.name);
 const unknown = args.only?.filter((n) => !names.includes(n)) ?? [];
@@ -197,6 +210,7 @@ try {
       tiny,
       sizes,
       log,
+      pushModel,
       ...(peerOptions ? { peer: peerOptions } : {}),
       apiServer: () => {
         refuseIfInterrupted();

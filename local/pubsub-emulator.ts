@@ -220,13 +220,20 @@ export async function startPubSubEmulator(options: { port?: number } = {}): Prom
   return { host, projectId: EMULATOR_PROJECT_ID, pid: child.pid ?? 0, stop };
 }
 
+/** The local push subscriptions' retry policy, ms: 1 → 10 s (Terraform's is 10 → 600 s). */
+export const LOCAL_RETRY_BACKOFF = { minimumMs: 1000, maximumMs: 10_000 } as const;
+
 export interface KeysTopologyOptions {
   projectId: string;
   emulatorHost: string;
   /** Keys topic id; default `levelset-keys`. */
   topic?: string;
-  /** The push endpoint of the keys subscription: the local push proxy (local/push-proxy.ts) in front of `reconcile`. */
-  pushEndpoint: string;
+  /**
+   * The push endpoint of the keys subscription: the local push proxy (local/push-proxy.ts) in front
+   * of `reconcile`. `undefined`: a pull subscription, which the push proxy pulls and pushes from
+   * itself (its `pushWindow`, the stack's `cloud` push model).
+   */
+  pushEndpoint: string | undefined;
   /** Subscription id; default `<topic>-reconcile`. */
   subscription?: string;
   /**
@@ -291,13 +298,13 @@ export async function ensureKeysTopology(options: KeysTopologyOptions): Promise<
     await pubsub
       .topic(topicId)
       .createSubscription(subscriptionId, {
-        pushConfig: { pushEndpoint: options.pushEndpoint },
+        ...(options.pushEndpoint !== undefined ? { pushConfig: { pushEndpoint: options.pushEndpoint } } : {}),
         enableMessageOrdering: options.messageOrdering ?? true,
         ackDeadlineSeconds: options.ackDeadlineSeconds ?? 60,
         retryPolicy: {
           // 1 → 10 s locally (Terraform uses 10 → 600).
-          minimumBackoff: { seconds: 1 },
-          maximumBackoff: { seconds: 10 },
+          minimumBackoff: { seconds: LOCAL_RETRY_BACKOFF.minimumMs / 1000 },
+          maximumBackoff: { seconds: LOCAL_RETRY_BACKOFF.maximumMs / 1000 },
         },
       })
       .catch(ignoreExists);

@@ -31,10 +31,12 @@
  */
 import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { PubSub } from '@google-cloud/pubsub';
+import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
 import pLimit from 'p-limit';
 import { DEAD_LETTER_ATTRIBUTES } from '../core/message.ts';
 import { emulatorClientOptions } from '../core/publish.ts';
+import { LOCAL_RETRY_BACKOFF } from './pubsub-emulator.ts';
+import { PushWindow, type PushWindowOptions } from './push-window.ts';
 
 /** Successful push answers: Pub/Sub acknowledges on 102, 200, 201, 202 and 204 ("Push subscriptions"). */
 const ACK_STATUSES = new Set([102, 200, 201, 202, 204]);
@@ -76,7 +78,27 @@ export interface PushProxyOptions {
    * (default 60 000), until a push succeeds. `true`: the documented defaults. Default: off (the emulator's behaviour).
    */
   pushBackoff?: boolean | { minimumMs?: number; maximumMs?: number };
+  /**
+   * Cloud Pub/Sub's push concurrency (the stack's `cloud` push model): instead of answering the
+   * emulator's pushes, the proxy pulls {@link subscription} (a pull subscription; streaming pull) once
+   * {@link PushProxy.startPulling} is called, and pushes each message to the function itself, at
+   * most a slow-start window at once (local/push-window.ts), one at a time per ordering key, in
+   * the order pulled. A failed push is pushed again by the proxy after the subscription's retry
+   * backoff ({@link retryBackoff}), its lease kept and the later messages of its key waiting behind
+   * it, as Pub/Sub redelivers an ordered message; an acknowledged or dead-lettered message is
+   * acknowledged. `true`: the model's defaults. Default: off (the emulator pushes, two at a time).
+   */
+  pushWindow?: boolean | PushWindowOptions;
+  /**
+   * With {@link pushWindow}: the subscription's retry policy, ms (a failed message's n-th push
+   * again waits `minimumMs × 2^(n-1)`, at most `maximumMs`); default the local subscriptions'
+   * ({@link LOCAL_RETRY_BACKOFF}).
+   */
+  retryBackoff?: { minimumMs: number; maximumMs: number };
 }
+
+/** What the function's answer to a push was: acknowledged, a failed attempt, or no attempt (its port refused the push). */
+type PushOutcome = 'acknowledged' | 'failed' | 'refused';
 
 /** Cloud Pub/Sub's push backoff bounds, ms (Pub/Sub's push subscription documentation). */
 export const PUSH_BACKOFF = { minimumMs: 100, maximumMs: 60_000 } as const;
@@ -116,6 +138,8 @@ export interface DeliveryStats {
   statuses: Record<string, number>;
   /** The push backoff in force now, ms (0: none; {@link PushProxyOptions.pushBackoff}). */
   pushBackoffMs: number;
+  /** With {@link PushProxyOptions.pushWindow}: the push window now, and the pushes outstanding in it. */
+  pushWindow?: { size: number; inFlight: number };
 }
 
 export interface PushProxy {
@@ -128,6 +152,12 @@ export interface PushProxy {
   onSettled(listener: (messageId: string) => void): void;
   /** Called with every push forwarded to the function, once it was answered. */
   onPush(listener: (push: ForwardedPush) => void): void;
+  /**
+   * With {@link PushProxyOptions.pushWindow}: pulls the subscription (which must exist) from now
+   * on, again on a new stream when called again (after the subscription was re-created). Without
+   * it: nothing.
+   */
+  startPulling(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -243,6 +273,180 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     for (const l of listeners) l(id);
   };
 
+  /**
+   * One delivery of `body` (a push request's body, as the emulator sends it): counted, forwarded to
+   * the function, dead-lettered after its last attempt. Resolves with the status to answer the
+   * emulator (2xx: the message leaves the subscription), and the function's outcome (`failed`
+   * for a message dead-lettered after its last failure; `refused`: no attempt).
+   */
+  const deliver = async (
+    body: Buffer,
+    method: string,
+    path: string,
+    contentType: string,
+  ): Promise<{ status: number; outcome: PushOutcome }> => {
+    stats.pushes++;
+    stats.lastPushAt = Date.now();
+    let envelope: { message?: PushMessage; deliveryAttempt?: number } | undefined;
+    try {
+      envelope = JSON.parse(body.toString('utf8')) as typeof envelope;
+    } catch {
+      envelope = undefined;
+    }
+    const message = envelope?.message;
+    const id = message?.messageId ?? message?.message_id;
+    const attempt = (id !== undefined ? (attempts.get(id) ?? 0) : 0) + 1;
+    const forwarded =
+      envelope && typeof envelope === 'object' && id !== undefined
+        ? Buffer.from(JSON.stringify({ ...envelope, deliveryAttempt: attempt }))
+        : body;
+    let status: number;
+    // Cloud Pub/Sub's push backoff: every push waits while it is in force.
+    for (let wait = resumeAt - Date.now(); wait > 0; wait = resumeAt - Date.now()) await delay(wait);
+    const startedAt = performance.now();
+    try {
+      status = await forwardSlot(() =>
+        instanceSlot(() =>
+          forward(
+            agent,
+            new URL(path, options.target),
+            method,
+            contentType,
+            method === 'GET' || method === 'HEAD' ? undefined : forwarded,
+            options.timeoutMs ?? 60_000,
+          ),
+        ),
+      );
+    } catch (err) {
+      if (connectionRefused(err)) {
+        stats.refused++;
+        return { status: 503, outcome: 'refused' };
+      }
+      status = 502; // reset mid-request, timeout: a failed attempt
+    }
+    answered(status);
+    stats.statuses[status] = (stats.statuses[status] ?? 0) + 1;
+    if (pushListeners.length) {
+      const push: ForwardedPush = {
+        messageId: id,
+        attributes: message?.attributes ?? {},
+        data: Buffer.from(message?.data ?? '', 'base64').toString('utf8'),
+        status,
+        startedAt,
+        endedAt: performance.now(),
+      };
+      for (const l of pushListeners) l(push);
+    }
+    if (ACK_STATUSES.has(status)) {
+      stats.acknowledged++;
+      stats.lastAcknowledgedAt = Date.now();
+      settle(id);
+      return { status, outcome: 'acknowledged' };
+    }
+    if (id === undefined || !message) return { status, outcome: 'failed' };
+    attempts.set(id, attempt);
+    if (attempt < maxAttempts) return { status, outcome: 'failed' };
+    try {
+      await deadLetters.publishMessage({
+        data: Buffer.from(message.data ?? '', 'base64'),
+        attributes: {
+          ...message.attributes,
+          [DEAD_LETTER_ATTRIBUTES.deliveryAttempts]: String(attempt),
+          [DEAD_LETTER_ATTRIBUTES.sourceSubscription]: options.subscription.split('/').pop() ?? '',
+          [DEAD_LETTER_ATTRIBUTES.sourceSubscriptionProject]: options.projectId,
+          ...(message.publishTime ? { [DEAD_LETTER_ATTRIBUTES.sourcePublishTime]: message.publishTime } : {}),
+        },
+      });
+    } catch {
+      // not dead-lettered yet: Pub/Sub redelivers, the next failure tries again
+      return { status: 503, outcome: 'failed' };
+    }
+    stats.deadLettered++;
+    const controller = message.attributes?.controller ?? '?';
+    stats.deadLetteredByController[controller] = (stats.deadLetteredByController[controller] ?? 0) + 1;
+    settle(id);
+    // The function's failure was an attempt; the message leaves the subscription.
+    return { status: 204, outcome: 'failed' };
+  };
+
+  const window = options.pushWindow
+    ? new PushWindow(options.pushWindow === true ? {} : options.pushWindow)
+    : undefined;
+  const retry = options.retryBackoff ?? LOCAL_RETRY_BACKOFF;
+  /** Aborts the pulled messages' waits (their retry backoff) at the stop. */
+  const stopping = new AbortController();
+  let subscriber: Subscription | undefined;
+  let reopen: NodeJS.Timeout | undefined;
+  /** The last delivery queued per ordering key: the next message of the key waits for it. */
+  const keyChains = new Map<string, Promise<void>>();
+  /** Pushes a pulled message until it is acknowledged or dead-lettered, through the window. */
+  const pushPulled = async (m: Message): Promise<void> => {
+    if (!window) return;
+    const publishTime = m.publishTime.toISOString();
+    const body = Buffer.from(
+      JSON.stringify({
+        message: {
+          data: m.data.toString('base64'),
+          attributes: m.attributes,
+          messageId: m.id,
+          message_id: m.id,
+          publishTime,
+          publish_time: publishTime,
+          ...(m.orderingKey ? { orderingKey: m.orderingKey } : {}),
+        },
+        subscription: options.subscription,
+      }),
+    );
+    for (let failures = 0; !stopping.signal.aborted; ) {
+      await window.acquire();
+      let answer: { status: number; outcome: PushOutcome };
+      try {
+        answer = await deliver(body, 'POST', '/', 'application/json');
+      } catch {
+        answer = { status: 500, outcome: 'failed' };
+      }
+      window.release(answer.outcome === 'refused' ? undefined : answer.outcome === 'acknowledged');
+      if (ACK_STATUSES.has(answer.status)) {
+        m.ack();
+        return;
+      }
+      failures++;
+      const wait = Math.min(retry.maximumMs, retry.minimumMs * 2 ** (failures - 1));
+      await delay(wait, undefined, { signal: stopping.signal }).catch(() => {});
+    }
+  };
+  const onMessage = (m: Message) => {
+    const key = m.orderingKey || undefined;
+    const previous = key !== undefined ? keyChains.get(key) : undefined;
+    const next = (previous ?? Promise.resolve()).then(() => pushPulled(m)).catch(() => {});
+    if (key === undefined) return;
+    keyChains.set(key, next);
+    void next.then(() => {
+      if (keyChains.get(key) === next) keyChains.delete(key);
+    });
+  };
+  const startPulling = async (): Promise<void> => {
+    if (!window || stopping.signal.aborted) return;
+    clearTimeout(reopen);
+    const previous = subscriber;
+    previous?.removeAllListeners();
+    await previous?.close().catch(() => {});
+    const sub = pubsub.subscription(options.subscription, {
+      // Pulled ahead at most the window's ceiling; acknowledged at once (one per call).
+      flowControl: { maxMessages: window.maximum, allowExcessMessages: false },
+      batching: { maxMessages: 1, maxMilliseconds: 0 },
+      streamingOptions: { maxStreams: 1 },
+    });
+    sub.on('message', onMessage);
+    // The subscription is gone (the watchdog re-creates it) or the stream broke for good: a new one.
+    sub.on('error', () => {
+      if (subscriber !== sub || stopping.signal.aborted) return;
+      clearTimeout(reopen);
+      reopen = setTimeout(() => void startPulling().catch(() => {}), 1000);
+    });
+    subscriber = sub;
+  };
+
   let statusProvider: (() => object) | undefined;
   const server: Server = createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/deliveries') {
@@ -258,98 +462,13 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
         res.writeHead(413).end();
         return;
       }
-      stats.pushes++;
-      stats.lastPushAt = Date.now();
-      let envelope: { message?: PushMessage; deliveryAttempt?: number } | undefined;
-      try {
-        envelope = JSON.parse(body.toString('utf8')) as typeof envelope;
-      } catch {
-        envelope = undefined;
-      }
-      const message = envelope?.message;
-      const id = message?.messageId ?? message?.message_id;
-      const attempt = (id !== undefined ? (attempts.get(id) ?? 0) : 0) + 1;
-      const forwarded =
-        envelope && typeof envelope === 'object' && id !== undefined
-          ? Buffer.from(JSON.stringify({ ...envelope, deliveryAttempt: attempt }))
-          : body;
-      let status: number;
-      // Cloud Pub/Sub's push backoff: every push waits while it is in force.
-      for (let wait = resumeAt - Date.now(); wait > 0; wait = resumeAt - Date.now()) await delay(wait);
-      const startedAt = performance.now();
-      try {
-        const method = req.method ?? 'POST';
-        status = await forwardSlot(() =>
-          instanceSlot(() =>
-            forward(
-              agent,
-              new URL(req.url ?? '/', options.target),
-              method,
-              req.headers['content-type'] ?? 'application/json',
-              method === 'GET' || method === 'HEAD' ? undefined : forwarded,
-              options.timeoutMs ?? 60_000,
-            ),
-          ),
-        );
-      } catch (err) {
-        if (connectionRefused(err)) {
-          stats.refused++;
-          res.writeHead(503).end();
-          return;
-        }
-        status = 502; // reset mid-request, timeout: a failed attempt
-      }
-      answered(status);
-      stats.statuses[status] = (stats.statuses[status] ?? 0) + 1;
-      if (pushListeners.length) {
-        const push: ForwardedPush = {
-          messageId: id,
-          attributes: message?.attributes ?? {},
-          data: Buffer.from(message?.data ?? '', 'base64').toString('utf8'),
-          status,
-          startedAt,
-          endedAt: performance.now(),
-        };
-        for (const l of pushListeners) l(push);
-      }
-      if (ACK_STATUSES.has(status)) {
-        stats.acknowledged++;
-        stats.lastAcknowledgedAt = Date.now();
-        settle(id);
-        res.writeHead(status).end();
-        return;
-      }
-      if (id === undefined || !message) {
-        res.writeHead(status).end();
-        return;
-      }
-      attempts.set(id, attempt);
-      if (attempt < maxAttempts) {
-        res.writeHead(status).end();
-        return;
-      }
-      try {
-        await deadLetters.publishMessage({
-          data: Buffer.from(message.data ?? '', 'base64'),
-          attributes: {
-            ...message.attributes,
-            [DEAD_LETTER_ATTRIBUTES.deliveryAttempts]: String(attempt),
-            [DEAD_LETTER_ATTRIBUTES.sourceSubscription]: options.subscription.split('/').pop() ?? '',
-            [DEAD_LETTER_ATTRIBUTES.sourceSubscriptionProject]: options.projectId,
-            ...(message.publishTime
-              ? { [DEAD_LETTER_ATTRIBUTES.sourcePublishTime]: message.publishTime }
-              : {}),
-          },
-        });
-      } catch {
-        res.writeHead(503).end(); // not dead-lettered yet: Pub/Sub redelivers, the next failure tries again
-        return;
-      }
-      stats.deadLettered++;
-      const controller = message.attributes?.controller ?? '?';
-      stats.deadLetteredByController[controller] = (stats.deadLetteredByController[controller] ?? 0) + 1;
-      settle(id);
-      res.writeHead(204).end();
+      const { status } = await deliver(
+        body,
+        req.method ?? 'POST',
+        req.url ?? '/',
+        req.headers['content-type'] ?? 'application/json',
+      );
+      res.writeHead(status).end();
     })().catch(() => {
       if (!res.headersSent) res.writeHead(500).end();
     });
@@ -368,13 +487,19 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
       statuses: { ...stats.statuses },
       retrying: attempts.size,
       pushBackoffMs: backoffMs,
+      ...(window ? { pushWindow: { size: window.size, inFlight: window.inFlight } } : {}),
     }),
     serveStatus: (provider) => {
       statusProvider = provider;
     },
     onSettled: (listener) => void listeners.push(listener),
     onPush: (listener) => void pushListeners.push(listener),
+    startPulling,
     async stop() {
+      stopping.abort();
+      clearTimeout(reopen);
+      subscriber?.removeAllListeners();
+      await subscriber?.close().catch(() => {});
       agent.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

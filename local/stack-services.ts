@@ -163,14 +163,15 @@ export async function functionServices(
 /**
  * A push subscription of `topic` to `reconcile` through a push proxy of its own (local/push-proxy.ts):
  * `start` starts the proxy unless it runs, then creates what is missing of the topic and the
- * subscription pushing to it (all of it, after the emulator's restart).
+ * subscription pushing to it (all of it, after the emulator's restart); with `pushWindow`, a pull
+ * subscription the proxy pulls from (again).
  */
 export function pushSubscription(
   { host: emulatorHost, projectId }: PubSubEmulator,
   topic: string,
   proxy: Pick<
     PushProxyOptions,
-    'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots' | 'pushBackoff'
+    'target' | 'maxDeliveryAttempts' | 'maxConcurrentPushes' | 'instanceSlots' | 'pushBackoff' | 'pushWindow'
   >,
   messageOrdering?: boolean,
   subscriptionId?: string,
@@ -185,7 +186,10 @@ export function pushSubscription(
     topology,
     async start(): Promise<PushProxy> {
       const running = await proxyService.start();
-      await ensureKeysTopology({ ...topologyOptions, pushEndpoint: running.url });
+      // With a push window the proxy pulls a pull subscription and pushes itself (the `cloud` push model).
+      const pushEndpoint = proxy.pushWindow ? undefined : running.url;
+      await ensureKeysTopology({ ...topologyOptions, pushEndpoint });
+      await running.startPulling();
       return running;
     },
     stop: () => proxyService.stop(),

@@ -43,6 +43,29 @@ import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from '
 export type StackMode = 'serverless' | 'in-process';
 export const STACK_MODES: readonly StackMode[] = ['serverless', 'in-process'];
 
+/**
+ * Who pushes the serverless stack's keys to `reconcile`: `emulator`, the Pub/Sub emulator's push
+ * subscriptions (two pushes at a time each, whatever the function answers); `cloud`, a model of
+ * Cloud Pub/Sub's push (local/push-window.ts): the push proxies pull the keys' and the resync's
+ * subscriptions and push with a slow-start window, and apply Pub/Sub's push backoff. Figures
+ * measured with `cloud` are modelled.
+ */
+export type PushModel = 'emulator' | 'cloud';
+export const PUSH_MODELS: readonly PushModel[] = ['emulator', 'cloud'];
+/** The environment variable that picks the push model when the stack's options do not. */
+export const PUSH_MODEL_ENV = 'LEVELSET_PUSH_MODEL';
+
+/**
+ * The push model of `option`, else of {@link PUSH_MODEL_ENV}, else `emulator`.
+ * @throws {Error} for a value that is not one of {@link PUSH_MODELS}
+ */
+export function pushModelOf(option: PushModel | undefined, env = process.env): PushModel {
+  const model = option ?? env[PUSH_MODEL_ENV] ?? 'emulator';
+  if (!PUSH_MODELS.includes(model as PushModel))
+    throw new Error(`push model "${model}": one of ${PUSH_MODELS.join(', ')}`);
+  return model as PushModel;
+}
+
 /** One cluster of a multi-cluster local stack: its id (a DNS-1123 label) and its kubeconfig. */
 export interface LocalCluster {
   id: string;
@@ -95,8 +118,13 @@ export interface LocalStackOptions {
    * the emulator's stead.
    */
   maxDeliveryAttempts?: number;
-  /** Model Cloud Pub/Sub's push backoff in the keys subscription's push proxy ({@link PushProxyOptions.pushBackoff}); default off. */
+  /**
+   * Model Cloud Pub/Sub's push backoff in the keys subscription's push proxy
+   * ({@link PushProxyOptions.pushBackoff}); default off, on with the `cloud` {@link pushModel}.
+   */
   pushBackoff?: PushProxyOptions['pushBackoff'];
+  /** Serverless mode only: who pushes keys to `reconcile` ({@link PushModel}); default {@link pushModelOf}'s. */
+  pushModel?: PushModel;
   /**
    * The delivery watchdog's stall limit (local/watchdog.ts): keys published and not pushed for this
    * long while `reconcile` answers make it re-create the push subscription and re-publish them; ms,
@@ -336,15 +364,19 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   );
   const started = emulatorService.running;
   if (!started) throw new Error('the Pub/Sub emulator stopped during start-up');
+  const cloudPush = pushModelOf(options.pushModel) === 'cloud';
   const proxy = {
     target: functions.urls.reconcile,
     maxDeliveryAttempts: options.maxDeliveryAttempts,
     // One instance's request slots, shared by the live and the resync subscriptions' pushes.
     instanceSlots: pLimit(FUNCTION_CONCURRENCY),
+    // The `cloud` push model: each proxy pulls its subscription and pushes with a slow-start window.
+    ...(cloudPush ? { pushWindow: true } : {}),
   };
+  const pushBackoff = options.pushBackoff ?? (cloudPush ? true : undefined);
   const keys = pushSubscription(started, topic, {
     ...proxy,
-    ...(options.pushBackoff !== undefined ? { pushBackoff: options.pushBackoff } : {}),
+    ...(pushBackoff !== undefined ? { pushBackoff } : {}),
   });
   const pushProxy = await services.launch(keys);
   // The resync's own topic and subscription (core/config.ts, resyncTopicOf), to the same

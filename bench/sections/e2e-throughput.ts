@@ -1,12 +1,20 @@
 /**
  * Section `e2e/throughput`: end to end and throughput, serverless vs the in-process mode, on one API
  * server with a simulated node; and, for the serverless changes, Levelset's own time (end to end
- * minus the bus's wait, bench/sections/bus-wait.ts).
+ * minus the bus's wait, bench/sections/bus-wait.ts). With `--push-model cloud`, the serverless path
+ * a second time with the stack's `cloud` push model (local/push-window.ts), its figures labelled
+ * modelled.
  */
 import { LABELS } from '../../core/log.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
-import { STACK_MODES, type StackMode } from '../../local/stack.ts';
-import type { ApiServer, Section, SectionEnv, SectionOutput } from '../environment.ts';
+import { type PushModel, STACK_MODES, type StackMode } from '../../local/stack.ts';
+import {
+  type ApiServer,
+  MODELLED_PUSH,
+  type Section,
+  type SectionEnv,
+  type SectionOutput,
+} from '../environment.ts';
 import { comparing, type Figure, figuresOf, quantiles } from '../report.ts';
 import { now, type ObjectWatch, quiet, sleep, watchObjects } from '../support.ts';
 import { type BusWaits, type DeliveryLine, ownTimeFigures, recordBusWaits } from './bus-wait.ts';
@@ -23,48 +31,88 @@ interface ModeResult {
 
 const SOURCE = 'bench-source';
 
+/** A run of the section: a stack mode, and for the serverless mode who pushes. */
+type Run = StackMode | 'serverless-modelled';
+const runOf = (run: Run): { mode: StackMode; pushModel?: PushModel } =>
+  run === 'serverless-modelled' ? { mode: 'serverless', pushModel: 'cloud' } : { mode: run };
+
 export const e2eThroughput: Section = {
   name: 'e2e/throughput',
   async run(env) {
-    const api = await env.apiServer();
-    const simulated = await startSimulatedNode(api.kc, quiet);
     const targets = Array.from({ length: env.sizes.targets }, (_, i) => `bench-target-${i}`);
-    for (const ns of [SOURCE, ...targets]) await api.createNs(ns);
-    const watches = {
-      secrets: watchObjects(api.kc, '/api/v1/secrets'),
-      deployments: watchObjects(api.kc, '/apis/apps/v1/deployments'),
-      foos: watchObjects(api.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'),
-    };
     const notes: string[] = [];
-    const results = {} as Record<StackMode, ModeResult>;
+    const results = {} as Record<StackMode, ModeResult> & { 'serverless-modelled'?: ModeResult };
+    const api = await env.apiServer();
+    const shared = await onServer(api, targets);
     try {
-      await Promise.all(Object.values(watches).map((w) => w.ready));
-      for (const mode of STACK_MODES) results[mode] = await runMode(env, api, mode, targets, watches, notes);
+      for (const mode of STACK_MODES)
+        results[mode] = await runMode(env, api, mode, targets, shared.watches, notes);
     } finally {
-      for (const w of Object.values(watches)) w.stop();
-      await simulated.stop();
+      await shared.stop();
+    }
+    if (env.pushModel === 'cloud') {
+      // On an API server of its own: a relay started on the first would publish a key for every
+      // object the earlier runs left (1 000 Foos and more), a backlog ahead of the measured changes.
+      const own = await env.anotherApiServer();
+      const fresh = await onServer(own, targets);
+      try {
+        results['serverless-modelled'] = await runMode(
+          env,
+          own,
+          'serverless-modelled',
+          targets,
+          fresh.watches,
+          notes,
+        );
+      } finally {
+        await fresh.stop();
+      }
     }
     return { ...e2eFigures(env, results), notes };
   },
 };
 
+/** What the runs on `api` share: a simulated node, the source and target namespaces, the bench's watches. */
+async function onServer(api: ApiServer, targets: readonly string[]) {
+  const simulated = await startSimulatedNode(api.kc, quiet);
+  for (const ns of [SOURCE, ...targets]) await api.createNs(ns);
+  const watches = {
+    secrets: watchObjects(api.kc, '/api/v1/secrets'),
+    deployments: watchObjects(api.kc, '/apis/apps/v1/deployments'),
+    foos: watchObjects(api.kc, '/apis/samplecontroller.k8s.io/v1alpha1/foos'),
+  };
+  const stop = async () => {
+    for (const w of Object.values(watches)) w.stop();
+    await simulated.stop();
+  };
+  try {
+    await Promise.all(Object.values(watches).map((w) => w.ready));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { watches, stop };
+}
+
 /** The changes and the throughput run of one mode, on a local stack of its own. */
 async function runMode(
   env: SectionEnv,
   api: ApiServer,
-  mode: StackMode,
+  run: Run,
   targets: string[],
   w: { secrets: ObjectWatch; deployments: ObjectWatch; foos: ObjectWatch },
   notes: string[],
 ): Promise<ModeResult> {
   const { sizes } = env;
-  env.log(`e2e: ${mode}`);
-  const ns = `bench-${mode}`;
+  const { mode, pushModel } = runOf(run);
+  env.log(`e2e: ${run}`);
+  const ns = `bench-${run}`;
   await api.createNs(ns);
   let reconciles = 0;
   const delivered: DeliveryLine[] = [];
   const stack = await env.startLocalStack({
     mode,
+    ...(pushModel ? { pushModel } : {}),
     kubeconfigPath: api.kubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: SOURCE, LOG_LEVEL: 'info' },
     resyncOnDemand: true, // never resyncs: no idle resync function beside what is measured
@@ -80,10 +128,10 @@ async function runMode(
   const timed = async (kind: string, change: (i: number, timeoutMs: number) => Promise<Change>) => {
     const out: TimedChange[] = [];
     for (let i = 1; i <= sizes.e2eChanges; i++) {
-      if (i % 50 === 0) env.log(`e2e ${mode}: ${kind} change ${i}`);
+      if (i % 50 === 0) env.log(`e2e ${run}: ${kind} change ${i}`);
       const { at, ...c } = await change(i, 30_000);
       if (at === undefined)
-        notes.push(`${mode}: ${kind} change ${i} not converged within 30 s (sample dropped)`);
+        notes.push(`${run}: ${kind} change ${i} not converged within 30 s (sample dropped)`);
       else out.push({ ...c, at });
     }
     return out;
@@ -92,14 +140,15 @@ async function runMode(
   // collapse section's).
   const rotation = (prefix: string) => Array.from({ length: sizes.rotation }, (_, k) => `${prefix}-${k}`);
   try {
-    if (stack.mode === 'serverless') published = await recordBusWaits(stack, delivered);
+    // The bus's wait is the emulator's push path's (the modelled run has only its end to end).
+    if (stack.mode === 'serverless' && !pushModel) published = await recordBusWaits(stack, delivered);
     const secret = await timed(
       'Secret',
-      await replicatedSecrets(api, w.secrets, SOURCE, targets, rotation(`db-${mode}`)),
+      await replicatedSecrets(api, w.secrets, SOURCE, targets, rotation(`db-${run}`)),
     );
-    const foo = await timed('Foo', await scaledFoos(api, w.deployments, ns, rotation(`web-${mode}`)));
-    env.log(`throughput: ${mode}`);
-    const tpNs = `bench-tp-${mode}`;
+    const foo = await timed('Foo', await scaledFoos(api, w.deployments, ns, rotation(`web-${run}`)));
+    env.log(`throughput: ${run}`);
+    const tpNs = `bench-tp-${run}`;
     await api.createNs(tpNs);
     const names = Array.from({ length: sizes.foos }, (_, i) => `tp-${i}`);
     const before = reconciles;
@@ -114,7 +163,10 @@ async function runMode(
   }
 }
 
-function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): SectionOutput {
+function e2eFigures(
+  env: SectionEnv,
+  results: Record<StackMode, ModeResult> & { 'serverless-modelled'?: ModeResult },
+): SectionOutput {
   const { sizes } = env;
   const s = results.serverless;
   const ip = results['in-process'];
@@ -142,6 +194,19 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
       { name: `${kind}: serverless`, values: ms(s[kind]) },
       { name: `${kind}: in-process`, values: ms(ip[kind]) },
     );
+    const m = results['serverless-modelled'];
+    if (!m) continue;
+    const c = quantiles(ms(m[kind]));
+    for (const q of ['p50', 'p95', 'p99'] as const)
+      figures.push(
+        figuresOf('e2e')(
+          `${label}, ${q} (n=${c.n}; serverless, ${MODELLED_PUSH})`,
+          c[q],
+          'ms',
+          inProcess(b[q]),
+        ),
+      );
+    chart.push({ name: `${kind}: serverless (modelled push)`, values: ms(m[kind]) });
   }
   const throughput = comparing('throughput', s, ip, 'in-process');
   const all = `${sizes.foos} Foos → all Ready`;
@@ -150,5 +215,20 @@ function e2eFigures(env: SectionEnv, results: Record<StackMode, ModeResult>): Se
     throughput(`${all}, reconciles`, 'reconciles', (r) => r.reconciles),
     throughput(`${all}, reconciles per Foo`, 'reconciles', (r) => r.reconciles / sizes.foos),
   );
+  const m = results['serverless-modelled'];
+  if (m) {
+    const modelled = comparing('throughput', m, ip, 'in-process');
+    const emulator = comparing('throughput', m, s, "serverless, the emulator's push");
+    const time = (r: ModeResult) => r.throughputMs / 1000;
+    figures.push(
+      modelled(`${sizes.foos} Foos created at once → all Ready, time (${MODELLED_PUSH})`, 's', time),
+      emulator(`${sizes.foos} Foos created at once → all Ready, time (${MODELLED_PUSH})`, 's', time),
+      modelled(
+        `${all}, reconciles per Foo (${MODELLED_PUSH})`,
+        'reconciles',
+        (r) => r.reconciles / sizes.foos,
+      ),
+    );
+  }
   return { figures, chart };
 }

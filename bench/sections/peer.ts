@@ -20,7 +20,8 @@
  * `/metrics`, before and after each phase) for `foos` and `deployments`, less the bench's own creates
  * and patches of the Foos and its watch: the controller's and kube-controller-manager's (the same
  * for every contender). Rejected writes: writes answered 409, 403 or 422. The contender stops and its
- * namespace is gone before the next one starts.
+ * namespace is gone before the next one starts. With `--push-model cloud`, one more contender: the
+ * serverless stack with the `cloud` push model (local/push-window.ts), its figures labelled modelled.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -37,7 +38,7 @@ import {
 import { parsePrometheusText } from '../../cli/impl/watch.ts';
 import { waitFor } from '../../functions/kit/wait.ts';
 import { repoRoot } from '../../local/service.ts';
-import { type AnyLocalStack, STACK_MODES } from '../../local/stack.ts';
+import { type AnyLocalStack, type PushModel, STACK_MODES, type StackMode } from '../../local/stack.ts';
 import type { PeerOptions, Section, SectionEnv } from '../environment.ts';
 import { type Figure, figuresOf } from '../report.ts';
 import { applyCrds, FOOS, merge, now, pool, stopChild, watchObjects } from '../support.ts';
@@ -273,11 +274,24 @@ export const peer: Section = {
         results.push(
           await runContender(env, options, name, n, () => startPeer(path, options.kubeconfigPath)),
         );
-      for (const mode of STACK_MODES)
+      const levelset: { name: string; mode: StackMode; pushModel?: PushModel }[] = [
+        ...STACK_MODES.map((mode) => ({ name: `levelset ${mode}`, mode })),
+        ...(env.pushModel === 'cloud'
+          ? [
+              {
+                name: 'levelset serverless (modelled push)',
+                mode: 'serverless' as const,
+                pushModel: 'cloud' as const,
+              },
+            ]
+          : []),
+      ];
+      for (const { name, mode, pushModel } of levelset)
         results.push(
-          await runContender(env, options, `levelset ${mode}`, n, async () => {
+          await runContender(env, options, name, n, async () => {
             const stack: AnyLocalStack = await env.startLocalStack({
               mode,
+              ...(pushModel ? { pushModel } : {}),
               kubeconfigPath: options.kubeconfigPath,
               registry,
               resyncOnDemand: true,
@@ -296,7 +310,11 @@ export const peer: Section = {
           options.binaries,
         ).join(
           ', ',
-        )} (builds kept outside the repository: their paths are not reported); baseline ${baselineName}; the serverless figures are bounded by the Pub/Sub emulator's push loop (2 pushes in flight per subscription), not Cloud Pub/Sub's`,
+        )} (builds kept outside the repository: their paths are not reported); baseline ${baselineName}; the serverless figures go through the Pub/Sub emulator's push loop (at most 2 pushes in flight per subscription), not Cloud Pub/Sub's${
+          env.pushModel === 'cloud'
+            ? "; those labelled modelled push with a model of Cloud Pub/Sub's push window instead (local/push-window.ts)"
+            : ''
+        }`,
       ],
     };
   },
