@@ -193,10 +193,6 @@ function ruleMatches(webhook: Webhook, a: AdmissionAttributes): boolean {
   );
 }
 
-function groupResourceString(t: ResourceType): string {
-  return t.group ? `${t.plural}.${t.group}` : t.plural;
-}
-
 /** The webhook configuration kinds: validated as kube-apiserver validates them, and never sent to a webhook. */
 const CONFIGURATION_KINDS: Record<string, 'Mutating' | 'Validating'> = {
   mutatingwebhookconfigurations: 'Mutating',
