@@ -34,6 +34,27 @@ export function rssMiB(pid: number): number | undefined {
   }
 }
 
+/**
+ * The deepest first descendant of `pid` (`/proc/<pid>/task/<pid>/children`): the Pub/Sub emulator's
+ * Java process under its guard (local/guard.ts) and launcher; `pid` itself when it has no child,
+ * undefined when it is gone.
+ */
+export function leafProcess(pid: number): number | undefined {
+  let current = pid;
+  for (let depth = 0; depth < 5; depth++) {
+    let children: string;
+    try {
+      children = readFileSync(`/proc/${current}/task/${current}/children`, 'utf8').trim();
+    } catch {
+      return depth === 0 ? undefined : current;
+    }
+    const child = Number(children.split(/\s+/)[0]);
+    if (!child) return current;
+    current = child;
+  }
+  return current;
+}
+
 /** `nodejs_heap_size_used_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
 export function heapUsedMiB(text: string): number | undefined {
   const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
@@ -76,17 +97,26 @@ export class MemorySampler {
   }
 }
 
-export interface Slope {
-  /** MiB per hour, least squares over the segment; undefined with fewer than 3 samples. */
-  rssMiBPerHour?: number;
-  heapMiBPerHour?: number;
-  /** The segment fitted: its pid, first and last sample times, sample count. */
+/** One life (one pid) of a process after its warm-up, fitted on its own. */
+export interface Life {
   pid: number;
   fromMs: number;
   toMs: number;
   samples: number;
+  /** MiB per hour; undefined with fewer than 3 samples. */
+  rssMiBPerHour?: number;
+  heapMiBPerHour?: number;
+  /** MiB at the life's first and last sample (after its warm-up). */
+  rssMiB: [number, number];
+  heapMiB?: [number, number];
+}
+
+/** The longest life's fit (the figure of the report), and every life's. */
+export interface Slope extends Life {
   /** Every segment's (every pid's) after the warm-up, for the report. */
   segments: number;
+  /** Every life after the warm-up, each fitted on its own, in order (results.json). */
+  lives: Life[];
 }
 
 /** The first minute of each process's life (a restart's included) is its warm-up, left out of its slope, ms. */
@@ -104,22 +134,28 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
   const after = samples.filter((s) => s.at >= Math.max(warmupEndMs, (born.get(s.pid) ?? 0) + LIFE_WARMUP_MS));
   const byPid = new Map<number, MemorySample[]>();
   for (const s of after) byPid.set(s.pid, [...(byPid.get(s.pid) ?? []), s]);
-  const segment = [...byPid.values()].sort(
-    (a, b) => (b.at(-1)?.at ?? 0) - (b[0]?.at ?? 0) - ((a.at(-1)?.at ?? 0) - (a[0]?.at ?? 0)),
-  )[0];
-  if (!segment?.length) return undefined;
-  const hours = (s: MemorySample) => (s.at - (segment[0] as MemorySample).at) / 3_600_000;
   const fit = (points: [number, number][]) => (points.length >= 3 ? linearRegression(points).m : undefined);
-  const heap = segment
-    .filter((s) => s.heapMiB !== undefined)
-    .map((s): [number, number] => [hours(s), s.heapMiB as number]);
-  return {
-    rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
-    heapMiBPerHour: fit(heap),
-    pid: (segment[0] as MemorySample).pid,
-    fromMs: (segment[0] as MemorySample).at,
-    toMs: (segment.at(-1) as MemorySample).at,
-    samples: segment.length,
-    segments: byPid.size,
+  const lifeOf = (segment: MemorySample[]): Life => {
+    const first = segment[0] as MemorySample;
+    const hours = (s: MemorySample) => (s.at - first.at) / 3_600_000;
+    const heap = segment
+      .filter((s) => s.heapMiB !== undefined)
+      .map((s): [number, number] => [hours(s), s.heapMiB as number]);
+    return {
+      pid: first.pid,
+      fromMs: first.at,
+      toMs: (segment.at(-1) as MemorySample).at,
+      samples: segment.length,
+      rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
+      heapMiBPerHour: fit(heap),
+      rssMiB: [first.rssMiB, (segment.at(-1) as MemorySample).rssMiB],
+      ...(heap.length
+        ? { heapMiB: [(heap[0] as [number, number])[1], (heap.at(-1) as [number, number])[1]] }
+        : {}),
+    };
   };
+  const lives = [...byPid.values()].map(lifeOf);
+  const longest = [...lives].sort((a, b) => b.toMs - b.fromMs - (a.toMs - a.fromMs))[0];
+  if (!longest) return undefined;
+  return { ...longest, segments: byPid.size, lives };
 }

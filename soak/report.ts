@@ -61,6 +61,7 @@ export function latencyOf(changes: readonly Change[]): LatencyFigures {
 
 const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
 const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
+const range = (r: [number, number] | undefined) => (r ? `${mib(r[0])} → ${mib(r[1])}` : '—');
 
 /** The memory chart: each process's RSS (MiB) over the run's minutes, one line per process. */
 export function memoryChart(
@@ -200,13 +201,13 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Memory',
     '',
-    "RSS from `/proc/<pid>/status` every few seconds (every sample is in results.json); the slope is least squares (MiB/hour) over the longest life of one pid after the warm-up, the first minute of each life left out (a process a fault restarted starts a new life: the relay, `reconcile` and the emulator are restarted every few minutes by the faults, so theirs are fitted over minutes and say less than one long life would). Heap: `nodejs_heap_size_used_bytes` of the relay's and `reconcile`'s `/metrics`, and `process.memoryUsage()` of the soak's own process, which holds the local API server (its watch history of 5 000 events per resource, large objects included), the auditor and the workload; the `resync` function serves no metrics.",
+    "RSS from `/proc/<pid>/status` and the V8 heap in use every few seconds (every sample is in results.json): the heap is `nodejs_heap_size_used_bytes` of the relay's, `reconcile`'s and `resync`'s own `/metrics` (prom-client's process metrics), and `process.memoryUsage().heapUsed` of the soak's own process; the Pub/Sub emulator is Google's Java process (RSS only) under a Node guard (local/guard.ts, RSS only). A process a fault killed and started again is a new pid: a new life, its own series. Each life's first minute (and the run's warm-up) is left out, and each life is fitted on its own (least squares, MiB/hour); the table gives the longest life's fit. The faults that restart a process (relay-kill, function-kill, emulator-restart) are all injected in the first third of the run (soak/faults.ts `faultSchedule`), so that the relay, `reconcile` and the emulator each have one long last life, never killed, after them; every life's fit is in results.json (`memory.<process>.slope.lives`).",
     '',
-    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over | lives after warm-up | peak RSS (MiB) | last RSS (MiB) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | lives after warm-up | peak RSS (MiB) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...Object.entries(r.memory).map(
       ([name, m]) =>
-        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} | ${mib(m.lastRssMiB)} |`,
+        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
     ),
     '',
     '![RSS over time](memory.svg)',

@@ -11,6 +11,9 @@
  *   npm run soak -- --kubeconfig ~/.kube/config  # against a real kube-apiserver (a disposable one:
  *                                              # it makes namespaces soak-*, Tenants and CRDs); the
  *                                              # faults only the local server injects are skipped
+ *   npm run soak -- --kubeconfig K --restart-apiserver-command 'CMD'
+ *                                              # and its restart as a fault: the soak runs CMD under
+ *                                              # sh -c, then waits for /readyz (soak/faults.ts)
  *
  * Timeline: start-up (API server, CRDs, the soak's namespaces, the stack), a warm-up (the first
  * primaries, ≥ 1 resync interval, not in the memory slopes), the active phase (a change every
@@ -38,8 +41,8 @@ import { type LocalStack, startLocalStack } from '../local/stack.ts';
 import { readStackState } from '../local/state.ts';
 import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
 import { registeredCrds } from './crds.ts';
-import { type FaultKind, faultKinds } from './faults.ts';
-import { MemorySampler, metricsHeap, slopeOf } from './memory.ts';
+import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
+import { leafProcess, MemorySampler, metricsHeap, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
 import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
 import { createWorkload, Ledger } from './workload.ts';
@@ -55,6 +58,7 @@ const Options = z.object({
   out: z.string(),
   resyncSeconds: z.coerce.number().int().min(10).max(3600),
   burst: z.coerce.number().int().min(0).max(10_000),
+  restartApiServerCommand: z.string().min(1).optional(),
 });
 type Options = z.infer<typeof Options>;
 
@@ -175,7 +179,8 @@ async function soak(options: Options, command: string): Promise<number> {
   log(
     `stack started: relay ${stack.relay()?.pid}, reconcile ${stack.reconcile.pid}, emulator ${stack.emulator.pid}`,
   );
-  const reconcileMetrics = readStackState(stateDir)?.reconcileMetricsUrl;
+  const { reconcileMetricsUrl: reconcileMetrics, resyncMetricsUrl: resyncMetrics } =
+    readStackState(stateDir) ?? {};
 
   // Memory.
   /** A pid of the stack's, or undefined while that process is down (a getter that throws then). */
@@ -200,8 +205,22 @@ async function soak(options: Options, command: string): Promise<number> {
       pid: pidOf(() => stack.reconcile.pid),
       heapMiB: async () => (reconcileMetrics ? metricsHeap(reconcileMetrics) : undefined),
     },
-    { name: 'resync', pid: pidOf(() => stack.resync.pid) },
-    { name: 'pubsub-emulator', pid: pidOf(() => stack.emulator.pid) },
+    {
+      name: 'resync',
+      pid: pidOf(() => stack.resync.pid),
+      heapMiB: async () => (resyncMetrics ? metricsHeap(resyncMetrics) : undefined),
+    },
+    // Google's emulator is a Java process under a Node guard (local/guard.ts): its RSS is the Java
+    // process's (no V8 heap); the guard's own is sampled apart.
+    {
+      name: 'pubsub-emulator',
+      pid: pidOf(() => {
+        const guard = stack.emulator.pid;
+        const java = guard ? leafProcess(guard) : undefined;
+        return java !== guard ? java : undefined;
+      }),
+    },
+    { name: 'emulator guard', pid: pidOf(() => stack.emulator.pid) },
     {
       name: local ? 'soak (API server, auditor, workload)' : 'soak (auditor, workload)',
       pid: () => process.pid,
@@ -254,29 +273,44 @@ async function soak(options: Options, command: string): Promise<number> {
   log('warm-up: the first primaries');
   await workload.seed();
   const warmupEnd = Math.max(Date.now() + 5_000, t0 + Math.min(resyncIntervalMs, totalMs / 6));
-  const kinds = faultKinds({ stack, apiFaults: local?.faults, workload, random });
+  const kinds = faultKinds({
+    stack,
+    apiFaults: local?.faults,
+    workload,
+    random,
+    ...(options.restartApiServerCommand && !local
+      ? { restartApiServer: restartApiServerBy(options.restartApiServerCommand, kubeConfig, log) }
+      : {}),
+  });
   const injectable = kinds.filter((k) => !k.skipped);
   const faultCounts = new Map(kinds.map((k) => [k.name, { injected: 0, failed: 0 }]));
-  // Each kind at least five times in 30 minutes: slots at most 30 s apart, every kind once per
-  // round of the slots, in a seeded order.
+  // Each kind at least five times in 30 minutes: slots at most 30 s apart, each kind at seeded
+  // random slots, the process restarts in the first third (soak/faults.ts faultSchedule).
   const faultPeriodMs = Math.max(
     8_000,
     Math.min(30_000, (activeEnd - warmupEnd) / Math.max(1, injectable.length * 5 + 1)),
   );
   let active = true;
+  const slots: number[] = [];
+  for (let slot = warmupEnd + faultPeriodMs; slot < activeEnd; slot += faultPeriodMs) slots.push(slot);
+  const schedule = faultSchedule(
+    injectable,
+    slots.length,
+    5 * Math.max(1, Math.floor(options.minutes / 30)),
+    random,
+  );
+  const lastRestart = schedule.findLastIndex((k) => k?.restarts);
+  const restartsEnd = lastRestart >= 0 ? slots[lastRestart + 1] : undefined;
+  if (restartsEnd)
+    log(
+      `process restarts until ${Math.round((restartsEnd - t0) / 1000)} s, none after (the memory slopes' last life)`,
+    );
   const faultLoop = (async () => {
-    let order: FaultKind[] = [];
-    for (let slot = warmupEnd + faultPeriodMs; active && slot < activeEnd; slot += faultPeriodMs) {
+    for (const [i, slot] of slots.entries()) {
       await sleep(Math.max(0, slot - Date.now()));
       if (!active) break;
-      if (order.length === 0) {
-        order = [...injectable];
-        for (let i = order.length - 1; i > 0; i--) {
-          const j = random.int(0, i);
-          [order[i], order[j]] = [order[j] as FaultKind, order[i] as FaultKind];
-        }
-      }
-      const kind = order.shift() as FaultKind;
+      const kind = schedule[i];
+      if (!kind) continue;
       const count = faultCounts.get(kind.name) as { injected: number; failed: number };
       ledger.faultStarted(kind.name);
       try {
@@ -445,15 +479,17 @@ const { values } = parseArgs({
     out: { type: 'string' },
     'resync-seconds': { type: 'string', default: '60' },
     burst: { type: 'string', default: '1000' },
+    'restart-apiserver-command': { type: 'string' },
   },
 });
 const options = Options.parse({
   ...values,
   out: values.out ?? join(repoRoot, 'soak'),
   resyncSeconds: values['resync-seconds'],
+  restartApiServerCommand: values['restart-apiserver-command'],
 });
 process.env.METADATA_SERVER_DETECTION ??= 'none';
-const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}`;
+const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}${options.restartApiServerCommand ? " --restart-apiserver-command '…'" : ''}`;
 log(`soak: ${options.minutes} min, seed ${options.seed}, out ${relative(process.cwd(), options.out) || '.'}`);
 try {
   process.exitCode = await soak(options, command);
