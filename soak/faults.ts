@@ -5,8 +5,10 @@
  * (soak/run.ts) runs them one at a time, in a seeded order, each at least five times in 30 minutes.
  *
  * Against a real kube-apiserver (`--kubeconfig`) the faults that only the local server can inject
- * (watch drops, compaction, outages, 429/500, latency, a poison key, silenced watches) are skipped:
- * {@link faultKinds} returns them with `skipped` set, and the report says so. There, the API server's
+ * (compaction, 429/500, a poison key, silenced watches) are skipped:
+ * {@link faultKinds} returns them with `skipped` set, and the report says so; watch drops, outages
+ * and latency are injected at a TCP proxy between the stack and the server instead
+ * (soak/tcp-proxy.ts; `--direct` goes without). There, the API server's
  * restart is the operator's command (`--restart-apiserver-command`, {@link restartApiServerBy});
  * on the local server it is skipped (its outage stands for it).
  */
@@ -20,6 +22,7 @@ import type { LocalStack } from '../local/stack.ts';
 import { stackFaults } from '../local/stack-faults.ts';
 import { LAYOUT } from './auditor.ts';
 import type { Random } from './random.ts';
+import type { TcpProxy } from './tcp-proxy.ts';
 import type { Workload } from './workload.ts';
 
 export interface FaultKind {
@@ -51,6 +54,11 @@ export interface FaultContext {
    * waits until the server is ready again; undefined when none was given.
    */
   restartApiServer?: () => Promise<void>;
+  /**
+   * On a real API server, the TCP proxy the stack's processes reach it through (soak/tcp-proxy.ts):
+   * watch drops, outages and latency at the connection; undefined on the local server or `--direct`.
+   */
+  proxy?: TcpProxy;
 }
 
 /** Every fault kind of the soak, in a fixed order. */
@@ -60,12 +68,21 @@ export function faultKinds({
   workload,
   random,
   restartApiServer,
+  proxy,
 }: FaultContext): FaultKind[] {
   const faults = stackFaults(stack);
   const local = (f: (api: FaultInjector) => Promise<void>) => async () => {
     if (apiFaults) await f(apiFaults);
   };
   const localOnly = apiFaults ? undefined : 'a real API server: only the local one can inject it';
+  /** Injectable on the local server, or at the proxy in front of a real one. */
+  const connection =
+    apiFaults || proxy ? undefined : 'a real API server reached directly (--direct): no proxy to inject it';
+  const either =
+    (onLocal: (api: FaultInjector) => Promise<void>, onProxy: (p: TcpProxy) => Promise<void>) => async () => {
+      if (apiFaults) await onLocal(apiFaults);
+      else if (proxy) await onProxy(proxy);
+    };
   /** Children the controllers write: a 429/500 rule is spread over them. */
   const childWrites = [
     { verb: ['create', 'update', 'patch', 'delete'], resource: 'secrets' },
@@ -90,12 +107,18 @@ export function faultKinds({
   return [
     {
       name: 'watch-drop',
-      description:
-        'every open watch reset (connections destroyed); the informers re-watch from their resourceVersion',
-      skipped: localOnly,
-      inject: local(async (api) => {
-        api.dropWatches('reset');
-      }),
+      description: proxy
+        ? "every connection of the stack's processes to the API server reset at the soak's TCP proxy (watches and requests in flight); the informers re-watch from their resourceVersion"
+        : 'every open watch reset (connections destroyed); the informers re-watch from their resourceVersion',
+      skipped: connection,
+      inject: either(
+        async (api) => {
+          api.dropWatches('reset');
+        },
+        async (p) => {
+          p.resetAll();
+        },
+      ),
     },
     {
       name: 'compaction',
@@ -118,15 +141,24 @@ export function faultKinds({
     },
     {
       name: 'apiserver-outage',
-      description:
-        "the API server down for 5 s: every connection reset, every request held (the local server keeps its store, as kube-apiserver's etcd does; it cannot be restarted as a process)",
-      skipped: localOnly,
-      inject: local(async (api) => {
-        api.pause();
-        api.dropWatches('reset');
-        await sleep(5_000);
-        api.resume();
-      }),
+      description: proxy
+        ? "the API server unreachable from the stack for 5 s: every connection reset and every new one refused at the soak's TCP proxy (the server runs on)"
+        : "the API server down for 5 s: every connection reset, every request held (the local server keeps its store, as kube-apiserver's etcd does; it cannot be restarted as a process)",
+      skipped: connection,
+      inject: either(
+        async (api) => {
+          api.pause();
+          api.dropWatches('reset');
+          await sleep(5_000);
+          api.resume();
+        },
+        async (p) => {
+          p.refuse(true);
+          p.resetAll();
+          await sleep(5_000);
+          p.refuse(false);
+        },
+      ),
     },
     {
       name: 'http-429',
@@ -142,13 +174,22 @@ export function faultKinds({
     },
     {
       name: 'latency',
-      description: 'every request delayed 1–2 s for 15 s (clock-skew-sized delays)',
-      skipped: localOnly,
-      inject: local(async (api) => {
-        const remove = api.addLatency({}, random.int(1000, 2000));
-        await sleep(15_000);
-        remove();
-      }),
+      description: proxy
+        ? "every byte from the API server to the stack held 1–2 s more for 15 s at the soak's TCP proxy (clock-skew-sized delays)"
+        : 'every request delayed 1–2 s for 15 s (clock-skew-sized delays)',
+      skipped: connection,
+      inject: either(
+        async (api) => {
+          const remove = api.addLatency({}, random.int(1000, 2000));
+          await sleep(15_000);
+          remove();
+        },
+        async (p) => {
+          const remove = p.delay(random.int(1000, 2000));
+          await sleep(15_000);
+          remove();
+        },
+      ),
     },
     {
       name: 'poison-key',

@@ -11,6 +11,9 @@
  *   npm run soak -- --kubeconfig ~/.kube/config  # against a real kube-apiserver (a disposable one:
  *                                              # it makes namespaces soak-*, Tenants and CRDs); the
  *                                              # faults only the local server injects are skipped
+ *                                              # (watch drops, outages and latency are injected at a
+ *                                              # TCP proxy in front of it: soak/tcp-proxy.ts; --direct
+ *                                              # to go without)
  *   npm run soak -- --kubeconfig K --restart-apiserver-command 'CMD'
  *                                              # and its restart as a fault: the soak runs CMD under
  *                                              # sh -c, then waits for /readyz (soak/faults.ts)
@@ -24,10 +27,11 @@
  * anyway: local/parent-watch.ts).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { constants, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
 import { z } from 'zod';
 import { machine, quantiles } from '../bench/report.ts';
@@ -45,7 +49,28 @@ import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
 import { leafProcess, MemorySampler, metricsHeap, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
 import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 import { createWorkload, Ledger } from './workload.ts';
+
+/**
+ * `kubeConfig` with its current cluster's server at the soak's proxy (`https://127.0.0.1:port`): a
+ * server named by a host name keeps it as the TLS server name (`tls-server-name`), so its
+ * certificate still verifies; one named by an IP address needs a certificate that holds 127.0.0.1.
+ */
+function proxiedKubeconfig(kubeConfig: KubeConfig, port: number): string {
+  const config = JSON.parse(kubeConfig.exportConfig()) as {
+    clusters: { name: string; cluster: Record<string, unknown> }[];
+  };
+  const current = kubeConfig.getCurrentCluster();
+  for (const c of config.clusters)
+    if (c.name === current?.name) {
+      const host = new URL(c.cluster.server as string).hostname;
+      c.cluster.server = `https://127.0.0.1:${port}`;
+      if (!isIP(host.replace(/^\[|\]$/g, '')) && !c.cluster['tls-server-name'])
+        c.cluster['tls-server-name'] = host;
+    }
+  return JSON.stringify(config);
+}
 
 /** The command line, checked. */
 const Options = z.object({
@@ -59,6 +84,7 @@ const Options = z.object({
   resyncSeconds: z.coerce.number().int().min(10).max(3600),
   burst: z.coerce.number().int().min(0).max(10_000),
   restartApiServerCommand: z.string().min(1).optional(),
+  direct: z.boolean(),
 });
 type Options = z.infer<typeof Options>;
 
@@ -159,9 +185,22 @@ async function soak(options: Options, command: string): Promise<number> {
   const resyncs: { at: number; durationMs: number }[] = [];
   const resyncIntervalMs = options.resyncSeconds * 1000;
   const stateDir = join(dir, 'state');
+  // On a real server, the stack's processes reach it through the soak's TCP proxy (the connection
+  // faults); the auditor, the workload and the API server's restart reach it directly.
+  let proxy: TcpProxy | undefined;
+  let stackKubeconfigPath = kubeconfigPath;
+  if (!local && !options.direct) {
+    const server = new URL(kubeConfig.getCurrentCluster()?.server ?? '');
+    const started = await startTcpProxy(server.hostname, Number(server.port || 443));
+    proxy = started;
+    stopAll.push(() => started.stop());
+    stackKubeconfigPath = join(dir, 'stack.kubeconfig');
+    writeFileSync(stackKubeconfigPath, proxiedKubeconfig(kubeConfig, started.port), { mode: 0o600 });
+    log(`the stack reaches ${server.host} through the soak's TCP proxy on port ${started.port}`);
+  }
   const stack: LocalStack = await startLocalStack({
     mode: 'serverless',
-    kubeconfigPath,
+    kubeconfigPath: stackKubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: LAYOUT.sourceNamespace, LOG_LEVEL: 'warn' },
     resyncIntervalMs,
     stateDir,
@@ -278,6 +317,7 @@ async function soak(options: Options, command: string): Promise<number> {
     apiFaults: local?.faults,
     workload,
     random,
+    ...(proxy ? { proxy } : {}),
     ...(options.restartApiServerCommand && !local
       ? { restartApiServer: restartApiServerBy(options.restartApiServerCommand, kubeConfig, log) }
       : {}),
@@ -389,10 +429,14 @@ async function soak(options: Options, command: string): Promise<number> {
     };
   if (!local)
     notes.push(
-      "Against a real kube-apiserver: the faults only the local API server can inject were skipped (see the faults table); etcd compaction and restarts are the cluster's own.",
+      `Against a real kube-apiserver: the faults only the local API server can inject were skipped (see the faults table); etcd compaction is the cluster's own; ${options.restartApiServerCommand ? "the API server's restart is injected by the operator's command (--restart-apiserver-command), then /readyz awaited" : 'its restart was not injected (no --restart-apiserver-command)'}.`,
     );
   notes.push(
-    'The API server outage is the local server paused with every connection reset for 5 s, its store kept: the local server cannot be restarted as a process (its store is in memory), as a kube-apiserver restart keeps etcd.',
+    ...(local
+      ? [
+          'The API server outage is the local server paused with every connection reset for 5 s, its store kept: the local server cannot be restarted as a process (its store is in memory), as a kube-apiserver restart keeps etcd.',
+        ]
+      : []),
     'The relay and the functions run as the cluster admin here (the end-to-end tests run them least-privileged).',
   );
   const results: SoakResults = {
@@ -480,6 +524,7 @@ const { values } = parseArgs({
     'resync-seconds': { type: 'string', default: '60' },
     burst: { type: 'string', default: '1000' },
     'restart-apiserver-command': { type: 'string' },
+    direct: { type: 'boolean', default: false },
   },
 });
 const options = Options.parse({
@@ -487,6 +532,7 @@ const options = Options.parse({
   out: values.out ?? join(repoRoot, 'soak'),
   resyncSeconds: values['resync-seconds'],
   restartApiServerCommand: values['restart-apiserver-command'],
+  direct: values.direct,
 });
 process.env.METADATA_SERVER_DETECTION ??= 'none';
 const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}${options.restartApiServerCommand ? " --restart-apiserver-command '…'" : ''}`;
