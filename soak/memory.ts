@@ -11,8 +11,17 @@ import { linearRegression } from 'simple-statistics';
 export interface SampledProcess {
   name: string;
   pid(): number | undefined;
-  /** The V8 heap in use, MiB (e.g. {@link metricsHeap} of its /metrics); undefined when not exposed. */
-  heapMiB?(): Promise<number | undefined>;
+  /**
+   * Its V8 heap in use and the memory of its Buffers outside the heap, MiB (e.g. {@link metricsMemory}
+   * of its /metrics); undefined when not exposed.
+   */
+  memory?(): Promise<V8Memory | undefined>;
+}
+
+/** A Node process's own memory figures, MiB: `heapUsed` and `external` of `process.memoryUsage()`. */
+export interface V8Memory {
+  heapMiB?: number;
+  externalMiB?: number;
 }
 
 export interface MemorySample {
@@ -22,6 +31,8 @@ export interface MemorySample {
   rssMiB: number;
   /** MiB; undefined where the process does not expose it. */
   heapMiB?: number;
+  /** MiB of Buffers and ArrayBuffers outside the V8 heap; undefined where not exposed. */
+  externalMiB?: number;
 }
 
 /** `VmRSS` of `pid` in MiB, or undefined when the process is gone. */
@@ -61,13 +72,27 @@ export function heapUsedMiB(text: string): number | undefined {
   return m ? Number(m[1]) / (1024 * 1024) : undefined;
 }
 
+/** `nodejs_external_memory_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
+export function externalMiB(text: string): number | undefined {
+  const m = /^nodejs_external_memory_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
+  return m ? Number(m[1]) / (1024 * 1024) : undefined;
+}
+
 /**
- * The heap in use that `url` (a Prometheus /metrics page) reports, MiB; undefined when the page
- * has no `nodejs_heap_size_used_bytes` (Levelset's processes register no default metrics) or does not answer in 2 s.
+ * The heap in use and the external memory that `url` (a Prometheus /metrics page) reports, MiB;
+ * undefined figures when the page has none (a process that registers no default metrics); throws
+ * when it does not answer in 2 s.
  */
-export async function metricsHeap(url: string): Promise<number | undefined> {
+export async function metricsMemory(url: string): Promise<V8Memory | undefined> {
   const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-  return r.ok ? heapUsedMiB(await r.text()) : undefined;
+  if (!r.ok) return undefined;
+  const text = await r.text();
+  const heap = heapUsedMiB(text);
+  const external = externalMiB(text);
+  return {
+    ...(heap !== undefined ? { heapMiB: heap } : {}),
+    ...(external !== undefined ? { externalMiB: external } : {}),
+  };
 }
 
 /** The samples of each process by name. */
@@ -88,10 +113,8 @@ export class MemorySampler {
         const pid = p.pid();
         const rss = pid ? rssMiB(pid) : undefined;
         if (!pid || rss === undefined) return;
-        const heapMiB = await p.heapMiB?.().catch(() => undefined);
-        this.samples
-          .get(p.name)
-          ?.push({ at, pid, rssMiB: rss, ...(heapMiB !== undefined ? { heapMiB } : {}) });
+        const memory = await p.memory?.().catch(() => undefined);
+        this.samples.get(p.name)?.push({ at, pid, rssMiB: rss, ...memory });
       }),
     );
   }
@@ -109,6 +132,7 @@ export interface Life {
   /** MiB at the life's first and last sample (after its warm-up). */
   rssMiB: [number, number];
   heapMiB?: [number, number];
+  externalMiB?: [number, number];
 }
 
 /** The longest life's fit (the figure of the report), and every life's. */
@@ -141,6 +165,7 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
     const heap = segment
       .filter((s) => s.heapMiB !== undefined)
       .map((s): [number, number] => [hours(s), s.heapMiB as number]);
+    const external = segment.flatMap((s) => (s.externalMiB !== undefined ? [s.externalMiB] : []));
     return {
       pid: first.pid,
       fromMs: first.at,

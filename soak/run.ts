@@ -46,7 +46,7 @@ import { readStackState } from '../local/state.ts';
 import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
 import { registeredCrds } from './crds.ts';
 import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
-import { leafProcess, MemorySampler, metricsHeap, slopeOf } from './memory.ts';
+import { leafProcess, MemorySampler, metricsMemory, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
 import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
@@ -234,20 +234,20 @@ async function soak(options: Options, command: string): Promise<number> {
     {
       name: 'relay',
       pid: pidOf(() => stack.relay()?.pid),
-      heapMiB: async () => {
+      memory: async () => {
         const url = stack.relay()?.url;
-        return url ? metricsHeap(new URL('/metrics', url).href) : undefined;
+        return url ? metricsMemory(new URL('/metrics', url).href) : undefined;
       },
     },
     {
       name: 'reconcile',
       pid: pidOf(() => stack.reconcile.pid),
-      heapMiB: async () => (reconcileMetrics ? metricsHeap(reconcileMetrics) : undefined),
+      memory: async () => (reconcileMetrics ? metricsMemory(reconcileMetrics) : undefined),
     },
     {
       name: 'resync',
       pid: pidOf(() => stack.resync.pid),
-      heapMiB: async () => (resyncMetrics ? metricsHeap(resyncMetrics) : undefined),
+      memory: async () => (resyncMetrics ? metricsMemory(resyncMetrics) : undefined),
     },
     // Google's emulator is a Java process under a Node guard (local/guard.ts): its RSS is the Java
     // process's (no V8 heap); the guard's own is sampled apart.
@@ -263,7 +263,10 @@ async function soak(options: Options, command: string): Promise<number> {
     {
       name: local ? 'soak (API server, auditor, workload)' : 'soak (auditor, workload)',
       pid: () => process.pid,
-      heapMiB: async () => process.memoryUsage().heapUsed / 2 ** 20,
+      memory: async () => {
+        const { heapUsed, external } = process.memoryUsage();
+        return { heapMiB: heapUsed / 2 ** 20, externalMiB: external / 2 ** 20 };
+      },
     },
   ]);
 
