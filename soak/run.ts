@@ -333,7 +333,6 @@ async function soak(options: Options, command: string): Promise<number> {
     8_000,
     Math.min(30_000, (activeEnd - warmupEnd) / Math.max(1, injectable.length * 5 + 1)),
   );
-  let active = true;
   const slots: number[] = [];
   for (let slot = warmupEnd + faultPeriodMs; slot < activeEnd; slot += faultPeriodMs) slots.push(slot);
   const schedule = faultSchedule(
@@ -351,7 +350,9 @@ async function soak(options: Options, command: string): Promise<number> {
   const faultLoop = (async () => {
     for (const [i, slot] of slots.entries()) {
       await sleep(Math.max(0, slot - Date.now()));
-      if (!active) break;
+      // A fault the schedule holds still runs when the faults before it took longer than their
+      // slots (the active phase may have ended): every kind gets its count.
+      if (stopping) break;
       const kind = schedule[i];
       if (!kind) continue;
       const count = faultCounts.get(kind.name) as { injected: number; failed: number };
@@ -390,7 +391,6 @@ async function soak(options: Options, command: string): Promise<number> {
       await sleep(random.int(300, 900));
     }
   }
-  active = false;
   await faultLoop;
   local?.faults.clear();
   // Everything a fault stops is running again: inject() mends what it breaks, even when it failed half-way.
