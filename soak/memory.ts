@@ -129,6 +129,15 @@ export interface Life {
   /** MiB per hour; undefined with fewer than 3 samples. */
   rssMiBPerHour?: number;
   heapMiBPerHour?: number;
+  /**
+   * MiB per hour of the heap's floor: the least heap in use of each {@link FLOOR_WINDOW_MS} of the
+   * life, fitted; undefined with fewer than 3 windows. The heap in use is sampled between
+   * collections, garbage included, a sawtooth whose teeth say nothing of a leak; its floor is the
+   * heap just after a collection, what a leak raises.
+   */
+  heapFloorMiBPerHour?: number;
+  /** The standard error of {@link heapFloorMiBPerHour}, MiB per hour (from the fit's residuals); undefined with fewer than 3 windows. */
+  heapFloorStdErr?: number;
   /** MiB at the life's first and last sample (after its warm-up). */
   rssMiB: [number, number];
   heapMiB?: [number, number];
@@ -143,8 +152,41 @@ export interface Slope extends Life {
   lives: Life[];
 }
 
-/** The first minute of each process's life (a restart's included) is its warm-up, left out of its slope, ms. */
-export const LIFE_WARMUP_MS = 60_000;
+/** The window of the heap's floor ({@link Life.heapFloorMiBPerHour}), ms: several major collections of a busy process. */
+export const FLOOR_WINDOW_MS = 180_000;
+
+/** The standard error of the least-squares slope of `points`, as `{ heapFloorStdErr }`, or nothing with fewer than 3. */
+function withStdErr(points: readonly [number, number][]): { heapFloorStdErr?: number } {
+  if (points.length < 3) return {};
+  const { m, b } = linearRegression(points as [number, number][]);
+  const meanX = points.reduce((a, p) => a + p[0], 0) / points.length;
+  const sxx = points.reduce((a, p) => a + (p[0] - meanX) ** 2, 0);
+  const sse = points.reduce((a, p) => a + (p[1] - (m * p[0] + b)) ** 2, 0);
+  return sxx > 0 ? { heapFloorStdErr: Math.sqrt(sse / (points.length - 2) / sxx) } : {};
+}
+
+/** The least point of each {@link FLOOR_WINDOW_MS} window (time in hours from the first point; a short last window left out). */
+export function floorOf(points: readonly [number, number][]): [number, number][] {
+  const windowHours = FLOOR_WINDOW_MS / 3_600_000;
+  const least = new Map<number, [number, number]>();
+  for (const p of points) {
+    const w = Math.floor(p[0] / windowHours);
+    const seen = least.get(w);
+    if (!seen || p[1] < seen[1]) least.set(w, p);
+  }
+  // A last window shorter than half of one holds too few collections to show its floor.
+  const last = points.at(-1);
+  if (last && last[0] - Math.floor(last[0] / windowHours) * windowHours < windowHours / 2)
+    least.delete(Math.floor(last[0] / windowHours));
+  return [...least.values()];
+}
+
+/**
+ * The first three minutes of each process's life (a restart's included) are its warm-up, left out
+ * of its slope, ms: a started `reconcile`'s heap floor rises for about that long (the 30-minute
+ * local run of 2026-11-29: 64 MiB in the first window after one minute, 74–78 MiB from the third on).
+ */
+export const LIFE_WARMUP_MS = 180_000;
 
 /**
  * The slope of `samples` after `warmupEndMs` (ms since the epoch) and after the first
@@ -152,7 +194,7 @@ export const LIFE_WARMUP_MS = 60_000;
  * when no sample is left.
  */
 export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): Slope | undefined {
-  // A process a fault restarted warms up again: its first minute is left out too.
+  // A process a fault restarted warms up again: its first minutes are left out too.
   const born = new Map<number, number>();
   for (const s of samples) if (!born.has(s.pid)) born.set(s.pid, s.at);
   const after = samples.filter((s) => s.at >= Math.max(warmupEndMs, (born.get(s.pid) ?? 0) + LIFE_WARMUP_MS));
@@ -177,6 +219,9 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
       ...(heap.length
         ? { heapMiB: [(heap[0] as [number, number])[1], (heap.at(-1) as [number, number])[1]] }
         : {}),
+      heapFloorMiBPerHour: fit(floorOf(heap)),
+      ...withStdErr(floorOf(heap)),
+      ...(external.length ? { externalMiB: [external[0] as number, external.at(-1) as number] } : {}),
     };
   };
   const lives = [...byPid.values()].map(lifeOf);

@@ -18,7 +18,11 @@ export interface LatencyFigures {
 }
 
 export interface SoakResults {
+  /** The command line, for the report (`--kubeconfig`'s path and the restart command left out). */
+  command?: string;
   startedAt: string;
+  /** The end of the run's warm-up, ms since the epoch: the memory slopes start there. */
+  warmupEndMs?: number;
   /** Wall time of the whole run, s (start-up and the final quiet period included). */
   durationS: number;
   minutes: number;
@@ -201,13 +205,13 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Memory',
     '',
-    "RSS from `/proc/<pid>/status` and the V8 heap in use every few seconds (every sample is in results.json): the heap is `nodejs_heap_size_used_bytes` and the external memory (Buffers outside the heap) `nodejs_external_memory_bytes` of the relay's, `reconcile`'s and `resync`'s own `/metrics` (prom-client's process metrics), and `process.memoryUsage()` of the soak's own process, all as the process sees them between its collections (nothing forces a GC: garbage not yet collected is counted); the Pub/Sub emulator is Google's Java process (RSS only) under a Node guard (local/guard.ts, RSS only). A process a fault killed and started again is a new pid: a new life, its own series. Each life's first minute (and the run's warm-up) is left out, and each life is fitted on its own (least squares, MiB/hour); the table gives the longest life's fit. The faults that restart a process (relay-kill, function-kill, emulator-restart) are all injected in the first third of the run (soak/faults.ts `faultSchedule`), so that the relay, `reconcile` and the emulator each have one long last life, never killed, after them; every life's fit is in results.json (`memory.<process>.slope.lives`).",
+    "RSS from `/proc/<pid>/status` and the V8 heap in use every few seconds (every sample is in results.json): the heap is `nodejs_heap_size_used_bytes` and the external memory (Buffers outside the heap) `nodejs_external_memory_bytes` of the relay's, `reconcile`'s and `resync`'s own `/metrics` (prom-client's process metrics), and `process.memoryUsage()` of the soak's own process, all as the process sees them between its collections (nothing forces a GC: garbage not yet collected is counted); the Pub/Sub emulator is Google's Java process (RSS only) under a Node guard (local/guard.ts, RSS only). A process a fault killed and started again is a new pid: a new life, its own series. Each life's first three minutes (and the run's warm-up) are left out, and each life is fitted on its own (least squares, MiB/hour); the table gives the longest life's fit. The heap in use is a sawtooth (it grows between collections), so its fit depends on where the samples fall; the heap's floor, the least heap in use of each 3-minute window of the life (soak/memory.ts `floorOf`), is the heap just after a collection, what a leak raises: its slope (± its standard error, from the fit's residuals) is the figure to read. The faults that restart a process (relay-kill, function-kill, emulator-restart) are all injected in the first third of the run (soak/faults.ts `faultSchedule`), so that the relay, `reconcile` and the emulator each have one long last life, never killed, after them; every life's fit is in results.json (`memory.<process>.slope.lives`).",
     '',
-    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | heap floor slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...Object.entries(r.memory).map(
       ([name, m]) =>
-        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
+        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${mib(m.slope?.heapFloorMiBPerHour)}${m.slope?.heapFloorStdErr !== undefined ? ` ± ${mib(m.slope.heapFloorStdErr)}` : ''} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
     ),
     '',
     '![RSS over time](memory.svg)',

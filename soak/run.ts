@@ -443,7 +443,9 @@ async function soak(options: Options, command: string): Promise<number> {
     'The relay and the functions run as the cluster admin here (the end-to-end tests run them least-privileged).',
   );
   const results: SoakResults = {
+    command,
     startedAt: new Date(t0).toISOString(),
+    warmupEndMs: warmupEnd,
     durationS: (Date.now() - t0) / 1000,
     minutes: options.minutes,
     seed: options.seed,

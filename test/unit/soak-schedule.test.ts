@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type FaultKind, faultSchedule } from '../../soak/faults.ts';
-import { LIFE_WARMUP_MS, type MemorySample, slopeOf } from '../../soak/memory.ts';
+import { floorOf, LIFE_WARMUP_MS, type MemorySample, slopeOf } from '../../soak/memory.ts';
 import { seededRandom } from '../../soak/random.ts';
 
 const kind = (name: string, restarts?: string): FaultKind => ({
@@ -62,7 +62,30 @@ describe('the soak: memory slopes per life', () => {
     assert.equal(slope.lives.length, 2);
     assert.ok(Math.abs(slope.rssMiBPerHour as number) < 1e-9, `flat: ${slope.rssMiBPerHour}`);
     assert.ok(Math.abs((slope.heapMiBPerHour as number) - 1) < 1e-6, `1 MiB/h: ${slope.heapMiBPerHour}`);
-    assert.equal(slope.fromMs, t0 + 5 * 60_000 + LIFE_WARMUP_MS, "the life's first minute left out");
+    assert.equal(slope.fromMs, t0 + 5 * 60_000 + LIFE_WARMUP_MS, "the life's warm-up left out");
     assert.deepEqual(slope.rssMiB, [50, 50]);
+  });
+});
+
+describe("the soak: the heap's floor", () => {
+  it('fits the least heap of each window: a flat floor under a sawtooth is flat', () => {
+    const samples: MemorySample[] = [];
+    const t0 = 5_000_000;
+    // 20 minutes: a sawtooth from 60 to 90 MiB every 100 s, on a flat floor of 60 MiB.
+    for (let t = 0; t < 20 * 60_000; t += 10_000)
+      samples.push({ at: t0 + t, pid: 7, rssMiB: 200, heapMiB: 60 + ((t % 100_000) / 100_000) * 30 });
+    // The sampled sawtooth's own fit depends on where the samples fall; the floor's does not.
+    const slope = slopeOf(samples, t0);
+    assert.ok(slope);
+    assert.ok(Math.abs(slope.heapFloorMiBPerHour as number) < 1e-9, `floor ${slope.heapFloorMiBPerHour}`);
+  });
+
+  it('a floor that rises 10 MiB/h is fitted at 10 MiB/h', () => {
+    const points: [number, number][] = [];
+    for (let m = 0; m < 30; m += 1 / 6) points.push([m / 60, 50 + (m / 60) * 10 + ((m * 6) % 5) * 4]);
+    const floor = floorOf(points);
+    assert.equal(floor.length, 10, 'one point per 3-minute window');
+    const fitted = (floor.at(-1)?.[1] ?? 0) - (floor[0]?.[1] ?? 0);
+    assert.ok(Math.abs(fitted - 10 * (27 / 60)) < 0.5, `rose ${fitted} MiB over 27 min`);
   });
 });
