@@ -36,6 +36,8 @@ export interface SoakResults {
     byKind: Record<string, number>;
     inBursts: number;
     failedWrites: number;
+    /** Steps of the workload skipped because a read of theirs failed (the API server restarted or unreachable). */
+    failedSteps?: number;
     bursts: number;
   };
   faults: { kind: string; description: string; injected: number; failed: number; skipped?: string }[];
@@ -160,7 +162,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Changes',
     '',
-    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made). ${r.neverConverged} changes never converged.`,
+    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made)${r.changes.failedSteps ? `; ${r.changes.failedSteps} steps of the workload were skipped, a read of theirs failed` : ''}. ${r.neverConverged} changes never converged.`,
     '',
     '| change | count |',
     '| --- | ---: |',

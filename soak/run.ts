@@ -370,6 +370,13 @@ async function soak(options: Options, command: string): Promise<number> {
       );
     }
   })();
+  // A step's own read (which primary to change, which child to break) can fail while the API server
+  // is restarted or unreachable: the step is skipped (its writes retry, soak/workload.ts).
+  let failedSteps = 0;
+  const stepFailed = (err: unknown) => {
+    if (failedSteps++ === 0)
+      log(`a step of the workload failed (skipped; counted from now on): ${String(err)}`);
+  };
   let bursts = 0;
   // A burst about every 7 minutes (one at least), the first half a period after the warm-up.
   const burstEvery = (activeEnd - warmupEnd) / Math.max(1, Math.round((activeEnd - warmupEnd) / 420_000));
@@ -378,7 +385,7 @@ async function soak(options: Options, command: string): Promise<number> {
   while (Date.now() < activeEnd && !stopping) {
     if (options.burst > 0 && Date.now() >= nextBurst) {
       log(`burst of ${options.burst} changes`);
-      await workload.burst(options.burst);
+      await workload.burst(options.burst).catch(stepFailed);
       bursts++;
       nextBurst += burstEvery;
     } else if (Date.now() >= nextQuiet) {
@@ -387,7 +394,7 @@ async function soak(options: Options, command: string): Promise<number> {
       await sleep(Math.min(ms, Math.max(0, activeEnd - Date.now())));
       nextQuiet = Date.now() + random.int(180, 300) * 1000;
     } else {
-      await workload.step();
+      await workload.step().catch(stepFailed);
       await sleep(random.int(300, 900));
     }
   }
@@ -457,6 +464,7 @@ async function soak(options: Options, command: string): Promise<number> {
       byKind,
       inBursts: changes.filter((c) => c.burst).length,
       failedWrites,
+      failedSteps,
       bursts,
     },
     faults: kinds.map((k) => ({
