@@ -103,9 +103,10 @@ export async function functionServices(
   files: StackFiles,
 ) {
   const ports = { reconcile: await freePort(), resync: await freePort(), auditLog: await freePort() };
-  // The reconcile's Prometheus metrics (core/metrics.ts) on a port of their own, kept across
-  // restarts of the function, which `levelset status --watch` reads.
-  const metricsPort = await freePort();
+  // The reconcile's and the resync's Prometheus metrics (core/metrics.ts) each on a port of its own,
+  // kept across restarts of the function: `levelset status --watch` reads the reconcile's, `npm run
+  // soak` both (the process's heap over time).
+  const metricsPorts = { reconcile: await freePort(), resync: await freePort() };
   const urls = {
     get reconcile() {
       return serviceUrl(ports.reconcile);
@@ -116,7 +117,8 @@ export async function functionServices(
     get auditLog() {
       return serviceUrl(ports.auditLog);
     },
-    reconcileMetrics: `${serviceUrl(metricsPort)}metrics`,
+    reconcileMetrics: `${serviceUrl(metricsPorts.reconcile)}metrics`,
+    resyncMetrics: `${serviceUrl(metricsPorts.resync)}metrics`,
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
   const functionsEnv = {
@@ -135,7 +137,7 @@ export async function functionServices(
   const source = `--source=${functionsMain}`;
   const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
     const onLog = files.log(name);
-    const metrics = name === 'reconcile' ? { LEVELSET_METRICS_PORT: String(metricsPort) } : {};
+    const metrics = name === 'auditLog' ? {} : { LEVELSET_METRICS_PORT: String(metricsPorts[name]) };
     const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
     const launch = (port: number) => {
       const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];

@@ -434,6 +434,7 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       resyncUrl: functions.urls.resync,
       deliveriesUrl: new URL('/deliveries', pushProxy.url).href,
       reconcileMetricsUrl: functions.urls.reconcileMetrics,
+      resyncMetricsUrl: functions.urls.resyncMetrics,
       relayUrl: relays[0]?.service.running?.url,
       ...(options.clusters?.length ? { clusters: Object.fromEntries(clusters) } : {}),
     });

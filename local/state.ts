@@ -60,6 +60,8 @@ export const stackStateSchema = z.object({
    * outcome, their duration, drift), `GET` in text format.
    */
   reconcileMetricsUrl: z.string().optional(),
+  /** The `resync` function's Prometheus metrics: prom-client's process defaults (its heap, its RSS). */
+  resyncMetricsUrl: z.string().optional(),
   /** `undefined` while the relay is stopped. With several clusters: the first cluster's relay. */
   relayUrl: z.string().optional(),
   /**

@@ -11,8 +11,17 @@ import { linearRegression } from 'simple-statistics';
 export interface SampledProcess {
   name: string;
   pid(): number | undefined;
-  /** The V8 heap in use, MiB (e.g. {@link metricsHeap} of its /metrics); undefined when not exposed. */
-  heapMiB?(): Promise<number | undefined>;
+  /**
+   * Its V8 heap in use and the memory of its Buffers outside the heap, MiB (e.g. {@link metricsMemory}
+   * of its /metrics); undefined when not exposed.
+   */
+  memory?(): Promise<V8Memory | undefined>;
+}
+
+/** A Node process's own memory figures, MiB: `heapUsed` and `external` of `process.memoryUsage()`. */
+export interface V8Memory {
+  heapMiB?: number;
+  externalMiB?: number;
 }
 
 export interface MemorySample {
@@ -22,6 +31,8 @@ export interface MemorySample {
   rssMiB: number;
   /** MiB; undefined where the process does not expose it. */
   heapMiB?: number;
+  /** MiB of Buffers and ArrayBuffers outside the V8 heap; undefined where not exposed. */
+  externalMiB?: number;
 }
 
 /** `VmRSS` of `pid` in MiB, or undefined when the process is gone. */
@@ -34,19 +45,54 @@ export function rssMiB(pid: number): number | undefined {
   }
 }
 
+/**
+ * The deepest first descendant of `pid` (`/proc/<pid>/task/<pid>/children`): the Pub/Sub emulator's
+ * Java process under its guard (local/guard.ts) and launcher; `pid` itself when it has no child,
+ * undefined when it is gone.
+ */
+export function leafProcess(pid: number): number | undefined {
+  let current = pid;
+  for (let depth = 0; depth < 5; depth++) {
+    let children: string;
+    try {
+      children = readFileSync(`/proc/${current}/task/${current}/children`, 'utf8').trim();
+    } catch {
+      return depth === 0 ? undefined : current;
+    }
+    const child = Number(children.split(/\s+/)[0]);
+    if (!child) return current;
+    current = child;
+  }
+  return current;
+}
+
 /** `nodejs_heap_size_used_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
 export function heapUsedMiB(text: string): number | undefined {
   const m = /^nodejs_heap_size_used_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
   return m ? Number(m[1]) / (1024 * 1024) : undefined;
 }
 
+/** `nodejs_external_memory_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
+export function externalMiB(text: string): number | undefined {
+  const m = /^nodejs_external_memory_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
+  return m ? Number(m[1]) / (1024 * 1024) : undefined;
+}
+
 /**
- * The heap in use that `url` (a Prometheus /metrics page) reports, MiB; undefined when the page
- * has no `nodejs_heap_size_used_bytes` (Levelset's processes register no default metrics) or does not answer in 2 s.
+ * The heap in use and the external memory that `url` (a Prometheus /metrics page) reports, MiB;
+ * undefined figures when the page has none (a process that registers no default metrics); throws
+ * when it does not answer in 2 s.
  */
-export async function metricsHeap(url: string): Promise<number | undefined> {
+export async function metricsMemory(url: string): Promise<V8Memory | undefined> {
   const r = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-  return r.ok ? heapUsedMiB(await r.text()) : undefined;
+  if (!r.ok) return undefined;
+  const text = await r.text();
+  const heap = heapUsedMiB(text);
+  const external = externalMiB(text);
+  return {
+    ...(heap !== undefined ? { heapMiB: heap } : {}),
+    ...(external !== undefined ? { externalMiB: external } : {}),
+  };
 }
 
 /** The samples of each process by name. */
@@ -67,30 +113,80 @@ export class MemorySampler {
         const pid = p.pid();
         const rss = pid ? rssMiB(pid) : undefined;
         if (!pid || rss === undefined) return;
-        const heapMiB = await p.heapMiB?.().catch(() => undefined);
-        this.samples
-          .get(p.name)
-          ?.push({ at, pid, rssMiB: rss, ...(heapMiB !== undefined ? { heapMiB } : {}) });
+        const memory = await p.memory?.().catch(() => undefined);
+        this.samples.get(p.name)?.push({ at, pid, rssMiB: rss, ...memory });
       }),
     );
   }
 }
 
-export interface Slope {
-  /** MiB per hour, least squares over the segment; undefined with fewer than 3 samples. */
-  rssMiBPerHour?: number;
-  heapMiBPerHour?: number;
-  /** The segment fitted: its pid, first and last sample times, sample count. */
+/** One life (one pid) of a process after its warm-up, fitted on its own. */
+export interface Life {
   pid: number;
   fromMs: number;
   toMs: number;
   samples: number;
-  /** Every segment's (every pid's) after the warm-up, for the report. */
-  segments: number;
+  /** MiB per hour; undefined with fewer than 3 samples. */
+  rssMiBPerHour?: number;
+  heapMiBPerHour?: number;
+  /**
+   * MiB per hour of the heap's floor: the least heap in use of each {@link FLOOR_WINDOW_MS} of the
+   * life, fitted; undefined with fewer than 3 windows. The heap in use is sampled between
+   * collections, garbage included, a sawtooth whose teeth say nothing of a leak; its floor is the
+   * heap just after a collection, what a leak raises.
+   */
+  heapFloorMiBPerHour?: number;
+  /** The standard error of {@link heapFloorMiBPerHour}, MiB per hour (from the fit's residuals); undefined with fewer than 3 windows. */
+  heapFloorStdErr?: number;
+  /** MiB at the life's first and last sample (after its warm-up). */
+  rssMiB: [number, number];
+  heapMiB?: [number, number];
+  externalMiB?: [number, number];
 }
 
-/** The first minute of each process's life (a restart's included) is its warm-up, left out of its slope, ms. */
-export const LIFE_WARMUP_MS = 60_000;
+/** The longest life's fit (the figure of the report), and every life's. */
+export interface Slope extends Life {
+  /** Every segment's (every pid's) after the warm-up, for the report. */
+  segments: number;
+  /** Every life after the warm-up, each fitted on its own, in order (results.json). */
+  lives: Life[];
+}
+
+/** The window of the heap's floor ({@link Life.heapFloorMiBPerHour}), ms: several major collections of a busy process. */
+export const FLOOR_WINDOW_MS = 180_000;
+
+/** The standard error of the least-squares slope of `points`, as `{ heapFloorStdErr }`, or nothing with fewer than 3. */
+function withStdErr(points: readonly [number, number][]): { heapFloorStdErr?: number } {
+  if (points.length < 3) return {};
+  const { m, b } = linearRegression(points as [number, number][]);
+  const meanX = points.reduce((a, p) => a + p[0], 0) / points.length;
+  const sxx = points.reduce((a, p) => a + (p[0] - meanX) ** 2, 0);
+  const sse = points.reduce((a, p) => a + (p[1] - (m * p[0] + b)) ** 2, 0);
+  return sxx > 0 ? { heapFloorStdErr: Math.sqrt(sse / (points.length - 2) / sxx) } : {};
+}
+
+/** The least point of each {@link FLOOR_WINDOW_MS} window (time in hours from the first point; a short last window left out). */
+export function floorOf(points: readonly [number, number][]): [number, number][] {
+  const windowHours = FLOOR_WINDOW_MS / 3_600_000;
+  const least = new Map<number, [number, number]>();
+  for (const p of points) {
+    const w = Math.floor(p[0] / windowHours);
+    const seen = least.get(w);
+    if (!seen || p[1] < seen[1]) least.set(w, p);
+  }
+  // A last window shorter than half of one holds too few collections to show its floor.
+  const last = points.at(-1);
+  if (last && last[0] - Math.floor(last[0] / windowHours) * windowHours < windowHours / 2)
+    least.delete(Math.floor(last[0] / windowHours));
+  return [...least.values()];
+}
+
+/**
+ * The first three minutes of each process's life (a restart's included) are its warm-up, left out
+ * of its slope, ms: a started `reconcile`'s heap floor rises for about that long (the 30-minute
+ * local run of 2026-11-29: 64 MiB in the first window after one minute, 74–78 MiB from the third on).
+ */
+export const LIFE_WARMUP_MS = 180_000;
 
 /**
  * The slope of `samples` after `warmupEndMs` (ms since the epoch) and after the first
@@ -98,28 +194,38 @@ export const LIFE_WARMUP_MS = 60_000;
  * when no sample is left.
  */
 export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): Slope | undefined {
-  // A process a fault restarted warms up again: its first minute is left out too.
+  // A process a fault restarted warms up again: its first minutes are left out too.
   const born = new Map<number, number>();
   for (const s of samples) if (!born.has(s.pid)) born.set(s.pid, s.at);
   const after = samples.filter((s) => s.at >= Math.max(warmupEndMs, (born.get(s.pid) ?? 0) + LIFE_WARMUP_MS));
   const byPid = new Map<number, MemorySample[]>();
   for (const s of after) byPid.set(s.pid, [...(byPid.get(s.pid) ?? []), s]);
-  const segment = [...byPid.values()].sort(
-    (a, b) => (b.at(-1)?.at ?? 0) - (b[0]?.at ?? 0) - ((a.at(-1)?.at ?? 0) - (a[0]?.at ?? 0)),
-  )[0];
-  if (!segment?.length) return undefined;
-  const hours = (s: MemorySample) => (s.at - (segment[0] as MemorySample).at) / 3_600_000;
   const fit = (points: [number, number][]) => (points.length >= 3 ? linearRegression(points).m : undefined);
-  const heap = segment
-    .filter((s) => s.heapMiB !== undefined)
-    .map((s): [number, number] => [hours(s), s.heapMiB as number]);
-  return {
-    rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
-    heapMiBPerHour: fit(heap),
-    pid: (segment[0] as MemorySample).pid,
-    fromMs: (segment[0] as MemorySample).at,
-    toMs: (segment.at(-1) as MemorySample).at,
-    samples: segment.length,
-    segments: byPid.size,
+  const lifeOf = (segment: MemorySample[]): Life => {
+    const first = segment[0] as MemorySample;
+    const hours = (s: MemorySample) => (s.at - first.at) / 3_600_000;
+    const heap = segment
+      .filter((s) => s.heapMiB !== undefined)
+      .map((s): [number, number] => [hours(s), s.heapMiB as number]);
+    const external = segment.flatMap((s) => (s.externalMiB !== undefined ? [s.externalMiB] : []));
+    return {
+      pid: first.pid,
+      fromMs: first.at,
+      toMs: (segment.at(-1) as MemorySample).at,
+      samples: segment.length,
+      rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
+      heapMiBPerHour: fit(heap),
+      rssMiB: [first.rssMiB, (segment.at(-1) as MemorySample).rssMiB],
+      ...(heap.length
+        ? { heapMiB: [(heap[0] as [number, number])[1], (heap.at(-1) as [number, number])[1]] }
+        : {}),
+      heapFloorMiBPerHour: fit(floorOf(heap)),
+      ...withStdErr(floorOf(heap)),
+      ...(external.length ? { externalMiB: [external[0] as number, external.at(-1) as number] } : {}),
+    };
   };
+  const lives = [...byPid.values()].map(lifeOf);
+  const longest = [...lives].sort((a, b) => b.toMs - b.fromMs - (a.toMs - a.fromMs))[0];
+  if (!longest) return undefined;
+  return { ...longest, segments: byPid.size, lives };
 }

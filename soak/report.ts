@@ -18,7 +18,11 @@ export interface LatencyFigures {
 }
 
 export interface SoakResults {
+  /** The command line, for the report (`--kubeconfig`'s path and the restart command left out). */
+  command?: string;
   startedAt: string;
+  /** The end of the run's warm-up, ms since the epoch: the memory slopes start there. */
+  warmupEndMs?: number;
   /** Wall time of the whole run, s (start-up and the final quiet period included). */
   durationS: number;
   minutes: number;
@@ -32,6 +36,8 @@ export interface SoakResults {
     byKind: Record<string, number>;
     inBursts: number;
     failedWrites: number;
+    /** Steps of the workload skipped because a read of theirs failed (the API server restarted or unreachable). */
+    failedSteps?: number;
     bursts: number;
   };
   faults: { kind: string; description: string; injected: number; failed: number; skipped?: string }[];
@@ -61,6 +67,7 @@ export function latencyOf(changes: readonly Change[]): LatencyFigures {
 
 const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
 const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
+const range = (r: [number, number] | undefined) => (r ? `${mib(r[0])} → ${mib(r[1])}` : '—');
 
 /** The memory chart: each process's RSS (MiB) over the run's minutes, one line per process. */
 export function memoryChart(
@@ -155,7 +162,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Changes',
     '',
-    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made). ${r.neverConverged} changes never converged.`,
+    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made)${r.changes.failedSteps ? `; ${r.changes.failedSteps} steps of the workload were skipped, a read of theirs failed` : ''}. ${r.neverConverged} changes never converged.`,
     '',
     '| change | count |',
     '| --- | ---: |',
@@ -200,13 +207,13 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Memory',
     '',
-    "RSS from `/proc/<pid>/status` every few seconds (every sample is in results.json); the slope is least squares (MiB/hour) over the longest life of one pid after the warm-up, the first minute of each life left out (a process a fault restarted starts a new life: the relay, `reconcile` and the emulator are restarted every few minutes by the faults, so theirs are fitted over minutes and say less than one long life would). Heap: `nodejs_heap_size_used_bytes` of the relay's and `reconcile`'s `/metrics`, and `process.memoryUsage()` of the soak's own process, which holds the local API server (its watch history of 5 000 events per resource, large objects included), the auditor and the workload; the `resync` function serves no metrics.",
+    "RSS from `/proc/<pid>/status` and the V8 heap in use every few seconds (every sample is in results.json): the heap is `nodejs_heap_size_used_bytes` and the external memory (Buffers outside the heap) `nodejs_external_memory_bytes` of the relay's, `reconcile`'s and `resync`'s own `/metrics` (prom-client's process metrics), and `process.memoryUsage()` of the soak's own process, all as the process sees them between its collections (nothing forces a GC: garbage not yet collected is counted); the Pub/Sub emulator is Google's Java process (RSS only) under a Node guard (local/guard.ts, RSS only). A process a fault killed and started again is a new pid: a new life, its own series. Each life's first three minutes (and the run's warm-up) are left out, and each life is fitted on its own (least squares, MiB/hour); the table gives the longest life's fit. The heap in use is a sawtooth (it grows between collections), so its fit depends on where the samples fall; the heap's floor, the least heap in use of each 3-minute window of the life (soak/memory.ts `floorOf`), is the heap just after a collection, what a leak raises: its slope (± its standard error, from the fit's residuals) is the figure to read. The faults that restart a process (relay-kill, function-kill, emulator-restart) are all injected in the first third of the run (soak/faults.ts `faultSchedule`), so that the relay, `reconcile` and the emulator each have one long last life, never killed, after them; every life's fit is in results.json (`memory.<process>.slope.lives`).",
     '',
-    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | fitted over | lives after warm-up | peak RSS (MiB) | last RSS (MiB) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | heap floor slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...Object.entries(r.memory).map(
       ([name, m]) =>
-        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} | ${mib(m.lastRssMiB)} |`,
+        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${mib(m.slope?.heapFloorMiBPerHour)}${m.slope?.heapFloorStdErr !== undefined ? ` ± ${mib(m.slope.heapFloorStdErr)}` : ''} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
     ),
     '',
     '![RSS over time](memory.svg)',

@@ -11,6 +11,12 @@
  *   npm run soak -- --kubeconfig ~/.kube/config  # against a real kube-apiserver (a disposable one:
  *                                              # it makes namespaces soak-*, Tenants and CRDs); the
  *                                              # faults only the local server injects are skipped
+ *                                              # (watch drops, outages and latency are injected at a
+ *                                              # TCP proxy in front of it: soak/tcp-proxy.ts; --direct
+ *                                              # to go without)
+ *   npm run soak -- --kubeconfig K --restart-apiserver-command 'CMD'
+ *                                              # and its restart as a fault: the soak runs CMD under
+ *                                              # sh -c, then waits for /readyz (soak/faults.ts)
  *
  * Timeline: start-up (API server, CRDs, the soak's namespaces, the stack), a warm-up (the first
  * primaries, ≥ 1 resync interval, not in the memory slopes), the active phase (a change every
@@ -21,10 +27,11 @@
  * anyway: local/parent-watch.ts).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { constants, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
 import { z } from 'zod';
 import { machine, quantiles } from '../bench/report.ts';
@@ -38,11 +45,32 @@ import { type LocalStack, startLocalStack } from '../local/stack.ts';
 import { readStackState } from '../local/state.ts';
 import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
 import { registeredCrds } from './crds.ts';
-import { type FaultKind, faultKinds } from './faults.ts';
-import { MemorySampler, metricsHeap, slopeOf } from './memory.ts';
+import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
+import { leafProcess, MemorySampler, metricsMemory, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
 import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 import { createWorkload, Ledger } from './workload.ts';
+
+/**
+ * `kubeConfig` with its current cluster's server at the soak's proxy (`https://127.0.0.1:port`): a
+ * server named by a host name keeps it as the TLS server name (`tls-server-name`), so its
+ * certificate still verifies; one named by an IP address needs a certificate that holds 127.0.0.1.
+ */
+function proxiedKubeconfig(kubeConfig: KubeConfig, port: number): string {
+  const config = JSON.parse(kubeConfig.exportConfig()) as {
+    clusters: { name: string; cluster: Record<string, unknown> }[];
+  };
+  const current = kubeConfig.getCurrentCluster();
+  for (const c of config.clusters)
+    if (c.name === current?.name) {
+      const host = new URL(c.cluster.server as string).hostname;
+      c.cluster.server = `https://127.0.0.1:${port}`;
+      if (!isIP(host.replace(/^\[|\]$/g, '')) && !c.cluster['tls-server-name'])
+        c.cluster['tls-server-name'] = host;
+    }
+  return JSON.stringify(config);
+}
 
 /** The command line, checked. */
 const Options = z.object({
@@ -55,6 +83,8 @@ const Options = z.object({
   out: z.string(),
   resyncSeconds: z.coerce.number().int().min(10).max(3600),
   burst: z.coerce.number().int().min(0).max(10_000),
+  restartApiServerCommand: z.string().min(1).optional(),
+  direct: z.boolean(),
 });
 type Options = z.infer<typeof Options>;
 
@@ -155,9 +185,22 @@ async function soak(options: Options, command: string): Promise<number> {
   const resyncs: { at: number; durationMs: number }[] = [];
   const resyncIntervalMs = options.resyncSeconds * 1000;
   const stateDir = join(dir, 'state');
+  // On a real server, the stack's processes reach it through the soak's TCP proxy (the connection
+  // faults); the auditor, the workload and the API server's restart reach it directly.
+  let proxy: TcpProxy | undefined;
+  let stackKubeconfigPath = kubeconfigPath;
+  if (!local && !options.direct) {
+    const server = new URL(kubeConfig.getCurrentCluster()?.server ?? '');
+    const started = await startTcpProxy(server.hostname, Number(server.port || 443));
+    proxy = started;
+    stopAll.push(() => started.stop());
+    stackKubeconfigPath = join(dir, 'stack.kubeconfig');
+    writeFileSync(stackKubeconfigPath, proxiedKubeconfig(kubeConfig, started.port), { mode: 0o600 });
+    log(`the stack reaches ${server.host} through the soak's TCP proxy on port ${started.port}`);
+  }
   const stack: LocalStack = await startLocalStack({
     mode: 'serverless',
-    kubeconfigPath,
+    kubeconfigPath: stackKubeconfigPath,
     env: { LEVELSET_SOURCE_NAMESPACE: LAYOUT.sourceNamespace, LOG_LEVEL: 'warn' },
     resyncIntervalMs,
     stateDir,
@@ -175,7 +218,8 @@ async function soak(options: Options, command: string): Promise<number> {
   log(
     `stack started: relay ${stack.relay()?.pid}, reconcile ${stack.reconcile.pid}, emulator ${stack.emulator.pid}`,
   );
-  const reconcileMetrics = readStackState(stateDir)?.reconcileMetricsUrl;
+  const { reconcileMetricsUrl: reconcileMetrics, resyncMetricsUrl: resyncMetrics } =
+    readStackState(stateDir) ?? {};
 
   // Memory.
   /** A pid of the stack's, or undefined while that process is down (a getter that throws then). */
@@ -190,22 +234,39 @@ async function soak(options: Options, command: string): Promise<number> {
     {
       name: 'relay',
       pid: pidOf(() => stack.relay()?.pid),
-      heapMiB: async () => {
+      memory: async () => {
         const url = stack.relay()?.url;
-        return url ? metricsHeap(new URL('/metrics', url).href) : undefined;
+        return url ? metricsMemory(new URL('/metrics', url).href) : undefined;
       },
     },
     {
       name: 'reconcile',
       pid: pidOf(() => stack.reconcile.pid),
-      heapMiB: async () => (reconcileMetrics ? metricsHeap(reconcileMetrics) : undefined),
+      memory: async () => (reconcileMetrics ? metricsMemory(reconcileMetrics) : undefined),
     },
-    { name: 'resync', pid: pidOf(() => stack.resync.pid) },
-    { name: 'pubsub-emulator', pid: pidOf(() => stack.emulator.pid) },
+    {
+      name: 'resync',
+      pid: pidOf(() => stack.resync.pid),
+      memory: async () => (resyncMetrics ? metricsMemory(resyncMetrics) : undefined),
+    },
+    // Google's emulator is a Java process under a Node guard (local/guard.ts): its RSS is the Java
+    // process's (no V8 heap); the guard's own is sampled apart.
+    {
+      name: 'pubsub-emulator',
+      pid: pidOf(() => {
+        const guard = stack.emulator.pid;
+        const java = guard ? leafProcess(guard) : undefined;
+        return java !== guard ? java : undefined;
+      }),
+    },
+    { name: 'emulator guard', pid: pidOf(() => stack.emulator.pid) },
     {
       name: local ? 'soak (API server, auditor, workload)' : 'soak (auditor, workload)',
       pid: () => process.pid,
-      heapMiB: async () => process.memoryUsage().heapUsed / 2 ** 20,
+      memory: async () => {
+        const { heapUsed, external } = process.memoryUsage();
+        return { heapMiB: heapUsed / 2 ** 20, externalMiB: external / 2 ** 20 };
+      },
     },
   ]);
 
@@ -254,29 +315,46 @@ async function soak(options: Options, command: string): Promise<number> {
   log('warm-up: the first primaries');
   await workload.seed();
   const warmupEnd = Math.max(Date.now() + 5_000, t0 + Math.min(resyncIntervalMs, totalMs / 6));
-  const kinds = faultKinds({ stack, apiFaults: local?.faults, workload, random });
+  const kinds = faultKinds({
+    stack,
+    apiFaults: local?.faults,
+    workload,
+    random,
+    ...(proxy ? { proxy } : {}),
+    ...(options.restartApiServerCommand && !local
+      ? { restartApiServer: restartApiServerBy(options.restartApiServerCommand, kubeConfig, log) }
+      : {}),
+  });
   const injectable = kinds.filter((k) => !k.skipped);
   const faultCounts = new Map(kinds.map((k) => [k.name, { injected: 0, failed: 0 }]));
-  // Each kind at least five times in 30 minutes: slots at most 30 s apart, every kind once per
-  // round of the slots, in a seeded order.
+  // Each kind at least five times in 30 minutes: slots at most 30 s apart, each kind at seeded
+  // random slots, the process restarts in the first third (soak/faults.ts faultSchedule).
   const faultPeriodMs = Math.max(
     8_000,
     Math.min(30_000, (activeEnd - warmupEnd) / Math.max(1, injectable.length * 5 + 1)),
   );
-  let active = true;
+  const slots: number[] = [];
+  for (let slot = warmupEnd + faultPeriodMs; slot < activeEnd; slot += faultPeriodMs) slots.push(slot);
+  const schedule = faultSchedule(
+    injectable,
+    slots.length,
+    5 * Math.max(1, Math.floor(options.minutes / 30)),
+    random,
+  );
+  const lastRestart = schedule.findLastIndex((k) => k?.restarts);
+  const restartsEnd = lastRestart >= 0 ? slots[lastRestart + 1] : undefined;
+  if (restartsEnd)
+    log(
+      `process restarts until ${Math.round((restartsEnd - t0) / 1000)} s, none after (the memory slopes' last life)`,
+    );
   const faultLoop = (async () => {
-    let order: FaultKind[] = [];
-    for (let slot = warmupEnd + faultPeriodMs; active && slot < activeEnd; slot += faultPeriodMs) {
+    for (const [i, slot] of slots.entries()) {
       await sleep(Math.max(0, slot - Date.now()));
-      if (!active) break;
-      if (order.length === 0) {
-        order = [...injectable];
-        for (let i = order.length - 1; i > 0; i--) {
-          const j = random.int(0, i);
-          [order[i], order[j]] = [order[j] as FaultKind, order[i] as FaultKind];
-        }
-      }
-      const kind = order.shift() as FaultKind;
+      // A fault the schedule holds still runs when the faults before it took longer than their
+      // slots (the active phase may have ended): every kind gets its count.
+      if (stopping) break;
+      const kind = schedule[i];
+      if (!kind) continue;
       const count = faultCounts.get(kind.name) as { injected: number; failed: number };
       ledger.faultStarted(kind.name);
       try {
@@ -292,6 +370,13 @@ async function soak(options: Options, command: string): Promise<number> {
       );
     }
   })();
+  // A step's own read (which primary to change, which child to break) can fail while the API server
+  // is restarted or unreachable: the step is skipped (its writes retry, soak/workload.ts).
+  let failedSteps = 0;
+  const stepFailed = (err: unknown) => {
+    if (failedSteps++ === 0)
+      log(`a step of the workload failed (skipped; counted from now on): ${String(err)}`);
+  };
   let bursts = 0;
   // A burst about every 7 minutes (one at least), the first half a period after the warm-up.
   const burstEvery = (activeEnd - warmupEnd) / Math.max(1, Math.round((activeEnd - warmupEnd) / 420_000));
@@ -300,7 +385,7 @@ async function soak(options: Options, command: string): Promise<number> {
   while (Date.now() < activeEnd && !stopping) {
     if (options.burst > 0 && Date.now() >= nextBurst) {
       log(`burst of ${options.burst} changes`);
-      await workload.burst(options.burst);
+      await workload.burst(options.burst).catch(stepFailed);
       bursts++;
       nextBurst += burstEvery;
     } else if (Date.now() >= nextQuiet) {
@@ -309,11 +394,10 @@ async function soak(options: Options, command: string): Promise<number> {
       await sleep(Math.min(ms, Math.max(0, activeEnd - Date.now())));
       nextQuiet = Date.now() + random.int(180, 300) * 1000;
     } else {
-      await workload.step();
+      await workload.step().catch(stepFailed);
       await sleep(random.int(300, 900));
     }
   }
-  active = false;
   await faultLoop;
   local?.faults.clear();
   // Everything a fault stops is running again: inject() mends what it breaks, even when it failed half-way.
@@ -355,14 +439,20 @@ async function soak(options: Options, command: string): Promise<number> {
     };
   if (!local)
     notes.push(
-      "Against a real kube-apiserver: the faults only the local API server can inject were skipped (see the faults table); etcd compaction and restarts are the cluster's own.",
+      `Against a real kube-apiserver: the faults only the local API server can inject were skipped (see the faults table); etcd compaction is the cluster's own; ${options.restartApiServerCommand ? "the API server's restart is injected by the operator's command (--restart-apiserver-command), then /readyz awaited" : 'its restart was not injected (no --restart-apiserver-command)'}.`,
     );
   notes.push(
-    'The API server outage is the local server paused with every connection reset for 5 s, its store kept: the local server cannot be restarted as a process (its store is in memory), as a kube-apiserver restart keeps etcd.',
+    ...(local
+      ? [
+          'The API server outage is the local server paused with every connection reset for 5 s, its store kept: the local server cannot be restarted as a process (its store is in memory), as a kube-apiserver restart keeps etcd.',
+        ]
+      : []),
     'The relay and the functions run as the cluster admin here (the end-to-end tests run them least-privileged).',
   );
   const results: SoakResults = {
+    command,
     startedAt: new Date(t0).toISOString(),
+    warmupEndMs: warmupEnd,
     durationS: (Date.now() - t0) / 1000,
     minutes: options.minutes,
     seed: options.seed,
@@ -374,6 +464,7 @@ async function soak(options: Options, command: string): Promise<number> {
       byKind,
       inBursts: changes.filter((c) => c.burst).length,
       failedWrites,
+      failedSteps,
       bursts,
     },
     faults: kinds.map((k) => ({
@@ -445,15 +536,19 @@ const { values } = parseArgs({
     out: { type: 'string' },
     'resync-seconds': { type: 'string', default: '60' },
     burst: { type: 'string', default: '1000' },
+    'restart-apiserver-command': { type: 'string' },
+    direct: { type: 'boolean', default: false },
   },
 });
 const options = Options.parse({
   ...values,
   out: values.out ?? join(repoRoot, 'soak'),
   resyncSeconds: values['resync-seconds'],
+  restartApiServerCommand: values['restart-apiserver-command'],
+  direct: values.direct,
 });
 process.env.METADATA_SERVER_DETECTION ??= 'none';
-const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}`;
+const command = `npm run soak -- --minutes ${options.minutes} --seed ${options.seed}${options.kubeconfig ? ' --kubeconfig …' : ''}${options.restartApiServerCommand ? " --restart-apiserver-command '…'" : ''}`;
 log(`soak: ${options.minutes} min, seed ${options.seed}, out ${relative(process.cwd(), options.out) || '.'}`);
 try {
   process.exitCode = await soak(options, command);

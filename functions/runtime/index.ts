@@ -6,7 +6,8 @@
  * created once per instance, at first use.
  * Each checks requests at the HTTP boundary first (`http.ts`: method, size, content type, optional
  * shared token `LEVELSET_FUNCTIONS_TOKEN`). Tracing: `LEVELSET_TRACING` (core/tracing.ts).
- * `LEVELSET_METRICS_PORT`: serve the reconcile's Prometheus metrics there (core/metrics.ts).
+ * `LEVELSET_METRICS_PORT`: serve the process's Prometheus metrics there (core/metrics.ts): the
+ * reconcile's figures, and for any target prom-client's process defaults (heap, RSS).
  *
  * Cold start: an instance serves one target, so what only `resync` or `auditLog` needs (the resync,
  * the audit log's mapping, the Pub/Sub publisher and its gRPC stack) is imported at its first

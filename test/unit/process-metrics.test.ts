@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { serveMetrics } from '../../core/metrics.ts';
 import { processMetricsRegistry } from '../../relay/metrics.ts';
-import { heapUsedMiB } from '../../soak/memory.ts';
+import { externalMiB, heapUsedMiB } from '../../soak/memory.ts';
 
 describe("the processes' memory on /metrics", () => {
   const servers: { close(): void }[] = [];
@@ -26,6 +26,7 @@ describe("the processes' memory on /metrics", () => {
       const heap = heapUsedMiB(text);
       assert.ok(heap !== undefined && heap > 1, `heap ${heap} MiB`);
       assert.match(text, /^process_resident_memory_bytes \d+/m);
+      assert.ok((externalMiB(text) ?? 0) > 0, 'the external memory');
     }
   });
 });

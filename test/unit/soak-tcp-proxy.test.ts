@@ -1,0 +1,87 @@
+// The soak's TCP proxy (soak/tcp-proxy.ts), its connection faults on a real API server: bytes
+// forwarded both ways untouched, every open connection reset, new ones refused, the server's bytes
+// held back.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startTcpProxy, type TcpProxy } from '../../soak/tcp-proxy.ts';
+
+describe("the soak's TCP proxy", () => {
+  let echo: Server;
+  let proxy: TcpProxy;
+  const sockets: Socket[] = [];
+  before(async () => {
+    echo = createServer((s) => {
+      sockets.push(s);
+      s.on('error', () => undefined);
+      s.pipe(s);
+    });
+    echo.listen(0, '127.0.0.1');
+    await once(echo, 'listening');
+    proxy = await startTcpProxy('127.0.0.1', (echo.address() as { port: number }).port);
+  });
+  after(async () => {
+    await proxy.stop();
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => echo.close(r));
+  });
+
+  /** A connection through the proxy, its received text, and how it ended. */
+  const client = async () => {
+    const socket = connect(proxy.port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (d: Buffer) => {
+      text += d.toString();
+    });
+    const ended = new Promise<string>((resolve) => {
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      socket.on('close', () => resolve('closed'));
+    });
+    await once(socket, 'connect');
+    return { socket, text: () => text, ended };
+  };
+  /** Waits until `check` holds, 5 s at most. */
+  const until = async (check: () => boolean, what: string) => {
+    const deadline = Date.now() + 5_000;
+    while (!check()) {
+      assert.ok(Date.now() < deadline, `not in 5 s: ${what}`);
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+
+  it('forwards bytes both ways, and resets every open connection', async () => {
+    const c = await client();
+    c.socket.write('hello');
+    await until(() => c.text() === 'hello', 'the echo');
+    await until(() => proxy.connections() === 1, 'one connection');
+    assert.equal(proxy.resetAll(), 1);
+    assert.equal(await c.ended, 'ECONNRESET');
+  });
+
+  it('refuses new connections while refusing, and takes them again after', async () => {
+    proxy.refuse(true);
+    const socket = connect(proxy.port, '127.0.0.1');
+    const [err] = (await once(socket, 'error')) as [NodeJS.ErrnoException];
+    assert.equal(err.code, 'ECONNRESET');
+    proxy.refuse(false);
+    const c = await client();
+    c.socket.write('again');
+    await until(() => c.text() === 'again', 'the echo after the refusal');
+    c.socket.destroy();
+  });
+
+  it("holds the server's bytes back while delaying, in order", async () => {
+    const c = await client();
+    const undo = proxy.delay(300);
+    const sent = Date.now();
+    c.socket.write('a');
+    c.socket.write('b');
+    await until(() => c.text() === 'ab', 'the delayed echo');
+    assert.ok(Date.now() - sent >= 290, `echoed after ${Date.now() - sent} ms`);
+    undo();
+    c.socket.write('c');
+    await until(() => c.text() === 'abc', 'the echo after the delay');
+    c.socket.destroy();
+  });
+});
