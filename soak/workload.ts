@@ -254,13 +254,26 @@ export function createWorkload(options: WorkloadOptions) {
     [...bundles].filter(([, list]) => list.includes(cm)).map(([b]) => bundleKey(b));
   const free = (pool: number, prefix: string, used: { has(k: string): boolean }) =>
     Array.from({ length: pool }, (_, i) => `${prefix}${i}`).filter((n) => !used.has(n));
-  /** Draws an operation by `weights`, then the name it acts on: a free one to create, else a live one. */
-  const draw = <K extends string>(
-    weights: Record<K, number>,
-    absent: string[],
+  /**
+   * Draws an operation on a pool of names `<prefix><i>`, `live` of them made (weights: create 2 while
+   * one is free, update `update`, delete 1 above `keep` live, drift 2 if `drift`), then the name it
+   * acts on: a free one to create, else a live one.
+   */
+  const draw = (
+    pool: number,
+    prefix: string,
     live: Map<string, unknown>,
+    update: number,
+    keep: number,
+    drift = true,
   ) => {
-    const op = random.weighted(weights);
+    const absent = free(pool, prefix, live);
+    const op = random.weighted({
+      create: absent.length ? 2 : 0,
+      update: live.size ? update : 0,
+      delete: live.size > keep ? 1 : 0,
+      ...(drift ? { drift: live.size ? 2 : 0 } : {}),
+    } as Record<'create' | 'update' | 'delete' | 'drift', number>);
     return { op, name: random.pick(op === 'create' ? absent : [...live.keys()]) };
   };
   /** `data` is called at each attempt of the write. */
@@ -369,17 +382,7 @@ export function createWorkload(options: WorkloadOptions) {
       );
     },
     async customcluster() {
-      const absent = free(POOL.ccs, 'cc-', ccs);
-      const { op, name } = draw(
-        {
-          create: absent.length ? 2 : 0,
-          update: ccs.size ? 4 : 0,
-          delete: ccs.size > 2 ? 1 : 0,
-          drift: ccs.size ? 2 : 0,
-        },
-        absent,
-        ccs,
-      );
+      const { op, name } = draw(POOL.ccs, 'cc-', ccs, 4, 2);
       if (op === 'create') {
         const spec = { count: random.int(0, 3), message: `hello-${++version}` };
         return customclusters.create(name, spec, () => spec);
@@ -409,17 +412,7 @@ export function createWorkload(options: WorkloadOptions) {
       return updateConfigMap(name, () => ({ [`k${random.int(0, 3)}`]: `v${++version}` }));
     },
     async bundle() {
-      const absent = free(POOL.bundles, 'b-', bundles);
-      const { op, name } = draw(
-        {
-          create: absent.length ? 2 : 0,
-          update: bundles.size ? 3 : 0,
-          delete: bundles.size > 3 ? 1 : 0,
-          drift: bundles.size ? 2 : 0,
-        },
-        absent,
-        bundles,
-      );
+      const { op, name } = draw(POOL.bundles, 'b-', bundles, 3, 3);
       if (op === 'create' || op === 'update') {
         const list = [
           ...new Set(
@@ -450,17 +443,7 @@ export function createWorkload(options: WorkloadOptions) {
       );
     },
     async tenant() {
-      const absent = free(POOL.tenants, layout.tenantPrefix, tenants);
-      const { op, name } = draw(
-        {
-          create: absent.length ? 2 : 0,
-          update: tenants.size ? 3 : 0,
-          delete: tenants.size > 1 ? 1 : 0,
-          drift: tenants.size ? 2 : 0,
-        },
-        absent,
-        tenants,
-      );
+      const { op, name } = draw(POOL.tenants, layout.tenantPrefix, tenants, 3, 1);
       if (op === 'create' || op === 'update') {
         const namespaces = tenantNamespaces(name);
         return tenantObjects[op](name, namespaces, () => ({
@@ -479,13 +462,8 @@ export function createWorkload(options: WorkloadOptions) {
   };
 
   async function deploymentOwner(kind: 'foo' | 'icecream') {
-    const model = deploymentOwners[kind];
-    const absent = free(kind === 'foo' ? POOL.foos : POOL.icecreams, `${kind}-`, model);
-    const { op, name } = draw(
-      { create: absent.length ? 2 : 0, update: model.size ? 4 : 0, delete: model.size > 2 ? 1 : 0 },
-      absent,
-      model,
-    );
+    const pool = kind === 'foo' ? POOL.foos : POOL.icecreams;
+    const { op, name } = draw(pool, `${kind}-`, deploymentOwners[kind], 4, 2, false);
     if (op === 'delete') return ownerObjects[kind].delete(name);
     const replicas = random.int(0, 3);
     if (op === 'create')
