@@ -15,6 +15,7 @@
 import { execFile } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { FaultInjector } from '@levelset/apiserver';
@@ -40,7 +41,6 @@ export interface FaultKind {
   inject(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const exec = promisify(execFile);
 
 export interface FaultContext {

@@ -68,6 +68,11 @@ export function latencyOf(changes: readonly Change[]): LatencyFigures {
 const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
 const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
 const range = (r: [number, number] | undefined) => (r ? `${mib(r[0])} → ${mib(r[1])}` : '—');
+/** `a 3, b 1`, or `none`. */
+const counts = (c: Record<string, number>) =>
+  Object.entries(c)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ') || 'none';
 
 /** The memory chart: each process's RSS (MiB) over the run's minutes, one line per process. */
 export function memoryChart(
@@ -195,15 +200,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Converged only at a resync',
     '',
-    `${r.atResync.total} changes converged within 20 s after a resync completed, having been pending at least 20 s before it started: the missed events (or failed deliveries) the resync covered. Per fault kind active meanwhile: ${
-      Object.entries(r.atResync.perFault)
-        .map(([k, n]) => `${k} ${n}`)
-        .join(', ') || 'none'
-    }. Per change: ${
-      Object.entries(r.atResync.perKind)
-        .map(([k, n]) => `${k} ${n}`)
-        .join(', ') || 'none'
-    }.`,
+    `${r.atResync.total} changes converged within 20 s after a resync completed, having been pending at least 20 s before it started: the missed events (or failed deliveries) the resync covered. Per fault kind active meanwhile: ${counts(r.atResync.perFault)}. Per change: ${counts(r.atResync.perKind)}.`,
     '',
     '## Memory',
     '',
@@ -218,11 +215,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '![RSS over time](memory.svg)',
     '',
-    `Warnings and errors logged by the stack: ${
-      Object.entries(r.warnings)
-        .map(([k, n]) => `${k} ${n}`)
-        .join(', ') || 'none'
-    }.`,
+    `Warnings and errors logged by the stack: ${counts(r.warnings)}.`,
     '',
     ...(r.notes.length ? ['## Notes', '', ...r.notes.map((n) => `- ${n}`), ''] : []),
   ];

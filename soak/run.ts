@@ -30,6 +30,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { constants, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
@@ -91,7 +92,6 @@ type Options = z.infer<typeof Options>;
 const started = performance.now();
 const log = (line: string) =>
   process.stderr.write(`[soak ${Math.round((performance.now() - started) / 1000)}s] ${line}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A change pending this long before a resync, and converged within this long after it, converged at the resync. */
 const RESYNC_GRACE_MS = 20_000;

@@ -5,6 +5,7 @@
  * retries: the soak's own writes meet the injected 429s and 500s too) and entered in the
  * {@link Ledger} with the primaries whose invariants it touches (soak/auditor.ts keys).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -124,6 +125,14 @@ export function createWorkload(options: WorkloadOptions) {
   const sourceKey = (name: string) => `secret-replicator:${layout.sourceNamespace}/${name}`;
   const allSourceKeys = () => [...sources].map(sourceKey);
   const ns = layout.appsNamespace;
+  /** The namespaces `setup()` creates. */
+  const stableNamespaces = [
+    layout.sourceNamespace,
+    layout.appsNamespace,
+    layout.bundleNamespace,
+    layout.configMapNamespace,
+    ...Array.from({ length: STABLE_TARGETS }, (_, i) => `${layout.targetPrefix}${i}`),
+  ];
 
   /** Writes with up to 4 attempts, 0.5 s apart; enters the change only when a write succeeded. */
   async function change(kind: string, keys: () => string[], write: () => Promise<unknown>, burst = false) {
@@ -139,7 +148,7 @@ export function createWorkload(options: WorkloadOptions) {
           options.onFailedWrite?.(kind, err);
           return;
         }
-        await new Promise((r) => setTimeout(r, 500));
+        await sleep(500);
       }
     }
   }
@@ -172,41 +181,113 @@ export function createWorkload(options: WorkloadOptions) {
         ),
       burst,
     );
-  const deploymentOwnerBody = (kind: 'foo' | 'icecream', name: string, replicas: number) => {
-    const r = kind === 'foo' ? FOOS : ICECREAMS;
-    return {
+  /**
+   * The create, update (a merge patch of the spec) and delete changes of one custom resource `r`
+   * (cluster-scoped without a `namespace`), entered as `<kindName>.<verb>` for the primary
+   * `keyOf(name)`; the object's `value` is kept in `model` once its write returned. `spec` is called
+   * at each attempt of the write (a draw in it is drawn then). An update's merge patch is the whole
+   * object with `patchWhole`, else `{ spec }`.
+   */
+  function customObjectChanges<T>(
+    kindName: string,
+    r: typeof FOOS,
+    namespace: string | undefined,
+    model: Map<string, T>,
+    keyOf: (name: string) => string,
+    patchWhole = false,
+  ) {
+    const objectOf = (name: string, spec: object) => ({
       apiVersion: `${r.group}/${r.version}`,
       kind: r.kind,
       metadata: { name },
-      spec: { deploymentName: name, replicas },
+      spec,
+    });
+    const entered = (verb: string, name: string, write: () => Promise<unknown>, burst = false) =>
+      change(`${kindName}.${verb}`, () => [keyOf(name)], write, burst);
+    return {
+      create: (name: string, value: T, spec: () => object) =>
+        entered('create', name, async () => {
+          const body = objectOf(name, spec());
+          await (namespace
+            ? custom.createNamespacedCustomObject({ ...r, namespace, body })
+            : custom.createClusterCustomObject({ ...r, body }));
+          model.set(name, value);
+        }),
+      update: (name: string, value: T, spec: () => object, burst = false) =>
+        entered(
+          'update',
+          name,
+          async () => {
+            const body = patchWhole ? objectOf(name, spec()) : { spec: spec() };
+            await (namespace
+              ? custom.patchNamespacedCustomObject({ ...r, namespace, name, body }, merge)
+              : custom.patchClusterCustomObject({ ...r, name, body }, merge));
+            model.set(name, value);
+          },
+          burst,
+        ),
+      delete: (name: string) =>
+        entered('delete', name, async () => {
+          await (namespace
+            ? custom.deleteNamespacedCustomObject({ ...r, namespace, name })
+            : custom.deleteClusterCustomObject({ ...r, name }));
+          model.delete(name);
+        }),
     };
-  };
-  const ccBody = (name: string, spec: { count: number; message: string }) => ({
-    apiVersion: `${CUSTOMCLUSTERS.group}/${CUSTOMCLUSTERS.version}`,
-    kind: CUSTOMCLUSTERS.kind,
-    metadata: { name },
-    spec,
+  }
+  const ownerChanges = (kind: 'foo' | 'icecream', r: typeof FOOS) =>
+    customObjectChanges(kind, r, ns, deploymentOwners[kind], (n) => `${kind}:${ns}/${n}`);
+  const ownerObjects = { foo: ownerChanges('foo', FOOS), icecream: ownerChanges('icecream', ICECREAMS) };
+  const ccKey = (name: string) => `customcluster:${ns}/${name}`;
+  const customclusters = customObjectChanges('customcluster', CUSTOMCLUSTERS, ns, ccs, ccKey);
+  const bundleKey = (name: string) => `configmap-bundle:${layout.bundleNamespace}/${name}`;
+  const bundleObjects = (model: Map<string, string[]>) =>
+    customObjectChanges('bundle', BUNDLES, layout.bundleNamespace, model, bundleKey, true);
+  const bundleSpec = (list: string[]) => ({
+    sources: list.map((n) => ({ namespace: layout.configMapNamespace, name: n })),
   });
+  const tenantKey = (name: string) => `tenant:${name}`;
+  const tenantObjects = customObjectChanges('tenant', TENANTS, undefined, tenants, tenantKey, true);
   const cmName = (i: number) => `cm-${i}`;
-  const bundleBody = (name: string, list: string[]) => ({
-    apiVersion: `${BUNDLES.group}/${BUNDLES.version}`,
-    kind: BUNDLES.kind,
-    metadata: { name },
-    spec: { sources: list.map((n) => ({ namespace: layout.configMapNamespace, name: n })) },
-  });
   const tenantNamespaces = (name: string) => [`${name}-a`, `${name}-b`].slice(0, random.int(1, 2));
-  const tenantBody = (name: string, namespaces: string[], pods: number) => ({
-    apiVersion: `${TENANTS.group}/${TENANTS.version}`,
-    kind: TENANTS.kind,
-    metadata: { name },
-    spec: { namespaces, quota: { cpu: '2', memory: '1Gi', pods } },
-  });
   const bundlesListing = (cm: string) =>
-    [...bundles]
-      .filter(([, list]) => list.includes(cm))
-      .map(([b]) => `configmap-bundle:${layout.bundleNamespace}/${b}`);
+    [...bundles].filter(([, list]) => list.includes(cm)).map(([b]) => bundleKey(b));
   const free = (pool: number, prefix: string, used: { has(k: string): boolean }) =>
     Array.from({ length: pool }, (_, i) => `${prefix}${i}`).filter((n) => !used.has(n));
+  /**
+   * Draws an operation on a pool of names `<prefix><i>`, `live` of them made (weights: create 2 while
+   * one is free, update `update`, delete 1 above `keep` live, drift 2 if `drift`), then the name it
+   * acts on: a free one to create, else a live one.
+   */
+  const draw = (
+    pool: number,
+    prefix: string,
+    live: Map<string, unknown>,
+    update: number,
+    keep: number,
+    drift = true,
+  ) => {
+    const absent = free(pool, prefix, live);
+    const op = random.weighted({
+      create: absent.length ? 2 : 0,
+      update: live.size ? update : 0,
+      delete: live.size > keep ? 1 : 0,
+      ...(drift ? { drift: live.size ? 2 : 0 } : {}),
+    } as Record<'create' | 'update' | 'delete' | 'drift', number>);
+    return { op, name: random.pick(op === 'create' ? absent : [...live.keys()]) };
+  };
+  /** `data` is called at each attempt of the write. */
+  const updateConfigMap = (name: string, data: () => Record<string, string>, burst = false) =>
+    change(
+      'configmap.update',
+      () => bundlesListing(name),
+      () =>
+        core.patchNamespacedConfigMap(
+          { namespace: layout.configMapNamespace, name, body: { data: data() } },
+          merge,
+        ),
+      burst,
+    );
 
   /** One random change of each kind's weight. */
   const operations: Record<string, () => Promise<void>> = {
@@ -301,50 +382,18 @@ export function createWorkload(options: WorkloadOptions) {
       );
     },
     async customcluster() {
-      const absent = free(POOL.ccs, 'cc-', ccs);
-      const op = random.weighted({
-        create: absent.length ? 2 : 0,
-        update: ccs.size ? 4 : 0,
-        delete: ccs.size > 2 ? 1 : 0,
-        drift: ccs.size ? 2 : 0,
-      });
-      const r = { ...CUSTOMCLUSTERS, namespace: ns };
+      const { op, name } = draw(POOL.ccs, 'cc-', ccs, 4, 2);
       if (op === 'create') {
-        const name = random.pick(absent);
         const spec = { count: random.int(0, 3), message: `hello-${++version}` };
-        return change(
-          'customcluster.create',
-          () => [`customcluster:${ns}/${name}`],
-          async () => {
-            await custom.createNamespacedCustomObject({ ...r, body: ccBody(name, spec) });
-            ccs.set(name, spec);
-          },
-        );
+        return customclusters.create(name, spec, () => spec);
       }
-      const name = random.pick([...ccs.keys()]);
-      const key = `customcluster:${ns}/${name}`;
       if (op === 'update') {
         const spec = random.chance(0.5)
           ? { count: random.int(0, 3), message: ccs.get(name)?.message ?? '' }
           : { count: ccs.get(name)?.count ?? 1, message: `hello-${++version}` };
-        return change(
-          'customcluster.update',
-          () => [key],
-          async () => {
-            await custom.patchNamespacedCustomObject({ ...r, name, body: { spec } }, merge);
-            ccs.set(name, spec);
-          },
-        );
+        return customclusters.update(name, spec, () => spec);
       }
-      if (op === 'delete')
-        return change(
-          'customcluster.delete',
-          () => [key],
-          async () => {
-            await custom.deleteNamespacedCustomObject({ ...r, name });
-            ccs.delete(name);
-          },
-        );
+      if (op === 'delete') return customclusters.delete(name);
       const pods = (await core.listNamespacedPod({ namespace: ns })).items.filter((p) =>
         p.metadata?.ownerReferences?.some(
           (o) => o.controller && o.kind === CUSTOMCLUSTERS.kind && o.name === name,
@@ -354,79 +403,27 @@ export function createWorkload(options: WorkloadOptions) {
       const pod = random.pick(pods).metadata?.name ?? '';
       return change(
         'drift.pod-deleted',
-        () => [key],
+        () => [ccKey(name)],
         () => core.deleteNamespacedPod({ namespace: ns, name: pod }),
       );
     },
     async configMap() {
-      const i = random.int(0, POOL.configMaps - 1);
-      const name = cmName(i);
-      return change(
-        'configmap.update',
-        () => bundlesListing(name),
-        () =>
-          core.patchNamespacedConfigMap(
-            {
-              namespace: layout.configMapNamespace,
-              name,
-              body: { data: { [`k${random.int(0, 3)}`]: `v${++version}` } },
-            },
-            merge,
-          ),
-      );
+      const name = cmName(random.int(0, POOL.configMaps - 1));
+      return updateConfigMap(name, () => ({ [`k${random.int(0, 3)}`]: `v${++version}` }));
     },
     async bundle() {
-      const absent = free(POOL.bundles, 'b-', bundles);
-      const op = random.weighted({
-        create: absent.length ? 2 : 0,
-        update: bundles.size ? 3 : 0,
-        delete: bundles.size > 3 ? 1 : 0,
-        drift: bundles.size ? 2 : 0,
-      });
-      const r = { ...BUNDLES, namespace: layout.bundleNamespace };
-      const pickSources = () => {
+      const { op, name } = draw(POOL.bundles, 'b-', bundles, 3, 3);
+      if (op === 'create' || op === 'update') {
         const list = [
           ...new Set(
             Array.from({ length: random.int(1, 3) }, () => cmName(random.int(0, POOL.configMaps - 1))),
           ),
         ];
         // Now and then a source that does not exist (the bundle is Ready=False/SourcesMissing).
-        return random.chance(0.1) ? [...list, 'cm-late'] : list;
-      };
-      if (op === 'create') {
-        const name = random.pick(absent);
-        const list = pickSources();
-        return change(
-          'bundle.create',
-          () => [`configmap-bundle:${layout.bundleNamespace}/${name}`],
-          async () => {
-            await custom.createNamespacedCustomObject({ ...r, body: bundleBody(name, list) });
-            bundles.set(name, list);
-          },
-        );
+        if (random.chance(0.1)) list.push('cm-late');
+        return bundleObjects(bundles)[op](name, list, () => bundleSpec(list));
       }
-      const name = random.pick([...bundles.keys()]);
-      const key = `configmap-bundle:${layout.bundleNamespace}/${name}`;
-      if (op === 'update') {
-        const list = pickSources();
-        return change(
-          'bundle.update',
-          () => [key],
-          async () => {
-            await custom.patchNamespacedCustomObject({ ...r, name, body: bundleBody(name, list) }, merge);
-            bundles.set(name, list);
-          },
-        );
-      }
-      if (op === 'delete')
-        return change(
-          'bundle.delete',
-          () => [key],
-          async () => {
-            await custom.deleteNamespacedCustomObject({ ...r, name });
-            bundles.delete(name);
-          },
-        );
+      if (op === 'delete') return bundleObjects(bundles).delete(name);
       // A value the controller sets, edited: a key added by hand would be left alone by design
       // (docs/writing-a-controller.md, "the no-op rule": a field someone else set is theirs).
       const child = await core
@@ -437,7 +434,7 @@ export function createWorkload(options: WorkloadOptions) {
       const edited = random.pick(keys);
       return change(
         'drift.bundle-edited',
-        () => [key],
+        () => [bundleKey(name)],
         () =>
           core.patchNamespacedConfigMap(
             { namespace: layout.bundleNamespace, name, body: { data: { [edited]: 'edited by hand' } } },
@@ -446,107 +443,32 @@ export function createWorkload(options: WorkloadOptions) {
       );
     },
     async tenant() {
-      const absent = free(POOL.tenants, layout.tenantPrefix, tenants);
-      const op = random.weighted({
-        create: absent.length ? 2 : 0,
-        update: tenants.size ? 3 : 0,
-        delete: tenants.size > 1 ? 1 : 0,
-        drift: tenants.size ? 2 : 0,
-      });
-      if (op === 'create') {
-        const name = random.pick(absent);
-        const list = tenantNamespaces(name);
-        return change(
-          'tenant.create',
-          () => [`tenant:${name}`],
-          async () => {
-            await custom.createClusterCustomObject({
-              ...TENANTS,
-              body: tenantBody(name, list, random.int(5, 20)),
-            });
-            tenants.set(name, list);
-          },
-        );
+      const { op, name } = draw(POOL.tenants, layout.tenantPrefix, tenants, 3, 1);
+      if (op === 'create' || op === 'update') {
+        const namespaces = tenantNamespaces(name);
+        return tenantObjects[op](name, namespaces, () => ({
+          namespaces,
+          quota: { cpu: '2', memory: '1Gi', pods: random.int(5, 20) },
+        }));
       }
-      const name = random.pick([...tenants.keys()]);
-      const key = `tenant:${name}`;
-      if (op === 'update') {
-        const list = tenantNamespaces(name);
-        return change(
-          'tenant.update',
-          () => [key],
-          async () => {
-            await custom.patchClusterCustomObject(
-              { ...TENANTS, name, body: tenantBody(name, list, random.int(5, 20)) },
-              merge,
-            );
-            tenants.set(name, list);
-          },
-        );
-      }
-      if (op === 'delete')
-        return change(
-          'tenant.delete',
-          () => [key],
-          async () => {
-            await custom.deleteClusterCustomObject({ ...TENANTS, name });
-            tenants.delete(name);
-          },
-        );
+      if (op === 'delete') return tenantObjects.delete(name);
       const namespace = random.pick(tenants.get(name) ?? []);
       return change(
         'drift.quota-deleted',
-        () => [key],
+        () => [tenantKey(name)],
         () => core.deleteNamespacedResourceQuota({ namespace, name: 'tenant' }),
       );
     },
   };
 
   async function deploymentOwner(kind: 'foo' | 'icecream') {
-    const owners = deploymentOwners[kind];
-    const r = { ...(kind === 'foo' ? FOOS : ICECREAMS), namespace: ns };
-    const absent = free(kind === 'foo' ? POOL.foos : POOL.icecreams, `${kind}-`, owners);
-    const op = random.weighted({
-      create: absent.length ? 2 : 0,
-      update: owners.size ? 4 : 0,
-      delete: owners.size > 2 ? 1 : 0,
-    });
-    if (op === 'create') {
-      const name = random.pick(absent);
-      const replicas = random.int(0, 3);
-      return change(
-        `${kind}.create`,
-        () => [`${kind}:${ns}/${name}`],
-        async () => {
-          await custom.createNamespacedCustomObject({
-            ...r,
-            body: deploymentOwnerBody(kind, name, replicas),
-          });
-          owners.set(name, replicas);
-        },
-      );
-    }
-    const name = random.pick([...owners.keys()]);
-    const key = `${kind}:${ns}/${name}`;
-    if (op === 'update') {
-      const replicas = random.int(0, 3);
-      return change(
-        `${kind}.update`,
-        () => [key],
-        async () => {
-          await custom.patchNamespacedCustomObject({ ...r, name, body: { spec: { replicas } } }, merge);
-          owners.set(name, replicas);
-        },
-      );
-    }
-    return change(
-      `${kind}.delete`,
-      () => [key],
-      async () => {
-        await custom.deleteNamespacedCustomObject({ ...r, name });
-        owners.delete(name);
-      },
-    );
+    const pool = kind === 'foo' ? POOL.foos : POOL.icecreams;
+    const { op, name } = draw(pool, `${kind}-`, deploymentOwners[kind], 4, 2, false);
+    if (op === 'delete') return ownerObjects[kind].delete(name);
+    const replicas = random.int(0, 3);
+    if (op === 'create')
+      return ownerObjects[kind].create(name, replicas, () => ({ deploymentName: name, replicas }));
+    return ownerObjects[kind].update(name, replicas, () => ({ replicas }));
   }
 
   /** How often each operation runs, relative. */
@@ -571,14 +493,7 @@ export function createWorkload(options: WorkloadOptions) {
      * @throws when a create fails, or a namespace of the soak exists already (a previous run's)
      */
     async setup(): Promise<void> {
-      const namespaces = [
-        layout.sourceNamespace,
-        layout.appsNamespace,
-        layout.bundleNamespace,
-        layout.configMapNamespace,
-        ...Array.from({ length: STABLE_TARGETS }, (_, i) => `${layout.targetPrefix}${i}`),
-      ];
-      for (const name of namespaces)
+      for (const name of stableNamespaces)
         await core.createNamespace({ body: { metadata: { name } } }).catch((err: { code?: number }) => {
           if (err.code !== 409) throw err;
           throw new Error(
@@ -606,16 +521,8 @@ export function createWorkload(options: WorkloadOptions) {
     /** The first primaries, entered as changes (the stack is running). */
     async seed(): Promise<void> {
       for (let i = 0; i < 6; i++) await createSource(`s-${i}`);
-      await change(
-        'bundle.create',
-        () => [`configmap-bundle:${layout.bundleNamespace}/b-big`],
-        () =>
-          custom.createNamespacedCustomObject({
-            ...BUNDLES,
-            namespace: layout.bundleNamespace,
-            body: bundleBody('b-big', ['cm-big']),
-          }),
-      );
+      // Kept out of the workload's model: never updated or deleted.
+      await bundleObjects(new Map()).create('b-big', ['cm-big'], () => bundleSpec(['cm-big']));
       for (let i = 0; i < 4; i++) await deploymentOwner('foo');
       for (let i = 0; i < 2; i++) await deploymentOwner('icecream');
       for (let i = 0; i < 2; i++) await operations.customcluster?.();
@@ -638,33 +545,16 @@ export function createWorkload(options: WorkloadOptions) {
           const what = random.int(0, 2);
           if (what === 0 && sources.size)
             await updateSource(random.pick([...sources].filter((s) => !s.startsWith('big-'))), true);
-          else if (what === 1) {
-            const name = cmName(random.int(0, POOL.configMaps - 1));
-            await change(
-              'configmap.update',
-              () => bundlesListing(name),
-              () =>
-                core.patchNamespacedConfigMap(
-                  { namespace: layout.configMapNamespace, name, body: { data: { k0: `v${++version}` } } },
-                  merge,
-                ),
+          else if (what === 1)
+            await updateConfigMap(
+              cmName(random.int(0, POOL.configMaps - 1)),
+              () => ({ k0: `v${++version}` }),
               true,
             );
-          } else if (deploymentOwners.foo.size) {
+          else if (deploymentOwners.foo.size) {
             const name = random.pick([...deploymentOwners.foo.keys()]);
             const replicas = random.int(0, 3);
-            await change(
-              'foo.update',
-              () => [`foo:${ns}/${name}`],
-              async () => {
-                await custom.patchNamespacedCustomObject(
-                  { ...FOOS, namespace: ns, name, body: { spec: { replicas } } },
-                  merge,
-                );
-                deploymentOwners.foo.set(name, replicas);
-              },
-              true,
-            );
+            await ownerObjects.foo.update(name, replicas, () => ({ replicas }), true);
           }
         }
       };
@@ -679,11 +569,7 @@ export function createWorkload(options: WorkloadOptions) {
     /** Every namespace and cluster-scoped object the soak made, for the cleanup of a real cluster. */
     madeNamespaces(): string[] {
       return [
-        layout.sourceNamespace,
-        layout.appsNamespace,
-        layout.bundleNamespace,
-        layout.configMapNamespace,
-        ...Array.from({ length: STABLE_TARGETS }, (_, i) => `${layout.targetPrefix}${i}`),
+        ...stableNamespaces,
         ...churn,
         ...Array.from({ length: POOL.tenants }, (_, i) => [
           `${layout.tenantPrefix}${i}-a`,
