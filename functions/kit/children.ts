@@ -33,6 +33,7 @@ import type { ResourceClient } from './client.ts';
 import {
   coversFields,
   entriesOf,
+  holdsExactly,
   isEmptyValue,
   ownsExactly,
   upgradeManagedFieldsPatch,
@@ -214,13 +215,14 @@ function rememberCreated(uid: string | undefined, body: KubernetesObject): void 
 
 /**
  * The paths `value` sets, without their values, as a digest: objects member by member (sorted;
- * `null` and `undefined` members left out), lists item by item. Two bodies of one shape make an apply
- * own the same fields.
+ * `null` and `undefined` members left out); a list whole, values included (its items' identity is
+ * their key values, e.g. a container's `name`, which no schema tells here). Two bodies of one shape
+ * make an apply own the same fields.
  */
 export function shapeOf(value: unknown): string {
   const shape = (v: unknown): unknown =>
     Array.isArray(v)
-      ? v.map(shape)
+      ? ['list', v]
       : v !== null && typeof v === 'object'
         ? Object.fromEntries(
             Object.entries(v)
@@ -246,17 +248,33 @@ export function shapeOf(value: unknown): string {
  * a field the reconcile stopped setting among them, and is not converged until applied.
  */
 export function createdAsDesired(live: KubernetesObject, manager: string, body: KubernetesObject): boolean {
+  if (!createdInShapeOf(live, body)) return false;
+  const entries = entriesOf(live, manager);
+  const updates = entries.filter((e) => e.operation === 'Update');
+  const applies = entries.filter((e) => e.operation === 'Apply');
+  const [update] = updates;
+  const [apply] = applies;
+  if (
+    !update ||
+    updates.length !== 1 ||
+    applies.length > 1 ||
+    entries.length !== updates.length + applies.length
+  )
+    return false;
+  // Applied since in the created shape ({@link createdInShapeOf}): the Apply entry holds the desired
+  // fields, the Update entry what the create set beside them (defaults, the same paths).
+  return apply ? holdsExactly(apply, body) : coversFields(update.fieldsV1 ?? {}, body);
+}
+
+/**
+ * Whether this process created `live` from a body of `body`'s shape ({@link shapeOf}): then an apply
+ * of `body` stops owning none of the fields the create set, and needs no managedFields upgrade
+ * before it (nothing to prune); a change of shape (a field dropped, a list changed) does.
+ */
+function createdInShapeOf(live: KubernetesObject, body: KubernetesObject): boolean {
   const uid = live.metadata?.uid;
   const shape = uid ? createdShapes.get(uid) : undefined;
-  if (shape === undefined) return false;
-  const entries = entriesOf(live, manager);
-  const [entry] = entries;
-  return (
-    entries.length === 1 &&
-    entry?.operation === 'Update' &&
-    shape === shapeOf(body) &&
-    coversFields(entry.fieldsV1 ?? {}, body)
-  );
+  return shape !== undefined && shape === shapeOf(body);
 }
 
 export interface ChildrenInput {
@@ -377,7 +395,11 @@ export async function reconcileChildren(
       continue;
     const listed = live;
     await childSpan('apply', label, async () => {
-      const upgrade = upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
+      // Not before an apply in the shape the child was created in (in-process): it prunes nothing.
+      const upgrade =
+        input.lazyUpgrade === true && createdInShapeOf(listed, body)
+          ? undefined
+          : upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
       const current = upgrade ? await client.patch(resource, namespace, name, upgrade, 'json') : listed;
       await client.apply(resource, {
         ...body,

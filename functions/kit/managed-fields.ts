@@ -180,6 +180,11 @@ export function ownsExactly(live: KubernetesObject, manager: string, applied: Ku
   const entries = entriesOf(live, manager);
   const [entry] = entries;
   if (entries.length !== 1 || entry?.operation !== 'Apply') return false;
+  return holdsExactly(entry, applied);
+}
+
+/** Whether `entry`'s set holds every path of `applied` and nothing else. */
+export function holdsExactly(entry: ManagedFieldsEntry, applied: KubernetesObject): boolean {
   const fields = entry.fieldsV1 ?? {};
   return coversFields(fields, applied) && isDeepStrictEqual(restrictFields(fields, applied), fields);
 }

@@ -1,8 +1,8 @@
 /**
  * The in-process mode's lazy managedFields upgrade (functions/kit/children.ts, `lazyUpgrade`): a
- * created child costs its POST alone and is converged with the create's `Update` entry; the first
- * apply it needs is preceded by the csaupgrade PATCH, so that a field the reconcile stopped setting
- * is still removed; a child this process did not create (a restart) is applied once.
+ * created child costs its POST alone and is converged with the create's `Update` entry; an apply
+ * in the created shape needs no upgrade, one that stops setting a field is preceded by the
+ * csaupgrade PATCH, so that the field is still removed; a child this process did not create (a restart) is applied once.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -88,6 +88,13 @@ describe('kit: lazy managedFields upgrade of created children (in-process mode)'
 
     const again = await converge([child({ value: 'a', extra: 'x' })]);
     assert.deepEqual(again, { changes: [], writes: [] }, 'a converged created child costs no write');
+
+    // A value changes, the shape does not: an apply alone (it stops owning nothing the create set).
+    const changed = await converge([child({ value: 'a2', extra: 'x' })]);
+    assert.deepEqual(changed.writes, ['apply']);
+    assert.deepEqual((await live()).data, { value: 'a2', extra: 'x' });
+    assert.deepEqual((await entries()).sort(), ['Apply', 'Update']);
+    assert.deepEqual(await converge([child({ value: 'a2', extra: 'x' })]), { changes: [], writes: [] });
 
     // The reconcile stops setting `extra`: the upgrade PATCH, then the apply that removes it.
     const dropped = await converge([child({ value: 'a' })]);
