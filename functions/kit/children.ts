@@ -13,8 +13,9 @@
  * mode (which remembers nothing between deliveries) a PATCH of its managedFields right after it (a
  * GET and the PATCH again when another writer got there first); a changed one an apply (after the
  * same PATCH once, for a child a create or an older Levelset left with an `Update` entry: the
- * in-process mode's created children upgrade here, lazily, so that the apply still prunes the fields
- * the reconcile stopped setting).
+ * in-process mode's created children upgrade here, lazily, when the apply leaves the created shape,
+ * so that it still prunes the fields the reconcile stopped setting; an apply in the created shape
+ * prunes nothing and needs no PATCH).
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
