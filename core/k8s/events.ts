@@ -187,3 +187,105 @@ export function createEventRecorder(kubeConfig: KubeConfig, controller: string, 
     },
   };
 }
+
+/** Events a {@link BackgroundEvents} holds, at most, before it drops new ones (client-go's broadcaster: 1000 queued). */
+export const BACKGROUND_EVENTS_QUEUED = 1000;
+
+/** Events a {@link BackgroundEvents} writes at once. */
+const BACKGROUND_EVENTS_CONCURRENCY = 4;
+
+/**
+ * Events recorded in the background, as client-go's EventBroadcaster records them (what
+ * sample-controller and controller-runtime use): `record` returns at once, the write is queued (at
+ * most {@link BACKGROUND_EVENTS_QUEUED}; beyond, the Event is dropped and logged, as client-go drops
+ * one when its channel is full) and made by a few writers; a failed write is logged by the recorder
+ * after its few attempts, never retried further. For a long-lived process alone (the in-process
+ * mode): a serverless instance's CPU is throttled once it has answered, so there each Event is
+ * written before the response.
+ */
+export class BackgroundEvents {
+  private readonly queue: (() => Promise<void>)[] = [];
+  private running = 0;
+  private readonly idle = new Set<() => void>();
+  private dropped = 0;
+  private closed = false;
+
+  private readonly log: Logger;
+  private readonly capacity: number;
+
+  constructor(log: Logger, capacity = BACKGROUND_EVENTS_QUEUED) {
+    this.log = log;
+    this.capacity = capacity;
+  }
+
+  /** Events waiting or being written. */
+  get pending(): number {
+    return this.queue.length + this.running;
+  }
+
+  /** `recorder`, its records queued here: each returns at once. */
+  wrap(recorder: EventRecorder): EventRecorder {
+    return {
+      record: (object, type, reason, message) => {
+        this.enqueue(() => recorder.record(object, type, reason, message), reason);
+        return Promise.resolve();
+      },
+    };
+  }
+
+  private enqueue(write: () => Promise<void>, reason: string): void {
+    if (this.closed || this.queue.length >= this.capacity) {
+      this.dropped++;
+      this.log.warn(
+        { reason, dropped: this.dropped },
+        this.closed ? 'event dropped: shutting down' : 'event dropped: the event queue is full',
+      );
+      return;
+    }
+    this.queue.push(write);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.running < BACKGROUND_EVENTS_CONCURRENCY && this.queue.length > 0) {
+      const write = this.queue.shift() as () => Promise<void>;
+      this.running++;
+      void write()
+        .catch((err) => this.log.warn({ err: String(err) }, 'could not record event'))
+        .finally(() => {
+          this.running--;
+          this.pump();
+          if (this.pending === 0) for (const resolve of this.idle) resolve();
+        });
+    }
+  }
+
+  /**
+   * Stops taking Events and waits for the queued ones to be written, at most `deadlineMs`; what is
+   * left then is dropped and logged (client-go's broadcaster `Shutdown` flushes the same way).
+   * @returns whether every queued Event was written
+   */
+  async flush(deadlineMs: number): Promise<boolean> {
+    this.closed = true;
+    if (this.pending === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    let resolveIdle: (() => void) | undefined;
+    const done = await Promise.race([
+      new Promise<true>((resolve) => {
+        resolveIdle = () => resolve(true);
+        this.idle.add(resolveIdle);
+      }),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), deadlineMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (resolveIdle) this.idle.delete(resolveIdle);
+    if (!done) {
+      const left = this.queue.length;
+      this.queue.length = 0;
+      this.log.warn({ left, deadlineMs }, 'events not recorded by the shutdown deadline');
+    }
+    return done;
+  }
+}

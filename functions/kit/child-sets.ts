@@ -188,7 +188,14 @@ export function ownedChildren(context: ChildContext, types: readonly OwnedType[]
       if (!object || going(object)) return nothing();
       const wanted = desired?.children?.filter((c) => types.some((t) => isOfType(c, t.resource)));
       if (!wanted) return nothing();
-      const input = { client, controller, owner: object, owned: listings, desired: wanted };
+      const input = {
+        client,
+        controller,
+        owner: object,
+        owned: listings,
+        desired: wanted,
+        lazyUpgrade: context.lazyUpgrade ?? false,
+      };
       const { changes, conflict } = await reconcileChildren(input);
       return { changes, pruning: false, ...(conflict ? { failed: conflict } : {}) };
     },

@@ -7,10 +7,17 @@
  *
  * Cost: one LIST by label per owned type (made before the reconcile, which reads it), and no write
  * when every desired child is converged: its values are live ({@link isSubset}) and Levelset's
- * field manager owns exactly its fields ({@link ownsExactly}). A created child costs a POST and a
- * PATCH of its managedFields (a GET and the PATCH again when another writer got there first); a changed one an apply (after the same PATCH once, for a child a create
- * or an older Levelset left with an `Update` entry).
+ * field manager owns exactly its fields ({@link ownsExactly}), or, in the in-process mode, the
+ * child is one this process created with the same fields as desired now and left with the create's
+ * `Update` entry ({@link createdAsDesired}). A created child costs a POST, and in the serverless
+ * mode (which remembers nothing between deliveries) a PATCH of its managedFields right after it (a
+ * GET and the PATCH again when another writer got there first); a changed one an apply (after the
+ * same PATCH once, for a child a create or an older Levelset left with an `Update` entry: the
+ * in-process mode's created children upgrade here, lazily, when the apply leaves the created shape,
+ * so that it still prunes the fields the reconcile stopped setting; an apply in the created shape
+ * prunes nothing and needs no PATCH).
  */
+import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
@@ -24,7 +31,14 @@ import {
 import { apiVersionOf } from '../../core/k8s/rest.ts';
 import { ATTR, type ChildOperation, inSpan } from '../../core/k8s/tracing.ts';
 import type { ResourceClient } from './client.ts';
-import { isEmptyValue, ownsExactly, upgradeManagedFieldsPatch } from './managed-fields.ts';
+import {
+  coversFields,
+  entriesOf,
+  holdsExactly,
+  isEmptyValue,
+  ownsExactly,
+  upgradeManagedFieldsPatch,
+} from './managed-fields.ts';
 import { quantitiesEqual } from './quantity.ts';
 import type { ChildChange, OwnedType, Owner } from './types.ts';
 
@@ -180,6 +194,90 @@ async function upgradeCreated(
   }
 }
 
+/** Children this process created, at most (the oldest forgotten first): a forgotten one costs an upgrade and an apply once. */
+export const CREATED_CHILDREN_REMEMBERED = 100_000;
+
+/** Per process (the in-process mode): the shape ({@link shapeOf}) of the body each child was created with, by UID. */
+const createdShapes = new Map<string, string>();
+
+/** Forgets every created child, as a fresh process starts: for tests. */
+export function forgetCreatedChildren(): void {
+  createdShapes.clear();
+}
+
+function rememberCreated(uid: string | undefined, body: KubernetesObject): void {
+  if (!uid) return;
+  createdShapes.set(uid, shapeOf(body));
+  if (createdShapes.size > CREATED_CHILDREN_REMEMBERED) {
+    const oldest = createdShapes.keys().next().value;
+    if (oldest !== undefined) createdShapes.delete(oldest);
+  }
+}
+
+/**
+ * The paths `value` sets, without their values, as a digest: objects member by member (sorted;
+ * `null` and `undefined` members left out); a list whole, values included (its items' identity is
+ * their key values, e.g. a container's `name`, which no schema tells here). Two bodies of one shape
+ * make an apply own the same fields.
+ */
+export function shapeOf(value: unknown): string {
+  const shape = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? ['list', v]
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.entries(v)
+              .filter(([, m]) => m !== null && m !== undefined)
+              .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+              .map(([k, m]) => [k, shape(m)]),
+          )
+        : 1;
+  return createHash('sha256')
+    .update(JSON.stringify(shape(value)))
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+/**
+ * Whether `live` is a child this process created from a body of `body`'s shape ({@link shapeOf})
+ * and nobody applied since: Levelset's manager has one entry on it, the create's `Update` entry,
+ * and it still holds every field `body` sets. Its fields beyond `body`'s are what the server
+ * defaulted (the create set `body`'s paths, no more), so Levelset's manager owns, in effect,
+ * exactly `body`'s fields: converged when its values are live, without the managedFields PATCH that
+ * would make them its `Apply` fields (made lazily, before the first apply). A child this process did
+ * not create (another process, a restart, one forgotten: {@link CREATED_CHILDREN_REMEMBERED}) may hold
+ * a field the reconcile stopped setting among them, and is not converged until applied.
+ */
+export function createdAsDesired(live: KubernetesObject, manager: string, body: KubernetesObject): boolean {
+  if (!createdInShapeOf(live, body)) return false;
+  const entries = entriesOf(live, manager);
+  const updates = entries.filter((e) => e.operation === 'Update');
+  const applies = entries.filter((e) => e.operation === 'Apply');
+  const [update] = updates;
+  const [apply] = applies;
+  if (
+    !update ||
+    updates.length !== 1 ||
+    applies.length > 1 ||
+    entries.length !== updates.length + applies.length
+  )
+    return false;
+  // Applied since in the created shape ({@link createdInShapeOf}): the Apply entry holds the desired
+  // fields, the Update entry what the create set beside them (defaults, the same paths).
+  return apply ? holdsExactly(apply, body) : coversFields(update.fieldsV1 ?? {}, body);
+}
+
+/**
+ * Whether this process created `live` from a body of `body`'s shape ({@link shapeOf}): then an apply
+ * of `body` stops owning none of the fields the create set, and needs no managedFields upgrade
+ * before it (nothing to prune); a change of shape (a field dropped, a list changed) does.
+ */
+function createdInShapeOf(live: KubernetesObject, body: KubernetesObject): boolean {
+  const uid = live.metadata?.uid;
+  const shape = uid ? createdShapes.get(uid) : undefined;
+  return shape !== undefined && shape === shapeOf(body);
+}
+
 export interface ChildrenInput {
   client: ResourceClient;
   controller: string;
@@ -188,17 +286,26 @@ export interface ChildrenInput {
   owned: readonly { type: OwnedType; listed: readonly KubernetesObject[] }[];
   /** Every desired child (apiVersion, kind, metadata.name, …); namespace, labels and controller reference are set here. */
   desired: readonly KubernetesObject[];
+  /**
+   * The in-process mode: a created child keeps the create's `Update` entry until it is next applied
+   * ({@link createdAsDesired}); default `false`: its fields are made the `Apply` fields right after
+   * the create.
+   */
+  lazyUpgrade?: boolean;
 }
 
 /**
  * Converges `owner`'s children to `desired`: each desired child missing from its listing is created
  * (POST: atomic, so an object that appeared meanwhile under that name is never adopted unasked) and
- * the fields it set are then made the `Apply` fields of Levelset's manager (a JSON patch of
+ * the fields it set are made the `Apply` fields of Levelset's manager (a JSON patch of
  * `managedFields`, client-go's `csaupgrade`; a create records an `Update` entry, whose fields an
- * apply would never remove); each listed one whose values differ ({@link isSubset}) or whose fields
- * Levelset's manager owns differ from the desired ones ({@link ownsExactly}) is server-side applied
- * (conditional on the listed `resourceVersion`: a 409 retries the reconcile from a fresh read), so
- * that a field the reconcile stopped setting is removed; and every listed child controlled by
+ * apply would never remove): right after the create, or with `lazyUpgrade` (the in-process mode)
+ * just before the child's first apply, the create's `Update` entry counting as owning exactly the
+ * desired fields until then ({@link createdAsDesired}); each listed one whose values differ
+ * ({@link isSubset}) or whose fields Levelset's manager owns differ from the desired ones
+ * ({@link ownsExactly}) is server-side applied (conditional on the listed `resourceVersion`: a 409
+ * retries the reconcile from a fresh read), so that a field the reconcile stopped setting is
+ * removed; and every listed child controlled by
  * `owner` that is not desired is pruned: deleted with a UID precondition, or, for a type that says
  * `prune: 'orphan'`, let go (its controller reference and Levelset's labels removed, the object left).
  * An object already holding a desired child's name that no controller owns is adopted when its type
@@ -255,8 +362,10 @@ export async function reconcileChildren(
       try {
         await childSpan('create', label, async () => {
           const created = await client.create(resource, body);
-          // A dry-run created nothing to patch.
-          if (!client.dryRun) await upgradeCreated(client, resource, created, body);
+          // A dry-run created nothing to patch; the in-process mode patches before the first apply.
+          if (client.dryRun) return;
+          if (input.lazyUpgrade) rememberCreated(created.metadata?.uid, body);
+          else await upgradeCreated(client, resource, created, body);
         });
         changes.push(`created ${label}`);
         continue;
@@ -278,11 +387,20 @@ export async function reconcileChildren(
       continue;
     }
     const { ownerReferences: _, ...metadata } = body.metadata ?? {};
-    if (!adopting && isSubset({ ...body, metadata }, live) && ownsExactly(live, FIELD_MANAGER, body))
+    if (
+      !adopting &&
+      isSubset({ ...body, metadata }, live) &&
+      (ownsExactly(live, FIELD_MANAGER, body) ||
+        (input.lazyUpgrade === true && createdAsDesired(live, FIELD_MANAGER, body)))
+    )
       continue;
     const listed = live;
     await childSpan('apply', label, async () => {
-      const upgrade = upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
+      // Not before an apply in the shape the child was created in (in-process): it prunes nothing.
+      const upgrade =
+        input.lazyUpgrade === true && createdInShapeOf(listed, body)
+          ? undefined
+          : upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
       const current = upgrade ? await client.patch(resource, namespace, name, upgrade, 'json') : listed;
       await client.apply(resource, {
         ...body,

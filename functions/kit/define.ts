@@ -262,7 +262,14 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
     const reader = cache ? cachedReader(client, cache) : client;
     const { scope, former } = resolveScope(requested, primaryNamespaceOf?.(), ctx);
     const childSets = (within: Scope) =>
-      childSetsIn({ client, reader, controller: def.name, scope: within, ctx });
+      childSetsIn({
+        client,
+        reader,
+        controller: def.name,
+        scope: within,
+        ctx,
+        lazyUpgrade: cache !== undefined,
+      });
     if (former) {
       const pruned = await convergeChildren(childSets(former), undefined, undefined);
       if (pruned.failed) throw pruned.failed;

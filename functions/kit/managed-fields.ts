@@ -9,6 +9,11 @@
  * `v:"a"`, `i:0`), so it needs no schema: a list whose node has no children is atomic and owned
  * as a whole.
  *
+ * A created child keeps the create's `Update` entry until its first apply in the in-process mode
+ * (children.ts `createdAsDesired`: the entry counts as owning exactly the desired fields while the
+ * process knows it created the child from a body of the same shape); {@link upgradeManagedFieldsPatch}
+ * then precedes that apply, so that it prunes a field the reconcile stopped setting.
+ *
  * Sources: k8s.io/apimachinery `metav1.ManagedFieldsEntry` and `FieldsV1` (the wire form of a
  * `fieldpath.Set`); client-go `util/csaupgrade.UpgradeManagedFieldsPatch` (moving the fields of a
  * manager's `Update` entry to its `Apply` entry with a JSON patch of `managedFields`, conditional on
@@ -175,6 +180,11 @@ export function ownsExactly(live: KubernetesObject, manager: string, applied: Ku
   const entries = entriesOf(live, manager);
   const [entry] = entries;
   if (entries.length !== 1 || entry?.operation !== 'Apply') return false;
+  return holdsExactly(entry, applied);
+}
+
+/** Whether `entry`'s set holds every path of `applied` and nothing else. */
+export function holdsExactly(entry: ManagedFieldsEntry, applied: KubernetesObject): boolean {
   const fields = entry.fieldsV1 ?? {};
   return coversFields(fields, applied) && isDeepStrictEqual(restrictFields(fields, applied), fields);
 }

@@ -26,6 +26,7 @@ import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/a
 import { ITEM_BACKOFF_BASE_MS, ITEM_BACKOFF_MAX_MS } from '../../core/backoff.ts';
 import type { Controller } from '../../core/contract/controller.ts';
 import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../../core/contract/key.ts';
+import { BackgroundEvents } from '../../core/k8s/events.ts';
 import { ATTR } from '../../core/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../../core/log.ts';
 import { FIRST_DELIVERY, type RetryCounts } from '../../core/message.ts';
@@ -46,6 +47,9 @@ import {
 
 /** Default workers per controller (`LEVELSET_WORKERS`). */
 export const DEFAULT_WORKERS = 4;
+
+/** How long `stop` waits for the Events still queued to be written (ms). */
+export const EVENTS_FLUSH_DEADLINE_MS = 5000;
 /** Default collapse window of the in-process mode, ms: none beyond the workqueue's dirty set. */
 export const DEFAULT_IN_PROCESS_COLLAPSE_MS = 0;
 
@@ -144,6 +148,9 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   );
   const kubeConfig = () => options.kubeConfig;
   const cache = options.cachedReads === false ? undefined : new InformerObjectCache(controllers);
+  // Events written in the background, as client-go's EventBroadcaster (decision 49): a reconcile
+  // does not wait for its `Synced` Event.
+  const backgroundEvents = new BackgroundEvents(logger);
   /**
    * Queue key (`controller|namespace/name`) → the trace context of its latest enqueue: a worker's
    * `reconcile` span continues it, as the function continues the one a message carries. Marked
@@ -176,6 +183,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
               kubeConfig,
               log,
               retriedBy: 'the workqueue',
+              backgroundEvents,
               ...(cache ? { cache } : {}),
             }),
         );
@@ -303,6 +311,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
         await relay.stop();
         for (const q of queues.values()) q.shutDown();
         await Promise.all(workerLoops);
+        await backgroundEvents.flush(EVENTS_FLUSH_DEADLINE_MS);
         logger.info('in-process mode stopped');
       })();
       return stopping;

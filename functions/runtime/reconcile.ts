@@ -32,7 +32,7 @@ import {
   orderingKeyOf,
 } from '../../core/contract/key.ts';
 import { errorText, isConflict, isTransient, retryAfterMsOf, TerminalError } from '../../core/k8s/errors.ts';
-import { createEventRecorder } from '../../core/k8s/events.ts';
+import { type BackgroundEvents, createEventRecorder } from '../../core/k8s/events.ts';
 import { ATTR, inSpan, SPAN, tracer } from '../../core/k8s/tracing.ts';
 import { keyLogger, type Logger } from '../../core/log.ts';
 import {
@@ -119,6 +119,8 @@ export interface ReconcileKeyOptions {
   retriedBy: string;
   reason?: EnqueueReason;
   cache?: ObjectCache;
+  /** The in-process mode's background Event writes; default none (each Event written before the reconcile returns). */
+  backgroundEvents?: BackgroundEvents;
 }
 
 /**
@@ -170,6 +172,9 @@ export function referrerKeys(
  * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
  * @param options.cache the in-process mode's informer cache (`ReconcileContext.cache`); default none (every read live).
+ * @param options.backgroundEvents the in-process mode's Event queue (core/k8s/events.ts): Events are
+ *   recorded in the background, as client-go's EventBroadcaster does; default none (the serverless
+ *   mode: each Event is written before the response, as the CPU is throttled after it).
  * Each delivery is also counted in the process's Prometheus metrics (core/metrics.ts:
  * `levelset_reconcile_total`, `levelset_reconcile_duration_seconds`, by controller and outcome).
  */
@@ -220,7 +225,8 @@ async function reconcileKeyLogged(
     log.error({ outcome: 'malformed' satisfies Outcome }, `unknown cluster "${cluster}": message dropped`);
     return { outcome: 'malformed' };
   }
-  const events = createEventRecorder(kubeConfig, controller.name, log);
+  const recorder = createEventRecorder(kubeConfig, controller.name, log);
+  const events = options.backgroundEvents ? options.backgroundEvents.wrap(recorder) : recorder;
   try {
     const directory = options.clusters
       ? { ids: options.clusters(), kubeConfig: options.kubeConfig }

@@ -64,10 +64,20 @@ describe('in-process mode (integration)', () => {
         ],
       },
     ],
-    async reconcile(key) {
+    async reconcile(key, ctx) {
       const list = calls.get(key.name) ?? [];
       list.push(performance.now());
       calls.set(key.name, list);
+      if (key.name === 'evented') {
+        const object = await core.readNamespacedConfigMap({ namespace: ns, name: key.name });
+        // Recorded in the background (core/k8s/events.ts BackgroundEvents): returns at once.
+        await ctx.events.record(
+          { apiVersion: 'v1', kind: 'ConfigMap', ...object },
+          'Normal',
+          'Synced',
+          'evented',
+        );
+      }
       return (behaviour[key.name] ?? (async () => undefined))(list.length);
     },
   };
@@ -159,6 +169,17 @@ describe('in-process mode (integration)', () => {
     assert.match(text, new RegExp(`workqueue_depth\\{name="${name}"\\} \\d+`));
     assert.match(text, /workqueue_work_duration_seconds_bucket/);
     assert.match(text, /levelset_relay_keys_published_total/);
+  });
+
+  it('records an Event in the background: it appears', async () => {
+    await create('evented');
+    await waitFor(
+      async () =>
+        (await core.listNamespacedEvent({ namespace: ns })).items.some(
+          (e) => e.involvedObject.name === 'evented' && e.reason === 'Synced',
+        ),
+      { message: 'the Synced Event of evented' },
+    );
   });
 
   it('does not retry a terminal failure', async () => {
