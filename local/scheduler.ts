@@ -2,6 +2,7 @@
  * Cloud Scheduler's stand-in in the local stack (local/stack.ts): the resync timer, and its call of
  * the `resync` function.
  */
+import { request } from 'node:http';
 import type { ResyncReport } from '../functions/runtime/resync.ts';
 import type { LocalService } from './composition.ts';
 
@@ -26,9 +27,9 @@ export class ResyncInterruptedError extends Error {
  * @throws {Error} on a non-2xx answer or one that is not JSON
  */
 export async function callResync(url: string): Promise<ResyncReport> {
-  const res = await fetch(url, { method: 'POST' });
-  const text = await res.text();
-  if (res.headers.get(FUNCTION_STATUS_HEADER) === 'crash' && /^Received SIG[A-Z]+$/.test(text))
+  const res = await post(url);
+  const text = res.text;
+  if (res.headers[FUNCTION_STATUS_HEADER] === 'crash' && /^Received SIG[A-Z]+$/.test(text))
     throw new ResyncInterruptedError(text);
   let body: unknown;
   try {
@@ -36,8 +37,34 @@ export async function callResync(url: string): Promise<ResyncReport> {
   } catch {
     throw new Error(`resync answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
   }
-  if (!res.ok) throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status < 200 || res.status > 299)
+    throw new Error(`resync answered ${res.status}: ${JSON.stringify(body)}`);
   return body as ResyncReport;
+}
+
+/**
+ * POSTs to `url` (http) and reads the whole answer, with no deadline of its own: a paced resync
+ * answers only when it is done (Cloud Scheduler waits up to the job's attempt deadline,
+ * `resync_timeout_seconds`), where `fetch` (undici) gives up after 300 s without the answer's headers.
+ * @throws {Error} when the connection fails
+ */
+function post(url: string): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST' }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text: Buffer.concat(chunks).toString(),
+        }),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /**
