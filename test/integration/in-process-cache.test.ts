@@ -26,6 +26,17 @@ import { waitFor } from '../support/wait.ts';
 const CRD = new URL('../../examples/foo/controllers/foo/crd.yaml', import.meta.url).pathname;
 const { group, version, plural } = fooResource;
 
+/** The requests to objects of `namespace` (the reconciles': the informers watch every namespace). */
+const requestsIn = (namespace: string, requests: readonly string[]) =>
+  requests.filter((r) => r.includes(`/namespaces/${namespace}/`));
+
+/** The Deployment `namespace/name`, or `undefined` when the API server answers 404. */
+const readDeployment = (apps: AppsV1Api, namespace: string, name: string) =>
+  apps.readNamespacedDeployment({ namespace, name }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
+
 describe('in-process mode: reads from the informers (integration)', () => {
   let cluster: TestCluster;
   let kc: CountingKubeConfig;
@@ -42,14 +53,8 @@ describe('in-process mode: reads from the informers (integration)', () => {
         l.outcome !== undefined &&
         (l['logging.googleapis.com/labels'] as { key?: string } | undefined)?.key === `${ns}/${name}`,
     );
-  /** The requests to the objects of this test's namespace (the reconciles': the informers watch every namespace). */
-  const ofNamespace = (requests: readonly string[]) =>
-    requests.filter((r) => r.includes(`/namespaces/${ns}/`));
-  const deployment = (name: string) =>
-    apps.readNamespacedDeployment({ namespace: ns, name }).catch((err: { code?: number }) => {
-      if (err.code === 404) return undefined;
-      throw err;
-    });
+  const ofNamespace = (requests: readonly string[]) => requestsIn(ns, requests);
+  const deployment = (name: string) => readDeployment(apps, ns, name);
 
   before(async () => {
     cluster = await startTestCluster();
@@ -122,13 +127,8 @@ describe('in-process mode: read-your-writes over a lagging cache (integration)',
   let ns: string;
   let foos: CustomObjects;
   const quiet = createLogger('relay', { write: () => {} });
-  const ofNamespace = (requests: readonly string[]) =>
-    requests.filter((r) => r.includes(`/namespaces/${ns}/`));
-  const deployment = (name: string) =>
-    apps.readNamespacedDeployment({ namespace: ns, name }).catch((err: { code?: number }) => {
-      if (err.code === 404) return undefined;
-      throw err;
-    });
+  const ofNamespace = (requests: readonly string[]) => requestsIn(ns, requests);
+  const deployment = (name: string) => readDeployment(apps, ns, name);
 
   before(async () => {
     cluster = await startTestCluster();
