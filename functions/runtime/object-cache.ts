@@ -12,9 +12,12 @@
  * it had or has) is not answered, and the kit reads live: the next reconcile of a key never acts
  * on a cache older than its own last write (a create is seen, no second create; a status written
  * is seen, no second status patch). A write the informer has not delivered after
- * {@link PENDING_WRITE_TTL_MS} is forgotten (a relist may skip a resourceVersion; resourceVersions
- * are opaque and never compared): reads are then the informer's, as controller-runtime's always
- * are, which a stale read tolerates (children are applied, a create of a name taken is read live).
+ * {@link PENDING_WRITE_TTL_MS} is forgotten: reads are then the informer's, as controller-runtime's
+ * always are, which a stale read tolerates (children are applied, a create of a name taken is read
+ * live). The informer shows a write when it holds the object at that resourceVersion or a later one
+ * (core/k8s/resource-version.ts, as apimachinery's `CompareResourceVersion`: another writer, such
+ * as kube-controller-manager updating a Deployment's status, may have followed it before a relist);
+ * resourceVersions that cannot be ordered count only when equal.
  *
  * Never cached: core Secrets (their reads stay live: no Secret data is held in memory), a kind no
  * controller reads whole, an informer with a label selector (it does not hold every object a read
@@ -22,6 +25,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller, ObjectCache, ResourceType } from '../../core/contract/controller.ts';
+import { isAtOrAfter } from '../../core/k8s/resource-version.ts';
 
 /** ms a write is awaited in the informer before reads of it are the informer's again. */
 export const PENDING_WRITE_TTL_MS = 30_000;
@@ -222,7 +226,7 @@ export class InformerObjectCache implements ObjectCache {
   #seen(p: Pending, cached: KubernetesObject | undefined): boolean {
     if (p.deletedUid !== undefined)
       return cached?.metadata?.uid !== p.deletedUid || Boolean(cached?.metadata?.deletionTimestamp);
-    return cached?.metadata?.resourceVersion === p.resourceVersion;
+    return isAtOrAfter(cached?.metadata?.resourceVersion, p.resourceVersion ?? '');
   }
 
   #forget(at: string, name: string): void {

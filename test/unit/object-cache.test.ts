@@ -81,4 +81,21 @@ describe('InformerObjectCache', () => {
     assert.deepEqual(cache.get(deployments, 'ns', 'y'), { object: undefined });
     assert.equal(cache.pendingWrites, 0);
   });
+
+  it('counts a later resourceVersion as the write delivered (another writer followed it); opaque ones only when equal', () => {
+    const cache = new InformerObjectCache([controller]);
+    const store = cache.sinkFor({ resource: deployments });
+    store?.synced();
+    cache.wrote(deployments, dep('x', '998'));
+    store?.put(dep('x', '997'));
+    assert.equal(cache.get(deployments, 'ns', 'x'), undefined, 'an older version: still live');
+    store?.put(dep('x', '1002'));
+    assert.equal(cache.pendingWrites, 0, '1002 follows 998 (not as strings)');
+    assert.equal(cache.get(deployments, 'ns', 'x')?.object?.metadata?.resourceVersion, '1002');
+    cache.wrote(deployments, dep('y', 'b7'));
+    store?.put(dep('y', 'c1'));
+    assert.equal(cache.get(deployments, 'ns', 'y'), undefined, 'not ordered: awaited until equal');
+    store?.put(dep('y', 'b7'));
+    assert.equal(cache.pendingWrites, 0);
+  });
 });
