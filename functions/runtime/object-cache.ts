@@ -87,9 +87,17 @@ export function matches(terms: readonly Term[], labels: Record<string, string> |
   });
 }
 
+/** `key=value` of each label of `object`. */
+function labelPairs(object: KubernetesObject): string[] {
+  const labels = object.metadata?.labels;
+  return labels ? Object.entries(labels).map(([k, v]) => `${k}=${v}`) : [];
+}
+
 /** The whole objects of one informer, by namespace then name. */
 export class ObjectStore implements ObjectSink {
   readonly #byNamespace = new Map<string, Map<string, KubernetesObject>>();
+  /** namespace → `key=value` of a label → names of the objects labelled so. */
+  readonly #byLabel = new Map<string, Map<string, Set<string>>>();
   #synced = false;
   readonly resource: ResourceType;
   /** The informer's namespace; undefined: every namespace. */
@@ -108,18 +116,41 @@ export class ObjectStore implements ObjectSink {
 
   put(object: KubernetesObject): void {
     const ns = object.metadata?.namespace ?? '';
+    const name = object.metadata?.name ?? '';
     const names = this.#byNamespace.get(ns) ?? new Map<string, KubernetesObject>();
     this.#byNamespace.set(ns, names);
-    names.set(object.metadata?.name ?? '', object);
+    this.#unindex(ns, name, names.get(name));
+    names.set(name, object);
+    for (const pair of labelPairs(object)) {
+      const byPair = this.#byLabel.get(ns) ?? new Map<string, Set<string>>();
+      this.#byLabel.set(ns, byPair);
+      const named = byPair.get(pair) ?? new Set<string>();
+      byPair.set(pair, named);
+      named.add(name);
+    }
     this.#onPut(this, object);
   }
 
   remove(key: string): void {
     const slash = key.indexOf('/');
     const ns = slash < 0 ? '' : key.slice(0, slash);
+    const name = slash < 0 ? key : key.slice(slash + 1);
     const names = this.#byNamespace.get(ns);
-    names?.delete(slash < 0 ? key : key.slice(slash + 1));
+    this.#unindex(ns, name, names?.get(name));
+    names?.delete(name);
     if (names?.size === 0) this.#byNamespace.delete(ns);
+  }
+
+  #unindex(ns: string, name: string, object: KubernetesObject | undefined): void {
+    if (!object) return;
+    const byPair = this.#byLabel.get(ns);
+    if (!byPair) return;
+    for (const pair of labelPairs(object)) {
+      const named = byPair.get(pair);
+      named?.delete(name);
+      if (named?.size === 0) byPair.delete(pair);
+    }
+    if (byPair.size === 0) this.#byLabel.delete(ns);
   }
 
   synced(): void {
@@ -136,6 +167,24 @@ export class ObjectStore implements ObjectSink {
 
   in(namespace: string): Iterable<KubernetesObject> {
     return this.#byNamespace.get(namespace)?.values() ?? [];
+  }
+
+  /**
+   * The objects of `namespace` that may match `terms`: those labelled with its first equality
+   * term's `key=value` (an index kept on every put and remove, as client-go's indexers), or every
+   * object of the namespace when it has no equality term. The caller still checks every term.
+   */
+  candidates(namespace: string, terms: readonly Term[]): Iterable<KubernetesObject> {
+    const eq = terms.find((t) => t.op === 'eq');
+    if (eq?.op !== 'eq') return this.in(namespace);
+    const names = this.#byLabel.get(namespace)?.get(`${eq.key}=${eq.value}`);
+    const objects = this.#byNamespace.get(namespace);
+    const out: KubernetesObject[] = [];
+    for (const name of names ?? []) {
+      const o = objects?.get(name);
+      if (o) out.push(o);
+    }
+    return out;
   }
 
   /** Objects held. */
@@ -266,7 +315,8 @@ export class InformerObjectCache implements ObjectCache {
       if (p.labels.some((l) => matches(terms, l)) && this.#awaiting(at, name, p, store, namespace))
         return undefined;
     const out: KubernetesObject[] = [];
-    for (const o of store.in(namespace)) if (matches(terms, o.metadata?.labels)) out.push(structuredClone(o));
+    for (const o of store.candidates(namespace, terms))
+      if (matches(terms, o.metadata?.labels)) out.push(structuredClone(o));
     return out;
   }
 

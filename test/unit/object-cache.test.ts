@@ -98,4 +98,23 @@ describe('InformerObjectCache', () => {
     store?.put(dep('y', 'b7'));
     assert.equal(cache.pendingWrites, 0);
   });
+
+  it('lists by its label index: a relabelled object leaves its old label, a removed one every label', () => {
+    const cache = new InformerObjectCache([controller]);
+    const store = cache.sinkFor({ resource: deployments });
+    store?.synced();
+    const names = (selector: string) => cache.list(deployments, 'ns', selector)?.map((o) => o.metadata?.name);
+    store?.put(dep('a', '1', { app: 'a', tier: 'web' }));
+    store?.put(dep('b', '2', { app: 'b', tier: 'web' }));
+    store?.put(dep('c', '3', { app: 'a' }, 'other'));
+    assert.deepEqual(names('app=a'), ['a']);
+    assert.deepEqual(names('tier=web,app!=a'), ['b']);
+    assert.deepEqual(names('tier'), ['a', 'b'], 'no equality term: every object checked');
+    store?.put(dep('a', '4', { app: 'b', tier: 'web' }));
+    assert.deepEqual(names('app=a'), []);
+    assert.deepEqual(names('app=b')?.sort(), ['a', 'b']);
+    store?.remove('ns/b');
+    assert.deepEqual(names('app=b'), ['a']);
+    assert.deepEqual(names('tier=web'), ['a']);
+  });
 });
