@@ -24,8 +24,17 @@
  * may ask for), and anything before the informer's first LIST.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import rfdc from 'rfdc';
 import type { Controller, ObjectCache, ResourceType } from '../../core/contract/controller.ts';
 import { isAtOrAfter } from '../../core/k8s/resource-version.ts';
+
+/**
+ * A deep copy of a JSON object (what an informer holds), as controller-runtime's cache reader
+ * deep-copies what it answers, so that a reconcile changing its object never changes the cache.
+ * rfdc, not `structuredClone`: a Deployment with its managedFields (≈ 7 kB) copies in ≈ 5–10 µs
+ * instead of ≈ 40–130 µs on this project's 2-core machine.
+ */
+const deepCopy = rfdc();
 
 /** ms a write is awaited in the informer before reads of it are the informer's again. */
 export const PENDING_WRITE_TTL_MS = 30_000;
@@ -301,7 +310,7 @@ export class InformerObjectCache implements ObjectCache {
     const p = this.#pending.get(at)?.get(name);
     if (p && this.#awaiting(at, name, p, store, ns)) return undefined;
     const object = store.get(ns, name);
-    return { object: object && structuredClone(object) };
+    return { object: object && deepCopy(object) };
   }
 
   list(resource: ResourceType, namespace: string, labelSelector?: string) {
@@ -316,7 +325,7 @@ export class InformerObjectCache implements ObjectCache {
         return undefined;
     const out: KubernetesObject[] = [];
     for (const o of store.candidates(namespace, terms))
-      if (matches(terms, o.metadata?.labels)) out.push(structuredClone(o));
+      if (matches(terms, o.metadata?.labels)) out.push(deepCopy(o));
     return out;
   }
 
