@@ -18,11 +18,15 @@
  * - with `auditLog`, an audit log entry of a change made outside Levelset adds the keys of the
  *   objects that own the resource (functions/runtime/audit-log-subscription.ts), as the `auditLog` function publishes them.
  *
- * `/healthz`, `/readyz`, `/metrics` are the relay's (its `levelset_relay_*` metrics, plus client-go's
- * `workqueue_*` metrics with `name` = controller).
+ * `/healthz`, `/readyz`, `/metrics` are the relay's: its `levelset_relay_*` metrics, client-go's
+ * `workqueue_*` metrics with `name` = controller, the reconciles' (`levelset_reconcile_total`,
+ * `levelset_reconcile_duration_seconds`, `levelset_rejected_writes_total`: core/metrics.ts, as the
+ * functions serve them) and the process's (prom-client's defaults), on one endpoint as
+ * controller-runtime's manager serves its own.
  */
 
 import { context, ROOT_CONTEXT, type SpanContext, trace } from '@opentelemetry/api';
+import type { Metric, Registry } from 'prom-client';
 import { ITEM_BACKOFF_BASE_MS, ITEM_BACKOFF_MAX_MS } from '../../core/backoff.ts';
 import type { Controller } from '../../core/contract/controller.ts';
 import { DEFAULT_CLUSTER, keyString, parseKeyString } from '../../core/contract/key.ts';
@@ -30,9 +34,11 @@ import { BackgroundEvents } from '../../core/k8s/events.ts';
 import { ATTR } from '../../core/k8s/tracing.ts';
 import { createLogger, keyLogger, type Logger } from '../../core/log.ts';
 import { FIRST_DELIVERY, type RetryCounts } from '../../core/message.ts';
-import { createRelayMetrics } from '../../relay/metrics.ts';
+import { reconcileDuration, reconcileTotal, rejectedWrites } from '../../core/metrics.ts';
+import { createRelayMetrics, processMetricsRegistry } from '../../relay/metrics.ts';
 import { type Relay, type RelayOptions, startRelay } from '../../relay/relay.ts';
 import type { AuditLogSubscriptionConfig } from './audit-log-subscription.ts';
+import { driftCorrected } from './drift.ts';
 import { InformerObjectCache } from './object-cache.ts';
 import { inDeliverySpan, type KeyOutcome, reconcileKey } from './reconcile.ts';
 import { resyncAll } from './resync.ts';
@@ -124,6 +130,19 @@ export interface InProcess {
 }
 
 /**
+ * The in-process process's one registry: prom-client's default process metrics, then (by
+ * {@link createRelayMetrics} and the workqueues) the relay's, and the metrics each reconcile
+ * records in prom-client's default registry, as the functions' processes do (core/metrics.ts,
+ * functions/runtime/drift.ts), registered here as well.
+ */
+function inProcessRegistry(): Registry {
+  const registry = processMetricsRegistry();
+  const reconciles: Metric[] = [reconcileTotal, reconcileDuration, rejectedWrites, driftCorrected];
+  for (const metric of reconciles) registry.registerMetric(metric);
+  return registry;
+}
+
+/**
  * Starts the in-process mode: queues and workers, then the relay's informers and health server.
  * @throws when the health server cannot listen, `workers` is not a positive integer, or the
  *   `auditLog` subscription does not exist.
@@ -134,7 +153,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
   if (!(Number.isInteger(workers) && workers >= 1)) throw new RangeError('workers must be an integer >= 1');
   const logger = options.logger ?? createLogger('relay');
   const reconcileLogger = options.reconcileLogger ?? createLogger('functions');
-  const metrics = createRelayMetrics();
+  const metrics = createRelayMetrics(inProcessRegistry());
   const workQueueMetrics = createWorkQueueMetrics(metrics.registry);
   const byName = new Map(controllers.map((c) => [c.name, c]));
   const backoff = options.backoff ?? { baseMs: ITEM_BACKOFF_BASE_MS, maxMs: ITEM_BACKOFF_MAX_MS };

@@ -169,6 +169,13 @@ describe('in-process mode (integration)', () => {
     assert.match(text, new RegExp(`workqueue_depth\\{name="${name}"\\} \\d+`));
     assert.match(text, /workqueue_work_duration_seconds_bucket/);
     assert.match(text, /levelset_relay_keys_published_total/);
+    // The reconciles' and the process's metrics, on the same endpoint.
+    assert.match(
+      text,
+      new RegExp(`levelset_reconcile_total\\{controller="${name}",outcome="transient"\\} [3-9]`),
+    );
+    assert.match(text, /levelset_reconcile_duration_seconds_bucket/);
+    assert.match(text, /process_resident_memory_bytes \d+/);
   });
 
   it('records an Event in the background: it appears', async () => {
