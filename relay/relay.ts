@@ -5,7 +5,7 @@
  * process, given the project's registry), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import type { Controller } from '../core/contract/controller.ts';
+import type { Controller, ResourceType } from '../core/contract/controller.ts';
 import type { Key } from '../core/contract/key.ts';
 import { createLogger, type Logger } from '../core/log.ts';
 import type { KeyPublisher } from '../core/publish.ts';
@@ -68,6 +68,13 @@ export interface RelayOptions {
   objectStores?: (
     plan: Pick<InformerPlan, 'resource' | 'namespace' | 'labelSelector'>,
   ) => ObjectSinkLike | undefined;
+  /**
+   * The controller whose own write an event's object echoes (exactly the version its write
+   * answered), called after the object store has it: that controller's watches skip the event
+   * (counted as filtered), the others' handle it. The in-process mode's
+   * (functions/runtime/object-cache.ts `InformerObjectCache.echoOf`); default none.
+   */
+  echoOf?: (resource: ResourceType, object: KubernetesObject) => string | undefined;
 }
 
 /** What {@link RelayOptions.objectStores} answers: whole objects in, deletions, the first LIST in. */
@@ -247,7 +254,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         metrics.eventsReceived.inc({ resource: plan.id, type: event.type });
         if (event.type === 'DELETED' && sink)
           sink.remove(`${event.object.metadata?.namespace ?? ''}/${event.object.metadata?.name ?? ''}`);
-        pipeline.handle(plan.routes, event);
+        const writer = event.type === 'DELETED' ? undefined : options.echoOf?.(plan.resource, event.object);
+        if (writer === undefined) pipeline.handle(plan.routes, event);
+        else {
+          // The echo of the writer's own write: its reconcile acted on that version already.
+          const others = plan.routes.filter((r) => r.controller.name !== writer);
+          metrics.eventsFiltered.inc({ controller: writer }, plan.routes.length - others.length);
+          pipeline.handle(others, event);
+        }
         if (event.type === 'DELETED')
           for (const controller of indexed)
             indexes.remove(controller, {

@@ -203,7 +203,7 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
               log,
               retriedBy: 'the workqueue',
               backgroundEvents,
-              ...(cache ? { cache } : {}),
+              ...(cache ? { cache: cache.forController(controller) } : {}),
             }),
         );
       } finally {
@@ -271,7 +271,12 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
     logger,
     metrics,
     publisher: toQueues,
-    ...(cache ? { objectStores: (plan) => cache.sinkFor(plan) } : {}),
+    ...(cache
+      ? {
+          objectStores: (plan) => cache.sinkFor(plan),
+          echoOf: (resource, object) => cache.echoOf(resource, object),
+        }
+      : {}),
   });
 
   // Cloud Audit Logs' entries, mapped as the `auditLog` function maps them, into the workqueues.

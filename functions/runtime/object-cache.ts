@@ -210,10 +210,15 @@ interface Pending {
   resourceVersion?: string;
   /** The uid deleted (a delete). */
   deletedUid?: string;
+  /** The controller whose reconcile wrote it, when known ({@link InformerObjectCache.forController}). */
+  writer?: string;
   /** The labels the object had in the cache and has now: a LIST matching either waits for it. */
   labels: (Record<string, string> | undefined)[];
   at: number;
 }
+
+/** Echoes remembered at most, the oldest forgotten first (an echo is looked up as its event is handled, at once). */
+const ECHOES_REMEMBERED = 10_000;
 
 /**
  * The {@link ObjectCache} of the in-process mode over the relay's informers (see the module
@@ -225,6 +230,8 @@ export class InformerObjectCache implements ObjectCache {
   readonly #stores = new Map<string, ObjectStore[]>();
   /** `kind|namespace` → name → the write awaited. */
   readonly #pending = new Map<string, Map<string, Pending>>();
+  /** `kind|namespace|name` → the version a controller's write answered, delivered, and that controller. */
+  readonly #echoes = new Map<string, { resourceVersion: string; writer: string }>();
   readonly #ttlMs: number;
   readonly #now: () => number;
 
@@ -277,7 +284,48 @@ export class InformerObjectCache implements ObjectCache {
     const names = this.#pending.get(at);
     const name = object.metadata?.name ?? '';
     const p = names?.get(name);
-    if (p && this.#seen(p, object)) this.#forget(at, name);
+    if (!(p && this.#seen(p, object))) return;
+    // The very version the write answered: the echo of that write.
+    const resourceVersion = object.metadata?.resourceVersion;
+    if (p.writer !== undefined && resourceVersion !== undefined && p.resourceVersion === resourceVersion) {
+      const id = `${at}|${name}`;
+      this.#echoes.delete(id);
+      this.#echoes.set(id, { resourceVersion, writer: p.writer });
+      if (this.#echoes.size > ECHOES_REMEMBERED) {
+        const oldest = this.#echoes.keys().next().value;
+        if (oldest !== undefined) this.#echoes.delete(oldest);
+      }
+    }
+    this.#forget(at, name);
+  }
+
+  /**
+   * The controller whose own write `object` (of `resource`, an informer's object whose event is being
+   * handled, after its store has it) is the echo of: exactly the version that controller's write
+   * answered, which its reconcile already acted on, so the event need not enqueue that controller
+   * again (relay/relay.ts `echoOf`). Any other change comes as a later version, with an event of its
+   * own. `undefined` for anything else. Each echo is answered once.
+   */
+  echoOf(resource: ResourceType, object: KubernetesObject): string | undefined {
+    const id = `${kindOf(resource)}|${object.metadata?.namespace ?? ''}|${object.metadata?.name ?? ''}`;
+    const echo = this.#echoes.get(id);
+    if (!echo) return undefined;
+    this.#echoes.delete(id);
+    return echo.resourceVersion === object.metadata?.resourceVersion ? echo.writer : undefined;
+  }
+
+  /**
+   * The cache as one controller's reconciles use it: its writes are recorded as that controller's,
+   * so that the informer's event of exactly the version a write answered is known as its echo
+   * ({@link echoOf}).
+   */
+  forController(controller: string): ObjectCache {
+    return {
+      get: (resource, namespace, name) => this.get(resource, namespace, name),
+      list: (resource, namespace, labelSelector) => this.list(resource, namespace, labelSelector),
+      wrote: (resource, object) => this.#wrote(resource, object, controller),
+      deleted: (resource, object) => this.deleted(resource, object),
+    };
   }
 
   /** Whether `cached` (the informer's object of that name, or none) shows the write `p`. */
@@ -350,8 +398,12 @@ export class InformerObjectCache implements ObjectCache {
   }
 
   wrote(resource: ResourceType, object: KubernetesObject): void {
+    this.#wrote(resource, object, undefined);
+  }
+
+  #wrote(resource: ResourceType, object: KubernetesObject, writer: string | undefined): void {
     const resourceVersion = object.metadata?.resourceVersion;
-    if (resourceVersion) this.#await(resource, object, { resourceVersion });
+    if (resourceVersion) this.#await(resource, object, { resourceVersion, ...(writer ? { writer } : {}) });
   }
 
   deleted(resource: ResourceType, object: KubernetesObject): void {

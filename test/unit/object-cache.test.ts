@@ -117,4 +117,30 @@ describe('InformerObjectCache', () => {
     assert.deepEqual(names('app=b'), ['a']);
     assert.deepEqual(names('tier=web'), ['a']);
   });
+
+  it("knows the echo of a controller's own write: exactly the version it answered, delivered", () => {
+    const cache = new InformerObjectCache([controller]);
+    const store = cache.sinkFor({ resource: deployments });
+    store?.synced();
+    cache.forController('foo').wrote(deployments, dep('x', '5'));
+    store?.put(dep('x', '5'));
+    // The relay asks with its event's object: another object of the same version.
+    assert.equal(cache.echoOf(deployments, dep('x', '5')), 'foo');
+    assert.equal(cache.echoOf(deployments, dep('x', '5')), undefined, 'answered once');
+    assert.equal(cache.pendingWrites, 0);
+    // Someone else's later change, and a version the informer delivered after the write's: no echo.
+    store?.put(dep('x', '6'));
+    assert.equal(cache.echoOf(deployments, dep('x', '6')), undefined);
+    cache.forController('foo').wrote(deployments, dep('y', '7'));
+    store?.put(dep('y', '8'));
+    assert.equal(
+      cache.echoOf(deployments, dep('y', '8')),
+      undefined,
+      'a later version shows the write, but is not its echo',
+    );
+    // A write not made through a controller's view: no writer to skip.
+    cache.wrote(deployments, dep('z', '9'));
+    store?.put(dep('z', '9'));
+    assert.equal(cache.echoOf(deployments, dep('z', '9')), undefined);
+  });
 });
