@@ -651,12 +651,22 @@ describe('levelset (the real binary against the local stack)', () => {
         timeoutMs: 90_000,
         message: 'levelset dev to write its state file',
       });
+      // Its start finished: the state file is written before the admission service starts, and a
+      // Ctrl-C then lands in a start, not in a resync (seen under load). Its last line of the start
+      // is the count of source Secrets, listed once the banner is out.
+      await waitFor(() => /^watching: \d+ source Secrets/m.test(output), {
+        timeoutMs: 90_000,
+        message: 'levelset dev to finish its start (its "watching:" line)',
+      });
       // The resync's LIST of the source Secrets now takes 20 s: a resync that starts is in flight.
       const held = Date.now();
       removeLatency = local.faults.addLatency({ verb: 'list', resource: 'secrets', namespace }, 20_000);
       await waitFor(
         () => local.requests.count((e) => e.verb === 'list' && e.resource === 'foos' && e.time > held) > 0,
-        { message: 'a resync running (its LIST of Foos answered, of the source Secrets held)' },
+        {
+          timeoutMs: 60_000,
+          message: 'a resync running (its LIST of Foos answered, of the source Secrets held)',
+        },
       );
     } finally {
       process.kill(-pgid, 'SIGINT');
@@ -675,7 +685,7 @@ describe('levelset (the real binary against the local stack)', () => {
           return true;
         }
       },
-      { message: 'every process of the group gone' },
+      { timeoutMs: 60_000, message: 'every process of the group gone' },
     );
   });
 
