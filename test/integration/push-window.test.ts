@@ -158,14 +158,20 @@ describe('push proxy: Cloud Pub/Sub push window model', () => {
       await waitFor(() => dead.length === failing.length, { timeoutMs: 30_000, message: 'the dead letters' });
       assert.deepEqual(dead.map((m) => m.data.toString()).sort(), failing);
       for (const m of dead) assert.equal(m.attributes[DEAD_LETTER_ATTRIBUTES.deliveryAttempts], '3');
-      // Successes open it again, one push each.
+      // Successes open it again, one push each. Delivery is at least once: a dead-lettered message
+      // the emulator delivers again (its ack late, on a loaded machine) now succeeds, and counts.
+      for (const f of failing) failures.delete(f);
       const acknowledged = proxy.stats().acknowledged;
       for (let i = 0; i < 5; i++) await publisher.publishMessage({ data: Buffer.from(`again${i}`) });
-      await waitFor(() => proxy.stats().acknowledged === acknowledged + 5, {
-        timeoutMs: 30_000,
-        message: 'the later messages pushed',
-      });
-      assert.equal(proxy.stats().pushWindow?.size, 6);
+      await waitFor(
+        () =>
+          new Set(received.filter((r) => r.data.startsWith('again') && r.status === 204).map((r) => r.data))
+            .size === 5 && proxy.stats().acknowledged >= acknowledged + 5,
+        { timeoutMs: 30_000, message: 'the later messages pushed' },
+      );
+      const successes = proxy.stats().acknowledged - acknowledged;
+      assert.ok(successes >= 5);
+      assert.equal(proxy.stats().pushWindow?.size, 1 + successes);
     } finally {
       await inspect.close();
     }
