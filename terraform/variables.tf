@@ -539,7 +539,7 @@ variable "enable_tracing" {
 variable "trace_sample_ratio" {
   description = "Share (0 to 1) of the traces of keys reconciled with outcome success that are exported (LEVELSET_TRACE_SAMPLE_RATIO); traces of every other outcome are always exported."
   type        = number
-  default     = 0.1
+  default     = 0.01
 
   validation {
     condition     = var.trace_sample_ratio >= 0 && var.trace_sample_ratio <= 1

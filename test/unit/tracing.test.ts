@@ -59,7 +59,7 @@ describe('tracing configuration (LEVELSET_TRACING…)', () => {
     assert.deepEqual(readTracingConfig({ LEVELSET_TRACING: 'file', LEVELSET_TRACE_FILE: '/tmp/t.jsonl' }), {
       exporter: 'file',
       file: '/tmp/t.jsonl',
-      sampleRatio: 0.1,
+      sampleRatio: 0.01,
     });
     assert.deepEqual(
       readTracingConfig({
