@@ -195,13 +195,6 @@ export class ObjectStore implements ObjectSink {
     }
     return out;
   }
-
-  /** Objects held. */
-  get size(): number {
-    let n = 0;
-    for (const names of this.#byNamespace.values()) n += names.size;
-    return n;
-  }
 }
 
 /** A write not yet delivered by the informer. */
@@ -258,13 +251,6 @@ export class InformerObjectCache implements ObjectCache {
     const kind = kindOf(plan.resource);
     this.#stores.set(kind, [...(this.#stores.get(kind) ?? []), store]);
     return store;
-  }
-
-  /** Whole objects held, by kind (`deployments.apps`). */
-  sizes(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [kind, stores] of this.#stores) out[kind] = stores.reduce((n, s) => n + s.size, 0);
-    return out;
   }
 
   /** Writes awaited in the informers (for tests and debugging). */
