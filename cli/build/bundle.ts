@@ -11,7 +11,8 @@
 import { readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { builtinModules, isBuiltin } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decode, encode, type SourceMapSegment } from '@jridgewell/sourcemap-codec';
 import { context, type OutputFile, type Plugin } from 'esbuild';
 
@@ -126,9 +127,9 @@ const clientNodeSideEffectFree: Plugin = {
       return files;
     };
     const sideEffectFree = (path: string) => DIST.test(path) && !/[\\/]polyfill\.js$/.test(path);
-    // Imports of the package and relative imports (those of its own files among them): esbuild's
-    // filter sees the path only, not the importer, and each call is a round trip to this process.
-    b.onResolve({ filter: /^(\.\.?\/|@kubernetes\/client-node)/ }, async (args) => {
+    // Imports of the package and relative imports of its own files' names: esbuild's filter sees the
+    // path only, not the importer, and each call is a round trip to this process (decision 62).
+    b.onResolve({ filter: clientNodeImports() }, async (args) => {
       if (args.pluginData?.levelsetResolved) return undefined;
       if (!/@kubernetes[\\/]client-node/.test(`${args.importer} ${args.path}`)) return undefined;
       const dist = DIST.exec(args.importer)?.[1];
@@ -147,6 +148,29 @@ const clientNodeSideEffectFree: Plugin = {
     });
   },
 };
+
+/**
+ * The imports {@link clientNodeSideEffectFree} is called for: the package's, and the relative
+ * imports that end in the name of a JavaScript file of client-node's `dist/` (the copy Levelset's
+ * modules import) or in `package.json`; its own relative imports are all such. The other packages' relative
+ * imports (about 2 800 of the ≈ 4 800 of a bundle, each a round trip to this process at every
+ * build) are left to esbuild, unless one ends in such a name (`index.js`: answered as before). When
+ * client-node is not found from here, every relative import.
+ */
+function clientNodeImports(): RegExp {
+  let names: Set<string>;
+  try {
+    const dist = dirname(fileURLToPath(import.meta.resolve('@kubernetes/client-node')));
+    names = new Set([...walk(dist)].filter((f) => f.endsWith('.js')).map((f) => basename(f)));
+    names.add('package.json');
+  } catch {
+    return /^(\.\.?\/|@kubernetes\/client-node)/;
+  }
+  const literal = (n: string) => n.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return new RegExp(
+    `^(@kubernetes/client-node|\\.\\.?/(.*/)?(${[...names].sort().map(literal).join('|')}))($|[/?#])`,
+  );
+}
 
 /**
  * Keeps only the mappings into Levelset's own sources: a position inside a bundled library becomes
@@ -310,19 +334,36 @@ export async function bundle(options: BundleOptions): Promise<void> {
   await bundleAll([options]);
 }
 
+/** When {@link bundleAll} writes, and when it stops. */
+export interface BundleAllOptions {
+  /**
+   * Called once every build is done, before anything is written (e.g. to empty the output
+   * directories); a rejection is bundleAll's, and nothing is written.
+   */
+  beforeWrite?: () => Promise<void>;
+  /** Aborted, the running build is cancelled and bundleAll rejects with the signal's reason, writing nothing. */
+  signal?: AbortSignal;
+}
+
 /**
  * Bundles each of `builds` as {@link bundle} does, one after the other, in one esbuild context:
  * each build is a rebuild of it, so esbuild parses a file once for all of them (the functions'
  * package, the relay and the in-process mode share most of their 2 000 modules; decision 59). Each
  * build's output is as its own `bundle` call's: the context's entry points are every build's,
  * those of the builds not running empty modules whose outputs are not written; its externals are
- * the running build's. Output is written once every build is done, each file once.
+ * the running build's. A build's maps are trimmed while esbuild runs the next build (decision 62).
+ * Output is written once every build is done, each file once.
  * @throws {Error} when esbuild fails (its messages), or when two builds name the same entry point
- * or have different roots.
+ * or have different roots; what `beforeWrite` throws; the signal's reason once aborted.
  */
-export async function bundleAll(builds: readonly BundleOptions[]): Promise<void> {
+export async function bundleAll(
+  builds: readonly BundleOptions[],
+  options: BundleAllOptions = {},
+): Promise<void> {
   const [first] = builds;
   if (!first) return;
+  const { signal } = options;
+  signal?.throwIfAborted();
   const root = first.root;
   const names = builds.flatMap((b) => Object.keys(b.entryPoints));
   if (new Set(names).size !== names.length)
@@ -356,21 +397,39 @@ export async function bundleAll(builds: readonly BundleOptions[]): Promise<void>
       pinoCallerUnmapped,
     ],
   });
+  const cancel = () => void ctx.cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
   const files = new Map<string, Uint8Array | string>();
+  const rebuild = (build: BundleOptions) => {
+    running.build = build;
+    return ctx.rebuild();
+  };
+  // Each build's output is trimmed while esbuild runs the next: the plugins read `running` only
+  // during a rebuild, and a rebuild's outputFiles are its own.
+  let next = signal?.aborted ? Promise.reject(signal.reason) : rebuild(first);
   try {
-    for (const build of builds) {
-      running.build = build;
-      const { outputFiles } = await ctx.rebuild();
+    for (let i = 0; i < builds.length; i++) {
+      const build = builds[i] as BundleOptions;
+      const { outputFiles } = await next;
+      signal?.throwIfAborted();
+      const following = builds[i + 1];
+      if (following) next = rebuild(following);
       const idle = new Set(
         names.filter((n) => !(n in build.entryPoints)).flatMap((n) => [`${n}.mjs`, `${n}.mjs.map`]),
       );
       const own = outputFiles.filter((f) => !idle.has(relative(first.outdir, f.path).split('\\').join('/')));
       for (const [path, content] of ownOutput(own, first.outdir, build.outdir)) files.set(path, content);
     }
+  } catch (err) {
+    throw signal?.aborted ? signal.reason : err;
   } finally {
+    signal?.removeEventListener('abort', cancel);
+    // A failed trim leaves the next rebuild running: it ends before the context is disposed.
+    await next.catch(() => {});
     running.build = undefined;
     await ctx.dispose();
   }
+  await options.beforeWrite?.();
   await Promise.all(
     [...new Set([...files.keys()].map((f) => dirname(f)))].map((d) => mkdir(d, { recursive: true })),
   );

@@ -4,10 +4,11 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { findProject, loadRegistry } from '../../core/project.ts';
+import { Worker } from 'node:worker_threads';
+import { findProject, loadRegistry, type Project, ProjectError } from '../../core/project.ts';
 import { CliError } from '../errors.ts';
 import { bundleAll } from './bundle.ts';
-import { generateManifests } from './generate-manifests.ts';
+import type { ManifestsMessage } from './manifests-worker.ts';
 import { clearFunctionsPackage, functionsBundle, stageFunctionsPackage } from './package-functions.ts';
 import {
   clearRelayPackage,
@@ -39,6 +40,65 @@ EXPOSE 8080
 CMD ["dist/${RELAY_MAIN}"]
 `;
 
+/** The manifests generated in a worker thread ({@link startManifests}). */
+export interface ManifestsRun {
+  /** Resolves once the registry has loaded; rejects as {@link loadRegistry} does. */
+  registry: Promise<void>;
+  /** The files written, relative to the project; rejects as generateManifests does. */
+  files: Promise<string[]>;
+}
+
+/**
+ * Generates `project`'s manifests (cli/build/generate-manifests.ts) in a worker thread
+ * (cli/build/manifests-worker.ts), so that loading the registry's modules and generating the
+ * manifests do not hold the main thread, which answers esbuild's plugins (decision 62). `warn`
+ * gets generateManifests' warnings. A failure rejects `registry` (when the registry did not load)
+ * and `files` with the worker's error: a ProjectError stays one.
+ */
+export function startManifests(project: Project, warn: (line: string) => void): ManifestsRun {
+  const extension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+  const worker = new Worker(new URL(`./manifests-worker.${extension}`, import.meta.url), {
+    workerData: project,
+  });
+  let registryLoaded!: () => void;
+  let finish!: (files: string[]) => void;
+  let fail!: (err: Error) => void;
+  let failRegistry!: (err: Error) => void;
+  const registry = new Promise<void>((res, rej) => {
+    registryLoaded = res;
+    failRegistry = rej;
+  });
+  const files = new Promise<string[]>((res, rej) => {
+    finish = res;
+    fail = rej;
+  });
+  // Whoever awaits only one of the two: the other's rejection is not unhandled.
+  registry.catch(() => {});
+  files.catch(() => {});
+  const failed = (err: Error) => {
+    failRegistry(err);
+    fail(err);
+  };
+  worker.on('message', (m: ManifestsMessage) => {
+    if (m.type === 'warn') warn(m.line);
+    else if (m.type === 'registry') registryLoaded();
+    else if (m.type === 'done') {
+      finish(m.files);
+      void worker.terminate(); // whatever the registry's modules left running
+    } else {
+      const err = m.name === 'ProjectError' ? new ProjectError(m.message) : new Error(m.message);
+      if (m.stack) err.stack = m.stack;
+      failed(err);
+      void worker.terminate();
+    }
+  });
+  worker.on('error', failed);
+  worker.on('exit', (code) =>
+    failed(new Error(`the manifests' worker exited (code ${code}) before it was done`)),
+  );
+  return { registry, files };
+}
+
 /**
  * Builds the current directory's project (the file's docstring); with `check`, only compares the
  * manifests.
@@ -50,15 +110,16 @@ export async function buildProject(
 ): Promise<void> {
   const say = options.say ?? (() => {});
   const project = findProject();
-  // A registry that does not load fails here, in one line, before anything is written.
-  await loadRegistry(project.registry);
   const rel = (p: string) => relative(process.cwd(), p) || '.';
   if (options.check) {
+    // A registry that does not load fails here, in one line.
+    await loadRegistry(project.registry);
     // Nothing built yet is nothing stale: a new project's `npm test` passes before its first build.
     if (!existsSync(join(project.root, 'deploy'))) {
       say('manifests       deploy/ not built yet (levelset build writes it): nothing to compare');
       return;
     }
+    const { generateManifests } = await import('./generate-manifests.ts');
     const drift = await generateManifests({ project, check: true, warn: say });
     if (drift.length)
       throw new CliError(`generated manifests differ (run levelset build): ${drift.join(', ')}`);
@@ -68,21 +129,35 @@ export async function buildProject(
   const relayOut = join(project.root, 'build', 'relay');
   const functions = { root: project.root, registry: project.registry, out: functionsOut };
   const relay = { root: project.root, registry: project.registry, out: join(relayOut, 'dist') };
-  clearFunctionsPackage(functions);
-  clearRelayPackage(relay);
-  // The functions' bundle and the relay's two, as rebuilds of one esbuild context (each file parsed
-  // once: decision 59); the manifests are generated while esbuild works.
-  const bundled = bundleAll([functionsBundle(functions), ...relayBundles(relay)]);
-  let manifests: string[];
+  // The manifests in a worker thread, while this one runs esbuild: the functions' bundle and the
+  // relay's two, as rebuilds of one esbuild context (each file parsed once: decision 59). Nothing is
+  // written before the registry has loaded: one that does not fails in one line (decision 62).
+  const manifests = startManifests(project, say);
+  const abort = new AbortController();
+  manifests.registry.catch((err) => abort.abort(err));
+  const bundled = bundleAll([functionsBundle(functions), ...relayBundles(relay)], {
+    signal: abort.signal,
+    beforeWrite: async () => {
+      await manifests.registry;
+      clearFunctionsPackage(functions);
+      clearRelayPackage(relay);
+    },
+  });
   try {
-    manifests = await generateManifests({ project, warn: say });
+    await manifests.registry;
+  } catch (err) {
+    // The registry's failure, not esbuild's (which, for a registry that does not load, says less).
+    await bundled.catch(() => {});
+    throw err;
+  }
+  let files: string[];
+  try {
+    files = await manifests.files;
   } catch (err) {
     await bundled.catch(() => {});
     throw err;
   }
-  say(
-    `manifests       ${manifests.length} files (${rel(join(project.root, 'deploy', 'registry.gen.json'))}, …)`,
-  );
+  say(`manifests       ${files.length} files (${rel(join(project.root, 'deploy', 'registry.gen.json'))}, …)`);
   await bundled;
   const functionsFiles = stageFunctionsPackage(functions);
   say(`functions       ${rel(functionsOut)} (${functionsFiles.length} files)`);

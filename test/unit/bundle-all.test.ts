@@ -3,7 +3,15 @@
 // points only, its externals, source maps relative to its own directory — as a bundle() call of
 // its own writes it.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -80,6 +88,45 @@ describe('bundleAll', () => {
     for (const file of readdirSync(alone))
       assert.equal(readFileSync(join(together, file), 'utf8'), readFileSync(join(alone, file), 'utf8'), file);
     assert.deepEqual(readdirSync(together).sort(), readdirSync(alone).sort());
+  });
+
+  it('writes nothing when beforeWrite rejects, and only after it resolves', async () => {
+    const out = join(root, 'gated');
+    const build = { root, entryPoints: { main: 'src/main.ts' }, outdir: out };
+    await assert.rejects(
+      bundleAll([build], {
+        beforeWrite: async () => {
+          throw new Error('the registry did not load');
+        },
+      }),
+      /the registry did not load/,
+    );
+    assert.ok(!existsSync(out), 'nothing written');
+    let emptied = false;
+    await bundleAll([build], {
+      beforeWrite: async () => {
+        assert.ok(!existsSync(out), 'called before anything is written');
+        emptied = true;
+      },
+    });
+    assert.ok(emptied);
+    assert.deepEqual(readdirSync(out).sort(), ['main.mjs', 'main.mjs.map']);
+  });
+
+  it('rejects with the reason of its aborted signal, writing nothing', async () => {
+    const out = join(root, 'aborted');
+    const abort = new AbortController();
+    const second = { root, entryPoints: { second: 'src/main.ts' }, outdir: out };
+    const built = bundleAll(
+      [{ root, entryPoints: { first: 'src/main.ts' }, outdir: join(root, 'aborted-first') }, second],
+      { signal: abort.signal },
+    );
+    abort.abort(new Error('the registry did not load'));
+    await assert.rejects(built, /the registry did not load/);
+    assert.ok(!existsSync(out) && !existsSync(join(root, 'aborted-first')), 'nothing written');
+    const aborted = new AbortController();
+    aborted.abort(new Error('before it started'));
+    await assert.rejects(bundleAll([second], { signal: aborted.signal }), /before it started/);
   });
 
   it('refuses two builds that name the same entry point', async () => {
