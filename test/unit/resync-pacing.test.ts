@@ -10,7 +10,13 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { Controller } from '../../core/contract/controller.ts';
 import { createLogger } from '../../core/log.ts';
 import type { KeyMessage } from '../../core/message.ts';
-import { type ResyncOptions, type ResyncReport, resyncAll } from '../../functions/runtime/resync.ts';
+import {
+  createResyncHandler,
+  type FleetResyncReport,
+  type ResyncOptions,
+  type ResyncReport,
+  resyncAll,
+} from '../../functions/runtime/resync.ts';
 
 const quiet = createLogger('test', { write: () => {} });
 
@@ -102,4 +108,49 @@ test('a deadline the run meets defers nothing', async (t) => {
 
 test('unpaced (no budget), every key is published', async (t) => {
   assert.equal((await publishTimes(t, 50)).report.published, 50);
+});
+
+test("the handler's deadline is its timeout less the margin: a run that cannot publish every key answers 200, deferred", async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const times: number[] = [];
+  const errors: string[] = [];
+  const logger = createLogger('test', {
+    write: (line: string) => {
+      if (JSON.parse(line).level >= 50) errors.push(line);
+    },
+  });
+  const handler = createResyncHandler({
+    controllers: [controllerOf(100)],
+    kubeConfig: () => new KubeConfig(),
+    publisher: () =>
+      ({
+        publish: async () => {
+          times.push(Date.now());
+          return 'id';
+        },
+      }) as never,
+    logger,
+    keysPerSecond: 10,
+    // RESYNC_DEADLINE_MARGIN_SECONDS (30) before 32 s: no key after 2 s.
+    timeoutSeconds: 32,
+  });
+  let answer: { status: number; body: FleetResyncReport } | undefined;
+  const res = {
+    status(status: number) {
+      return {
+        json(body: FleetResyncReport) {
+          answer = { status, body };
+        },
+      };
+    },
+  };
+  const done = handler({ method: 'POST', headers: {}, body: undefined } as never, res as never);
+  await runClock(t, () => answer !== undefined);
+  await done;
+  assert.equal(answer?.status, 200);
+  assert.equal(answer?.body.deferred, true);
+  assert.ok(times.length > 0 && times.length <= 20 && times.every((ms) => ms < 2000), String(times.length));
+  assert.equal(answer?.body.published, times.length);
+  assert.equal(errors.length, 1, 'the deferral is logged as an error');
+  assert.match(errors[0] ?? '', /reached its deadline/);
 });
