@@ -123,9 +123,14 @@ export type Limiter = () => Promise<void>;
  * and waits with `setTimeout`, so a test's fake clock drives it.
  */
 export function requestLimiter(limits: ClientLimits): Limiter {
-  const throttled = pThrottle({ limit: limits.limit, interval: limits.intervalMs, strict: true })(
-    () => undefined,
-  );
+  // `weight` makes strict mode check the window again when a wait ends, against the times the
+  // previous calls actually went (a timer that fires late under load would otherwise shift them).
+  const throttled = pThrottle({
+    limit: limits.limit,
+    interval: limits.intervalMs,
+    strict: true,
+    weight: () => 1,
+  })(() => undefined);
   return async () => {
     await throttled();
   };
