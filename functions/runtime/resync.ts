@@ -306,7 +306,9 @@ export interface ResyncHandlerDeps {
 }
 
 /**
- * Builds the HTTP handler: answers `200` with a {@link FleetResyncReport} as JSON, or `500` with the
+ * Builds the HTTP handler: answers `200` with a {@link FleetResyncReport} as JSON (`deferred: true`
+ * when the run reached its deadline, {@link ResyncHandlerDeps.timeoutSeconds}, with keys left for the
+ * next run: logged as an error), or `500` with the
  * report when any controller failed in any cluster (Cloud Scheduler's retry config then applies); a
  * request that breaks the HTTP rules ({@link rejectRequest}) gets their status (401, 405, 413, 415,
  * 400) and `{error}`, and nothing is published. The body ({@link resyncRequestSchema}) names one
