@@ -2,8 +2,7 @@
  * The KubeConfig class of every Levelset process: client-node's, with requests sharing connections.
  */
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
-import type { TokenBucket } from 'limiter';
-import { type ClientLimits, tokenBucket } from './request-budget.ts';
+import { type ClientLimits, type Limiter, requestLimiter } from './request-budget.ts';
 
 type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
 
@@ -26,19 +25,20 @@ type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
 export class PooledKubeConfig extends KubeConfig {
   readonly #dispatchers = new Map<string, NonNullable<Dispatcher>>();
   /** The client-side limit of this cluster's requests, when one is set (core/request-budget.ts). */
-  readonly limiter: TokenBucket | undefined;
+  readonly limiter: Limiter | undefined;
 
   /**
-   * @param limits requests per second and burst to this KubeConfig's cluster (client-go's `rest.Config`
-   *   `QPS` and `Burst`): every request, watches included, takes a token first. Omitted: no limit.
+   * @param limits at most `limit` requests to this KubeConfig's cluster in any `intervalMs` window
+   *   (a sliding window, core/request-budget.ts): every request, watches included, waits for it
+   *   first. Omitted: no limit.
    */
   constructor(limits?: ClientLimits) {
     super();
-    this.limiter = limits ? tokenBucket(limits) : undefined;
+    this.limiter = limits ? requestLimiter(limits) : undefined;
   }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await this.limiter?.removeTokens(1);
+    await this.limiter?.();
     await super.applySecurityAuthentication(context);
     const made = context.getDispatcher();
     if (!made) return; // plain http: fetch's global dispatcher, which pools already

@@ -21,10 +21,12 @@ locals {
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint
   }
 
-  # The clusters' request budget (core/request-budget.ts), shared by the reconcile instances.
+  # The clusters' request budget (core/request-budget.ts), shared by the reconcile instances; the
+  # resync's run stops publishing RESYNC_DEADLINE_MARGIN_SECONDS before its timeout (decision 64).
   budget_env = var.kubernetes_request_budget > 0 ? {
-    LEVELSET_REQUEST_BUDGET = tostring(var.kubernetes_request_budget)
-    LEVELSET_MAX_INSTANCES  = tostring(var.reconcile_max_instances)
+    LEVELSET_REQUEST_BUDGET         = tostring(var.kubernetes_request_budget)
+    LEVELSET_MAX_INSTANCES          = tostring(var.reconcile_max_instances)
+    LEVELSET_RESYNC_TIMEOUT_SECONDS = tostring(var.resync_timeout_seconds)
   } : {}
 
   function_env = merge(local.controller_env, local.tracing_env, local.requeue_env, local.retry_env, local.topic_controller_env, local.cluster_env, local.budget_env, {

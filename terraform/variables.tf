@@ -263,7 +263,7 @@ variable "reconcile_max_instances" {
 }
 
 variable "kubernetes_request_budget" {
-  description = "Requests per second to each cluster's API server from every function instance together (core/request-budget.ts): each instance takes kubernetes_request_budget / reconcile_max_instances per second (burst twice that), and the resync publishes at most kubernetes_request_budget / 6 keys per second, so a resync or a scale-out never sends more. The default is well within what a GKE control plane's API Priority and Fairness admits from one workload. 0: no client-side limit."
+  description = "Requests per second to each cluster's API server from every function instance together, a bound over every 1-second window (core/request-budget.ts): each instance sends at most floor(kubernetes_request_budget / reconcile_max_instances) requests in any second, and the resync publishes at most floor(kubernetes_request_budget / 6) keys in any second, so a resync or a scale-out never sends more. The default is well within what a GKE control plane's API Priority and Fairness admits from one workload. 0: no client-side limit."
   type        = number
   default     = 100
 
@@ -291,9 +291,9 @@ variable "reconcile_concurrency" {
 }
 
 variable "resync_timeout_seconds" {
-  description = "Timeout, in seconds, of one resync run (LIST every key of every controller in one cluster and publish it); also the scheduler jobs' attempt deadline."
+  description = "Timeout, in seconds, of one resync run (LIST every key of every controller in one cluster and publish it); also the scheduler jobs' attempt deadline. With a request budget a run publishes at most floor(kubernetes_request_budget / 6) × (resync_timeout_seconds - 30) keys (11 040 with the defaults) and leaves the rest to the next run, which starts again from the first key: size it to the largest cluster's keys."
   type        = number
-  default     = 540
+  default     = 720
 
   validation {
     condition     = var.resync_timeout_seconds >= 15 && var.resync_timeout_seconds <= 1800

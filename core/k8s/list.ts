@@ -3,6 +3,7 @@
  * page however large the collection.
  */
 import {
+  ApiException,
   HttpMethod,
   type KubeConfig,
   type KubernetesObject,
@@ -104,13 +105,28 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
   );
 }
 
+/** The continue token a `410 Expired` answer to a continued LIST carries for the rest of the list, if any. */
+export function continueOfExpired(err: unknown): string | undefined {
+  if (!(err instanceof ApiException) || err.code !== 410) return undefined;
+  try {
+    const status = JSON.parse(String(err.body)) as { metadata?: { continue?: unknown } };
+    return typeof status.metadata?.continue === 'string' && status.metadata.continue
+      ? status.metadata.continue
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Yields the metadata of every object of `resource` (all namespaces), 500 a page, from metadata-only LISTs
  * (`PartialObjectMetadataList`, client-go's metadata client) parsed as plain JSON: no object body
  * (no Secret data) crosses the wire, and no page goes through client-node's model classes. For
- * what needs names only (the resync's keys).
+ * what needs names only (the resync's keys). A continue token that expired between two pages (410)
+ * is replaced by the one the server's answer carries ({@link continueOfExpired}): the rest of the
+ * list, read at the current resourceVersion.
  * @throws {ApiException} on a non-2xx answer (e.g. 404 when the resource is not served, 410 when a
- *   continue token expired); {@link Error} without a current cluster
+ *   continue token expired and the answer carried none for the rest); {@link Error} without a current cluster
  */
 export async function* listMetadataPaged(
   kubeConfig: KubeConfig,
@@ -118,11 +134,24 @@ export async function* listMetadataPaged(
 ): AsyncGenerator<{ metadata?: { namespace?: string; name?: string } }> {
   const request = jsonRequester(kubeConfig);
   const path = resourcePath(resource, undefined);
-  yield* paginate(async (continueToken) => {
-    const { body } = await request(HttpMethod.GET, path, {
+  const fetch = (continueToken: string | undefined) =>
+    request(HttpMethod.GET, path, {
       accept: METADATA_LIST_ACCEPT,
       query: { limit: '500', continue: continueToken },
     });
+  yield* paginate(async (continueToken) => {
+    let body: unknown;
+    try {
+      ({ body } = await fetch(continueToken));
+    } catch (err) {
+      // A paced resync reads a page every few minutes, and etcd's compaction (every 5 minutes by
+      // default) expires a continue token: the server's 410 carries one for the rest, read at the
+      // current resourceVersion (not a consistent snapshot with the earlier pages, which a level-driven
+      // resync needs not be: a key changed meanwhile has its own watch event).
+      const resumed = continueToken !== undefined ? continueOfExpired(err) : undefined;
+      if (resumed === undefined) throw err;
+      ({ body } = await fetch(resumed));
+    }
     const page = body as {
       items?: { metadata?: { namespace?: string; name?: string } }[];
       metadata?: { continue?: string };

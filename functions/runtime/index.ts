@@ -130,7 +130,8 @@ export async function registerFunctions(
       },
       logger,
       requestRules,
-      ...(budget ? { keysPerSecond: budget.resyncKeysPerSecond } : {}),
+      ...(budget ? { keysPerSecond: budget.resyncKeysPerSecond, pacing: budget.resyncPacing } : {}),
+      ...(budget?.resyncTimeoutSeconds !== undefined ? { timeoutSeconds: budget.resyncTimeoutSeconds } : {}),
     });
   }
 

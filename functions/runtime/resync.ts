@@ -16,7 +16,12 @@ import { ATTR, SPAN, tracer } from '../../core/k8s/tracing.ts';
 import type { Logger } from '../../core/log.ts';
 import { keyMessageOf } from '../../core/message.ts';
 import type { KeyPublisher, KeyPublisherOptions } from '../../core/publish.ts';
-import { tokenBucket } from '../../core/request-budget.ts';
+import {
+  type ClientLimits,
+  limitsOf,
+  RESYNC_DEADLINE_MARGIN_SECONDS,
+  requestLimiter,
+} from '../../core/request-budget.ts';
 import { flushTraces } from '../../core/tracing.ts';
 import { type RequestRules, rejectRequest } from './http.ts';
 
@@ -53,9 +58,15 @@ export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContex
 export interface ResyncReport {
   /** The cluster enumerated; for a fleet's report ({@link resyncClusters}) the clusters, comma-separated. */
   cluster: string;
-  controllers: Record<string, { published: number; error?: string; skipped?: string }>;
+  controllers: Record<string, { published: number; error?: string; skipped?: string; deferred?: boolean }>;
   published: number;
   durationMs: number;
+  /**
+   * The run reached its deadline ({@link ResyncOptions.deadline}) before every key was published: the
+   * keys not yet published are left to the next run, which starts again from the first key (set
+   * only then; per controller too).
+   */
+  deferred?: boolean;
 }
 
 /** Options of {@link resyncAll} for tools (`levelset resync`). */
@@ -71,6 +82,16 @@ export interface ResyncOptions {
    * pacing, core/request-budget.ts `resyncKeysPerSecond`); default: as fast as the publisher takes them.
    */
   keysPerSecond?: number;
+  /**
+   * The pacing as a sliding window (core/request-budget.ts `resyncPacing`), in place of
+   * {@link keysPerSecond}'s `limitsOf(keysPerSecond)`.
+   */
+  pacing?: ClientLimits;
+  /**
+   * `Date.now()` (ms) after which no key is published: the rest of the run's keys are deferred to the
+   * next run ({@link ResyncReport.deferred}); default: none.
+   */
+  deadline?: number;
 }
 
 /**
@@ -91,9 +112,9 @@ export async function resyncAll(
   const cluster = options.cluster ?? DEFAULT_CLUSTER;
   const report: ResyncReport = { cluster, controllers: {}, published: 0, durationMs: 0 };
   const keysPerSecond = options.keysPerSecond;
-  const pacing = keysPerSecond
-    ? tokenBucket({ qps: keysPerSecond, burst: Math.max(1, Math.round(keysPerSecond)) })
-    : undefined;
+  const pacing = options.pacing ?? (keysPerSecond ? limitsOf(keysPerSecond) : undefined);
+  const paced = pacing ? requestLimiter(pacing) : undefined;
+  const deadline = options.deadline;
   await Promise.all(
     controllers.map((controller) =>
       tracer().startActiveSpan(
@@ -130,7 +151,13 @@ export async function resyncAll(
           counted();
           continue;
         }
-        await pacing?.removeTokens(1);
+        await paced?.();
+        if (deadline !== undefined && Date.now() >= deadline) {
+          // The run's deadline: this key and the rest are left to the next run (decision 64).
+          entry.deferred = true;
+          report.deferred = true;
+          break;
+        }
         const keySpan = tracer().startSpan(SPAN.enqueue, {
           root: true,
           kind: SpanKind.PRODUCER,
@@ -212,7 +239,7 @@ export async function resyncClusters(
   kubeConfig: (cluster: string) => KubeConfig,
   publisher: Pick<KeyPublisher, 'publish'>,
   logger: Logger,
-  options: Pick<ResyncOptions, 'keysPerSecond'> = {},
+  options: Pick<ResyncOptions, 'keysPerSecond' | 'pacing' | 'deadline'> = {},
 ): Promise<FleetResyncReport> {
   const started = performance.now();
   const fleet: FleetResyncReport = {
@@ -233,6 +260,7 @@ export async function resyncClusters(
       for (const c of controllers) report.controllers[c.name] = { published: 0, error };
     }
     fleet.clusters[cluster] = report;
+    if (report.deferred) fleet.deferred = true;
     for (const [name, entry] of Object.entries(report.controllers)) {
       const sum = fleet.controllers[name] ?? { published: 0 };
       fleet.controllers[name] = sum;
@@ -268,10 +296,19 @@ export interface ResyncHandlerDeps {
   requestRules?: RequestRules;
   /** Keys published per second per cluster (the request budget's pacing); default: unpaced. */
   keysPerSecond?: number;
+  /** The pacing as a sliding window (core/request-budget.ts `resyncPacing`); default: from {@link keysPerSecond}. */
+  pacing?: ClientLimits;
+  /**
+   * The run's timeout, seconds (`LEVELSET_RESYNC_TIMEOUT_SECONDS`): a request publishes no key after
+   * `timeoutSeconds − RESYNC_DEADLINE_MARGIN_SECONDS` from its start; default: no deadline.
+   */
+  timeoutSeconds?: number;
 }
 
 /**
- * Builds the HTTP handler: answers `200` with a {@link FleetResyncReport} as JSON, or `500` with the
+ * Builds the HTTP handler: answers `200` with a {@link FleetResyncReport} as JSON (`deferred: true`
+ * when the run reached its deadline, {@link ResyncHandlerDeps.timeoutSeconds}, with keys left for the
+ * next run: logged as an error), or `500` with the
  * report when any controller failed in any cluster (Cloud Scheduler's retry config then applies); a
  * request that breaks the HTTP rules ({@link rejectRequest}) gets their status (401, 405, 413, 415,
  * 400) and `{error}`, and nothing is published. The body ({@link resyncRequestSchema}) names one
@@ -310,11 +347,23 @@ export function createResyncHandler(deps: ResyncHandlerDeps): (req: Request, res
         deps.kubeConfig,
         deps.publisher(),
         deps.logger,
-        deps.keysPerSecond ? { keysPerSecond: deps.keysPerSecond } : {},
+        {
+          ...(deps.keysPerSecond ? { keysPerSecond: deps.keysPerSecond } : {}),
+          ...(deps.pacing ? { pacing: deps.pacing } : {}),
+          ...(deps.timeoutSeconds !== undefined
+            ? { deadline: Date.now() + (deps.timeoutSeconds - RESYNC_DEADLINE_MARGIN_SECONDS) * 1000 }
+            : {}),
+        },
       );
       const failed = Object.entries(report.controllers).filter(([, c]) => c.error);
       if (failed.length)
         deps.logger.error({ report }, `resync failed for ${failed.map(([n]) => n).join(', ')}`);
+      else if (report.deferred)
+        // Not a failure (the next run starts again), but the keys past the deadline were not resynced.
+        deps.logger.error(
+          { report },
+          `resync published ${report.published} keys and reached its deadline: the rest are left to the next run; raise resync_timeout_seconds (at most 1800) or kubernetes_request_budget`,
+        );
       else deps.logger.info({ report }, `resync published ${report.published} keys`);
       await flushTraces();
       res.status(failed.length ? 500 : 200).json(report);

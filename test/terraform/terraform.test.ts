@@ -22,7 +22,7 @@ import {
   relayRules,
 } from '../../cli/build/generate-manifests.ts';
 import { findProject } from '../../core/project.ts';
-import { readRequestBudget } from '../../core/request-budget.ts';
+import { readRequestBudget, resyncKeysPerRun } from '../../core/request-budget.ts';
 import { controllers, policies } from '../../examples/registry.ts';
 import {
   block,
@@ -286,11 +286,20 @@ describe('terraform/', () => {
     const variables = readFileSync(join(TF_DIR, 'variables.tf'), 'utf8');
     const defaultOf = (name: string) =>
       new RegExp(`variable "${name}"[\\s\\S]*?default\\s*=\\s*(\\d+)`).exec(variables)?.[1] ?? '';
+    assert.match(budget, /LEVELSET_RESYNC_TIMEOUT_SECONDS\s*=\s*tostring\(var\.resync_timeout_seconds\)/);
     const derived = readRequestBudget({
       LEVELSET_REQUEST_BUDGET: defaultOf('kubernetes_request_budget'),
       LEVELSET_MAX_INSTANCES: defaultOf('reconcile_max_instances'),
+      LEVELSET_RESYNC_TIMEOUT_SECONDS: defaultOf('resync_timeout_seconds'),
     });
-    assert.deepEqual(derived?.perInstance, { qps: 10, burst: 20 });
+    assert.deepEqual(derived?.perInstance, { limit: 10, intervalMs: 1000 });
+    // A 10 000-key cluster's resync fits one run of the default timeout (decision 64).
+    assert.ok(
+      resyncKeysPerRun(
+        derived?.resyncPacing ?? { limit: 0, intervalMs: 1000 },
+        derived?.resyncTimeoutSeconds ?? 0,
+      ) >= 10_000,
+    );
   });
 
   test("the functions' V8 heap limit is stated: half of the instance's memory", () => {
