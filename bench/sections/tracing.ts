@@ -6,30 +6,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { context, propagation, ROOT_CONTEXT, trace } from '@opentelemetry/api';
-import type { Controller } from '../../core/contract/controller.ts';
+import { ROOT_CONTEXT } from '@opentelemetry/api';
 import { ATTR } from '../../core/k8s/tracing.ts';
 import { startTracing } from '../../core/tracing.ts';
 import { DEFAULT_TRACE_SAMPLE_RATIO } from '../../core/tracing-config.ts';
-import { tracerProviderOf } from '../../core/tracing-sdk.ts';
 import { controllers as registry } from '../../examples/registry.ts';
 import { inDeliverySpan, reconcileKey } from '../../functions/runtime/reconcile.ts';
-import { KeyPipeline, planInformers } from '../../relay/pipeline.ts';
+import { repoRoot } from '../../local/service.ts';
 import type { Section } from '../environment.ts';
 import { comparing, figuresOf, quantiles } from '../report.ts';
-import { quiet } from '../support.ts';
-
-/**
- * A full garbage collection, so that each ingestion run starts on a settled heap and does not pay
- * for the garbage of the run before it (a run with every span recorded leaves plenty). V8's `gc`,
- * exposed for this process at run time.
- */
-const collectGarbage = (() => {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
-})();
+import { jsonChild, quiet } from '../support.ts';
 
 /** Rounds of the ingestion figures (off, sampled, every span: one run each per round). */
 const INGEST_ROUNDS = 5;
@@ -56,43 +42,9 @@ export const tracingCost: Section = {
       }
       return quantiles(each).p50;
     };
-    const foo = byName.get('foo') as Controller;
-    const routes = planInformers([foo]).flatMap((p) => p.routes.filter((r) => r.primary));
     // As many events as the relay section's, 20 per key (each key published twice: its leading
     // edge, then its trailing edge with the rest collapsed).
     const events = sizes.pipelineEvents;
-    const keys = events / 20;
-    /**
-     * Events per CPU-second (this process's user + system time, every thread: the span exporter's
-     * and the garbage collector's work included) through a fresh pipeline, until every key is
-     * published and `exported` (its spans) resolved. CPU time, not wall time: on a shared machine the
-     * wall time of a 20 000-event run varies by 2× with the other processes' load.
-     */
-    const eventsPerS = async (exported?: () => Promise<void>) => {
-      const pipeline = new KeyPipeline({
-        collapseMs: 250,
-        publish: async () => 'm',
-        primaryKeys: () => [],
-        logger: quiet,
-      });
-      const n = events;
-      collectGarbage();
-      const t0 = process.cpuUsage();
-      for (let i = 0; i < n; i++)
-        pipeline.handle(routes, {
-          type: 'ADDED',
-          object: {
-            apiVersion: 'samplecontroller.k8s.io/v1alpha1',
-            kind: 'Foo',
-            metadata: { namespace: 'ns', name: `f${i % keys}`, resourceVersion: String(i), generation: 1 },
-          },
-        });
-      await pipeline.flush();
-      await exported?.();
-      pipeline.discard();
-      const cpu = process.cpuUsage(t0);
-      return n / ((cpu.user + cpu.system) / 1e6);
-    };
     await deliver(); // converge, warm up
     await msPerReconcile();
     const withoutSpan = await msPerReconcile(bare);
@@ -106,39 +58,28 @@ export const tracingCost: Section = {
     await deliver();
     const onReconcile = await msPerReconcile();
     await tracing.shutdown();
-    // Ingestion: off, on at the default sample ratio, on at ratio 1, interleaved round by round (the
-    // load of a shared machine drifts), each figure the median of its rounds. A provider is swapped
-    // in by registering it and out by disabling the API's globals (the tracer, the context manager,
-    // the propagator): what a process with LEVELSET_TRACING=off runs.
-    const providers = {
-      sampled: await tracerProviderOf('bench', {
-        exporter: 'file',
-        file: join(dir, 'sampled.jsonl'),
-        sampleRatio: DEFAULT_TRACE_SAMPLE_RATIO,
-      }),
-      all: await tracerProviderOf('bench', {
-        exporter: 'file',
-        file: join(dir, 'all.jsonl'),
-        sampleRatio: 1,
-      }),
-    };
-    const off = () => {
-      trace.disable();
-      context.disable();
-      propagation.disable();
-    };
-    off();
-    for (let i = 0; i < 2; i++) await eventsPerS(); // warm up
+    // Ingestion: off, on at the default sample ratio, on at ratio 1, each run in a process of its own
+    // (bench/ingest-child.ts: one setting per process life, as a relay has), interleaved round by
+    // round (the load of a shared machine drifts), each figure the median of its rounds.
+    const child = join(repoRoot, 'bench', 'ingest-child.ts');
+    const ingest = async (ratio: string, file: string) =>
+      (
+        await jsonChild<{ eventsPerCpuS: number }>([
+          child,
+          '--events',
+          String(events),
+          '--ratio',
+          ratio,
+          '--file',
+          join(dir, file),
+        ])
+      ).eventsPerCpuS;
     const rounds = { off: [] as number[], sampled: [] as number[], all: [] as number[] };
     for (let r = 0; r < INGEST_ROUNDS; r++) {
-      rounds.off.push(await eventsPerS());
-      for (const on of ['sampled', 'all'] as const) {
-        providers[on].register();
-        rounds[on].push(await eventsPerS(() => providers[on].forceFlush()));
-        off();
-      }
+      rounds.off.push(await ingest('off', 'off.jsonl'));
+      rounds.sampled.push(await ingest(String(DEFAULT_TRACE_SAMPLE_RATIO), 'sampled.jsonl'));
+      rounds.all.push(await ingest('1', 'all.jsonl'));
     }
-    await Promise.all(Object.values(providers).map((p) => p.shutdown()));
     rmSync(dir, { recursive: true, force: true });
     const median = (xs: number[]) => quantiles(xs).p50;
     /**
