@@ -32,6 +32,7 @@
 import { Agent, createServer, type IncomingMessage, request, type Server } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
+import '../core/pubsub-lease.ts';
 import pLimit from 'p-limit';
 import { DEAD_LETTER_ATTRIBUTES } from '../core/message.ts';
 import { emulatorClientOptions } from '../core/publish.ts';

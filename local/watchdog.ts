@@ -16,6 +16,7 @@
  * Pub/Sub on Google Cloud needs none of this; it is the local stack's guard against its emulator.
  */
 import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
+import '../core/pubsub-lease.ts';
 import { emulatorClientOptions } from '../core/publish.ts';
 import type { PushProxy } from './push-proxy.ts';
 import { answers } from './service.ts';

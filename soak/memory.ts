@@ -18,10 +18,16 @@ export interface SampledProcess {
   memory?(): Promise<V8Memory | undefined>;
 }
 
-/** A Node process's own memory figures, MiB: `heapUsed` and `external` of `process.memoryUsage()`. */
+/**
+ * A Node process's own memory figures, MiB: `heapUsed`, `heapTotal`, `external` and `arrayBuffers`
+ * of `process.memoryUsage()` (or prom-client's `nodejs_heap_size_used_bytes`,
+ * `nodejs_heap_size_total_bytes` and `nodejs_external_memory_bytes`: no `arrayBuffers` there).
+ */
 export interface V8Memory {
   heapMiB?: number;
+  heapTotalMiB?: number;
   externalMiB?: number;
+  arrayBuffersMiB?: number;
 }
 
 export interface MemorySample {
@@ -31,8 +37,12 @@ export interface MemorySample {
   rssMiB: number;
   /** MiB; undefined where the process does not expose it. */
   heapMiB?: number;
+  /** MiB the V8 heap holds from the system (used or not); undefined where not exposed. */
+  heapTotalMiB?: number;
   /** MiB of Buffers and ArrayBuffers outside the V8 heap; undefined where not exposed. */
   externalMiB?: number;
+  /** MiB of that in ArrayBuffers (Buffers included); undefined where not exposed. */
+  arrayBuffersMiB?: number;
 }
 
 /** `VmRSS` of `pid` in MiB, or undefined when the process is gone. */
@@ -78,6 +88,12 @@ export function externalMiB(text: string): number | undefined {
   return m ? Number(m[1]) / (1024 * 1024) : undefined;
 }
 
+/** `nodejs_heap_size_total_bytes` of a Prometheus text page, in MiB, or undefined when absent. */
+export function heapTotalMiB(text: string): number | undefined {
+  const m = /^nodejs_heap_size_total_bytes(?:\{[^}]*\})? ([0-9.e+]+)$/m.exec(text);
+  return m ? Number(m[1]) / (1024 * 1024) : undefined;
+}
+
 /**
  * The heap in use and the external memory that `url` (a Prometheus /metrics page) reports, MiB;
  * undefined figures when the page has none (a process that registers no default metrics); throws
@@ -88,9 +104,11 @@ export async function metricsMemory(url: string): Promise<V8Memory | undefined> 
   if (!r.ok) return undefined;
   const text = await r.text();
   const heap = heapUsedMiB(text);
+  const heapTotal = heapTotalMiB(text);
   const external = externalMiB(text);
   return {
     ...(heap !== undefined ? { heapMiB: heap } : {}),
+    ...(heapTotal !== undefined ? { heapTotalMiB: heapTotal } : {}),
     ...(external !== undefined ? { externalMiB: external } : {}),
   };
 }
@@ -128,6 +146,14 @@ export interface Life {
   samples: number;
   /** MiB per hour; undefined with fewer than 3 samples. */
   rssMiBPerHour?: number;
+  /**
+   * MiB per hour of the RSS's floor (the least RSS of each {@link FLOOR_WINDOW_MS}, as the heap's),
+   * the figure judged against the limit ({@link judgeSlope}): the RSS rises and falls as the heap
+   * grows between collections and the allocator returns pages; undefined with fewer than 3 windows.
+   */
+  rssFloorMiBPerHour?: number;
+  /** The standard error of {@link rssFloorMiBPerHour}, MiB per hour; undefined with fewer than 3 windows. */
+  rssFloorStdErr?: number;
   heapMiBPerHour?: number;
   /**
    * MiB per hour of the heap's floor: the least heap in use of each {@link FLOOR_WINDOW_MS} of the
@@ -141,7 +167,9 @@ export interface Life {
   /** MiB at the life's first and last sample (after its warm-up). */
   rssMiB: [number, number];
   heapMiB?: [number, number];
+  heapTotalMiB?: [number, number];
   externalMiB?: [number, number];
+  arrayBuffersMiB?: [number, number];
 }
 
 /** The longest life's fit (the figure of the report), and every life's. */
@@ -155,14 +183,34 @@ export interface Slope extends Life {
 /** The window of the heap's floor ({@link Life.heapFloorMiBPerHour}), ms: several major collections of a busy process. */
 export const FLOOR_WINDOW_MS = 180_000;
 
-/** The standard error of the least-squares slope of `points`, as `{ heapFloorStdErr }`, or nothing with fewer than 3. */
-function withStdErr(points: readonly [number, number][]): { heapFloorStdErr?: number } {
-  if (points.length < 3) return {};
+/** The standard error of the least-squares slope of `points`, or undefined with fewer than 3. */
+function stdErrOf(points: readonly [number, number][]): number | undefined {
+  if (points.length < 3) return undefined;
   const { m, b } = linearRegression(points as [number, number][]);
   const meanX = points.reduce((a, p) => a + p[0], 0) / points.length;
   const sxx = points.reduce((a, p) => a + (p[0] - meanX) ** 2, 0);
   const sse = points.reduce((a, p) => a + (p[1] - (m * p[0] + b)) ** 2, 0);
-  return sxx > 0 ? { heapFloorStdErr: Math.sqrt(sse / (points.length - 2) / sxx) } : {};
+  return sxx > 0 ? Math.sqrt(sse / (points.length - 2) / sxx) : undefined;
+}
+
+/** The memory slope the soak's issue allows after warm-up, MiB per hour (issue 45). */
+export const SLOPE_LIMIT_MIB_PER_HOUR = 5;
+
+/**
+ * A slope judged against `limit` (MiB/h) with its standard error: `within` when slope + 2 × stdErr ≤
+ * limit (the limit holds at about 95 % confidence), `above` when slope − 2 × stdErr > limit,
+ * `undecided` when the interval spans the limit (a life too short or too noisy to tell) or no
+ * figure is given.
+ */
+export function judgeSlope(
+  slope: number | undefined,
+  stdErr: number | undefined,
+  limit = SLOPE_LIMIT_MIB_PER_HOUR,
+): 'within' | 'above' | 'undecided' {
+  if (slope === undefined || stdErr === undefined) return 'undecided';
+  if (slope + 2 * stdErr <= limit) return 'within';
+  if (slope - 2 * stdErr > limit) return 'above';
+  return 'undecided';
 }
 
 /** The least point of each {@link FLOOR_WINDOW_MS} window (time in hours from the first point; a short last window left out). */
@@ -207,21 +255,35 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
     const heap = segment
       .filter((s) => s.heapMiB !== undefined)
       .map((s): [number, number] => [hours(s), s.heapMiB as number]);
-    const external = segment.flatMap((s) => (s.externalMiB !== undefined ? [s.externalMiB] : []));
+    const rss = segment.map((s): [number, number] => [hours(s), s.rssMiB]);
+    const range = (pick: (s: MemorySample) => number | undefined): { range?: [number, number] } => {
+      const values = segment.flatMap((s) => (pick(s) !== undefined ? [pick(s) as number] : []));
+      return values.length ? { range: [values[0] as number, values.at(-1) as number] } : {};
+    };
+    const external = range((s) => s.externalMiB).range;
+    const heapTotal = range((s) => s.heapTotalMiB).range;
+    const arrayBuffers = range((s) => s.arrayBuffersMiB).range;
+    const heapFloorStdErr = stdErrOf(floorOf(heap));
+    const rssFloorStdErr = stdErrOf(floorOf(rss));
+    const rssFloor = fit(floorOf(rss));
     return {
       pid: first.pid,
       fromMs: first.at,
       toMs: (segment.at(-1) as MemorySample).at,
       samples: segment.length,
-      rssMiBPerHour: fit(segment.map((s) => [hours(s), s.rssMiB])),
+      rssMiBPerHour: fit(rss),
+      ...(rssFloor !== undefined ? { rssFloorMiBPerHour: rssFloor } : {}),
+      ...(rssFloorStdErr !== undefined ? { rssFloorStdErr } : {}),
       heapMiBPerHour: fit(heap),
       rssMiB: [first.rssMiB, (segment.at(-1) as MemorySample).rssMiB],
       ...(heap.length
         ? { heapMiB: [(heap[0] as [number, number])[1], (heap.at(-1) as [number, number])[1]] }
         : {}),
       heapFloorMiBPerHour: fit(floorOf(heap)),
-      ...withStdErr(floorOf(heap)),
-      ...(external.length ? { externalMiB: [external[0] as number, external.at(-1) as number] } : {}),
+      ...(heapFloorStdErr !== undefined ? { heapFloorStdErr } : {}),
+      ...(external ? { externalMiB: external } : {}),
+      ...(heapTotal ? { heapTotalMiB: heapTotal } : {}),
+      ...(arrayBuffers ? { arrayBuffersMiB: arrayBuffers } : {}),
     };
   };
   const lives = [...byPid.values()].map(lifeOf);

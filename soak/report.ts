@@ -3,19 +3,12 @@
  * (change→converged CDF, overall and per fault kind: bench/report.ts's chart) and `memory.svg`
  * (each process's RSS over time).
  */
-import { max, quantileSorted } from 'simple-statistics';
 import { cdfChart } from '../bench/report.ts';
 import type { Violation } from './auditor.ts';
-import type { MemorySample, Slope } from './memory.ts';
-import type { Change } from './workload.ts';
+import { judgeSlope, type MemorySample, SLOPE_LIMIT_MIB_PER_HOUR, type Slope } from './memory.ts';
+import type { LatencyFigures, LatencyTally } from './tally.ts';
 
-/** Latency figures of a set of changes, ms; undefined fields when none converged. */
-export interface LatencyFigures {
-  n: number;
-  p50?: number;
-  p99?: number;
-  max?: number;
-}
+export type { LatencyFigures } from './tally.ts';
 
 export interface SoakResults {
   /** The command line, for the report (`--kubeconfig`'s path and the restart command left out). */
@@ -42,8 +35,17 @@ export interface SoakResults {
   };
   faults: { kind: string; description: string; injected: number; failed: number; skipped?: string }[];
   latency: { overall: LatencyFigures; noFault: LatencyFigures; perFault: Record<string, LatencyFigures> };
-  /** Changes that converged only at a resync, overall and per fault kind active meanwhile (`none`: no fault). */
-  atResync: { total: number; perFault: Record<string, number>; perKind: Record<string, number> };
+  /**
+   * Changes that converged only at a resync, overall, per fault kind active meanwhile (`none`: no
+   * fault), per kind of change, and per cause (soak/run.ts `resyncCause`), each cause per fault kind.
+   */
+  atResync: {
+    total: number;
+    perFault: Record<string, number>;
+    perKind: Record<string, number>;
+    perCause?: Record<string, number>;
+    perCauseFault?: Record<string, Record<string, number>>;
+  };
   /** Changes the auditor never saw converge (their primaries were still off their level at the end). */
   neverConverged: number;
   audits: { count: number; failedReads: number; p50DurationMs?: number; maxDurationMs?: number };
@@ -56,18 +58,11 @@ export interface SoakResults {
   notes: string[];
 }
 
-/** Figures of the converged latencies of `changes`. */
-export function latencyOf(changes: readonly Change[]): LatencyFigures {
-  const ms = changes
-    .flatMap((c) => (c.convergedAt !== undefined ? [c.convergedAt - c.at] : []))
-    .sort((a, b) => a - b);
-  if (ms.length === 0) return { n: 0 };
-  return { n: ms.length, p50: quantileSorted(ms, 0.5), p99: quantileSorted(ms, 0.99), max: max(ms) };
-}
-
 const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
 const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
 const range = (r: [number, number] | undefined) => (r ? `${mib(r[0])} → ${mib(r[1])}` : '—');
+const withErr = (x: number | undefined, err: number | undefined) =>
+  `${mib(x)}${err !== undefined ? ` ± ${mib(err)}` : ''}`;
 /** `a 3, b 1`, or `none`. */
 const counts = (c: Record<string, number>) =>
   Object.entries(c)
@@ -132,21 +127,39 @@ export function memoryChart(
   return `${out.join('\n')}\n`;
 }
 
-/** The latency chart: change→converged CDFs, all changes and those under each fault kind. */
-export function latencyChart(changes: readonly Change[], faultKinds: readonly string[]): string {
-  const ms = (cs: readonly Change[]) =>
-    cs.flatMap((c) => (c.convergedAt !== undefined ? [Math.max(1, c.convergedAt - c.at)] : []));
-  const busiest = [...faultKinds]
-    .map((k) => ({ k, n: changes.filter((c) => c.faults.has(k)).length }))
-    .sort((a, b) => b.n - a.n)
+/**
+ * The latency chart: change→converged CDFs, all changes, those with no fault meanwhile and those
+ * under each of the four busiest fault kinds (each CDF drawn from its histogram's quantiles).
+ */
+export function latencyChart(
+  overall: LatencyTally,
+  noFault: LatencyTally,
+  perFault: ReadonlyMap<string, LatencyTally>,
+): string {
+  const busiest = [...perFault]
+    .sort((a, b) => b[1].count - a[1].count)
     .slice(0, 4)
-    .map(({ k }) => k);
+    .filter(([, t]) => t.count > 0);
   return cdfChart("Soak: change → converged (the auditor's view)", [
-    { name: 'all changes', values: ms(changes) },
-    { name: 'no fault meanwhile', values: ms(changes.filter((c) => c.faults.size === 0)) },
-    ...busiest.map((k) => ({ name: `during ${k}`, values: ms(changes.filter((c) => c.faults.has(k))) })),
+    { name: 'all changes', values: overall.cdfValues() },
+    { name: 'no fault meanwhile', values: noFault.cdfValues() },
+    ...busiest.map(([k, t]) => ({ name: `during ${k}`, values: t.cdfValues() })),
   ]);
 }
+
+/** `1 change`, `2 changes`: `n` and the noun in its number (`plural` given, else the singular and an s). */
+export const counted = (n: number, singular: string, plural = `${singular}s`): string =>
+  `${n} ${n === 1 ? singular : plural}`;
+
+/** What each cause of {@link SoakResults.atResync} means (soak/run.ts `resyncCause`). */
+const RESYNC_CAUSES: Record<string, string> = {
+  'not in flight':
+    "none of its controllers' keys was in the keys topic at an audit while it was pending (the relay never published its key, or a fault lost it: a killed relay's collapsed keys, a stopped emulator's messages, a missed event)",
+  'dead-lettered':
+    'a key of its controller was dead-lettered while it was pending (it failed every delivery)',
+  'in flight':
+    "its controller's keys were in the keys topic at every audit while it was pending (a backlog: it may have converged by its own delivery as the resync ran)",
+};
 
 /** report.md of a run. */
 export function markdownReport(r: SoakResults, command: string): string {
@@ -167,7 +180,7 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Changes',
     '',
-    `${r.changes.total} changes made (${r.changes.inBursts} in ${r.changes.bursts} bursts); ${r.changes.failedWrites} writes of the soak failed every retry (not counted: no change was made)${r.changes.failedSteps ? `; ${r.changes.failedSteps} steps of the workload were skipped, a read of theirs failed` : ''}. ${r.neverConverged} changes never converged.`,
+    `${counted(r.changes.total, 'change')} made (${r.changes.inBursts} in ${counted(r.changes.bursts, 'burst')}); ${counted(r.changes.failedWrites, 'write')} of the soak failed every retry (not counted: no change was made)${r.changes.failedSteps ? `; ${r.changes.failedSteps === 1 ? '1 step of the workload was skipped, a read of its failed' : `${r.changes.failedSteps} steps of the workload were skipped, a read of theirs failed`}` : ''}. ${r.neverConverged === 1 ? '1 change never converged' : `${r.neverConverged} changes never converged`}.`,
     '',
     '| change | count |',
     '| --- | ---: |',
@@ -200,17 +213,32 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     '## Converged only at a resync',
     '',
-    `${r.atResync.total} changes converged within 20 s after a resync completed, having been pending at least 20 s before it started: the missed events (or failed deliveries) the resync covered. Per fault kind active meanwhile: ${counts(r.atResync.perFault)}. Per change: ${counts(r.atResync.perKind)}.`,
+    `${r.atResync.total === 1 ? '1 change' : `${r.atResync.total} changes`} converged within 20 s after a resync completed, having been pending at least 20 s before it started: the missed events (or failed deliveries) the resync covered, and changes that a backlog delayed past a resync. Per fault kind active meanwhile: ${counts(r.atResync.perFault)}. Per change: ${counts(r.atResync.perKind)}.`,
+    ...(r.atResync.perCause
+      ? [
+          '',
+          "By cause, from the delivery watchdog's backlog of the change's controllers at each audit (local/watchdog.ts; a change counts under every fault kind active while it was pending):",
+          '',
+          '| cause | changes | per fault kind active meanwhile | what |',
+          '| --- | ---: | --- | --- |',
+          ...Object.entries(RESYNC_CAUSES).map(
+            ([cause, what]) =>
+              `| ${cause} | ${r.atResync.perCause?.[cause] ?? 0} | ${counts(r.atResync.perCauseFault?.[cause] ?? {})} | ${what} |`,
+          ),
+        ]
+      : []),
     '',
     '## Memory',
     '',
     "RSS from `/proc/<pid>/status` and the V8 heap in use every few seconds (every sample is in results.json): the heap is `nodejs_heap_size_used_bytes` and the external memory (Buffers outside the heap) `nodejs_external_memory_bytes` of the relay's, `reconcile`'s and `resync`'s own `/metrics` (prom-client's process metrics), and `process.memoryUsage()` of the soak's own process, all as the process sees them between its collections (nothing forces a GC: garbage not yet collected is counted); the Pub/Sub emulator is Google's Java process (RSS only) under a Node guard (local/guard.ts, RSS only). A process a fault killed and started again is a new pid: a new life, its own series. Each life's first three minutes (and the run's warm-up) are left out, and each life is fitted on its own (least squares, MiB/hour); the table gives the longest life's fit. The heap in use is a sawtooth (it grows between collections), so its fit depends on where the samples fall; the heap's floor, the least heap in use of each 3-minute window of the life (soak/memory.ts `floorOf`), is the heap just after a collection, what a leak raises: its slope (± its standard error, from the fit's residuals) is the figure to read. The faults that restart a process (relay-kill, function-kill, emulator-restart) are all injected in the first third of the run (soak/faults.ts `faultSchedule`), so that the relay, `reconcile` and the emulator each have one long last life, never killed, after them; every life's fit is in results.json (`memory.<process>.slope.lives`).",
     '',
-    '| process | RSS slope (MiB/h) | heap slope (MiB/h) | heap floor slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `The RSS is judged as the heap is, by its floor (the least RSS of each 3-minute window of the life: the RSS rises and falls with the heap's collections and the allocator's returns), fitted with its standard error: **within** ${SLOPE_LIMIT_MIB_PER_HOUR} MiB/h when the slope plus twice its standard error is at most ${SLOPE_LIMIT_MIB_PER_HOUR}, **above** when the slope less twice its standard error exceeds it, **undecided** when the life is too short or too noisy to tell (the interval spans the limit). The V8 heap's own figures (used, total) and the memory outside it (external: Buffers and ArrayBuffers) tell where a growth of the RSS is: one the heap and external do not show is the allocator's (malloc's arenas, freed and not returned) or native code's.`,
+    '',
+    '| process | RSS floor slope (MiB/h) | judged | RSS slope (MiB/h) | heap floor slope (MiB/h) | heap slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | heap total in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...Object.entries(r.memory).map(
       ([name, m]) =>
-        `| ${name} | ${mib(m.slope?.rssMiBPerHour)} | ${mib(m.slope?.heapMiBPerHour)} | ${mib(m.slope?.heapFloorMiBPerHour)}${m.slope?.heapFloorStdErr !== undefined ? ` ± ${mib(m.slope.heapFloorStdErr)}` : ''} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
+        `| ${name} | ${withErr(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${judgeSlope(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${mib(m.slope?.rssMiBPerHour)} | ${withErr(m.slope?.heapFloorMiBPerHour, m.slope?.heapFloorStdErr)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.heapTotalMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
     ),
     '',
     '![RSS over time](memory.svg)',

@@ -35,7 +35,7 @@ import { parseArgs } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type LocalApiServer, startLocalApiServer } from '@levelset/apiserver';
 import { z } from 'zod';
-import { machine, quantiles } from '../bench/report.ts';
+import { machine } from '../bench/report.ts';
 import { createLogger } from '../core/log.ts';
 import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
 import { waitFor } from '../functions/kit/wait.ts';
@@ -49,7 +49,8 @@ import { registeredCrds } from './crds.ts';
 import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
 import { leafProcess, MemorySampler, metricsMemory, slopeOf } from './memory.ts';
 import { seededRandom } from './random.ts';
-import { latencyChart, latencyOf, markdownReport, memoryChart, type SoakResults } from './report.ts';
+import { latencyChart, markdownReport, memoryChart, type SoakResults } from './report.ts';
+import { controllerOfKey, count, LatencyTally, resyncCause, Tallies } from './tally.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 import { createWorkload, Ledger } from './workload.ts';
 
@@ -97,6 +98,15 @@ const log = (line: string) =>
 const RESYNC_GRACE_MS = 20_000;
 /** A fault stays "active" this long after its injection returns (the informers re-watching, keys retried). */
 const FAULT_AFTERMATH_MS = 5_000;
+/**
+ * A change's key is in the keys topic by this long after the change, ms, when the relay saw its
+ * event: the relay's collapse window (1 s) and its publish, with room for a loaded machine. An
+ * audit this long after the change that finds none of its controller's keys in the topic, the change
+ * still pending, finds its key not in flight.
+ */
+const IN_FLIGHT_AFTER_MS = 10_000;
+/** Resyncs kept for the at-resync test: a change pending longer than this many resync intervals is not checked against the older ones. */
+const RESYNCS_KEPT = 64;
 
 /** What the run started, stopped in the reverse order by {@link stop}. */
 const stopAll: (() => Promise<void>)[] = [];
@@ -159,7 +169,34 @@ async function soak(options: Options, command: string): Promise<number> {
     message: 'the CRDs served',
   });
 
-  const ledger = new Ledger();
+  // The figures, as aggregates (soak/tally.ts): a converged change is tallied and dropped.
+  const latency = { overall: new LatencyTally(), noFault: new LatencyTally(), perFault: new Tallies() };
+  const atResync = {
+    total: 0,
+    perFault: {} as Record<string, number>,
+    perKind: {} as Record<string, number>,
+    perCause: {} as Record<string, number>,
+    perCauseFault: {} as Record<string, Record<string, number>>,
+  };
+  /** The delivery watchdog's dead letters by controller at the latest audit. */
+  let deadLetteredNow: Record<string, number> = {};
+  const ledger = new Ledger((c) => {
+    if (c.convergedAt === undefined) return;
+    const ms = c.convergedAt - c.at;
+    latency.overall.record(ms);
+    if (c.faults.size === 0) latency.noFault.record(ms);
+    for (const f of c.faults) latency.perFault.of(f).record(ms);
+    if (!c.atResync) return;
+    atResync.total++;
+    const cause = resyncCause(c, deadLetteredNow);
+    count(atResync.perCause, cause);
+    atResync.perCauseFault[cause] ??= {};
+    for (const f of c.faults.size ? c.faults : ['none']) {
+      count(atResync.perFault, f);
+      count(atResync.perCauseFault[cause], f);
+    }
+    count(atResync.perKind, c.kind);
+  });
   let failedWrites = 0;
   const workload = createWorkload({
     kubeConfig,
@@ -182,7 +219,9 @@ async function soak(options: Options, command: string): Promise<number> {
 
   // The stack: every registered controller, serverless.
   const warnings: Record<string, number> = {};
+  /** The latest resyncs (at most {@link RESYNCS_KEPT}), and how many there were. */
   const resyncs: { at: number; durationMs: number }[] = [];
+  let resyncCount = 0;
   const resyncIntervalMs = options.resyncSeconds * 1000;
   const stateDir = join(dir, 'state');
   // On a real server, the stack's processes reach it through the soak's TCP proxy (the connection
@@ -211,7 +250,11 @@ async function soak(options: Options, command: string): Promise<number> {
     },
     onResync: (report) => {
       if (report instanceof Error) log(`resync failed: ${report.message}`);
-      else resyncs.push({ at: Date.now(), durationMs: report.durationMs });
+      else {
+        resyncCount++;
+        resyncs.push({ at: Date.now(), durationMs: report.durationMs });
+        if (resyncs.length > RESYNCS_KEPT) resyncs.shift();
+      }
     },
   });
   stopAll.push(() => stack.stop());
@@ -264,31 +307,46 @@ async function soak(options: Options, command: string): Promise<number> {
       name: local ? 'soak (API server, auditor, workload)' : 'soak (auditor, workload)',
       pid: () => process.pid,
       memory: async () => {
-        const { heapUsed, external } = process.memoryUsage();
-        return { heapMiB: heapUsed / 2 ** 20, externalMiB: external / 2 ** 20 };
+        const { heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+        return {
+          heapMiB: heapUsed / 2 ** 20,
+          heapTotalMiB: heapTotal / 2 ** 20,
+          externalMiB: external / 2 ** 20,
+          arrayBuffersMiB: arrayBuffers / 2 ** 20,
+        };
       },
     },
   ]);
 
   // The auditor's loop: converges pending changes.
   const auditor = createAuditor(kubeConfig);
-  const audits: AuditResult[] = [];
+  const auditDurations = new LatencyTally();
   let failedReads = 0;
   let auditing = true;
   const onAudit = (result: AuditResult) => {
-    audits.push({ ...result, violations: [] });
+    auditDurations.record(result.durationMs);
+    // The keys topic now (the delivery watchdog runs in this process): what is in flight.
+    const delivery = stack.watchdog.status();
+    deadLetteredNow = delivery.deadLetteredByController;
     const violated = new Set(result.violations.map((v) => v.key));
-    for (const c of ledger.pending)
+    for (const c of [...ledger.pending]) {
+      const controllers = [...new Set(c.keys.map(controllerOfKey))];
+      c.deadLetteredAtFirstAudit ??= controllers.reduce((n, k) => n + (deadLetteredNow[k] ?? 0), 0);
       if (c.at < result.startedAt && c.keys.every((k) => !violated.has(k))) {
-        c.convergedAt = result.startedAt;
         c.atResync = resyncs.some(
           (r) =>
             r.at - r.durationMs - c.at >= RESYNC_GRACE_MS &&
             result.startedAt >= r.at - r.durationMs &&
             result.startedAt - r.at <= RESYNC_GRACE_MS,
         );
-        ledger.pending.delete(c);
-      }
+        ledger.converged(c, result.startedAt);
+      } else if (
+        c.notInFlightAt === undefined &&
+        result.startedAt - c.at >= IN_FLIGHT_AFTER_MS &&
+        controllers.every((k) => !delivery.backlogByController[k])
+      )
+        c.notInFlightAt = result.startedAt;
+    }
   };
   const auditLoop = (async () => {
     while (auditing) {
@@ -365,9 +423,7 @@ async function soak(options: Options, command: string): Promise<number> {
         log(`fault ${kind.name} failed: ${String(err)}`);
       }
       setTimeout(() => ledger.faultEnded(kind.name), FAULT_AFTERMATH_MS).unref();
-      log(
-        `fault ${kind.name} (${count.injected}); ${ledger.changes.length} changes, ${ledger.pending.size} pending`,
-      );
+      log(`fault ${kind.name} (${count.injected}); ${ledger.total} changes, ${ledger.pending.size} pending`);
     }
   })();
   // A step's own read (which primary to change, which child to break) can fail while the API server
@@ -418,18 +474,8 @@ async function soak(options: Options, command: string): Promise<number> {
   log(`final audit: ${finalViolations.length} invariants violated`);
 
   // The figures.
-  const changes = ledger.changes;
-  const byKind: Record<string, number> = {};
-  for (const c of changes) byKind[c.kind] = (byKind[c.kind] ?? 0) + 1;
-  const perFault: Record<string, ReturnType<typeof latencyOf>> = {};
-  const atResyncPerFault: Record<string, number> = {};
-  const atResyncPerKind: Record<string, number> = {};
-  for (const k of kinds) perFault[k.name] = latencyOf(changes.filter((c) => c.faults.has(k.name)));
-  for (const c of changes.filter((x) => x.atResync)) {
-    for (const f of c.faults.size ? c.faults : ['none']) atResyncPerFault[f] = (atResyncPerFault[f] ?? 0) + 1;
-    atResyncPerKind[c.kind] = (atResyncPerKind[c.kind] ?? 0) + 1;
-  }
-  const auditMs = quantiles(audits.map((a) => a.durationMs));
+  const unconverged = [...ledger.pending];
+  const auditMs = auditDurations.figures();
   const memory: SoakResults['memory'] = {};
   for (const [name, samples] of sampler.samples)
     memory[name] = {
@@ -460,9 +506,9 @@ async function soak(options: Options, command: string): Promise<number> {
     machine: machine(),
     resyncIntervalMs,
     changes: {
-      total: changes.length,
-      byKind,
-      inBursts: changes.filter((c) => c.burst).length,
+      total: ledger.total,
+      byKind: ledger.byKind,
+      inBursts: ledger.inBursts,
       failedWrites,
       failedSteps,
       bursts,
@@ -475,24 +521,18 @@ async function soak(options: Options, command: string): Promise<number> {
       ...(k.skipped ? { skipped: k.skipped } : {}),
     })),
     latency: {
-      overall: latencyOf(changes),
-      noFault: latencyOf(changes.filter((c) => c.faults.size === 0)),
-      perFault,
+      overall: latency.overall.figures(),
+      noFault: latency.noFault.figures(),
+      perFault: latency.perFault.figures(kinds.map((k) => k.name)),
     },
-    atResync: {
-      total: changes.filter((c) => c.atResync).length,
-      perFault: atResyncPerFault,
-      perKind: atResyncPerKind,
-    },
-    neverConverged: changes.filter((c) => c.convergedAt === undefined).length,
+    atResync,
+    neverConverged: unconverged.length,
     audits: {
-      count: audits.length,
+      count: auditMs.n,
       failedReads,
-      ...(audits.length
-        ? { p50DurationMs: auditMs.p50, maxDurationMs: Math.max(...audits.map((a) => a.durationMs)) }
-        : {}),
+      ...(auditMs.n ? { p50DurationMs: auditMs.p50, maxDurationMs: auditMs.max } : {}),
     },
-    resyncs: resyncs.length,
+    resyncs: resyncCount,
     finalViolations,
     memory,
     warnings,
@@ -505,10 +545,7 @@ async function soak(options: Options, command: string): Promise<number> {
       {
         ...results,
         memorySamples: Object.fromEntries(sampler.samples),
-        unconverged: changes
-          .filter((c) => c.convergedAt === undefined)
-          .slice(0, 50)
-          .map((c) => ({ ...c, faults: [...c.faults] })),
+        unconverged: unconverged.slice(0, 50).map((c) => ({ ...c, faults: [...c.faults] })),
       },
       null,
       2,
@@ -517,8 +554,9 @@ async function soak(options: Options, command: string): Promise<number> {
   writeFileSync(
     join(options.out, 'latency.svg'),
     latencyChart(
-      changes,
-      kinds.map((k) => k.name),
+      latency.overall,
+      latency.noFault,
+      new Map(kinds.map((k) => [k.name, latency.perFault.of(k.name)])),
     ),
   );
   writeFileSync(join(options.out, 'memory.svg'), memoryChart('Soak: RSS over time', sampler.samples, t0));

@@ -26,14 +26,14 @@ import {
 } from './auditor.ts';
 import type { Random } from './random.ts';
 
-/** One change the soak made, and when the auditor saw its primaries at their level again. */
+/** One change the soak made, pending until the auditor sees its primaries at their level again. */
 export interface Change {
   id: number;
   /** What was done, e.g. `secret.update`, `drift.deployment-scaled`, `namespace.create`. */
   kind: string;
   /** When the write returned, ms since the epoch. */
   at: number;
-  /** The primaries (auditor keys) whose invariants must hold again. */
+  /** The primaries (auditor keys, `<controller>:<namespace>/<name>`) whose invariants must hold again. */
   keys: string[];
   /** The fault kinds active at any time between the change and its convergence. */
   faults: Set<string>;
@@ -43,28 +43,59 @@ export interface Change {
   atResync?: boolean;
   /** Part of a burst. */
   burst?: boolean;
+  /**
+   * The first audit (its start, ms since the epoch) that found none of the change's controllers'
+   * keys in the keys topic (the delivery watchdog's backlog), at least the relay's latency after
+   * the change, the change still pending: its key was not in flight then (soak/run.ts).
+   */
+  notInFlightAt?: number;
+  /** Dead-lettered keys of the change's controllers when it was first audited (soak/run.ts). */
+  deadLetteredAtFirstAudit?: number;
 }
 
-/** The changes made, in order. */
+/**
+ * The changes made: their counts, and the pending ones. A converged change is handed to
+ * `onConverged` (soak/run.ts tallies its latency) and dropped: the soak keeps no record per
+ * converged change, so its memory does not grow with the changes it makes (issue 45: the ledger of
+ * every change was one of the soak's own growths).
+ */
 export class Ledger {
-  readonly changes: Change[] = [];
+  /** Changes made. */
+  total = 0;
+  /** Changes made in bursts. */
+  inBursts = 0;
+  /** Changes made, by kind. */
+  readonly byKind: Record<string, number> = {};
   /** Changes not converged yet. */
   readonly pending = new Set<Change>();
   /** The fault kinds active now (the fault schedule adds and removes them). */
   readonly activeFaults = new Set<string>();
+  readonly #onConverged: (change: Change) => void;
+
+  constructor(onConverged: (change: Change) => void = () => {}) {
+    this.#onConverged = onConverged;
+  }
 
   record(kind: string, keys: string[], burst = false): void {
     const change: Change = {
-      id: this.changes.length,
+      id: this.total++,
       kind,
       at: Date.now(),
       keys,
       faults: new Set(this.activeFaults),
       ...(burst ? { burst } : {}),
     };
-    this.changes.push(change);
-    if (keys.length === 0) change.convergedAt = change.at;
+    this.byKind[kind] = (this.byKind[kind] ?? 0) + 1;
+    if (burst) this.inBursts++;
+    if (keys.length === 0) this.converged(change, change.at);
     else this.pending.add(change);
+  }
+
+  /** `change` converged at `at` (ms since the epoch): handed to `onConverged`, then dropped. */
+  converged(change: Change, at: number): void {
+    change.convergedAt = at;
+    this.pending.delete(change);
+    this.#onConverged(change);
   }
 
   /** A fault kind starts: every pending change lived through it. */

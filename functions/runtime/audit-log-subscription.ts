@@ -12,6 +12,7 @@
  * subscription's attempts, when it has a dead-letter policy).
  */
 import { type Message, PubSub, type Subscription } from '@google-cloud/pubsub';
+import '../../core/pubsub-lease.ts';
 import { errorText } from '../../core/k8s/errors.ts';
 import { emulatorClientOptions, type KeyPublisher } from '../../core/publish.ts';
 import {

@@ -9,8 +9,16 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../../functions/kit/wait.ts';
 import { freePort, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { onFreePort, PortInUseError, type Service, startService } from '../../local/service.ts';
+import {
+  LOG_LINES_KEPT,
+  type LogLine,
+  onFreePort,
+  PortInUseError,
+  type Service,
+  startService,
+} from '../../local/service.ts';
 
 /** Node arguments of a child that answers every request with its pid, on `port`. */
 const pidServer = (port: number) => [
@@ -62,6 +70,30 @@ describe('local services: ready only when their own process listens', () => {
       return emulator;
     });
     await assert.rejects(started, /another process took the port/);
+  });
+
+  it('keeps its latest log lines only, and hands every line to onLog', async () => {
+    const port = await freePort();
+    const lines = 3 * LOG_LINES_KEPT + 7;
+    const seen: LogLine[] = [];
+    const service = await startService({
+      name: 'svc',
+      args: [
+        '-e',
+        `for (let i = 0; i < ${lines}; i++) console.log(JSON.stringify({ message: 'line ' + i })); require('node:http').createServer((q, r) => r.end()).listen(${port});`,
+      ],
+      port,
+      onLog: (line) => seen.push(line),
+    });
+    started.push(service);
+    await waitFor(() => seen.some((l) => l.message === `line ${lines - 1}`), {
+      timeoutMs: 30_000,
+      message: 'every line read',
+    });
+    assert.equal(seen.filter((l) => String(l.message).startsWith('line ')).length, lines);
+    assert.ok(service.logs.length <= 2 * LOG_LINES_KEPT, `${service.logs.length} lines kept`);
+    assert.ok(service.logs.length >= LOG_LINES_KEPT);
+    assert.equal(service.logs.at(-1)?.message, `line ${lines - 1}`);
   });
 
   it('onFreePort moves a service whose port was taken to a fresh one', async () => {
