@@ -4,7 +4,7 @@
  * decision 62), and its failure is still one line, exit 1, with nothing written.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,16 +33,14 @@ before(() => {
 after(() => rmSync(project, { recursive: true, force: true }));
 
 test('a registry that does not load: one line, exit 1, nothing built', async () => {
-  const child = spawn(process.execPath, [bin, 'build'], { cwd: project });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
+  const {
+    status: code,
+    stdout,
+    stderr,
+  } = spawnSync(process.execPath, [bin, 'build'], {
+    cwd: project,
+    encoding: 'utf8',
   });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   assert.equal(code, 1, stderr);
   assert.equal(stdout, '');
   assert.match(

@@ -4,7 +4,6 @@
  * and `flush` waits for the queued writes up to a deadline.
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { EventRecorder } from '../../core/contract/controller.ts';
 import { BackgroundEvents } from '../../core/k8s/events.ts';
@@ -14,15 +13,7 @@ const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', nam
 
 function logged(): { log: ReturnType<typeof createLogger>; lines: string[] } {
   const lines: string[] = [];
-  const log = createLogger(
-    'test',
-    new Writable({
-      write(chunk: Buffer, _e, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    }),
-  );
+  const log = createLogger('test', { write: (line: string) => void lines.push(line) });
   return { log, lines };
 }
 
