@@ -14,6 +14,7 @@ import {
   type RequestContext,
   ServerConfiguration,
 } from '@kubernetes/client-node';
+import { request } from 'undici';
 import type { ResourceType } from '../contract/controller.ts';
 import { rejectedWrites } from '../metrics.ts';
 import { apiStatusBodyOf, isNamespaceTerminating } from './errors.ts';
@@ -141,14 +142,35 @@ export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
       context.setBody(JSON.stringify(options.body));
     }
     await kubeConfig.applySecurityAuthentication(context);
-    const response = await config.httpApi.send(context).toPromise();
+    // undici's `request`, not the `fetch` client-node's generated clients send with: the same
+    // dispatcher (connection pool, TLS) and headers, without WHATWG fetch's streams and Request and
+    // Response objects, which cost a request about twice the CPU (decision 69).
+    const response = await request(context.getUrl(), {
+      method,
+      headers: context.getHeaders(),
+      body: context.getBody() as string | undefined,
+      dispatcher: context.getDispatcher(),
+    });
     const text = await response.body.text();
-    if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
+    if (response.statusCode < 200 || response.statusCode > 299) {
       // ApiException's own message is `HTTP-Code: <code>\nMessage: <message>\nBody: …\nHeaders: …`.
-      const err = new ApiException(response.httpStatusCode, `${method} ${path}`, text, response.headers);
+      const err = new ApiException(
+        response.statusCode,
+        `${method} ${path}`,
+        text,
+        headersOf(response.headers),
+      );
       countRejectedWrite(method, path, err);
       throw err;
     }
     return { body: text ? JSON.parse(text) : undefined, context };
   };
+}
+
+/** An answer's headers as client-node's `ResponseContext` gives them: one string per name (repeats joined by `, `). */
+function headersOf(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers))
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(', ') : value;
+  return out;
 }
