@@ -13,7 +13,8 @@
  * the first of the previous `limit` is `intervalMs` old.
  *
  * - Each instance sends each cluster at most `floor(budget / LEVELSET_MAX_INSTANCES)` requests in
- *   any 1-second window (Terraform passes `reconcile_max_instances`; below one per second, one per
+ *   any 1-second window (Terraform passes every instance that may send at once: `reconcile_max_instances`,
+ *   as many again for the audit-log function when it is on, and the cluster's one resync run; below one per second, one per
  *   `LEVELSET_MAX_INSTANCES / budget` seconds). core/pooled-kubeconfig.ts waits for the limit before
  *   each request, watches and LIST pages included. The instances' windows add up: together at most
  *   `budget` in any second.
@@ -82,7 +83,7 @@ export function resyncKeysPerRun(pacing: ClientLimits, timeoutSeconds: number): 
 
 const budgetEnv = z.object({
   LEVELSET_REQUEST_BUDGET: z.coerce.number().positive().finite().optional(),
-  LEVELSET_MAX_INSTANCES: z.coerce.number().int().min(1).max(1000).default(1),
+  LEVELSET_MAX_INSTANCES: z.coerce.number().int().min(1).max(2001).default(1),
   LEVELSET_RESYNC_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
 });
 

@@ -21,11 +21,16 @@ locals {
     KUBERNETES_ENDPOINT = local.kubernetes_endpoint
   }
 
-  # The clusters' request budget (core/request-budget.ts), shared by the reconcile instances; the
-  # resync's run stops publishing RESYNC_DEADLINE_MARGIN_SECONDS before its timeout (decision 64).
+  # The instances that send one cluster requests at once, each with an equal share of its request
+  # budget: reconcile's, the audit-log function's when it is on (it reconciles too, and scales to as
+  # many), and the cluster's one resync run (decision 69).
+  budget_instances = var.reconcile_max_instances * (local.audit_log_enabled ? 2 : 1) + 1
+
+  # The clusters' request budget (core/request-budget.ts), shared by those instances; the resync's
+  # run stops publishing RESYNC_DEADLINE_MARGIN_SECONDS before its timeout (decision 64).
   budget_env = var.kubernetes_request_budget > 0 ? {
     LEVELSET_REQUEST_BUDGET         = tostring(var.kubernetes_request_budget)
-    LEVELSET_MAX_INSTANCES          = tostring(var.reconcile_max_instances)
+    LEVELSET_MAX_INSTANCES          = tostring(local.budget_instances)
     LEVELSET_RESYNC_TIMEOUT_SECONDS = tostring(var.resync_timeout_seconds)
   } : {}
 

@@ -263,7 +263,7 @@ variable "reconcile_max_instances" {
 }
 
 variable "kubernetes_request_budget" {
-  description = "Requests per second to each cluster's API server from every function instance together, a bound over every 1-second window (core/request-budget.ts): each instance sends at most floor(kubernetes_request_budget / reconcile_max_instances) requests in any second, and the resync publishes at most floor(kubernetes_request_budget / 6) keys in any second, so a resync or a scale-out never sends more. The default is well within what a GKE control plane's API Priority and Fairness admits from one workload. 0: no client-side limit."
+  description = "Requests per second to each cluster's API server from every function instance together, a bound over every 1-second window (core/request-budget.ts): each function instance sends at most floor(kubernetes_request_budget / n) requests in any second, n the instances that may run at once (reconcile_max_instances, as many again for the audit-log function when it is on, and one resync run), and the resync publishes at most floor(kubernetes_request_budget / 6) keys in any second, so a resync or a scale-out never sends more. The default is well within what a GKE control plane's API Priority and Fairness admits from one workload. 0: no client-side limit."
   type        = number
   default     = 100
 

@@ -276,12 +276,18 @@ describe('terraform/', () => {
     assert.ok(text.includes('local.controller_env'));
   });
 
-  test("the functions' environment carries the clusters' request budget and the reconcile instances that share it", () => {
+  test("the functions' environment carries the clusters' request budget and every instance that shares it", () => {
     assert.match(String(m.locals.get('function_env')), /local\.budget_env/);
     const budget = String(m.locals.get('budget_env'));
     assert.match(budget, /var\.kubernetes_request_budget > 0/, '0: no client-side limit');
     assert.match(budget, /LEVELSET_REQUEST_BUDGET\s*=\s*tostring\(var\.kubernetes_request_budget\)/);
-    assert.match(budget, /LEVELSET_MAX_INSTANCES\s*=\s*tostring\(var\.reconcile_max_instances\)/);
+    assert.match(budget, /LEVELSET_MAX_INSTANCES\s*=\s*tostring\(local\.budget_instances\)/);
+    // The audit-log function reconciles with the same environment and as many instances; the
+    // cluster's resync run is one more instance (decision 69).
+    assert.equal(
+      String(m.locals.get('budget_instances')).replace(/\s+/g, ' '),
+      '${var.reconcile_max_instances * (local.audit_log_enabled ? 2 : 1) + 1}',
+    );
     // The same variables, with the values Terraform's defaults give, satisfy the functions' schema.
     const variables = readFileSync(join(TF_DIR, 'variables.tf'), 'utf8');
     const defaultOf = (name: string) =>
@@ -289,10 +295,10 @@ describe('terraform/', () => {
     assert.match(budget, /LEVELSET_RESYNC_TIMEOUT_SECONDS\s*=\s*tostring\(var\.resync_timeout_seconds\)/);
     const derived = readRequestBudget({
       LEVELSET_REQUEST_BUDGET: defaultOf('kubernetes_request_budget'),
-      LEVELSET_MAX_INSTANCES: defaultOf('reconcile_max_instances'),
+      LEVELSET_MAX_INSTANCES: String(Number(defaultOf('reconcile_max_instances')) + 1), // audit logs off
       LEVELSET_RESYNC_TIMEOUT_SECONDS: defaultOf('resync_timeout_seconds'),
     });
-    assert.deepEqual(derived?.perInstance, { limit: 10, intervalMs: 1000 });
+    assert.deepEqual(derived?.perInstance, { limit: 9, intervalMs: 1000 });
     // A 10 000-key cluster's resync fits one run of the default timeout (decision 64).
     assert.ok(
       resyncKeysPerRun(
