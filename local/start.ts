@@ -321,6 +321,8 @@ export async function runDev(options: DevOptions): Promise<void> {
       say(`watching: ${sources?.items.length ?? 0} source Secrets in ${options.sourceNamespace}`);
     }
   } catch (err) {
+    // Ctrl-C during the start: the stop ends what was starting, which then fails; that is no error.
+    if (stopping) return;
     say(`levelset: could not start: ${err instanceof Error ? err.message : String(err)}`);
     await shutdown(1);
   }

@@ -689,6 +689,52 @@ describe('levelset (the real binary against the local stack)', () => {
     );
   });
 
+  test('dev: Ctrl-C during the start stops it and prints no error', {
+    skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to hold a request' : false,
+  }, async (t) => {
+    const local = cluster.local;
+    assert.ok(local);
+    const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-start-'));
+    t.after(() => rmSync(devState, { recursive: true, force: true }));
+    // Every create waits 5 s: the start's registration of the admission webhooks (after the
+    // services' lines) is then still in flight when Ctrl-C lands.
+    const removeLatency = local.faults.addLatency({ verb: 'create' }, 5_000);
+    t.after(removeLatency);
+    const dev = spawn(process.execPath, [bin, 'dev', '--cluster', 'kubeconfig', '--no-demo'], {
+      cwd: repoRoot,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        KUBECONFIG: cluster.kubeconfigPath,
+        LEVELSET_STATE_DIR: devState,
+        LEVELSET_SOURCE_NAMESPACE: namespace,
+      },
+    });
+    let output = '';
+    dev.stdout.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    dev.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => dev.once('close', resolve));
+    const pgid = dev.pid ?? 0;
+    try {
+      await waitFor(() => /^ {2}relay {12}/m.test(output), {
+        timeoutMs: 90_000,
+        message: "levelset dev's start to reach its relay's line",
+      });
+      assert.doesNotMatch(output, /Ctrl-C stops everything/, 'the start is still running');
+    } finally {
+      process.kill(-pgid, 'SIGINT');
+    }
+    const code = await exited;
+    assert.equal(code, 0, output);
+    assert.match(output, /stopped\.\n$/);
+    assert.doesNotMatch(output, /could not start|error|failed/i);
+  });
+
   test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'levelset-cli-empty-'));
     const gone = mkdtempSync(join(tmpdir(), 'levelset-cli-gone-'));
