@@ -427,7 +427,7 @@ async function route(
 
   switch (info.verb) {
     case 'get': {
-      const obj = registry.get(t, namespace, name);
+      const obj = registry.get(t, namespace, name, url.searchParams.get('resourceVersion') ?? undefined);
       if (rep.as === 'table')
         return send(
           res,

@@ -140,6 +140,23 @@ function decodeContinue(token: string): { rv: number; start: string } {
   }
 }
 
+/**
+ * A read not older than `rv`, beyond the store's `current`: kube-apiserver's watch cache waits for it
+ * (3 s), then answers 504 with cause `ResourceVersionTooLarge` (apiserver's storage errors,
+ * `NewTooLargeResourceVersionError`); this store is always current, so it answers at once.
+ */
+function tooLargeResourceVersion(rv: number, current: number): ApiError {
+  return new ApiError({
+    message: `Timeout: Too large resource version: ${rv}, current: ${current}`,
+    reason: 'Timeout',
+    details: {
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      retryAfterSeconds: 1,
+    },
+    code: 504,
+  });
+}
+
 function parseRv(rv: string | undefined, what: string): number | undefined {
   if (rv === undefined || rv === '') return undefined;
   if (!/^\d+$/.test(rv)) throw badRequest(`invalid ${what} resource version: ${rv}`);
@@ -189,7 +206,15 @@ export class Registry {
     return obj;
   }
 
-  get(t: ResourceType, namespace: string | undefined, name: string): KubeObject {
+  /**
+   * GET: the latest state. With `resourceVersion` (a GET's "not older than", served by
+   * kube-apiserver's watch cache), the same, as this store is always current; one beyond it is a
+   * 504 ({@link tooLargeResourceVersion}), one not a resourceVersion a 400.
+   */
+  get(t: ResourceType, namespace: string | undefined, name: string, resourceVersion?: string): KubeObject {
+    const rv = parseRv(resourceVersion, 'get');
+    const current = this.store.currentRv();
+    if (rv !== undefined && rv > current) throw tooLargeResourceVersion(rv, current);
     return this.toVersion(t, this.getStored(t, namespace, name));
   }
 
@@ -236,17 +261,7 @@ export class Registry {
       atRv = listRv;
     } else {
       const rv = parseRv(opts.resourceVersion, 'list');
-      if (rv !== undefined && rv > current) {
-        throw new ApiError({
-          message: `Timeout: Too large resource version: ${rv}, current: ${current}`,
-          reason: 'Timeout',
-          details: {
-            causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-            retryAfterSeconds: 1,
-          },
-          code: 504,
-        });
-      }
+      if (rv !== undefined && rv > current) throw tooLargeResourceVersion(rv, current);
       if (opts.resourceVersionMatch === 'Exact' && rv !== undefined) {
         atRv = rv;
         listRv = rv;

@@ -81,6 +81,7 @@ export type KeyMessageAttributes = {
   reason: EnqueueReason;
   [ATTEMPT_ATTRIBUTE]?: string;
   [RATE_LIMITED_ATTRIBUTE]?: string;
+  [RESOURCE_VERSION_ATTRIBUTE]?: string;
 };
 
 /**
@@ -91,6 +92,18 @@ export type KeyMessageAttributes = {
  * first attempt.
  */
 export const ATTEMPT_ATTRIBUTE = 'attempt';
+
+/**
+ * The attribute naming the key's primary object's `resourceVersion` as its publisher last saw it
+ * (the relay's informer, the resync's LIST): the reconcile reads the primary not older than it
+ * (core/contract/controller.ts `ReconcileContext.primaryResourceVersion`). Absent when the
+ * publisher holds no version of it. A hint, never a key's identity: one that is not a resourceVersion
+ * as kube-apiserver writes them ({@link resourceVersionAttribute}) is ignored, the read consistent.
+ */
+export const RESOURCE_VERSION_ATTRIBUTE = 'resourceVersion';
+
+/** A resourceVersion as kube-apiserver writes them (etcd's revision: a decimal whole number from 1, at most 20 digits). */
+export const resourceVersionAttribute = z.string().regex(/^[1-9][0-9]{0,19}$/);
 
 /** {@link ATTEMPT_ATTRIBUTE}'s value: a whole number from 1 to 100 (Pub/Sub's most delivery attempts), no sign or leading zero. */
 export const attemptAttribute = z
@@ -136,14 +149,22 @@ export interface EncodedKeyMessage {
 }
 
 /**
- * Validates and encodes a key message for publishing.
+ * Validates and encodes a key message for publishing, with the primary's `resourceVersion`
+ * ({@link RESOURCE_VERSION_ATTRIBUTE}) when given and valid.
  * @throws {z.ZodError} when `m` does not satisfy {@link keyMessageSchema}.
  */
-export function encodeKeyMessage(m: KeyMessage): EncodedKeyMessage {
+export function encodeKeyMessage(m: KeyMessage, resourceVersion?: string): EncodedKeyMessage {
   const valid = keyMessageSchema.parse(m);
+  const attributes: KeyMessageAttributes = {
+    cluster: clusterOf(valid),
+    controller: valid.controller,
+    reason: valid.reason,
+  };
+  if (resourceVersion !== undefined && resourceVersionAttribute.safeParse(resourceVersion).success)
+    attributes[RESOURCE_VERSION_ATTRIBUTE] = resourceVersion;
   return {
     data: Buffer.from(JSON.stringify(valid), 'utf8'),
-    attributes: { cluster: clusterOf(valid), controller: valid.controller, reason: valid.reason },
+    attributes,
     orderingKey: orderingKeyOf(keyOfMessage(valid)),
   };
 }
@@ -239,6 +260,8 @@ export interface Delivery extends RetryCounts {
   attempt: number;
   /** The key's rate limits ({@link RATE_LIMITED_ATTRIBUTE}; 0 when absent). */
   rateLimited: number;
+  /** The primary's resourceVersion its publisher saw ({@link RESOURCE_VERSION_ATTRIBUTE}), when present and valid. */
+  resourceVersion?: string;
   /** The message's publish time (RFC 3339), when the envelope has it. */
   publishTime?: string;
   /** The subscription that pushed it (full name), when the envelope says. */
@@ -279,6 +302,9 @@ export function decodePushEnvelope(body: unknown): Delivery {
     attempt: counted(ATTEMPT_ATTRIBUTE, attemptAttribute, 1),
     rateLimited: counted(RATE_LIMITED_ATTRIBUTE, rateLimitedAttribute, 0),
   };
+  // A hint: one that is not a resourceVersion leaves the reads consistent, and the key is reconciled.
+  const resourceVersion = resourceVersionAttribute.safeParse(attributes[RESOURCE_VERSION_ATTRIBUTE]);
+  if (resourceVersion.success) delivery.resourceVersion = resourceVersion.data;
   if (envelope.data.deliveryAttempt !== undefined) delivery.deliveryAttempt = envelope.data.deliveryAttempt;
   if (envelope.data.message.publishTime !== undefined)
     delivery.publishTime = envelope.data.message.publishTime;

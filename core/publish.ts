@@ -72,13 +72,14 @@ export interface EncodedMessage {
 /** Publishes key messages, each with its ordering key (`controller/namespace/name`) or none ({@link KeyPublisherOptions.ordering}). */
 export interface KeyPublisher {
   /**
-   * Validates, encodes and publishes one key message.
+   * Validates, encodes and publishes one key message, with its primary's `resourceVersion` when
+   * given (core/message.ts `RESOURCE_VERSION_ATTRIBUTE`).
    * @returns the Pub/Sub message id
    * @throws {import('zod').ZodError} on an invalid message; the Pub/Sub error when publishing fails
    *   (with ordering, the ordering key is resumed first, so the next message for that key can be
    *   published).
    */
-  publish(message: KeyMessage): Promise<string>;
+  publish(message: KeyMessage, resourceVersion?: string): Promise<string>;
   /**
    * Publishes a message already encoded (a requeued key message with its trace context and attempt,
    * functions/runtime/requeue.ts; a dead letter, functions/runtime/retry.ts): its ordering key only when this
@@ -139,7 +140,7 @@ export function createKeyPublisher(options: KeyPublisherOptions): KeyPublisher {
   };
   return {
     topic,
-    publish: async (message) => publishEncoded(encodeKeyMessage(message)),
+    publish: async (message, resourceVersion) => publishEncoded(encodeKeyMessage(message, resourceVersion)),
     publishEncoded,
     async flush() {
       await topic.flush();

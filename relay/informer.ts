@@ -148,6 +148,17 @@ export function objectOfCacheEntry(key: string, entry: string, resource: Resourc
   return { apiVersion: apiVersionOf(resource), kind: resource.kind, metadata: metadata as V1ObjectMeta };
 }
 
+/**
+ * The resourceVersion of a {@link cacheEntryOf} string (its first value), read without parsing the
+ * rest; `undefined` when the object had none. kube-apiserver's versions are decimal digits, which
+ * JSON writes unescaped.
+ */
+export function resourceVersionOfCacheEntry(entry: string): string | undefined {
+  if (!entry.startsWith('["')) return undefined;
+  const end = entry.indexOf('"', 2);
+  return end > 2 ? entry.slice(2, end) : undefined;
+}
+
 /** What an informer is doing now. */
 export type InformerState = 'idle' | 'waiting-for-resource' | 'running' | 'backing-off' | 'stopped';
 
@@ -257,6 +268,15 @@ export class MetadataInformer {
     const k = keyString(key);
     const entry = this.#cache.get(k);
     return entry === undefined ? undefined : objectOfCacheEntry(k, entry, this.resource);
+  }
+
+  /**
+   * The cached `resourceVersion` of `key`, or `undefined` when not cached: the first value of its
+   * entry ({@link CACHED_FIELDS}), read without parsing the rest.
+   */
+  resourceVersionOf(key: Key): string | undefined {
+    const entry = this.#cache.get(keyString(key));
+    return entry === undefined ? undefined : resourceVersionOfCacheEntry(entry);
   }
 
   /** Starts list+watch in the background. Idempotent. */

@@ -91,9 +91,16 @@ export interface PipelineOptions {
   /**
    * Publishes one key message; resolves with the message id. `enqueue` is the context of the key's
    * `enqueue` span, recorded or not (the in-process mode continues it; a recorded span is also the
-   * active one during the call).
+   * active one during the call). `resourceVersion`: the key's primary's, as
+   * {@link resourceVersionOf} answers it when the publish starts.
    */
-  publish(message: KeyMessage, enqueue?: SpanContext): Promise<string>;
+  publish(message: KeyMessage, enqueue?: SpanContext, resourceVersion?: string): Promise<string>;
+  /**
+   * The `resourceVersion` of a key's primary object in the relay's cache of the controller's primary
+   * resource, `undefined` when not cached: published with the key (core/message.ts
+   * `RESOURCE_VERSION_ATTRIBUTE`), so the reconcile reads the primary not older than it.
+   */
+  resourceVersionOf?(controller: string, key: Key): string | undefined;
   /** The primary keys in the relay's cache of a controller's primary resource ({@link MapContext.primaryKeys}). */
   primaryKeys(controller: string): Key[];
   /** The cached metadata of `key` in a controller's watch of `resource` ({@link MapContext.get}). */
@@ -375,7 +382,14 @@ export class KeyPipeline {
     const message = keyMessageOf(key, 'watch', new Date(firstAddedAt).toISOString());
     const { metrics, logger } = this.#options;
     const labels = { controller: key.controller };
-    const publish = () => this.#options.publish(message, span.spanContext());
+    // Read when the publish starts: the newest version the relay holds, on a retry too.
+    const ownCluster = key.cluster === (this.#options.cluster ?? DEFAULT_CLUSTER);
+    const publish = () =>
+      this.#options.publish(
+        message,
+        span.spanContext(),
+        ownCluster ? this.#options.resourceVersionOf?.(key.controller, key) : undefined,
+      );
     const run = async () => {
       try {
         // A recorded span: the publish runs under it, so the Pub/Sub client's publish span is its

@@ -5,10 +5,11 @@
  * process, given the project's registry), `npm start` and the tests all call {@link startRelay}.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { SpanContext } from '@opentelemetry/api';
 import type { Controller, ResourceType } from '../core/contract/controller.ts';
 import type { Key } from '../core/contract/key.ts';
 import { createLogger, type Logger } from '../core/log.ts';
-import type { KeyPublisher } from '../core/publish.ts';
+import type { KeyMessage } from '../core/message.ts';
 import type { BackoffOptions } from './backoff.ts';
 import type { CollapseMode } from './collapse.ts';
 import { DEFAULT_COLLAPSE_MS, DEFAULT_PORT } from './config.ts';
@@ -25,8 +26,15 @@ export interface RelayOptions {
   kubeConfig: KubeConfig;
   /** The id of that cluster, named in every key message (`RELAY_CLUSTER`); default `default`. */
   cluster?: string;
-  /** Where key messages go (the shared publisher of `core/publish.ts`). Not closed by the relay. */
-  publisher: Pick<KeyPublisher, 'publish' | 'flush'>;
+  /**
+   * Where key messages go: the shared publisher of `core/publish.ts` (which takes the primary's
+   * `resourceVersion`), or the in-process mode's workqueues (which take the key's `enqueue` span
+   * context, recorded or not). Not closed by the relay.
+   */
+  publisher: {
+    publish(message: KeyMessage, resourceVersion?: string, enqueue?: SpanContext): Promise<string>;
+    flush(): Promise<void>;
+  };
   /** Controllers to serve: the project's registry (core/project.ts) or a test's own. */
   controllers: readonly Controller[];
   /** Collapse window in ms; default {@link DEFAULT_COLLAPSE_MS}. */
@@ -177,8 +185,9 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     cluster: options.cluster,
     collapseMs,
     collapseMode: options.collapseMode,
-    publish: (m) => options.publisher.publish(m),
+    publish: (m, enqueue, resourceVersion) => options.publisher.publish(m, resourceVersion, enqueue),
     primaryKeys: (controller): Key[] => primaryOf.get(controller)?.keys() ?? [],
+    resourceVersionOf: (controller, key) => primaryOf.get(controller)?.resourceVersionOf(key),
     lookup: (controller, resource, key) => {
       for (const plan of plans) {
         if (plan.resource.group !== resource.group || plan.resource.kind !== resource.kind) continue;

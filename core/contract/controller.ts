@@ -174,6 +174,16 @@ export interface ReconcileContext {
    * serverless mode, a plan and tests (every read live).
    */
   cache?: ObjectCache;
+  /**
+   * The primary's `resourceVersion` as the relay's informer (or the resync's LIST) last saw it, from
+   * the key message's `resourceVersion` attribute (core/message.ts): the kit's GET of the primary
+   * asks for a state not older than it, which the API server answers from its watch cache rather
+   * than from etcd (Kubernetes API concepts, "Resource versions": a GET's `resourceVersion` is
+   * "not older than"). At least as fresh as the event that enqueued the key, as controller-runtime's
+   * cached read is; never older. Absent (every read consistent, from etcd) for a key no informer saw
+   * (a manual or requeued key, one of another cluster), in the in-process mode, and after a conflict.
+   */
+  primaryResourceVersion?: string;
 }
 
 /**

@@ -131,7 +131,7 @@ export function continueOfExpired(err: unknown): string | undefined {
 export async function* listMetadataPaged(
   kubeConfig: KubeConfig,
   resource: ResourceType,
-): AsyncGenerator<{ metadata?: { namespace?: string; name?: string } }> {
+): AsyncGenerator<{ metadata?: { namespace?: string; name?: string; resourceVersion?: string } }> {
   const request = jsonRequester(kubeConfig);
   const path = resourcePath(resource, undefined);
   const fetch = (continueToken: string | undefined) =>
@@ -153,7 +153,7 @@ export async function* listMetadataPaged(
       ({ body } = await fetch(resumed));
     }
     const page = body as {
-      items?: { metadata?: { namespace?: string; name?: string } }[];
+      items?: { metadata?: { namespace?: string; name?: string; resourceVersion?: string } }[];
       metadata?: { continue?: string };
     };
     // Raw JSON spells it `continue` (client-node's deserialised type says `_continue`).

@@ -24,9 +24,9 @@ function notFound(kind: string, name: string): Error {
 export function cachedReader(client: ResourceClient, cache: ObjectCache): ResourceClient {
   return {
     ...client,
-    async get(resource, namespace, name) {
+    async get(resource, namespace, name, options) {
       const cached = cache.get(resource, namespace, name);
-      if (!cached) return client.get(resource, namespace, name);
+      if (!cached) return client.get(resource, namespace, name, options);
       if (!cached.object) throw notFound(resource.kind, name);
       return cached.object;
     },

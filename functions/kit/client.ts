@@ -73,6 +73,16 @@ export interface ListQuery {
   metadataOnly?: boolean;
 }
 
+/** A GET's options, as Kubernetes' `GetOptions`. */
+export interface GetOptions {
+  /**
+   * A state not older than this `resourceVersion`, which kube-apiserver answers from its watch
+   * cache instead of reading etcd (Kubernetes API concepts, "Resource versions": semantics for get).
+   * Omitted: the latest state.
+   */
+  resourceVersion?: string;
+}
+
 /** What {@link ResourceClient.delete} requires of the object it deletes (DeleteOptions `preconditions`). */
 export interface DeletePreconditions {
   /**
@@ -95,7 +105,18 @@ export interface ResourceClient {
    * `apiVersion` and `kind` (a LIST's items carry none).
    */
   list(resource: ResourceType, namespace: string | undefined, query?: ListQuery): Promise<KubernetesObject[]>;
-  get(resource: ResourceType, namespace: string | undefined, name: string): Promise<KubernetesObject>;
+  /**
+   * GET one object: the latest state (a consistent read, from etcd), or with
+   * {@link GetOptions.resourceVersion} a state not older than that version.
+   * @throws {ApiException} 404 when it does not exist; 504 (`ResourceVersionTooLarge`, transient)
+   *   when the API server's watch cache has not reached that version within its wait
+   */
+  get(
+    resource: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options?: GetOptions,
+  ): Promise<KubernetesObject>;
   /** POST with field manager {@link FIELD_MANAGER}; fails with 409 AlreadyExists when the name is taken. */
   create(resource: ResourceType, object: KubernetesObject): Promise<KubernetesObject>;
   /**
@@ -165,8 +186,10 @@ export function resourceClient(kubeConfig: KubeConfig): ResourceClient {
         ...o,
       }));
     },
-    async get(resource, namespace, name) {
-      return (await request(HttpMethod.GET, resourcePath(resource, namespace, name))) as KubernetesObject;
+    async get(resource, namespace, name, options = {}) {
+      return (await request(HttpMethod.GET, resourcePath(resource, namespace, name), {
+        query: { resourceVersion: options.resourceVersion },
+      })) as KubernetesObject;
     },
     async create(resource, object) {
       return (await request(HttpMethod.POST, resourcePath(resource, md(object).namespace), {

@@ -275,7 +275,9 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
       if (pruned.failed) throw pruned.failed;
     }
     const { key } = scope;
-    const getting = getPrimary(reader, def.primary, key);
+    // The version the key's publisher saw, when the key names this very primary (not a former scope's).
+    const seen = key.namespace === requested.namespace && key.name === requested.name;
+    const getting = getPrimary(reader, def.primary, key, seen ? ctx.primaryResourceVersion : undefined);
     const children = childSets(scope);
     for (const set of children) set.observeKey?.();
     const object = await getting;

@@ -93,7 +93,8 @@ export function resolveScope(
 }
 
 /**
- * Step 1: GET the primary `key` of `primary` (1 request).
+ * Step 1: GET the primary `key` of `primary` (1 request): not older than `resourceVersion` when
+ * given (ReconcileContext.primaryResourceVersion), else the latest.
  * @returns the object (also when being deleted: `metadata.deletionTimestamp` set), or `undefined`
  *   when it is gone (404: garbage collection removes its children)
  * @throws {TerminalError} `InvalidObject` when the stored object lacks the metadata every object has;
@@ -103,10 +104,16 @@ export async function getPrimary(
   client: ResourceClient,
   primary: ResourceType,
   key: Key,
+  resourceVersion?: string,
 ): Promise<PrimaryObject | undefined> {
   let raw: KubernetesObject;
   try {
-    raw = await client.get(primary, key.namespace, key.name);
+    raw = await client.get(
+      primary,
+      key.namespace,
+      key.name,
+      resourceVersion ? { resourceVersion } : undefined,
+    );
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;

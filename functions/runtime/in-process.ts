@@ -237,6 +237,8 @@ export async function startInProcess(options: InProcessOptions): Promise<InProce
         name: string;
         reason?: string;
       },
+      // The primary's version the relay holds: this mode reads the primary from the informer.
+      _resourceVersion?: string,
       enqueueSpan?: SpanContext,
     ) => {
       // One cluster here: a key a map or listKeys named for another cluster (the owner of a child

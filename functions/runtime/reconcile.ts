@@ -100,14 +100,22 @@ export async function reconcileRetryingConflicts(
 ): Promise<Result | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // A conflict may come of a cached read (the in-process mode's informers): read live again.
-      return await controller.reconcile(key, attempt > 1 && ctx.cache ? { ...ctx, cache: undefined } : ctx);
+      // A conflict may come of a read not the latest (the in-process mode's informers, the API
+      // server's watch cache): read live and consistent again.
+      return await controller.reconcile(key, attempt > 1 ? freshReads(ctx) : ctx);
     } catch (err) {
       if (!isConflict(err) || attempt >= CONFLICT_ATTEMPTS) throw err;
       ctx.log.debug({ attempt, err: errorText(err) }, 'conflict; reconciling again from a fresh read');
       await delay(10 * 2 ** (attempt - 1) * (1 + Math.random()));
     }
   }
+}
+
+/** `ctx` with every read live and consistent: no informer cache, no primary's resourceVersion. */
+function freshReads(ctx: ReconcileContext): ReconcileContext {
+  if (!ctx.cache && ctx.primaryResourceVersion === undefined) return ctx;
+  const { cache: _cache, primaryResourceVersion: _resourceVersion, ...fresh } = ctx;
+  return fresh;
 }
 
 /** The options of {@link reconcileKey}, described there. */
@@ -119,6 +127,8 @@ export interface ReconcileKeyOptions {
   retriedBy: string;
   reason?: EnqueueReason;
   cache?: ObjectCache;
+  /** The primary's resourceVersion the key's publisher saw (`ReconcileContext.primaryResourceVersion`); default none. */
+  primaryResourceVersion?: string;
   /** The in-process mode's background Event writes; default none (each Event written before the reconcile returns). */
   backgroundEvents?: BackgroundEvents;
 }
@@ -172,6 +182,8 @@ export function referrerKeys(
  * @param options.retriedBy who retries a `transient`/`error` outcome, for the log message (`Pub/Sub`, `the workqueue`).
  * @param options.reason why the key was enqueued (the message's `reason`): `resync` counts drift.
  * @param options.cache the in-process mode's informer cache (`ReconcileContext.cache`); default none (every read live).
+ * @param options.primaryResourceVersion the primary's resourceVersion its publisher saw
+ *   (`ReconcileContext.primaryResourceVersion`): the GET of the primary not older than it; default none (consistent).
  * @param options.backgroundEvents the in-process mode's Event queue (core/k8s/events.ts): Events are
  *   recorded in the background, as client-go's EventBroadcaster does; default none (the serverless
  *   mode: each Event is written before the response, as the CPU is throttled after it).
@@ -238,6 +250,9 @@ async function reconcileKeyLogged(
       events,
       ...(directory ? { clusters: directory } : {}),
       ...(options.cache ? { cache: options.cache } : {}),
+      ...(options.primaryResourceVersion !== undefined
+        ? { primaryResourceVersion: options.primaryResourceVersion }
+        : {}),
     };
     const result = await reconcileRetryingConflicts(controller, key, ctx);
     const limited = result?.rateLimited ? ({ rateLimited: true, ...result.rateLimited } as const) : undefined;
@@ -417,6 +432,9 @@ export function createReconcileHandler(
           log,
           retriedBy: retrying ? 'a requeue' : 'Pub/Sub',
           reason: message.reason,
+          ...(decoded.resourceVersion !== undefined
+            ? { primaryResourceVersion: decoded.resourceVersion }
+            : {}),
         }),
       );
       const { requeueAfterMs } = result;

@@ -41,13 +41,20 @@ export const RESYNC_PUBLISHING = { ordering: false } as const satisfies Partial<
  */
 export const RESYNC_MAX_IN_FLIGHT = 4000;
 
+/** A primary's key as its LIST gave it, with the object's `resourceVersion` in that LIST. */
+export interface ListedKey extends Key {
+  resourceVersion?: string;
+}
+
 /**
  * The keys of every primary object (paginated metadata-only LIST: names only, parsed as plain JSON,
- * decision 33): the default `listKeys`.
+ * decision 33), each with its resourceVersion, published with it so that its reconcile reads the
+ * primary not older than the LIST saw it (core/message.ts `RESOURCE_VERSION_ATTRIBUTE`): the default `listKeys`.
  */
-export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<Key> {
+export async function* listPrimaryKeys(controller: Controller, ctx: ResyncContext): AsyncIterable<ListedKey> {
   for await (const obj of listMetadataPaged(ctx.kubeConfig, controller.primary)) {
-    yield { namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '' };
+    const { namespace = '', name = '', resourceVersion } = obj.metadata ?? {};
+    yield resourceVersion ? { namespace, name, resourceVersion } : { namespace, name };
   }
 }
 
@@ -130,7 +137,7 @@ export async function resyncAll(
       kubeConfig,
       log: logger.child({ cluster, controller: controller.name }),
     };
-    const keys: AsyncIterable<MappedKey> = controller.listKeys
+    const keys: AsyncIterable<MappedKey & ListedKey> = controller.listKeys
       ? controller.listKeys(ctx)
       : listPrimaryKeys(controller, ctx);
     const entry: ResyncReport['controllers'][string] = { published: 0 };
@@ -183,6 +190,8 @@ export async function resyncAll(
                 'resync',
                 enqueuedAt,
               ),
+              // A controller's own listKeys gives no version: its reconcile reads the latest.
+              controller.listKeys ? undefined : key.resourceVersion,
             ),
           )
           .then(

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import * as z from 'zod';
 import {
   configmaps,
@@ -15,6 +16,7 @@ import {
   secrets,
 } from '../../functions/kit/index.ts';
 import {
+  CountingKubeConfig,
   type ReconcilerForTest,
   reconcilerForTest,
   startTestCluster,
@@ -152,6 +154,58 @@ describe('kit: reads in other namespaces and a metadata patch, checked against t
     assert.equal(reader.status.found, true);
     assert.equal(reader.status.labelled, 2);
     assert.ok(reader.status.everywhere >= 2);
+  });
+
+  it("reads the primary not older than the version its key's publisher saw, and fails while the server has not reached it", async () => {
+    await createReader('versioned', { namespace: other, name: 'source' });
+    const reader = (await custom.getNamespacedCustomObject({
+      ...plural,
+      namespace: ns,
+      name: 'versioned',
+    })) as {
+      metadata: { resourceVersion: string };
+    };
+    const { resourceVersion } = reader.metadata;
+    const kubeConfig = new CountingKubeConfig({ query: true });
+    kubeConfig.loadFromFile(cluster.kubeconfigPath);
+    const { createEventRecorder } = await import('../../core/k8s/events.ts');
+    const log = pino({ level: 'silent' });
+    const ctx = {
+      cluster: 'default',
+      kubeConfig,
+      log,
+      events: createEventRecorder(kubeConfig, readerController.name, log),
+      primaryResourceVersion: resourceVersion,
+    };
+    const key = { namespace: ns, name: 'versioned' };
+    await readerController.reconcile(key, ctx);
+    const path = `/apis/${GROUP}/v1/namespaces/${ns}/readers/versioned`;
+    assert.ok(
+      kubeConfig.requests.includes(`GET ${path}?resourceVersion=${resourceVersion}`),
+      kubeConfig.requests.join('\n'),
+    );
+    const status = (await custom.getNamespacedCustomObject({
+      ...plural,
+      namespace: ns,
+      name: 'versioned',
+    })) as {
+      status?: { found?: boolean };
+    };
+    assert.equal(status.status?.found, true, 'reconciled from that read');
+    // A version beyond the server's: kube-apiserver's watch cache waits for it (3 s), then answers
+    // 504 ResourceVersionTooLarge, a transient error the key is retried for, never a stale answer.
+    const ahead = String(BigInt(resourceVersion) + 1_000_000_000n);
+    await assert.rejects(
+      readerController.reconcile(key, { ...ctx, primaryResourceVersion: ahead }),
+      (err: unknown) => {
+        assert.equal((err as { code?: number }).code, 504, String(err));
+        assert.match(
+          String((err as { body?: unknown }).body),
+          /ResourceVersionTooLarge|Too large resource version/,
+        );
+        return true;
+      },
+    );
   });
 
   it('a GET of an absent object is undefined, not an error', async () => {

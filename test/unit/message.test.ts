@@ -45,6 +45,27 @@ describe('key message', () => {
     assert.equal(v2.attributes.cluster, 'gke-eu');
   });
 
+  it("carries the primary's resourceVersion as an attribute when given; a delivery ignores one that is not a resourceVersion", () => {
+    const encoded = encodeKeyMessage(valid, '4711');
+    assert.equal(encoded.attributes.resourceVersion, '4711');
+    assert.equal(encodeKeyMessage(valid, 'not-a-version').attributes.resourceVersion, undefined);
+    const withAttribute = (resourceVersion: string) => {
+      const envelope = envelopeOf(valid);
+      return {
+        ...envelope,
+        message: { ...envelope.message, attributes: { ...envelope.message.attributes, resourceVersion } },
+      };
+    };
+    assert.equal(decodePushEnvelope(withAttribute('4711')).resourceVersion, '4711');
+    assert.equal(decodePushEnvelope(envelopeOf(valid)).resourceVersion, undefined);
+    // A hint, not the key: the key is still reconciled, with consistent reads.
+    for (const bad of ['', '0', '12a', '-1', '1'.repeat(21)]) {
+      const delivery = decodePushEnvelope(withAttribute(bad));
+      assert.equal(delivery.resourceVersion, undefined, bad);
+      assert.deepEqual(delivery.message, valid);
+    }
+  });
+
   it('a v1 message (no cluster) means the default cluster; v2 names its cluster', () => {
     assert.equal(clusterOf(valid), 'default');
     const { message } = decodePushEnvelope(envelopeOf({ ...valid, v: 2, cluster: 'gke-eu' }));

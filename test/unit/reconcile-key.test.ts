@@ -52,6 +52,18 @@ function fake(namespaced: boolean, reconcile: Controller['reconcile']): Controll
   };
 }
 
+/** A KubeConfig never contacted: the fake controllers make no request and record no Event. */
+function neverContacted(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: 'http://127.0.0.1:9' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  return kc;
+}
+
 const run = (
   controller: Controller,
   key: Key,
@@ -71,15 +83,7 @@ const run = (
     cluster: clusters?.cluster,
     kubeConfig: (cluster) => {
       if (clusters && !clusters.known.includes(cluster)) return undefined;
-      // Never contacted: the fake controllers make no request and record no Event.
-      const kc = new KubeConfig();
-      kc.loadFromOptions({
-        clusters: [{ name: 'c', server: 'http://127.0.0.1:9' }],
-        users: [{ name: 'u' }],
-        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-        currentContext: 'x',
-      });
-      return kc;
+      return neverContacted();
     },
     log,
     retriedBy: 'Pub/Sub',
@@ -88,6 +92,29 @@ const run = (
 };
 
 describe('reconcileKey', () => {
+  it("reads the primary not older than the delivery's resourceVersion, and after a conflict reads the latest", async () => {
+    const seen: (string | undefined)[] = [];
+    const controller = fake(false, async (_k, ctx) => {
+      seen.push(ctx.primaryResourceVersion);
+      if (seen.length === 1) throw Object.assign(new Error('Conflict'), { code: 409 });
+      return {};
+    });
+    const { log } = capture();
+    const { outcome } = await reconcileKey(
+      new Map([['fake', controller]]),
+      'fake',
+      { namespace: '', name: 'k' },
+      {
+        kubeConfig: neverContacted,
+        log,
+        retriedBy: 'Pub/Sub',
+        primaryResourceVersion: '42',
+      },
+    );
+    assert.equal(outcome, 'success');
+    assert.deepEqual(seen, ['42', undefined]);
+  });
+
   it('a key without a namespace for a namespaced primary is malformed, never reconciled', async () => {
     const { result, lines, calls } = await run(
       fake(true, async () => undefined),

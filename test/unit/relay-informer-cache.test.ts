@@ -6,7 +6,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { ResourceType } from '../../core/contract/controller.ts';
 import { mapToOwnerAnnotation } from '../../functions/kit/cross-namespace.ts';
 import { mapThroughControllers } from '../../functions/kit/map.ts';
-import { cacheEntryOf, objectOfCacheEntry } from '../../relay/informer.ts';
+import { cacheEntryOf, objectOfCacheEntry, resourceVersionOfCacheEntry } from '../../relay/informer.ts';
 import { primaryEventPasses } from '../../relay/predicate.ts';
 
 const deployments: ResourceType = {
@@ -36,6 +36,13 @@ const deployment: KubernetesObject = {
 };
 
 describe('the informer cache entry', () => {
+  it('gives its resourceVersion without parsing the rest (what the relay publishes with a key)', () => {
+    assert.equal(resourceVersionOfCacheEntry(cacheEntryOf(deployment)), '7');
+    const unversioned = { ...deployment, metadata: { ...deployment.metadata, resourceVersion: undefined } };
+    assert.equal(resourceVersionOfCacheEntry(cacheEntryOf(unversioned)), undefined);
+    assert.equal(resourceVersionOfCacheEntry(cacheEntryOf({ metadata: { name: 'x' } })), undefined);
+  });
+
   it('keeps identity, resourceVersion, generation and the significant metadata, and nothing else', () => {
     const rebuilt = objectOfCacheEntry('ns/web', cacheEntryOf(deployment), deployments);
     const { creationTimestamp: _dropped, ...kept } = deployment.metadata ?? {};

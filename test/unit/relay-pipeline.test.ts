@@ -69,10 +69,18 @@ const pod = (name: string, owner: string, rv = '1') =>
   });
 
 function setup(
-  options: { collapseMs?: number; collapseMode?: CollapseMode; fail?: boolean; primaryKeys?: Key[] } = {},
+  options: {
+    collapseMs?: number;
+    collapseMode?: CollapseMode;
+    fail?: boolean;
+    primaryKeys?: Key[];
+    resourceVersions?: Map<string, string>;
+  } = {},
 ) {
   const timers = new ManualTimers(Date.parse('2026-11-21T10:00:00.000Z'));
   const published: KeyMessage[] = [];
+  /** `namespace/name` → the resourceVersion each publish was given. */
+  const versions = new Map<string, string | undefined>();
   const logs: { severity: string; message: string; [k: string]: unknown }[] = [];
   const logger = createLogger('relay', { write: (s: string) => void logs.push(JSON.parse(s)) });
   const metrics = createRelayMetrics();
@@ -86,15 +94,22 @@ function setup(
     logger,
     metrics,
     primaryKeys: () => options.primaryKeys ?? [],
-    publish: async (m) => {
+    ...(options.resourceVersions
+      ? {
+          resourceVersionOf: (_c: string, k: Key) =>
+            options.resourceVersions?.get(`${k.namespace}/${k.name}`),
+        }
+      : {}),
+    publish: async (m, _enqueue, resourceVersion) => {
       await new Promise((resolve) => setImmediate(resolve)); // Pub/Sub answers later, not synchronously
       if (options.fail) throw new Error('UNAVAILABLE: emulator down');
       published.push(m);
+      versions.set(`${m.namespace}/${m.name}`, resourceVersion);
       return String(published.length);
     },
   });
   const send = (r: ResourceType, event: WatchEvent) => pipeline.handle(routesOf(r), event);
-  return { timers, published, logs, metrics, pipeline, send };
+  return { timers, published, versions, logs, metrics, pipeline, send };
 }
 
 /** Lets the pipeline's publish promises settle. */
@@ -209,6 +224,21 @@ describe('KeyPipeline', () => {
     timers.advance(250);
     await settle();
     assert.deepEqual(published.map((m) => m.name).sort(), ['w1', 'w2']);
+  });
+
+  it("publishes each key with its primary's resourceVersion in the relay's cache when the publish starts, whatever event enqueued it", async () => {
+    const resourceVersions = new Map([['ns/w1', '7']]);
+    const { timers, versions, send } = setup({ resourceVersions });
+    send(pods, { type: 'ADDED', object: pod('p1', 'w1', '3') }); // a child's event: its own version is not the primary's
+    send(pods, { type: 'ADDED', object: pod('p2', 'w2', '4') }); // a primary the relay does not hold
+    await settle(); // the leading edges
+    assert.deepEqual(Object.fromEntries(versions), { 'ns/w1': '7', 'ns/w2': undefined });
+    resourceVersions.set('ns/w1', '9');
+    send(pods, { type: 'MODIFIED', object: pod('p1', 'w1', '5'), oldObject: pod('p1', 'w1', '3') });
+    send(pods, { type: 'MODIFIED', object: pod('p1', 'w1', '6'), oldObject: pod('p1', 'w1', '5') });
+    timers.advance(250);
+    await settle();
+    assert.equal(versions.get('ns/w1'), '9', 'the trailing publish reads the newest version');
   });
 
   it("gives Watch.map the primary keys in the relay's cache", async () => {
