@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
+import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const reportFolder = join(root, 'functions/kit/api');
@@ -39,13 +39,25 @@ try {
   );
   await mkdir(join(dts, 'out'));
   const packageJson = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { name: string };
+  const declarationOf = (source: string) => join(dts, source.replace(/\.ts$/, '.d.ts'));
+  // One TypeScript program for every entry point (API Extractor's `compilerState`): each invoke
+  // would otherwise build and type-check a program of its own over the same files.
+  let compilerState: CompilerState | undefined;
   for (const [source, report] of Object.entries(ENTRIES)) {
     const config = ExtractorConfig.prepare({
       configObject: {
         projectFolder: root,
         newlineKind: 'lf',
-        mainEntryPointFilePath: join(dts, source.replace(/\.ts$/, '.d.ts')),
-        compiler: { tsconfigFilePath: join(root, 'tsconfig.api.json') },
+        mainEntryPointFilePath: declarationOf(source),
+        // The program is the emitted declarations alone (tsconfig.api.json's options, its sources
+        // left out: tsc above type-checked them, and skipLibCheck skips the declarations).
+        compiler: {
+          overrideTsconfig: {
+            extends: join(root, 'tsconfig.api.json'),
+            include: [],
+            files: Object.keys(ENTRIES).map(declarationOf),
+          },
+        },
         apiReport: {
           enabled: true,
           reportFolder: join(dts, 'out'),
@@ -73,7 +85,11 @@ try {
       packageJsonFullPath: join(root, 'package.json'),
       packageJson,
     });
+    compilerState ??= CompilerState.create(config, {
+      additionalEntryPoints: Object.keys(ENTRIES).map(declarationOf),
+    });
     const result = Extractor.invoke(config, {
+      compilerState,
       localBuild: true,
       // The comparison is this script's (below): silence API Extractor's own about a new report.
       messageCallback: (message) => {
