@@ -6,7 +6,9 @@
  *   node scripts/check-api.ts --update   # rewrites the reports; review the diff, then commit it
  *
  * Steps: TypeScript emits the declarations of `functions/` (tsconfig.api.json) into a temporary
- * directory, API Extractor analyses each entry point's `.d.ts` and writes its report there, and
+ * directory, without type-checking them again (`--noCheck`: `npm run typecheck`, beside this in
+ * `npm run check`, type-checks the same files), API Extractor analyses each entry point's `.d.ts`
+ * (one program of those declarations for the three) and writes its report there, and
  * the report (its generator's web address taken out of the header: nothing the project ships
  * links outside it) is compared with the checked-in one. The temporary directory is removed in
  * every case.
@@ -17,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
+import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const reportFolder = join(root, 'functions/kit/api');
@@ -34,18 +36,37 @@ const changed: string[] = [];
 try {
   await promisify(execFile)(
     process.execPath,
-    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.api.json'), '--outDir', dts],
+    [
+      join(root, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      join(root, 'tsconfig.api.json'),
+      '--noCheck',
+      '--outDir',
+      dts,
+    ],
     { cwd: root },
   );
   await mkdir(join(dts, 'out'));
   const packageJson = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { name: string };
+  const declarationOf = (source: string) => join(dts, source.replace(/\.ts$/, '.d.ts'));
+  // One TypeScript program for every entry point (API Extractor's `compilerState`): each invoke
+  // would otherwise build and type-check a program of its own over the same files.
+  let compilerState: CompilerState | undefined;
   for (const [source, report] of Object.entries(ENTRIES)) {
     const config = ExtractorConfig.prepare({
       configObject: {
         projectFolder: root,
         newlineKind: 'lf',
-        mainEntryPointFilePath: join(dts, source.replace(/\.ts$/, '.d.ts')),
-        compiler: { tsconfigFilePath: join(root, 'tsconfig.api.json') },
+        mainEntryPointFilePath: declarationOf(source),
+        // The program is the emitted declarations alone (tsconfig.api.json's options, its sources
+        // left out: tsc above type-checked them, and skipLibCheck skips the declarations).
+        compiler: {
+          overrideTsconfig: {
+            extends: join(root, 'tsconfig.api.json'),
+            include: [],
+            files: Object.keys(ENTRIES).map(declarationOf),
+          },
+        },
         apiReport: {
           enabled: true,
           reportFolder: join(dts, 'out'),
@@ -73,7 +94,11 @@ try {
       packageJsonFullPath: join(root, 'package.json'),
       packageJson,
     });
+    compilerState ??= CompilerState.create(config, {
+      additionalEntryPoints: Object.keys(ENTRIES).map(declarationOf),
+    });
     const result = Extractor.invoke(config, {
+      compilerState,
       localBuild: true,
       // The comparison is this script's (below): silence API Extractor's own about a new report.
       messageCallback: (message) => {

@@ -552,70 +552,10 @@ describe('levelset (the real binary against the local stack)', () => {
       .map((c) => c.metadata?.name ?? '')
       .filter((n) => n.startsWith('levelset-'));
 
-  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C stops it', async (t) => {
-    const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
-    t.after(() => rmSync(devState, { recursive: true, force: true }));
-    const dev = spawnCli(
-      ['dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '0', '--log-format', 'json'],
-      {
-        KUBECONFIG: cluster.kubeconfigPath,
-        LEVELSET_STATE_DIR: devState,
-        LEVELSET_SOURCE_NAMESPACE: namespace,
-      },
-    );
-    let out = '';
-    dev.child.stdout?.on('data', (c: Buffer) => {
-      out += c.toString();
-    });
-    try {
-      const state = await waitFor(
-        () => {
-          const current = readStackState(devState);
-          return current?.relayUrl ? current : undefined;
-        },
-        {
-          timeoutMs: 90_000,
-          message: 'levelset dev to write its state file',
-        },
-      );
-      assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
-      // The registry's webhooks, registered with the cluster: its API server runs on this machine.
-      await waitFor(() => /admission\s+https:\/\/\S+ .*registered with /.test(out), {
-        timeoutMs: 30_000,
-        message: 'the admission line of the banner',
-      });
-      assert.deepEqual(await webhookConfigurations(), ['levelset-foo-scale']);
-      const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
-      assert.equal(status.code, 0, status.stdout + status.stderr);
-      assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
-      // The controllers' Pub/Sub goes through the proxy that keeps topics' labels as Pub/Sub does
-      // (the emulator refuses label updates): the stack a user runs behaves as the tests' stack.
-      const proxy = /the controllers' calls through (\S+) \(topics' labels/.exec(out)?.[1];
-      assert.ok(proxy, out);
-      const pubsub = new PubSub({ projectId: state.projectId, ...emulatorClientOptions(proxy) });
-      try {
-        const [topic] = await pubsub.createTopic({ name: 'dev-labels', labels: { a: '1' } });
-        await topic.setMetadata({ labels: { a: '2' } });
-        assert.deepEqual((await topic.getMetadata())[0].labels, { a: '2' });
-      } finally {
-        await pubsub.close();
-      }
-    } finally {
-      dev.child.kill('SIGINT');
-    }
-    const run = await dev.done;
-    assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /stopped\./);
-    assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
-    // Removed with the stack: a webhook whose front is gone would refuse every Foo write.
-    assert.deepEqual(await webhookConfigurations(), []);
-  });
-
-  test('dev: Ctrl-C while a resync is running prints no error', {
-    skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to hold a request' : false,
-  }, async (t) => {
+  // One `levelset dev` run (a whole stack of its own: emulator, relay, functions, admission) serves
+  // both what a user sees of it and a Ctrl-C that lands in a resync.
+  test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C while a resync is running stops it with no error', async (t) => {
     const local = cluster.local;
-    assert.ok(local);
     // Foo's resync LIST (served once its CRD is) tells when a resync has started.
     await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
     const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
@@ -630,6 +570,8 @@ describe('levelset (the real binary against the local stack)', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: {
           ...process.env,
+          GOOGLE_CLOUD_PROJECT: undefined,
+          METADATA_SERVER_DETECTION: 'none',
           KUBECONFIG: cluster.kubeconfigPath,
           LEVELSET_STATE_DIR: devState,
           LEVELSET_SOURCE_NAMESPACE: namespace,
@@ -647,10 +589,38 @@ describe('levelset (the real binary against the local stack)', () => {
     const pgid = dev.pid ?? 0;
     let removeLatency = () => {};
     try {
-      await waitFor(() => readStackState(devState)?.relayUrl, {
-        timeoutMs: 90_000,
-        message: 'levelset dev to write its state file',
+      const state = await waitFor(
+        () => {
+          const current = readStackState(devState);
+          return current?.relayUrl ? current : undefined;
+        },
+        {
+          timeoutMs: 90_000,
+          message: 'levelset dev to write its state file',
+        },
+      );
+      assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
+      // The registry's webhooks, registered with the cluster: its API server runs on this machine.
+      await waitFor(() => /admission\s+https:\/\/\S+ .*registered with /.test(output), {
+        timeoutMs: 30_000,
+        message: 'the admission line of the banner',
       });
+      assert.deepEqual(await webhookConfigurations(), ['levelset-foo-scale']);
+      const status = await cli(['status'], { LEVELSET_STATE_DIR: devState });
+      assert.equal(status.code, 0, status.stdout + status.stderr);
+      assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
+      // The controllers' Pub/Sub goes through the proxy that keeps topics' labels as Pub/Sub does
+      // (the emulator refuses label updates): the stack a user runs behaves as the tests' stack.
+      const proxy = /the controllers' calls through (\S+) \(topics' labels/.exec(output)?.[1];
+      assert.ok(proxy, output);
+      const pubsub = new PubSub({ projectId: state.projectId, ...emulatorClientOptions(proxy) });
+      try {
+        const [topic] = await pubsub.createTopic({ name: 'dev-labels', labels: { a: '1' } });
+        await topic.setMetadata({ labels: { a: '2' } });
+        assert.deepEqual((await topic.getMetadata())[0].labels, { a: '2' });
+      } finally {
+        await pubsub.close();
+      }
       // Its start finished: the state file is written before the admission service starts, and a
       // Ctrl-C then lands in a start, not in a resync (seen under load). Its last line of the start
       // is the count of source Secrets, listed once the banner is out.
@@ -658,16 +628,20 @@ describe('levelset (the real binary against the local stack)', () => {
         timeoutMs: 90_000,
         message: 'levelset dev to finish its start (its "watching:" line)',
       });
-      // The resync's LIST of the source Secrets now takes 20 s: a resync that starts is in flight.
-      const held = Date.now();
-      removeLatency = local.faults.addLatency({ verb: 'list', resource: 'secrets', namespace }, 20_000);
-      await waitFor(
-        () => local.requests.count((e) => e.verb === 'list' && e.resource === 'foos' && e.time > held) > 0,
-        {
-          timeoutMs: 60_000,
-          message: 'a resync running (its LIST of Foos answered, of the source Secrets held)',
-        },
-      );
+      // Holding a request needs the local API server; on TEST_KUBECONFIG's cluster, Ctrl-C lands
+      // wherever the run is.
+      if (local) {
+        // The resync's LIST of the source Secrets now takes 20 s: a resync that starts is in flight.
+        const held = Date.now();
+        removeLatency = local.faults.addLatency({ verb: 'list', resource: 'secrets', namespace }, 20_000);
+        await waitFor(
+          () => local.requests.count((e) => e.verb === 'list' && e.resource === 'foos' && e.time > held) > 0,
+          {
+            timeoutMs: 60_000,
+            message: 'a resync running (its LIST of Foos answered, of the source Secrets held)',
+          },
+        );
+      }
     } finally {
       process.kill(-pgid, 'SIGINT');
     }
@@ -676,6 +650,9 @@ describe('levelset (the real binary against the local stack)', () => {
     assert.equal(code, 0, output);
     assert.match(output, /stopped\.\n$/);
     assert.doesNotMatch(output, /error|failed|not valid JSON/i);
+    assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
+    // Removed with the stack: a webhook whose front is gone would refuse every Foo write.
+    assert.deepEqual(await webhookConfigurations(), []);
     await waitFor(
       () => {
         try {
@@ -689,7 +666,7 @@ describe('levelset (the real binary against the local stack)', () => {
     );
   });
 
-  test('dev: Ctrl-C during the start stops it and prints no error', {
+  test('dev: Ctrl-C during the start stops it without a "could not start"', {
     skip: process.env.TEST_KUBECONFIG ? 'needs the local API server to hold a request' : false,
   }, async (t) => {
     const local = cluster.local;
@@ -730,9 +707,24 @@ describe('levelset (the real binary against the local stack)', () => {
       process.kill(-pgid, 'SIGINT');
     }
     const code = await exited;
+    // Every process of the group gone before the state directory is removed (t.after): a service
+    // still stopping would write its traces there again.
+    await waitFor(
+      () => {
+        try {
+          process.kill(-pgid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeoutMs: 60_000, message: 'every process of the group gone' },
+    );
     assert.equal(code, 0, output);
     assert.match(output, /stopped\.\n$/);
-    assert.doesNotMatch(output, /could not start|error|failed/i);
+    // What the stop interrupted fails, and that is no failure to start. (What the relay could not
+    // publish before its stop deadline, under load, it logs as it does at any stop.)
+    assert.doesNotMatch(output, /could not start/);
   });
 
   test('expected failures: no stack, emulator gone, cluster unreachable', async () => {
