@@ -30,8 +30,9 @@ export const buildTime: Section = {
       });
       cpSync(join(repoRoot, 'package-lock.json'), join(project, 'package-lock.json'));
       symlinkSync(join(repoRoot, 'node_modules'), join(project, 'node_modules'), 'dir');
+      // The `levelset` command as installed (package.json `bin`), which turns Node's compile cache on.
       const cli = () =>
-        exec(process.execPath, [join(repoRoot, 'cli', 'levelset.ts'), 'build'], { cwd: project });
+        exec(process.execPath, [join(repoRoot, 'bin', 'levelset.js'), 'build'], { cwd: project });
       const entry = functionsEntry(join(project, 'controllers', 'index.ts'));
       const bare = () =>
         build({

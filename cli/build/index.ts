@@ -3,12 +3,13 @@
  * the relay's image context of the current directory's project.
  */
 import { existsSync, writeFileSync } from 'node:fs';
+import { getCompileCacheDir } from 'node:module';
 import { join, relative } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { findProject, loadRegistry, type Project, ProjectError } from '../../core/project.ts';
 import { CliError } from '../errors.ts';
 import { bundleAll } from './bundle.ts';
-import type { ManifestsMessage } from './manifests-worker.ts';
+import type { ManifestsMessage, ManifestsWorkerData } from './manifests-worker.ts';
 import { clearFunctionsPackage, functionsBundle, stageFunctionsPackage } from './package-functions.ts';
 import {
   clearRelayPackage,
@@ -51,15 +52,15 @@ export interface ManifestsRun {
 /**
  * Generates `project`'s manifests (cli/build/generate-manifests.ts) in a worker thread
  * (cli/build/manifests-worker.ts), so that loading the registry's modules and generating the
- * manifests do not hold the main thread, which answers esbuild's plugins (decision 62). `warn`
+ * manifests do not hold the main thread, which answers esbuild's plugins (decision 62); the worker
+ * uses this thread's compile cache, if it has one (bin/levelset.js: decision 66). `warn`
  * gets generateManifests' warnings. A failure rejects `registry` (when the registry did not load)
  * and `files` with the worker's error: a ProjectError stays one.
  */
 export function startManifests(project: Project, warn: (line: string) => void): ManifestsRun {
   const extension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  const worker = new Worker(new URL(`./manifests-worker.${extension}`, import.meta.url), {
-    workerData: project,
-  });
+  const workerData: ManifestsWorkerData = { project, compileCache: getCompileCacheDir() };
+  const worker = new Worker(new URL(`./manifests-worker.${extension}`, import.meta.url), { workerData });
   let registryLoaded!: () => void;
   let finish!: (files: string[]) => void;
   let fail!: (err: Error) => void;
