@@ -552,6 +552,52 @@ describe('levelset (the real binary against the local stack)', () => {
       .map((c) => c.metadata?.name ?? '')
       .filter((n) => n.startsWith('levelset-'));
 
+  /**
+   * `levelset dev` with `args` against the test's cluster, its state in `stateDir`, in a process
+   * group of its own, as a terminal runs a command (Ctrl-C sends SIGINT to the whole group): its
+   * stdout and stderr together in `output()`; `interrupt()` is that Ctrl-C; `groupGone()` waits
+   * until every process of the group has exited.
+   */
+  const startDev = (args: string[], stateDir: string) => {
+    const dev = spawn(process.execPath, [bin, 'dev', '--cluster', 'kubeconfig', ...args], {
+      cwd: repoRoot,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        GOOGLE_CLOUD_PROJECT: undefined,
+        METADATA_SERVER_DETECTION: 'none',
+        KUBECONFIG: cluster.kubeconfigPath,
+        LEVELSET_STATE_DIR: stateDir,
+        LEVELSET_SOURCE_NAMESPACE: namespace,
+      },
+    });
+    let output = '';
+    const collect = (c: Buffer) => {
+      output += c.toString();
+    };
+    dev.stdout.on('data', collect);
+    dev.stderr.on('data', collect);
+    const pgid = dev.pid ?? 0;
+    return {
+      output: () => output,
+      exited: new Promise<number | null>((resolve) => dev.once('close', resolve)),
+      interrupt: () => process.kill(-pgid, 'SIGINT'),
+      groupGone: () =>
+        waitFor(
+          () => {
+            try {
+              process.kill(-pgid, 0);
+              return false;
+            } catch {
+              return true;
+            }
+          },
+          { timeoutMs: 60_000, message: 'every process of the group gone' },
+        ),
+    };
+  };
+
   // One `levelset dev` run (a whole stack of its own: emulator, relay, functions, admission) serves
   // both what a user sees of it and a Ctrl-C that lands in a resync.
   test('dev: runs the pipeline against the cluster in KUBECONFIG, found by status; Ctrl-C while a resync is running stops it with no error', async (t) => {
@@ -560,33 +606,7 @@ describe('levelset (the real binary against the local stack)', () => {
     await cluster.applyCrd(FOO_CRD, FOO_RESOURCE, namespace);
     const devState = mkdtempSync(join(tmpdir(), 'levelset-cli-dev-'));
     t.after(() => rmSync(devState, { recursive: true, force: true }));
-    // Its own process group, as a terminal runs a command: Ctrl-C sends SIGINT to the whole group.
-    const dev = spawn(
-      process.execPath,
-      [bin, 'dev', '--cluster', 'kubeconfig', '--no-demo', '--resync-interval-ms', '1000'],
-      {
-        cwd: repoRoot,
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          GOOGLE_CLOUD_PROJECT: undefined,
-          METADATA_SERVER_DETECTION: 'none',
-          KUBECONFIG: cluster.kubeconfigPath,
-          LEVELSET_STATE_DIR: devState,
-          LEVELSET_SOURCE_NAMESPACE: namespace,
-        },
-      },
-    );
-    let output = '';
-    dev.stdout.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    dev.stderr.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => dev.once('close', resolve));
-    const pgid = dev.pid ?? 0;
+    const dev = startDev(['--no-demo', '--resync-interval-ms', '1000'], devState);
     let removeLatency = () => {};
     try {
       const state = await waitFor(
@@ -601,7 +621,7 @@ describe('levelset (the real binary against the local stack)', () => {
       );
       assert.notEqual(state.emulatorHost, stack.emulator.host, 'a stack of its own');
       // The registry's webhooks, registered with the cluster: its API server runs on this machine.
-      await waitFor(() => /admission\s+https:\/\/\S+ .*registered with /.test(output), {
+      await waitFor(() => /admission\s+https:\/\/\S+ .*registered with /.test(dev.output()), {
         timeoutMs: 30_000,
         message: 'the admission line of the banner',
       });
@@ -611,8 +631,8 @@ describe('levelset (the real binary against the local stack)', () => {
       assert.match(status.stdout, new RegExp(`relay\\s+ready at ${state.relayUrl}`));
       // The controllers' Pub/Sub goes through the proxy that keeps topics' labels as Pub/Sub does
       // (the emulator refuses label updates): the stack a user runs behaves as the tests' stack.
-      const proxy = /the controllers' calls through (\S+) \(topics' labels/.exec(output)?.[1];
-      assert.ok(proxy, output);
+      const proxy = /the controllers' calls through (\S+) \(topics' labels/.exec(dev.output())?.[1];
+      assert.ok(proxy, dev.output());
       const pubsub = new PubSub({ projectId: state.projectId, ...emulatorClientOptions(proxy) });
       try {
         const [topic] = await pubsub.createTopic({ name: 'dev-labels', labels: { a: '1' } });
@@ -624,7 +644,7 @@ describe('levelset (the real binary against the local stack)', () => {
       // Its start finished: the state file is written before the admission service starts, and a
       // Ctrl-C then lands in a start, not in a resync (seen under load). Its last line of the start
       // is the count of source Secrets, listed once the banner is out.
-      await waitFor(() => /^watching: \d+ source Secrets/m.test(output), {
+      await waitFor(() => /^watching: \d+ source Secrets/m.test(dev.output()), {
         timeoutMs: 90_000,
         message: 'levelset dev to finish its start (its "watching:" line)',
       });
@@ -643,27 +663,18 @@ describe('levelset (the real binary against the local stack)', () => {
         );
       }
     } finally {
-      process.kill(-pgid, 'SIGINT');
+      dev.interrupt();
     }
-    const code = await exited;
+    const code = await dev.exited;
     removeLatency();
+    const output = dev.output();
     assert.equal(code, 0, output);
     assert.match(output, /stopped\.\n$/);
     assert.doesNotMatch(output, /error|failed|not valid JSON/i);
     assert.equal(readStackState(devState), undefined, 'the state file is removed on stop');
     // Removed with the stack: a webhook whose front is gone would refuse every Foo write.
     assert.deepEqual(await webhookConfigurations(), []);
-    await waitFor(
-      () => {
-        try {
-          process.kill(-pgid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      { timeoutMs: 60_000, message: 'every process of the group gone' },
-    );
+    await dev.groupGone();
   });
 
   test('dev: Ctrl-C during the start stops it without a "could not start"', {
@@ -677,49 +688,21 @@ describe('levelset (the real binary against the local stack)', () => {
     // services' lines) is then still in flight when Ctrl-C lands.
     const removeLatency = local.faults.addLatency({ verb: 'create' }, 5_000);
     t.after(removeLatency);
-    const dev = spawn(process.execPath, [bin, 'dev', '--cluster', 'kubeconfig', '--no-demo'], {
-      cwd: repoRoot,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        KUBECONFIG: cluster.kubeconfigPath,
-        LEVELSET_STATE_DIR: devState,
-        LEVELSET_SOURCE_NAMESPACE: namespace,
-      },
-    });
-    let output = '';
-    dev.stdout.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    dev.stderr.on('data', (c: Buffer) => {
-      output += c.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => dev.once('close', resolve));
-    const pgid = dev.pid ?? 0;
+    const dev = startDev(['--no-demo'], devState);
     try {
-      await waitFor(() => /^ {2}relay {12}/m.test(output), {
+      await waitFor(() => /^ {2}relay {12}/m.test(dev.output()), {
         timeoutMs: 90_000,
         message: "levelset dev's start to reach its relay's line",
       });
-      assert.doesNotMatch(output, /Ctrl-C stops everything/, 'the start is still running');
+      assert.doesNotMatch(dev.output(), /Ctrl-C stops everything/, 'the start is still running');
     } finally {
-      process.kill(-pgid, 'SIGINT');
+      dev.interrupt();
     }
-    const code = await exited;
+    const code = await dev.exited;
     // Every process of the group gone before the state directory is removed (t.after): a service
     // still stopping would write its traces there again.
-    await waitFor(
-      () => {
-        try {
-          process.kill(-pgid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      { timeoutMs: 60_000, message: 'every process of the group gone' },
-    );
+    await dev.groupGone();
+    const output = dev.output();
     assert.equal(code, 0, output);
     assert.match(output, /stopped\.\n$/);
     // What the stop interrupted fails, and that is no failure to start. (What the relay could not
