@@ -61,6 +61,8 @@ export interface SoakResults {
 const s = (ms: number | undefined) => (ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`);
 const mib = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(1)}`);
 const range = (r: [number, number] | undefined) => (r ? `${mib(r[0])} → ${mib(r[1])}` : '—');
+/** A life's threads at its first and last sample, or — when not read. */
+const threadRange = (r: [number, number] | undefined) => (r ? `${r[0]} → ${r[1]}` : '—');
 const withErr = (x: number | undefined, err: number | undefined) =>
   `${mib(x)}${err !== undefined ? ` ± ${mib(err)}` : ''}`;
 /** `a 3, b 1`, or `none`. */
@@ -234,11 +236,11 @@ export function markdownReport(r: SoakResults, command: string): string {
     '',
     `The RSS is judged as the heap is, by its floor (the least RSS of each 3-minute window of the life: the RSS rises and falls with the heap's collections and the allocator's returns), fitted with its standard error: **within** ${SLOPE_LIMIT_MIB_PER_HOUR} MiB/h when the slope plus twice its standard error is at most ${SLOPE_LIMIT_MIB_PER_HOUR}, **above** when the slope less twice its standard error exceeds it, **undecided** when the life is too short or too noisy to tell (the interval spans the limit). The V8 heap's own figures (used, total) and the memory outside it (external: Buffers and ArrayBuffers) tell where a growth of the RSS is: one the heap and external do not show is the allocator's (malloc's arenas, freed and not returned) or native code's.`,
     '',
-    '| process | RSS floor slope (MiB/h) | judged | RSS slope (MiB/h) | heap floor slope (MiB/h) | heap slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | heap total in it (MiB) | external in it (MiB) | lives after warm-up | peak RSS (MiB) |',
-    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| process | RSS floor slope (MiB/h) | judged | RSS slope (MiB/h) | heap floor slope (MiB/h) | heap slope (MiB/h) | fitted over (the longest life) | RSS in it (MiB) | heap in it (MiB) | heap total in it (MiB) | external in it (MiB) | threads in it | lives after warm-up | peak RSS (MiB) |',
+    '| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...Object.entries(r.memory).map(
       ([name, m]) =>
-        `| ${name} | ${withErr(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${judgeSlope(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${mib(m.slope?.rssMiBPerHour)} | ${withErr(m.slope?.heapFloorMiBPerHour, m.slope?.heapFloorStdErr)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.heapTotalMiB)} | ${range(m.slope?.externalMiB)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
+        `| ${name} | ${withErr(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${judgeSlope(m.slope?.rssFloorMiBPerHour, m.slope?.rssFloorStdErr)} | ${mib(m.slope?.rssMiBPerHour)} | ${withErr(m.slope?.heapFloorMiBPerHour, m.slope?.heapFloorStdErr)} | ${mib(m.slope?.heapMiBPerHour)} | ${m.slope ? `${((m.slope.toMs - m.slope.fromMs) / 60_000).toFixed(1)} min` : '—'} | ${range(m.slope?.rssMiB)} | ${range(m.slope?.heapMiB)} | ${range(m.slope?.heapTotalMiB)} | ${range(m.slope?.externalMiB)} | ${threadRange(m.slope?.threads)} | ${m.slope?.segments ?? 0} | ${mib(m.peakRssMiB)} |`,
     ),
     '',
     '![RSS over time](memory.svg)',
