@@ -84,7 +84,7 @@ export async function freePort(): Promise<number> {
  * 30-minute soak) while the emulator's live objects were about 10 MiB after a collection (`jcmd
  * GC.heap_info` during a soak); 128 MiB holds a soak's bursts of a thousand messages with room to
  * spare. With these flags the committed heap stays at its initial 32 MiB through a soak (the JVM's
- * native memory tracking): what grows the emulator's RSS for its life is its threads. Google's
+ * native memory tracking): its RSS grows with its threads instead, one per new key. Google's
  * emulator (0.8.20) keeps a backlog per ordering key of an ordered subscription, each with a
  * single-thread scheduler, and never drops them: one thread and ≈ 27 KiB of RSS per ordering key it
  * has seen (2 000 messages on 2 000 keys: 20 → 2 434 threads, 104 → 237 MiB; on 10 keys: 43
