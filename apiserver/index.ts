@@ -44,6 +44,12 @@ export interface LocalApiServerOptions {
   kubeconfigPath?: string;
   /** Watch events kept per resource for resumption and continue tokens (the watch cache window); default 1000. */
   historySize?: number;
+  /**
+   * Watch events older than this, ms, are dropped from a resource's history at its next change, as
+   * etcd's periodic compaction drops old revisions; default none (the history is bounded by
+   * `historySize` alone).
+   */
+  historyMs?: number;
   /** Interval between BOOKMARK events on watches that allow them, ms; default 60 000. */
   bookmarkIntervalMs?: number;
   /** The cluster-admin bearer token written to the kubeconfig; default random. */
@@ -116,7 +122,10 @@ function kubeConfigFor(server: string, token: string, user: string, ca?: string)
 const BOOTSTRAP = { fieldManager: 'kube-apiserver' };
 
 export async function startLocalApiServer(options: LocalApiServerOptions = {}): Promise<LocalApiServer> {
-  const store = new Store({ historySize: options.historySize });
+  const store = new Store({
+    historySize: options.historySize,
+    ...(options.historyMs !== undefined ? { historyMs: options.historyMs } : {}),
+  });
   const resources = new ResourceRegistry(builtinResources());
   const registry = new Registry(store, resources);
   const crds = new CrdController(registry);

@@ -41,12 +41,24 @@ function lowerBound(keys: readonly string[], key: string): number {
 export interface StoreOptions {
   /** Events kept per storage for watch resumption and continue tokens; default 1000. */
   historySize?: number;
+  /**
+   * Events older than this, ms, are dropped from a storage's history at its next change (as etcd's
+   * periodic compaction, kube-apiserver's `--etcd-compaction-interval`, 5 minutes by default, drops
+   * older revisions); default none: the history is bounded by {@link historySize} alone. With large
+   * objects a history of thousands of events holds their copies for as long as the storage takes to
+   * change that often (the soak's 900 KiB Secrets, decision 68).
+   */
+  historyMs?: number;
+  /** The clock, ms since the epoch; default `Date.now` (tests). */
+  now?: () => number;
 }
 
 export class Store {
   private rv = 0;
   private readonly data = new Map<string, Map<string, KubeObject>>();
   private readonly history = new Map<string, StoreEvent[]>();
+  /** Per storage: when each event of {@link history} was committed, ms since the epoch. */
+  private readonly historyAt = new Map<string, number[]>();
   /** Per storage: events with rv <= this value are no longer kept. */
   private readonly compactedAt = new Map<string, number>();
   private compactedAll = 0;
@@ -54,9 +66,13 @@ export class Store {
   private readonly sortedKeys = new Map<string, string[]>();
   private readonly listeners = new Set<StoreListener>();
   readonly historySize: number;
+  readonly historyMs: number | undefined;
+  private readonly now: () => number;
 
   constructor(options: StoreOptions = {}) {
     this.historySize = options.historySize ?? 1000;
+    this.historyMs = options.historyMs;
+    this.now = options.now ?? Date.now;
   }
 
   /** The latest committed resourceVersion. */
@@ -167,13 +183,22 @@ export class Store {
     if (!prev || type === 'DELETED') this.sortedKeys.delete(storage);
     const event: StoreEvent = { type, storage, key, rv, object: stored, ...(prev ? { prev } : {}) };
     let h = this.history.get(storage);
-    if (!h) {
+    let at = this.historyAt.get(storage);
+    if (!h || !at) {
       h = [];
+      at = [];
       this.history.set(storage, h);
+      this.historyAt.set(storage, at);
     }
+    const now = this.now();
     h.push(event);
-    if (h.length > this.historySize) {
-      const dropped = h.splice(0, h.length - this.historySize);
+    at.push(now);
+    let drop = Math.max(0, h.length - this.historySize);
+    if (this.historyMs !== undefined)
+      while (drop < h.length - 1 && (at[drop] as number) < now - this.historyMs) drop++;
+    if (drop > 0) {
+      const dropped = h.splice(0, drop);
+      at.splice(0, drop);
       const last = dropped[dropped.length - 1];
       if (last) this.compactedAt.set(storage, Math.max(this.compactedAt.get(storage) ?? 0, last.rv));
     }
@@ -250,6 +275,8 @@ export class Store {
     this.compactedAll = this.rv;
     for (const [storage, h] of this.history) {
       h.length = 0;
+      const at = this.historyAt.get(storage);
+      if (at) at.length = 0;
       this.compactedAt.set(storage, this.rv);
     }
     return this.rv;

@@ -1,6 +1,7 @@
 /**
- * Memory over time of the soak's processes: RSS from `/proc/<pid>/status` (`VmRSS`), and the V8
- * heap in use where a process serves prom-client's `nodejs_heap_size_used_bytes` on its `/metrics`.
+ * Memory over time of the soak's processes: RSS and threads from `/proc/<pid>/status` (`VmRSS`,
+ * `Threads`), and the V8 heap in use where a process serves prom-client's
+ * `nodejs_heap_size_used_bytes` on its `/metrics`.
  * A process restarted by a fault is a new pid: its samples form a new segment, and the slope is
  * fitted per segment (least squares, simple-statistics) after the warm-up.
  */
@@ -35,6 +36,12 @@ export interface MemorySample {
   at: number;
   pid: number;
   rssMiB: number;
+  /**
+   * The process's threads (`Threads` of `/proc/<pid>/status`); undefined when not read. The Pub/Sub
+   * emulator's grow with every ordering key it has seen (decision 68), a growth of its RSS no heap
+   * figure shows.
+   */
+  threads?: number;
   /** MiB; undefined where the process does not expose it. */
   heapMiB?: number;
   /** MiB the V8 heap holds from the system (used or not); undefined where not exposed. */
@@ -47,12 +54,24 @@ export interface MemorySample {
 
 /** `VmRSS` of `pid` in MiB, or undefined when the process is gone. */
 export function rssMiB(pid: number): number | undefined {
+  return procStatus(pid)?.rssMiB;
+}
+
+/**
+ * `VmRSS` (MiB) and `Threads` of `pid` from `/proc/<pid>/status`, or undefined when the process is
+ * gone (or is a zombie, which has no `VmRSS`).
+ */
+export function procStatus(pid: number): { rssMiB: number; threads?: number } | undefined {
+  let text: string;
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) / 1024 : undefined;
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
     return undefined;
   }
+  const rss = /VmRSS:\s+(\d+) kB/.exec(text);
+  const threads = /^Threads:\s+(\d+)$/m.exec(text);
+  if (!rss) return undefined;
+  return { rssMiB: Number(rss[1]) / 1024, ...(threads ? { threads: Number(threads[1]) } : {}) };
 }
 
 /**
@@ -129,10 +148,10 @@ export class MemorySampler {
     await Promise.all(
       this.#processes.map(async (p) => {
         const pid = p.pid();
-        const rss = pid ? rssMiB(pid) : undefined;
-        if (!pid || rss === undefined) return;
+        const status = pid ? procStatus(pid) : undefined;
+        if (!pid || !status) return;
         const memory = await p.memory?.().catch(() => undefined);
-        this.samples.get(p.name)?.push({ at, pid, rssMiB: rss, ...memory });
+        this.samples.get(p.name)?.push({ at, pid, ...status, ...memory });
       }),
     );
   }
@@ -170,6 +189,8 @@ export interface Life {
   heapTotalMiB?: [number, number];
   externalMiB?: [number, number];
   arrayBuffersMiB?: [number, number];
+  /** Threads at the life's first and last sample (after its warm-up); undefined when not read. */
+  threads?: [number, number];
 }
 
 /** The longest life's fit (the figure of the report), and every life's. */
@@ -263,6 +284,7 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
     const external = range((s) => s.externalMiB).range;
     const heapTotal = range((s) => s.heapTotalMiB).range;
     const arrayBuffers = range((s) => s.arrayBuffersMiB).range;
+    const threads = range((s) => s.threads).range;
     const heapFloorStdErr = stdErrOf(floorOf(heap));
     const rssFloorStdErr = stdErrOf(floorOf(rss));
     const rssFloor = fit(floorOf(rss));
@@ -284,6 +306,7 @@ export function slopeOf(samples: readonly MemorySample[], warmupEndMs: number): 
       ...(external ? { externalMiB: external } : {}),
       ...(heapTotal ? { heapTotalMiB: heapTotal } : {}),
       ...(arrayBuffers ? { arrayBuffersMiB: arrayBuffers } : {}),
+      ...(threads ? { threads } : {}),
     };
   };
   const lives = [...byPid.values()].map(lifeOf);

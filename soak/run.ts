@@ -107,6 +107,8 @@ const FAULT_AFTERMATH_MS = 5_000;
 const IN_FLIGHT_AFTER_MS = 10_000;
 /** Resyncs kept for the at-resync test: a change pending longer than this many resync intervals is not checked against the older ones. */
 const RESYNCS_KEPT = 64;
+/** The local API server's watch history's age bound, ms (kube-apiserver's default `--etcd-compaction-interval`). */
+const HISTORY_MS = 5 * 60_000;
 
 /** What the run started, stopped in the reverse order by {@link stop}. */
 const stopAll: (() => Promise<void>)[] = [];
@@ -146,7 +148,15 @@ async function soak(options: Options, command: string): Promise<number> {
   let kubeconfigPath: string;
   if (options.kubeconfig) kubeconfigPath = options.kubeconfig;
   else {
-    local = await startLocalApiServer({ kubeconfigPath: join(dir, 'kubeconfig'), historySize: 5000 });
+    // The watch history: up to 5 000 events per resource (a burst of a thousand changes), none older
+    // than 5 minutes (etcd's compaction interval in kube-apiserver's default). Without the age
+    // bound, the history of the Secrets (every 900 KiB source's copies, 1.2 MB of JSON each) filled
+    // for longer than the run and was most of this process's heap growth (decision 68).
+    local = await startLocalApiServer({
+      kubeconfigPath: join(dir, 'kubeconfig'),
+      historySize: 5000,
+      historyMs: HISTORY_MS,
+    });
     const server = local;
     stopAll.push(() => server.stop());
     kubeconfigPath = local.kubeconfigPath;

@@ -68,3 +68,33 @@ test('walkAt: a resourceVersion older than the kept history is refused', () => {
   );
   assert.equal(s.snapshot(S, rv), undefined);
 });
+
+test('historyMs: events older than it are dropped at the next change, as etcd compaction (decision 68)', () => {
+  let now = 1_000_000;
+  const s = new Store({ historySize: 1000, historyMs: 300_000, now: () => now });
+  put(s, 'ns', 'a');
+  const first = s.currentRv();
+  now += 200_000;
+  s.update(S, 'ns/a', cm('ns', 'a', '2'));
+  const second = s.currentRv();
+  // Both events within 5 minutes: a watch from before either resumes.
+  assert.equal(s.eventsSince(S, first - 1)?.length, 2);
+  now += 150_000; // the first event is now 350 s old, the second 150 s
+  assert.equal(s.eventsSince(S, first - 1)?.length, 2, 'nothing dropped before the next change');
+  s.update(S, 'ns/a', cm('ns', 'a', '3'));
+  assert.equal(s.eventsSince(S, first - 1), undefined, 'the first event is gone: 410 Expired');
+  assert.deepEqual(
+    s.eventsSince(S, first)?.map((e) => e.rv),
+    [second, s.currentRv()],
+  );
+  assert.equal(s.oldestAvailable(S), first);
+  assert.equal(s.snapshot(S, first - 1), undefined);
+  assert.deepEqual(names(s.snapshot(S, second) ?? []), ['ns/a=2']);
+  // Another storage's history is its own.
+  s.create('/secrets', 'ns/x', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { namespace: 'ns', name: 'x' },
+  });
+  assert.equal(s.eventsSince('/secrets', first)?.length, 1);
+});

@@ -337,6 +337,12 @@ describe('terraform/', () => {
     assert.deepEqual(flags, [...FUNCTION_NODE_OPTIONS]);
   });
 
+  test('the functions run with the malloc arenas the local stack runs them with (decision 68)', async () => {
+    const { MALLOC_ARENA_MAX } = await import('../../local/service.ts');
+    const env = strings(m.locals.get('function_env')).join('\n');
+    assert.equal(/MALLOC_ARENA_MAX\s*=\s*"([^"]*)"/.exec(env)?.[1], MALLOC_ARENA_MAX);
+  });
+
   test("the relay's V8 flags are stated: a heap limit of half its memory limit, the ones the bench measures", async () => {
     const { RELAY_NODE_OPTIONS } = await import('../../local/stack-services.ts');
     const env = strings(m.locals.get('relay_node_env')).join('\n');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type FaultKind, faultSchedule } from '../../soak/faults.ts';
-import { floorOf, LIFE_WARMUP_MS, type MemorySample, slopeOf } from '../../soak/memory.ts';
+import { floorOf, LIFE_WARMUP_MS, type MemorySample, procStatus, slopeOf } from '../../soak/memory.ts';
 import { seededRandom } from '../../soak/random.ts';
 
 const kind = (name: string, restarts?: string): FaultKind => ({
@@ -64,6 +64,18 @@ describe('the soak: memory slopes per life', () => {
     assert.ok(Math.abs((slope.heapMiBPerHour as number) - 1) < 1e-6, `1 MiB/h: ${slope.heapMiBPerHour}`);
     assert.equal(slope.fromMs, t0 + 5 * 60_000 + LIFE_WARMUP_MS, "the life's warm-up left out");
     assert.deepEqual(slope.rssMiB, [50, 50]);
+  });
+
+  it("gives each life's threads at its first and last sample after its warm-up, as /proc reads them", () => {
+    const samples: MemorySample[] = [];
+    const t0 = 1_000_000;
+    // The Pub/Sub emulator's threads grow with the ordering keys it has seen (decision 68).
+    for (let t = 0; t <= 10 * 60_000; t += 10_000)
+      samples.push({ at: t0 + t, pid: 3, rssMiB: 150, threads: 40 + t / 10_000 });
+    assert.deepEqual(slopeOf(samples, t0)?.threads, [40 + LIFE_WARMUP_MS / 10_000, 100]);
+    const own = procStatus(process.pid);
+    assert.ok(own && own.rssMiB > 0 && (own.threads ?? 0) >= 1, JSON.stringify(own));
+    assert.equal(procStatus(2 ** 22 + 1), undefined, 'no such pid');
   });
 });
 
