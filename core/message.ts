@@ -8,6 +8,7 @@ import { type Context, context, propagation, ROOT_CONTEXT, type TextMapGetter } 
 import * as z from 'zod';
 import { type ControllerKey, DEFAULT_CLUSTER, orderingKeyOf } from './contract/key.ts';
 import { clusterId, controllerName, dns1123Label, dns1123Subdomain } from './contract/names.ts';
+import { isWellFormedResourceVersion } from './k8s/resource-version.ts';
 
 /**
  * An object name: a DNS-1123 subdomain, as apimachinery's `NameIsDNSSubdomain` accepts it. Every
@@ -102,8 +103,14 @@ export const ATTEMPT_ATTRIBUTE = 'attempt';
  */
 export const RESOURCE_VERSION_ATTRIBUTE = 'resourceVersion';
 
-/** A resourceVersion as kube-apiserver writes them (etcd's revision: a decimal whole number from 1, at most 20 digits). */
-export const resourceVersionAttribute = z.string().regex(/^[1-9][0-9]{0,19}$/);
+/**
+ * A resourceVersion as kube-apiserver writes them: well formed (core/k8s/resource-version.ts) and at
+ * most 20 digits (an unsigned 64-bit number, etcd's revision).
+ */
+export const resourceVersionAttribute = z
+  .string()
+  .max(20)
+  .refine(isWellFormedResourceVersion, 'a resourceVersion: decimal digits, no leading zero');
 
 /** {@link ATTEMPT_ATTRIBUTE}'s value: a whole number from 1 to 100 (Pub/Sub's most delivery attempts), no sign or leading zero. */
 export const attemptAttribute = z

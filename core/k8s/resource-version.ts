@@ -9,13 +9,18 @@
 
 const WELL_FORMED = /^[1-9][0-9]*$/;
 
+/** Whether `s` is a well-formed resourceVersion: decimal digits, no leading zero, not `0` (this file's docstring). */
+export function isWellFormedResourceVersion(s: string): boolean {
+  return WELL_FORMED.test(s);
+}
+
 /**
  * -1, 0 or +1 as `a` is older than, the same as or newer than `b`; `undefined` when either is not
  * a well-formed resourceVersion (then they cannot be ordered). Only meaningful for two objects of
  * one resource (one group and plural).
  */
 export function compareResourceVersions(a: string, b: string): -1 | 0 | 1 | undefined {
-  if (!(WELL_FORMED.test(a) && WELL_FORMED.test(b))) return undefined;
+  if (!(isWellFormedResourceVersion(a) && isWellFormedResourceVersion(b))) return undefined;
   if (a.length !== b.length) return a.length < b.length ? -1 : 1;
   return a === b ? 0 : a < b ? -1 : 1;
 }
