@@ -179,17 +179,25 @@ export class ObjectStore implements ObjectSink {
   }
 
   /**
-   * The objects of `namespace` that may match `terms`: those labelled with its first equality
-   * term's `key=value` (an index kept on every put and remove, as client-go's indexers), or every
-   * object of the namespace when it has no equality term. The caller still checks every term.
+   * The objects of `namespace` that may match `terms`: those labelled with the `key=value` of its
+   * most selective equality term (the one fewest objects carry: an index kept on every put and
+   * remove, as client-go's indexers; a controller's children share its controller label, and only
+   * one owner's carry its UID), or every object of the namespace when it has no equality term. The
+   * caller still checks every term.
    */
   candidates(namespace: string, terms: readonly Term[]): Iterable<KubernetesObject> {
-    const eq = terms.find((t) => t.op === 'eq');
-    if (eq?.op !== 'eq') return this.in(namespace);
-    const names = this.#byLabel.get(namespace)?.get(`${eq.key}=${eq.value}`);
+    let names: Set<string> | undefined;
+    const byPair = this.#byLabel.get(namespace);
+    for (const t of terms) {
+      if (t.op !== 'eq') continue;
+      const named = byPair?.get(`${t.key}=${t.value}`);
+      if (!named) return [];
+      if (!names || named.size < names.size) names = named;
+    }
+    if (!names) return this.in(namespace);
     const objects = this.#byNamespace.get(namespace);
     const out: KubernetesObject[] = [];
-    for (const name of names ?? []) {
+    for (const name of names) {
       const o = objects?.get(name);
       if (o) out.push(o);
     }

@@ -5,7 +5,12 @@ import { describe, it } from 'node:test';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Controller } from '../../core/contract/controller.ts';
 import { configmaps, deployments, secrets } from '../../functions/kit/resources.ts';
-import { InformerObjectCache, matches, parseSelector } from '../../functions/runtime/object-cache.ts';
+import {
+  InformerObjectCache,
+  matches,
+  type ObjectStore,
+  parseSelector,
+} from '../../functions/runtime/object-cache.ts';
 
 const controller = { name: 'c', cachedReads: [deployments, secrets] } as unknown as Controller;
 const dep = (name: string, rv: string, labels: Record<string, string> = { app: 'a' }, ns = 'ns') =>
@@ -118,6 +123,33 @@ describe('InformerObjectCache', () => {
     assert.deepEqual(names('tier=web'), ['a']);
   });
 
+  it("reads a controller's children by the owner's label, not every child of the controller", () => {
+    const cache = new InformerObjectCache([controller]);
+    const store = cache.sinkFor({ resource: deployments });
+    store?.synced();
+    for (let i = 0; i < 50; i++)
+      store?.put(dep(`d${i}`, `${i + 1}`, { controller: 'foo', owner: `uid-${i}` }));
+    const terms = parseSelector('controller=foo,owner=uid-7') ?? [];
+    const read = [...((store as ObjectStore | undefined)?.candidates('ns', terms) ?? [])].map(
+      (o) => o.metadata?.name,
+    );
+    assert.deepEqual(read, ['d7'], 'the owner label is the more selective: one candidate, not 50');
+    assert.deepEqual(
+      cache.list(deployments, 'ns', 'owner=uid-7,controller=foo')?.map((o) => o.metadata?.name),
+      ['d7'],
+      'whatever the terms order',
+    );
+    assert.deepEqual(
+      cache.list(deployments, 'ns', 'controller=foo,owner=none'),
+      [],
+      'a value nobody carries',
+    );
+    assert.deepEqual(
+      cache.list(deployments, 'ns', 'controller=bar,owner=uid-7'),
+      [],
+      'every term still holds',
+    );
+  });
   it("knows the echo of a controller's own write: exactly the version it answered, delivered", () => {
     const cache = new InformerObjectCache([controller]);
     const store = cache.sinkFor({ resource: deployments });
