@@ -28,5 +28,6 @@ export function loadKubeConfig(kubeconfigPath?: string, env: NodeJS.ProcessEnv =
   if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
   else kc.loadFromDefault();
   if (!kc.getCurrentCluster()) throw new Error('no Kubernetes cluster configured: set KUBECONFIG');
+  kc.inlineTlsFiles();
   return kc;
 }

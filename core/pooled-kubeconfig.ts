@@ -1,6 +1,7 @@
 /**
  * The KubeConfig class of every Levelset process: client-node's, with requests sharing connections.
  */
+import { readFileSync } from 'node:fs';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import { type ClientLimits, type Limiter, requestLimiter } from './request-budget.ts';
 
@@ -19,8 +20,9 @@ type Dispatcher = ReturnType<RequestContext['getDispatcher']>;
  * the server URL, so the pool keeps the TLS material of its first request, as client-go's transport
  * keeps its `rest.Config`'s. Credentials sent as headers (tokens, exec plugins, the Cloud Run
  * authenticator) are still applied per request. client-node still builds (and this class drops) an
- * Agent per request, and reads `caFile`/`certFile` per request: `createDispatcher` is private, so
- * only the pool, hence the connections and handshakes, is shared.
+ * Agent per request (`createDispatcher` is private, so only the pool, hence the connections and
+ * handshakes, is shared), and would read `caFile`/`certFile`/`keyFile` per request: {@link inlineTlsFiles}
+ * reads them once.
  */
 export class PooledKubeConfig extends KubeConfig {
   readonly #dispatchers = new Map<string, NonNullable<Dispatcher>>();
@@ -35,6 +37,29 @@ export class PooledKubeConfig extends KubeConfig {
   constructor(limits?: ClientLimits) {
     super();
     this.limiter = limits ? requestLimiter(limits) : undefined;
+  }
+
+  /**
+   * Reads the CA, client certificate and client key files the loaded configuration names (an
+   * in-cluster config's `ca.crt`, a kubeconfig's `certificate-authority` and `client-certificate`
+   * paths) once, into its `caData`/`certData`/`keyData`, as client-go's transport reads them once
+   * when it is built: client-node reads them again on every request (`applyHTTPSOptions`), and the
+   * pooled connections keep the first request's material anyway. Tokens (an in-cluster token
+   * file, exec plugins) are untouched: their authenticators still refresh them.
+   * @throws when a named file cannot be read (as the first request would)
+   */
+  inlineTlsFiles(): void {
+    const data = (file: string) => readFileSync(file).toString('base64');
+    this.loadFromOptions({
+      clusters: this.clusters.map(({ caFile, ...c }) => (caFile ? { ...c, caData: data(caFile) } : c)),
+      users: this.users.map(({ certFile, keyFile, ...u }) => ({
+        ...u,
+        ...(certFile ? { certData: data(certFile) } : {}),
+        ...(keyFile ? { keyData: data(keyFile) } : {}),
+      })),
+      contexts: this.contexts,
+      currentContext: this.currentContext,
+    });
   }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { PooledKubeConfig } from '../../core/pooled-kubeconfig.ts';
@@ -64,4 +67,32 @@ test('PooledKubeConfig: another user gets a pool of its own', async () => {
   });
   const opened = await connectionsFor(kc, 10);
   assert.ok(opened >= 1 && opened <= 2, `${opened} connections`);
+});
+
+test('PooledKubeConfig.inlineTlsFiles: the TLS files are read once, into the data fields; the token is untouched', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'levelset-tls-'));
+  try {
+    for (const f of ['ca.crt', 'client.crt', 'client.key']) await writeFile(join(dir, f), `pem of ${f}`);
+    const kc = new PooledKubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: 'https://127.0.0.1:1', caFile: join(dir, 'ca.crt') }],
+      users: [{ name: 'u', certFile: join(dir, 'client.crt'), keyFile: join(dir, 'client.key'), token: 't' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    kc.inlineTlsFiles();
+    await rm(dir, { recursive: true });
+    const decoded = (data: string | undefined) => Buffer.from(data ?? '', 'base64').toString();
+    assert.equal(kc.getCurrentCluster()?.caFile, undefined);
+    assert.equal(decoded(kc.getCurrentCluster()?.caData), 'pem of ca.crt');
+    assert.equal(decoded(kc.getCurrentUser()?.certData), 'pem of client.crt');
+    assert.equal(decoded(kc.getCurrentUser()?.keyData), 'pem of client.key');
+    assert.equal(kc.getCurrentUser()?.token, 't');
+    // The files are gone: what client-node applies now comes from the data fields.
+    const options: { ca?: Buffer; headers?: Record<string, string> } = {};
+    await kc.applyToHTTPSOptions(options);
+    assert.equal(options.ca?.toString(), 'pem of ca.crt');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
