@@ -240,6 +240,10 @@ export const pushEnvelopeSchema = z.object({
   deliveryAttempt: z.number().int().optional(),
 });
 
+// Made once: a zod schema costs more to build than to run (decodePushEnvelope runs per delivery).
+const optionalAttempt = attemptAttribute.optional();
+const optionalRateLimited = rateLimitedAttribute.optional();
+
 /** A push body or key message that can never be processed: acknowledged, logged, never retried. */
 export class MalformedMessageError extends Error {
   override readonly name = 'MalformedMessageError';
@@ -297,8 +301,8 @@ export function decodePushEnvelope(body: unknown): Delivery {
   const parsed = keyMessageSchema.safeParse(json);
   if (!parsed.success) throw new MalformedMessageError('not a v1 or v2 key message', issuesOf(parsed.error));
   const attributes = envelope.data.message.attributes ?? {};
-  const counted = (name: string, schema: z.ZodType<number, string>, absent: number) => {
-    const count = schema.optional().safeParse(attributes[name]);
+  const counted = (name: string, schema: z.ZodOptional<z.ZodType<number, string>>, absent: number) => {
+    const count = schema.safeParse(attributes[name]);
     if (!count.success) throw new MalformedMessageError(`invalid "${name}" attribute`, issuesOf(count.error));
     return count.data ?? absent;
   };
@@ -306,8 +310,8 @@ export function decodePushEnvelope(body: unknown): Delivery {
     message: parsed.data,
     messageId,
     attributes,
-    attempt: counted(ATTEMPT_ATTRIBUTE, attemptAttribute, 1),
-    rateLimited: counted(RATE_LIMITED_ATTRIBUTE, rateLimitedAttribute, 0),
+    attempt: counted(ATTEMPT_ATTRIBUTE, optionalAttempt, 1),
+    rateLimited: counted(RATE_LIMITED_ATTRIBUTE, optionalRateLimited, 0),
   };
   // A hint: one that is not a resourceVersion leaves the reads consistent, and the key is reconciled.
   const resourceVersion = resourceVersionAttribute.safeParse(attributes[RESOURCE_VERSION_ATTRIBUTE]);
