@@ -194,7 +194,6 @@ export function ownedChildren(context: ChildContext, types: readonly OwnedType[]
         owner: object,
         owned: listings,
         desired: wanted,
-        lazyUpgrade: context.lazyUpgrade ?? false,
       };
       const { changes, conflict } = await reconcileChildren(input);
       return { changes, pruning: false, ...(conflict ? { failed: conflict } : {}) };

@@ -9,19 +9,17 @@
  * when every desired child is converged: its values are live ({@link isSubset}) and Levelset's
  * field manager owns exactly its fields ({@link ownsExactly}), or, in the in-process mode, the
  * child is one this process created with the same fields as desired now and left with the create's
- * `Update` entry ({@link createdAsDesired}). A created child costs a POST, and in the serverless
- * mode (which remembers nothing between deliveries) a PATCH of its managedFields right after it (a
- * GET and the PATCH again when another writer got there first); a changed one an apply (after the
- * same PATCH once, for a child a create or an older Levelset left with an `Update` entry: the
- * in-process mode's created children upgrade here, lazily, when the apply leaves the created shape,
- * so that it still prunes the fields the reconcile stopped setting; an apply in the created shape
- * prunes nothing and needs no PATCH).
+ * `Update` entry ({@link createdAsDesired}): it was created from a body of the desired shape, which
+ * the create recorded on it ({@link CREATED_SHAPE_ANNOTATION}). A created child costs a POST alone;
+ * a changed one an apply (after a PATCH of its managedFields once, for a child a create or an older
+ * Levelset left with an `Update` entry, when the apply leaves the created shape, so that it still
+ * prunes the fields the reconcile stopped setting; an apply in the created shape prunes nothing and
+ * needs no PATCH).
  */
 import { createHash } from 'node:crypto';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { ResourceType } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
-import { isConflict, isNamespaceTerminating, isNotFound, TerminalError } from '../../core/k8s/errors.ts';
+import { isConflict, isNamespaceTerminating, TerminalError } from '../../core/k8s/errors.ts';
 import {
   controllerRefOf,
   type GroupVersionKind,
@@ -46,6 +44,13 @@ import type { ChildChange, OwnedType, Owner } from './types.ts';
 export const CONTROLLER_LABEL = 'levelset.dev/controller';
 /** Label carrying the owner's UID (a UID is a valid label value; a name may not be): `levelset.dev/owner=<uid>`. */
 export const OWNER_LABEL = 'levelset.dev/owner';
+/**
+ * Annotation a created child carries: the shape ({@link shapeOf}) of the body it was created from,
+ * so that any process, the stateless serverless one included, knows what the create's `Update`
+ * entry holds beyond the server's defaults ({@link createdAsDesired}). The first apply in another
+ * shape removes it (the managedFields upgrade before that apply makes it an applied field).
+ */
+export const CREATED_SHAPE_ANNOTATION = 'levelset.dev/created-shape';
 
 /** Reason of the condition and Warning Event when a desired child's name is taken (sample-controller). */
 export const ERR_RESOURCE_EXISTS = 'ErrResourceExists';
@@ -154,66 +159,6 @@ function childSpan<T>(operation: ChildOperation, child: string, fn: () => Promis
   return inSpan(`child ${operation}`, { [ATTR.child]: child }, fn);
 }
 
-/** Attempts of {@link upgradeCreated}'s patch, as client-go's `retry.DefaultRetry` (5 steps). */
-const UPGRADE_ATTEMPTS = 5;
-
-/**
- * Makes the fields `body` set on the just-created `created` the `Apply` fields of Levelset's manager
- * (what the create set is what `body` sets: the rest of its `Update` entry is server defaults). The
- * patch is conditional on the object's `resourceVersion`, and a built-in controller commonly writes a
- * child right after its create (kube-controller-manager's Deployment controller updates the new
- * Deployment's status within milliseconds), so a 409 Conflict re-reads the child and patches again,
- * as client-go's `retry.RetryOnConflict`: the other writer's managedFields entry is kept, never
- * overwritten. A child that is gone or no longer the same object (another UID) is left alone: the
- * next reconcile sees it as it is.
- * @throws API errors other than a conflict; the last 409 after {@link UPGRADE_ATTEMPTS} attempts
- */
-async function upgradeCreated(
-  client: ResourceClient,
-  resource: ResourceType,
-  created: KubernetesObject,
-  body: KubernetesObject,
-): Promise<void> {
-  const { name = '', namespace } = created.metadata ?? {};
-  let live = created;
-  for (let attempt = 1; ; attempt++) {
-    const upgrade = upgradeManagedFieldsPatch(live, FIELD_MANAGER, body);
-    if (!upgrade) return;
-    try {
-      await client.patch(resource, namespace, name, upgrade, 'json');
-      return;
-    } catch (err) {
-      if (!isConflict(err) || attempt >= UPGRADE_ATTEMPTS) throw err;
-    }
-    const current = await client.get(resource, namespace, name).catch((err) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
-    if (!current || current.metadata?.uid !== created.metadata?.uid) return;
-    live = current;
-  }
-}
-
-/** Children this process created, at most (the oldest forgotten first): a forgotten one costs an upgrade and an apply once. */
-export const CREATED_CHILDREN_REMEMBERED = 100_000;
-
-/** Per process (the in-process mode): the shape ({@link shapeOf}) of the body each child was created with, by UID. */
-const createdShapes = new Map<string, string>();
-
-/** Forgets every created child, as a fresh process starts: for tests. */
-export function forgetCreatedChildren(): void {
-  createdShapes.clear();
-}
-
-function rememberCreated(uid: string | undefined, body: KubernetesObject): void {
-  if (!uid) return;
-  createdShapes.set(uid, shapeOf(body));
-  if (createdShapes.size > CREATED_CHILDREN_REMEMBERED) {
-    const oldest = createdShapes.keys().next().value;
-    if (oldest !== undefined) createdShapes.delete(oldest);
-  }
-}
-
 /**
  * The paths `value` sets, without their values, as a digest: objects member by member (sorted;
  * `null` and `undefined` members left out); a list whole, values included (its items' identity is
@@ -239,14 +184,16 @@ export function shapeOf(value: unknown): string {
 }
 
 /**
- * Whether `live` is a child this process created from a body of `body`'s shape ({@link shapeOf})
- * and nobody applied since: Levelset's manager has one entry on it, the create's `Update` entry,
- * and it still holds every field `body` sets. Its fields beyond `body`'s are what the server
- * defaulted (the create set `body`'s paths, no more), so Levelset's manager owns, in effect,
- * exactly `body`'s fields: converged when its values are live, without the managedFields PATCH that
- * would make them its `Apply` fields (made lazily, before the first apply). A child this process did
- * not create (another process, a restart, one forgotten: {@link CREATED_CHILDREN_REMEMBERED}) may hold
- * a field the reconcile stopped setting among them, and is not converged until applied.
+ * Whether `live` is a child created from a body of `body`'s shape ({@link shapeOf}, recorded on it:
+ * {@link CREATED_SHAPE_ANNOTATION}) and nobody applied since in another shape: Levelset's manager
+ * has the create's `Update` entry on it (and at most the `Apply` entry of applies in the created
+ * shape), and it still holds every field `body` sets. Its fields beyond `body`'s are what the server
+ * defaulted and the annotation (the create set `body`'s paths and the annotation, no more), so
+ * Levelset's manager owns, in effect, exactly `body`'s fields: converged when its values are live,
+ * without the managedFields PATCH that would make them its `Apply` fields (made lazily, before the
+ * first apply in another shape). A child created in another shape, or by an older Levelset (no
+ * annotation), may hold a field the reconcile stopped setting among them, and is not converged until
+ * upgraded and applied.
  */
 export function createdAsDesired(live: KubernetesObject, manager: string, body: KubernetesObject): boolean {
   if (!createdInShapeOf(live, body)) return false;
@@ -268,14 +215,12 @@ export function createdAsDesired(live: KubernetesObject, manager: string, body: 
 }
 
 /**
- * Whether this process created `live` from a body of `body`'s shape ({@link shapeOf}): then an apply
- * of `body` stops owning none of the fields the create set, and needs no managedFields upgrade
- * before it (nothing to prune); a change of shape (a field dropped, a list changed) does.
+ * Whether `live` was created from a body of `body`'s shape ({@link CREATED_SHAPE_ANNOTATION}): then
+ * an apply of `body` stops owning none of the fields the create set, and needs no managedFields
+ * upgrade before it (nothing to prune); a change of shape (a field dropped, a list changed) does.
  */
 function createdInShapeOf(live: KubernetesObject, body: KubernetesObject): boolean {
-  const uid = live.metadata?.uid;
-  const shape = uid ? createdShapes.get(uid) : undefined;
-  return shape !== undefined && shape === shapeOf(body);
+  return live.metadata?.annotations?.[CREATED_SHAPE_ANNOTATION] === shapeOf(body);
 }
 
 export interface ChildrenInput {
@@ -286,22 +231,16 @@ export interface ChildrenInput {
   owned: readonly { type: OwnedType; listed: readonly KubernetesObject[] }[];
   /** Every desired child (apiVersion, kind, metadata.name, …); namespace, labels and controller reference are set here. */
   desired: readonly KubernetesObject[];
-  /**
-   * The in-process mode: a created child keeps the create's `Update` entry until it is next applied
-   * ({@link createdAsDesired}); default `false`: its fields are made the `Apply` fields right after
-   * the create.
-   */
-  lazyUpgrade?: boolean;
 }
 
 /**
  * Converges `owner`'s children to `desired`: each desired child missing from its listing is created
- * (POST: atomic, so an object that appeared meanwhile under that name is never adopted unasked) and
- * the fields it set are made the `Apply` fields of Levelset's manager (a JSON patch of
- * `managedFields`, client-go's `csaupgrade`; a create records an `Update` entry, whose fields an
- * apply would never remove): right after the create, or with `lazyUpgrade` (the in-process mode)
- * just before the child's first apply, the create's `Update` entry counting as owning exactly the
- * desired fields until then ({@link createdAsDesired}); each listed one whose values differ
+ * (POST: atomic, so an object that appeared meanwhile under that name is never adopted unasked),
+ * carrying the shape of the body it was created from ({@link CREATED_SHAPE_ANNOTATION}); the fields
+ * it set are made the `Apply` fields of Levelset's manager (a JSON patch of `managedFields`,
+ * client-go's `csaupgrade`; a create records an `Update` entry, whose fields an apply would never
+ * remove) just before its first apply in another shape, the create's `Update` entry counting as
+ * owning exactly the desired fields until then ({@link createdAsDesired}); each listed one whose values differ
  * ({@link isSubset}) or whose fields Levelset's manager owns differ from the desired ones
  * ({@link ownsExactly}) is server-side applied (conditional on the listed `resourceVersion`: a 409
  * retries the reconcile from a fresh read), so that a field the reconcile stopped setting is
@@ -360,13 +299,15 @@ export async function reconcileChildren(
     if (!live) {
       if (terminating.has(namespace ?? '')) continue;
       try {
-        await childSpan('create', label, async () => {
-          const created = await client.create(resource, body);
-          // A dry-run created nothing to patch; the in-process mode patches before the first apply.
-          if (client.dryRun) return;
-          if (input.lazyUpgrade) rememberCreated(created.metadata?.uid, body);
-          else await upgradeCreated(client, resource, created, body);
-        });
+        await childSpan('create', label, () =>
+          client.create(resource, {
+            ...body,
+            metadata: {
+              ...body.metadata,
+              annotations: { ...body.metadata?.annotations, [CREATED_SHAPE_ANNOTATION]: shapeOf(body) },
+            },
+          }),
+        );
         changes.push(`created ${label}`);
         continue;
       } catch (err) {
@@ -390,17 +331,15 @@ export async function reconcileChildren(
     if (
       !adopting &&
       isSubset({ ...body, metadata }, live) &&
-      (ownsExactly(live, FIELD_MANAGER, body) ||
-        (input.lazyUpgrade === true && createdAsDesired(live, FIELD_MANAGER, body)))
+      (ownsExactly(live, FIELD_MANAGER, body) || createdAsDesired(live, FIELD_MANAGER, body))
     )
       continue;
     const listed = live;
     await childSpan('apply', label, async () => {
-      // Not before an apply in the shape the child was created in (in-process): it prunes nothing.
-      const upgrade =
-        input.lazyUpgrade === true && createdInShapeOf(listed, body)
-          ? undefined
-          : upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
+      // Not before an apply in the shape the child was created in: it prunes nothing.
+      const upgrade = createdInShapeOf(listed, body)
+        ? undefined
+        : upgradeManagedFieldsPatch(listed, FIELD_MANAGER);
       const current = upgrade ? await client.patch(resource, namespace, name, upgrade, 'json') : listed;
       await client.apply(resource, {
         ...body,

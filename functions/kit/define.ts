@@ -268,7 +268,6 @@ export function defineController<Schema extends z.ZodType = z.ZodUnknown>(
         controller: def.name,
         scope: within,
         ctx,
-        lazyUpgrade: cache !== undefined,
       });
     if (former) {
       const pruned = await convergeChildren(childSets(former), undefined, undefined);

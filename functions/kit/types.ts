@@ -272,12 +272,6 @@ export interface ChildContext {
   controller: string;
   scope: Scope;
   ctx: Pick<ReconcileContext, 'cluster' | 'clusters' | 'log' | 'events'>;
-  /**
-   * The in-process mode (a long-lived process that remembers what it created): a created child's
-   * managedFields are upgraded when it is next applied, not right after its create
-   * (children.ts `reconcileChildren`); default `false` (the serverless mode, which remembers nothing).
-   */
-  lazyUpgrade?: boolean;
 }
 
 /** What converging children did. */

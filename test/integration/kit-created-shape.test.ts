@@ -1,19 +1,21 @@
 /**
- * The in-process mode's lazy managedFields upgrade (functions/kit/children.ts, `lazyUpgrade`): a
- * created child costs its POST alone and is converged with the create's `Update` entry; an apply
- * in the created shape needs no upgrade, one that stops setting a field is preceded by the
- * csaupgrade PATCH, so that the field is still removed; a child this process did not create (a restart) is applied once.
+ * The lazy managedFields upgrade of created children (functions/kit/children.ts,
+ * `CREATED_SHAPE_ANNOTATION`), the same in both modes: a created child costs its POST alone, carries
+ * the shape of the body it was created from, and is converged with the create's `Update` entry by
+ * any process (nothing remembered: a serverless instance, a restart); an apply in the created shape
+ * needs no upgrade, one that stops setting a field is preceded by the csaupgrade PATCH, so that the
+ * field is still removed; a child an older Levelset created (no annotation) is upgraded and applied once.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import { forgetCreatedChildren, reconcileChildren, selectorOf } from '../../functions/kit/children.ts';
+import { CREATED_SHAPE_ANNOTATION, reconcileChildren, selectorOf } from '../../functions/kit/children.ts';
 import { type ResourceClient, resourceClient } from '../../functions/kit/client.ts';
 import { configmaps, FIELD_MANAGER } from '../../functions/kit/index.ts';
 import { startTestCluster, type TestCluster } from '../../functions/kit/test-cluster.ts';
 import type { Owner } from '../../functions/kit/types.ts';
 
-describe('kit: lazy managedFields upgrade of created children (in-process mode)', () => {
+describe('kit: lazy managedFields upgrade of created children, by the shape they carry', () => {
   let cluster: TestCluster;
   let ns: string;
   let core: CoreV1Api;
@@ -60,7 +62,7 @@ describe('kit: lazy managedFields upgrade of created children (in-process mode)'
     metadata: { name: 'lazy-child' },
     data,
   });
-  const converge = async (desired: KubernetesObject[], lazyUpgrade = true) => {
+  const converge = async (desired: KubernetesObject[]) => {
     writes = [];
     const listed = await client.list(configmaps, ns, {
       labelSelector: selectorOf({ 'levelset.dev/owner': owner.metadata.uid }),
@@ -71,7 +73,6 @@ describe('kit: lazy managedFields upgrade of created children (in-process mode)'
       owner,
       owned: [{ type: { resource: configmaps }, listed }],
       desired,
-      lazyUpgrade,
     });
     return { changes, writes };
   };
@@ -106,20 +107,48 @@ describe('kit: lazy managedFields upgrade of created children (in-process mode)'
     assert.deepEqual(converged, { changes: [], writes: [] });
   });
 
-  it('a created child this process does not remember (a restart) is upgraded and applied once', async () => {
+  it('the shape travels with the child: no process remembers it, and the first apply in another shape removes it', async () => {
     await core.deleteNamespacedConfigMap({ namespace: ns, name: 'lazy-child' });
     await converge([child({ value: 'b', extra: 'y' })]);
-    forgetCreatedChildren();
-    const restarted = await converge([child({ value: 'b' })]);
-    assert.deepEqual((await live()).data, { value: 'b' });
-    assert.deepEqual(restarted.writes, ['patch', 'apply']);
+    const annotation = () => live().then((c) => c.metadata?.annotations?.[CREATED_SHAPE_ANNOTATION]);
+    assert.ok(await annotation(), 'the create records the shape it was made from');
+    // Every converge here is a new reconcileChildren call, as a fresh serverless instance's.
+    assert.deepEqual((await converge([child({ value: 'b', extra: 'y' })])).writes, []);
+    assert.deepEqual((await converge([child({ value: 'b2', extra: 'y' })])).writes, ['apply']);
+    assert.ok(await annotation(), 'an apply in the created shape leaves it');
+    const dropped = await converge([child({ value: 'b' })]);
+    assert.deepEqual(dropped.writes, ['patch', 'apply']);
+    assert.deepEqual((await live()).data, { value: 'b' }, 'extra is pruned');
+    assert.equal(await annotation(), undefined, 'the apply in another shape removes it');
     assert.deepEqual((await converge([child({ value: 'b' })])).writes, []);
   });
 
-  it('without lazyUpgrade (the serverless mode) the create is followed by the managedFields PATCH', async () => {
+  it('a child created without the annotation (an older Levelset, another client) is upgraded and applied once', async () => {
     await core.deleteNamespacedConfigMap({ namespace: ns, name: 'lazy-child' });
-    const created = await converge([child({ value: 'c' })], false);
-    assert.deepEqual(created.writes, ['create', 'patch']);
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      fieldManager: FIELD_MANAGER,
+      body: {
+        metadata: {
+          name: 'lazy-child',
+          labels: { 'levelset.dev/controller': 'kit-lazy', 'levelset.dev/owner': owner.metadata.uid },
+          ownerReferences: [
+            {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              name: 'owner',
+              uid: owner.metadata.uid,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        data: { value: 'c', extra: 'z' },
+      },
+    });
+    const first = await converge([child({ value: 'c', extra: 'z' })]);
+    assert.deepEqual(first.writes, ['patch', 'apply'], 'its Update entry may hold a field no body sets');
     assert.deepEqual(await entries(), ['Apply']);
+    assert.deepEqual((await converge([child({ value: 'c', extra: 'z' })])).writes, []);
   });
 });
