@@ -135,6 +135,28 @@ export function procStatusKib(pid: number, field: string): number {
 }
 
 /**
+ * CPU time (user + system, seconds) a process and its descendants have used so far, from
+ * /proc/<pid>/stat (fields 14 and 15: utime and stime in clock ticks, 100 per second on Linux) and
+ * /proc/<pid>/task/<pid>/children. A process that exited is not counted (0); on a system without
+ * /proc every figure is 0.
+ */
+export function processTreeCpuSeconds(pid: number): number {
+  let ticks = 0;
+  const visit = (p: number) => {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      ticks += Number(fields[11] ?? 0) + Number(fields[12] ?? 0);
+      const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim();
+      for (const c of children ? children.split(' ') : []) visit(Number(c));
+    } catch {
+      // Gone meanwhile: its time is no longer readable.
+    }
+  };
+  visit(pid);
+  return ticks / 100;
+}
+
+/**
  * Runs Node on `args` (a bench child: bench/child.ts, the informer children) with `env` added to
  * this process's environment, and parses the last line it prints (their one JSON line).
  */

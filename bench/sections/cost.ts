@@ -4,7 +4,6 @@
  * in-process controller pod priced on GKE Autopilot, and each controller's break-even rate.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Controller } from '../../core/contract/controller.ts';
@@ -28,7 +27,15 @@ import {
 } from '../cost.ts';
 import type { ApiServer, Emulator, Section, SectionEnv } from '../environment.ts';
 import { type Figure, figuresOf } from '../report.ts';
-import { applyCrds, jsonChild, procStatusKib, sleep, stopChild, waitForServed } from '../support.ts';
+import {
+  applyCrds,
+  jsonChild,
+  processTreeCpuSeconds,
+  procStatusKib,
+  sleep,
+  stopChild,
+  waitForServed,
+} from '../support.ts';
 
 /** One controller's reconcile as measured in its function process (bench/child.ts `reconcile`). */
 interface MeasuredReconcile {
@@ -258,16 +265,12 @@ async function idleInProcessPod(
         throw new Error(`the in-process mode did not go idle: ${JSON.stringify(state)}`);
       last = state;
     }
-    // /proc/<pid>/stat fields 14 and 15: utime, stime in clock ticks (100 per second on Linux).
-    const ticks = () => {
-      const fields = readFileSync(`/proc/${pod.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      return Number(fields[11]) + Number(fields[12]);
-    };
+    const cpu = () => processTreeCpuSeconds(pod.pid as number);
     const idleMs = env.sizes.costIdleMs;
-    const t0 = ticks();
+    const t0 = cpu();
     await sleep(idleMs);
     return {
-      cores: (ticks() - t0) / 100 / (idleMs / 1000),
+      cores: (cpu() - t0) / (idleMs / 1000),
       rssMib: procStatusKib(pod.pid as number, 'VmRSS') / 1024,
     };
   } finally {

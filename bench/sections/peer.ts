@@ -19,7 +19,11 @@
  * timed likewise. Requests per Foo from the API server's own `apiserver_request_total` (its
  * `/metrics`, before and after each phase) for `foos` and `deployments`, less the bench's own creates
  * and patches of the Foos and its watch: the controller's and kube-controller-manager's (the same
- * for every contender). Rejected writes: writes answered 409, 403 or 422. The contender stops and its
+ * for every contender). Rejected writes: writes answered 409, 403 or 422. CPU per Foo: the
+ * contender's processes' (/proc: the peer; Levelset's relay and functions, or its in-process
+ * process), the API server's (`process_cpu_seconds_total` of the same `/metrics`), and, serverless,
+ * the Pub/Sub emulator's (a local stand-in; the local push proxies run in the bench's process and are
+ * counted nowhere). On 2 cores every process shares the machine: CPU says where the time goes. The contender stops and its
  * namespace is gone before the next one starts. With `--push-model cloud`, one more contender: the
  * serverless stack with the `cloud` push model (local/push-window.ts), its figures labelled modelled.
  */
@@ -41,7 +45,16 @@ import { repoRoot } from '../../local/service.ts';
 import { type AnyLocalStack, type PushModel, STACK_MODES, type StackMode } from '../../local/stack.ts';
 import type { PeerOptions, Section, SectionEnv } from '../environment.ts';
 import { type Figure, figuresOf } from '../report.ts';
-import { applyCrds, FOOS, merge, now, pool, stopChild, watchObjects } from '../support.ts';
+import {
+  applyCrds,
+  FOOS,
+  merge,
+  now,
+  pool,
+  processTreeCpuSeconds,
+  stopChild,
+  watchObjects,
+} from '../support.ts';
 
 /** The baseline peer when given: no client-side throttle, as controller-runtime since v0.21. */
 export const UNTHROTTLED = 'sample-controller-unthrottled';
@@ -53,7 +66,7 @@ const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'DELETECOLLECTION
 const READ_VERBS = new Set(['GET', 'LIST']);
 const REJECTED_CODES = new Set(['409', '403', '422']);
 
-/** `apiserver_request_total` for foos and deployments, by `verb|resource|code`. */
+/** `apiserver_request_total` for foos and deployments, by `verb|resource|code`, and `cpu`: the server's `process_cpu_seconds_total`. */
 type RequestCounts = Map<string, number>;
 
 /** Requests of one phase, per kind, by the controller and kube-controller-manager (the bench's own taken out). */
@@ -64,9 +77,20 @@ interface PhaseRequests {
   rejected: number;
 }
 
+/** CPU seconds a phase cost, by whom. */
+interface PhaseCpu {
+  /** The controller's own processes (the peer; Levelset's relay and functions, or its in-process process). */
+  controller: number;
+  /** The API server's process (its `process_cpu_seconds_total`); NaN when its metrics have none. */
+  apiServer: number;
+  /** The local stand-ins of Google Cloud's services (the Pub/Sub emulator); 0 for the others. */
+  standIns: number;
+}
+
 interface PhaseResult {
   ms: number;
   requests: PhaseRequests;
+  cpu: PhaseCpu;
 }
 
 interface ContenderResult {
@@ -84,6 +108,7 @@ async function requestCounts(kc: KubeConfig): Promise<RequestCounts> {
   const text = await getText(kc, '/metrics');
   const counts: RequestCounts = new Map();
   for (const m of parsePrometheusText(text)) {
+    if (m.name === 'process_cpu_seconds_total') counts.set('cpu', m.value);
     const { verb = '', resource = '', code = '' } = m.labels;
     if (m.name !== 'apiserver_request_total' || (resource !== 'foos' && resource !== 'deployments')) continue;
     const key = `${verb}|${resource}|${code}`;
@@ -100,6 +125,7 @@ function phaseRequests(
 ): PhaseRequests {
   const out: PhaseRequests = { reads: 0, watches: 0, writes: 0, rejected: 0 };
   for (const [key, value] of after) {
+    if (key === 'cpu') continue;
     const [verb = '', , code = ''] = key.split('|');
     const delta = value - (before.get(key) ?? 0);
     if (READ_VERBS.has(verb)) out.reads += delta;
@@ -120,7 +146,23 @@ function phaseRequests(
 
 /** A running contender: stopped by `stop()`. */
 interface Running {
+  /** Its processes' CPU seconds so far ({@link processTreeCpuSeconds}): its own, and the local stand-ins'. */
+  cpu(): { controller: number; standIns: number };
   stop(): Promise<void>;
+}
+
+/** The CPU of a phase: the contender's between `before` and `after`, the API server's between two scrapes. */
+function phaseCpu(
+  before: ReturnType<Running['cpu']>,
+  after: ReturnType<Running['cpu']>,
+  m0: RequestCounts,
+  m1: RequestCounts,
+): PhaseCpu {
+  return {
+    controller: after.controller - before.controller,
+    standIns: after.standIns - before.standIns,
+    apiServer: (m1.get('cpu') ?? Number.NaN) - (m0.get('cpu') ?? Number.NaN),
+  };
 }
 
 /** Starts a peer binary on the cluster; resolves once it logs that its workers started (its caches synced). */
@@ -138,7 +180,10 @@ async function startPeer(path: string, kubeconfigPath: string): Promise<Running>
     message: `${path} started its workers`,
   });
   if (child.exitCode !== null) throw new Error(`${path} exited ${child.exitCode}: ${output.slice(-500)}`);
-  return { stop: () => stopChild(child) };
+  return {
+    cpu: () => ({ controller: processTreeCpuSeconds(child.pid ?? 0), standIns: 0 }),
+    stop: () => stopChild(child),
+  };
 }
 
 /** Runs one contender on `n` Foos in a namespace of its own, then removes the namespace. */
@@ -164,6 +209,7 @@ async function runContender(
   try {
     env.log(`peer: ${name}, ${n} Foos created`);
     const m0 = await requestCounts(kc);
+    const c0 = running.cpu();
     const t0 = now();
     await pool(names, DRIVER_CONCURRENCY, (foo) =>
       custom.createNamespacedCustomObject({
@@ -179,6 +225,7 @@ async function runContender(
     );
     const createdAt = await deployments.until(allAt(1), PHASE_DEADLINE_MS);
     const m1 = await requestCounts(kc);
+    const c1 = running.cpu();
     env.log(`peer: ${name}, ${n} Foos updated`);
     const t1 = now();
     await pool(names, DRIVER_CONCURRENCY, (foo) =>
@@ -189,13 +236,22 @@ async function runContender(
     );
     const updatedAt = await deployments.until(allAt(2), PHASE_DEADLINE_MS);
     const m2 = await requestCounts(kc);
+    const c2 = running.cpu();
     return {
       name,
       n,
       // The bench's own: its creates (first phase) and patches (second) of the Foos; its one watch
       // opened before the first scrape.
-      create: { ms: createdAt - t0, requests: phaseRequests(m0, m1, { 'POST|foos': n }) },
-      update: { ms: updatedAt - t1, requests: phaseRequests(m1, m2, { 'PATCH|foos': n }) },
+      create: {
+        ms: createdAt - t0,
+        requests: phaseRequests(m0, m1, { 'POST|foos': n }),
+        cpu: phaseCpu(c0, c1, m0, m1),
+      },
+      update: {
+        ms: updatedAt - t1,
+        requests: phaseRequests(m1, m2, { 'PATCH|foos': n }),
+        cpu: phaseCpu(c1, c2, m1, m2),
+      },
     };
   } finally {
     await running.stop();
@@ -246,6 +302,33 @@ function peerFigures(results: readonly ContenderResult[], baselineName: string):
           against(perFoo(phase, 'rejected')),
         ),
       );
+      const cpuPerFoo = (kind: keyof PhaseCpu) => (x: ContenderResult) =>
+        Math.round((x[phase].cpu[kind] / x.n) * 100_000) / 100;
+      figures.push(
+        figure(
+          `${r.name}: ${r.n} Foos ${verb}, controller CPU per Foo`,
+          cpuPerFoo('controller')(r),
+          'ms',
+          against(cpuPerFoo('controller')),
+        ),
+      );
+      if (Number.isFinite(r[phase].cpu.apiServer))
+        figures.push(
+          figure(
+            `${r.name}: ${r.n} Foos ${verb}, API server CPU per Foo`,
+            cpuPerFoo('apiServer')(r),
+            'ms',
+            against(cpuPerFoo('apiServer')),
+          ),
+        );
+      if (r[phase].cpu.standIns > 0)
+        figures.push(
+          figure(
+            `${r.name}: ${r.n} Foos ${verb}, Pub/Sub emulator CPU per Foo (local stand-in)`,
+            cpuPerFoo('standIns')(r),
+            'ms',
+          ),
+        );
     }
   }
   return figures;
@@ -297,7 +380,25 @@ export const peer: Section = {
               resyncOnDemand: true,
               env: { LOG_LEVEL: 'warn' },
             });
-            return { stop: () => stack.stop() };
+            // Levelset's processes: the relay (in-process: the one process) and the functions;
+            // the emulator is the local stand-in of Cloud Pub/Sub. The push proxies run in this
+            // process, beside the bench's driver, and are counted in neither.
+            const pids = () =>
+              stack.mode === 'serverless'
+                ? {
+                    controller: [stack.relay()?.pid, stack.reconcile.pid],
+                    standIns: [stack.emulator.pid],
+                  }
+                : { controller: [stack.relay()?.pid], standIns: [] };
+            const sum = (list: (number | undefined)[]) =>
+              list.reduce<number>((total, pid) => total + (pid ? processTreeCpuSeconds(pid) : 0), 0);
+            return {
+              cpu: () => {
+                const { controller, standIns } = pids();
+                return { controller: sum(controller), standIns: sum(standIns) };
+              },
+              stop: () => stack.stop(),
+            };
           }),
         );
       figures.push(...peerFigures(results, baselineName));
