@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import YAML from 'yaml';
 import { CrdController } from './crds.ts';
+import { DEFAULT_EVENT_TTL_MS, EventExpiry } from './event-ttl.ts';
 import { FaultInjector } from './faults.ts';
 import { GarbageCollector } from './gc.ts';
 import { createHandler } from './http.ts';
@@ -50,6 +51,19 @@ export interface LocalApiServerOptions {
    * `historySize` alone).
    */
   historyMs?: number;
+  /**
+   * How long an Event lives after its last write, ms, as kube-apiserver's `--event-ttl`; default
+   * 3 600 000 (its default, 1 h). Expired Events are deleted (a DELETED watch event) at most a
+   * minute late.
+   */
+  eventTtlMs?: number;
+  /**
+   * Answered requests {@link LocalApiServer.requests} keeps (the latest; its counters count all);
+   * default 100 000. A server that runs for hours and whose log nobody reads keeps a few (the soak,
+   * `levelset start`): at 50 requests a second the default fills for half an hour, ≈ 200 bytes a
+   * request (decision 71).
+   */
+  requestLogEntries?: number;
   /** Interval between BOOKMARK events on watches that allow them, ms; default 60 000. */
   bookmarkIntervalMs?: number;
   /** The cluster-admin bearer token written to the kubeconfig; default random. */
@@ -131,7 +145,12 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
   const crds = new CrdController(registry);
   const gc = new GarbageCollector(registry);
   const namespaces = new NamespaceController(registry);
+  const eventTtlMs = options.eventTtlMs ?? DEFAULT_EVENT_TTL_MS;
+  const events = new EventExpiry(store, eventTtlMs);
+  const expiry = setInterval(() => events.expire(), Math.min(eventTtlMs, 60_000));
+  expiry.unref();
   store.subscribe((e) => {
+    events.onEvent(e);
     crds.onEvent(e);
     crds.onAnyEvent(e);
     gc.onEvent(e);
@@ -144,7 +163,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
     dropNextWatchEvents: (match, count) => watches.dropNextEvents(match, count),
     compact: () => store.compact(),
   });
-  const requests = new RequestLog();
+  const requests = new RequestLog(options.requestLogEntries);
   const adminUser = { name: 'levelset-admin', groups: ['system:masters', 'system:authenticated'] };
   const unauthenticated = options.unauthenticated ?? (options.tls ? 'anonymous' : 'admin');
   const authn = new Authenticator(store, unauthenticated === 'anonymous' ? ANONYMOUS : adminUser);
@@ -219,6 +238,7 @@ export async function startLocalApiServer(options: LocalApiServerOptions = {}): 
     async stop() {
       if (stopped) return;
       stopped = true;
+      clearInterval(expiry);
       faults.clear();
       watches.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -38,6 +38,27 @@ function lowerBound(keys: readonly string[], key: string): number {
   return lo;
 }
 
+/**
+ * Replaces, in `next`, every string equal to the one at the same path of `prev` by `prev`'s: the
+ * same characters, one copy. `structuredClone` copies every string, so without this each version
+ * the history keeps (and the latest) held its own copy of every field no write changed: a 900 KiB
+ * Secret's data is 1.2 MB a version, and the soak's 5 minutes of history held 260 copies of its
+ * two such Secrets' data, 305 of the 420 MiB its heap held (decision 71). Strings are immutable:
+ * which copy an object holds is invisible to its readers.
+ */
+function shareUnchangedStrings(next: unknown, prev: unknown): void {
+  if (typeof next !== 'object' || next === null || typeof prev !== 'object' || prev === null) return;
+  const n = next as Record<string, unknown>;
+  const p = prev as Record<string, unknown>;
+  for (const k of Object.keys(n)) {
+    const value = n[k];
+    if (typeof value === 'string') {
+      const before = p[k];
+      if (value === before) n[k] = before;
+    } else shareUnchangedStrings(value, p[k]);
+  }
+}
+
 export interface StoreOptions {
   /** Events kept per storage for watch resumption and continue tokens; default 1000. */
   historySize?: number;
@@ -177,6 +198,7 @@ export class Store {
     const prev = m.get(key);
     const rv = ++this.rv;
     const stored = structuredClone(obj);
+    if (prev) shareUnchangedStrings(stored, prev);
     stored.metadata.resourceVersion = String(rv);
     if (type === 'DELETED') m.delete(key);
     else m.set(key, stored);

@@ -176,7 +176,10 @@ export async function runDev(options: DevOptions): Promise<void> {
     else mkdirSync(options.stateDir, { recursive: true });
     for (let n = 1; !external && n <= clusterCount; n++) {
       const [id, path] = [devClusterId(n), kubeconfigOf(n)];
-      const apiserver = await services.launch(() => startLocalApiServer({ kubeconfigPath: path }));
+      // Its request log is read by no one here: a few entries, not 100 000 that take hours to fill.
+      const apiserver = await services.launch(() =>
+        startLocalApiServer({ kubeconfigPath: path, requestLogEntries: 1000 }),
+      );
       say(
         clusterCount > 1
           ? `  cluster          ${id}: embedded local API server at ${apiserver.url}`

@@ -316,3 +316,21 @@ test('tls: HTTPS with a self-signed CA in the kubeconfig; kubectl then authentic
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('requestLogEntries bounds the request log to the latest entries; its counters count every request', async () => {
+  const server = await startLocalApiServer({ requestLogEntries: 2 });
+  try {
+    const core = server.kubeConfig().makeApiClient(CoreV1Api);
+    for (const name of ['a', 'b', 'c'])
+      await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name } } });
+    await core.readNamespacedConfigMap({ namespace: 'default', name: 'a' });
+    await waitFor(() => server.requests.countsByVerb().get === 1, { message: 'the read logged' });
+    assert.deepEqual(
+      server.requests.entries().map((e) => `${e.verb} ${e.name}`),
+      ['create ', 'get a'],
+    );
+    assert.equal(server.requests.countsByVerb().create, 3);
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { KubeObject } from '../resources.ts';
 import { objectKey, Store } from '../store.ts';
 
@@ -97,4 +99,28 @@ test('historyMs: events older than it are dropped at the next change, as etcd co
     metadata: { namespace: 'ns', name: 'x' },
   });
   assert.equal(s.eventsSince('/secrets', first)?.length, 1);
+});
+
+test('the versions of an object share the strings no write changed (one copy of a large field)', () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const s = new Store({ historySize: 100 });
+  const big = 'x'.repeat(1 << 20);
+  const secret = (v: number): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { namespace: 'ns', name: 'a', labels: { v: String(v) } },
+    data: { big, v: String(v) },
+    list: [{ big }],
+  });
+  s.create('/secrets', 'ns/a', secret(0));
+  gc();
+  const before = getHeapStatistics().used_heap_size;
+  for (let v = 1; v <= 40; v++) s.update('/secrets', 'ns/a', secret(v));
+  gc();
+  const grownMiB = (getHeapStatistics().used_heap_size - before) / 2 ** 20;
+  assert.equal(s.eventsSince('/secrets', 0)?.length, 41);
+  // 40 versions, each with 2 MiB of strings equal to the previous version's: a copy each would be 80 MiB.
+  assert.ok(grownMiB < 8, `the history grew ${grownMiB.toFixed(1)} MiB for 40 versions`);
+  assert.deepEqual(s.get('/secrets', 'ns/a')?.data, { big, v: '40' });
 });
