@@ -7,10 +7,9 @@
  *
  * Cost: one LIST by label per owned type (made before the reconcile, which reads it), and no write
  * when every desired child is converged: its values are live ({@link isSubset}) and Levelset's
- * field manager owns exactly its fields ({@link ownsExactly}), or, in the in-process mode, the
- * child is one this process created with the same fields as desired now and left with the create's
- * `Update` entry ({@link createdAsDesired}): it was created from a body of the desired shape, which
- * the create recorded on it ({@link CREATED_SHAPE_ANNOTATION}). A created child costs a POST alone;
+ * field manager owns exactly its fields ({@link ownsExactly}), or the child was created from a body
+ * of the desired shape, which the create recorded on it ({@link CREATED_SHAPE_ANNOTATION}), and
+ * still has the create's `Update` entry ({@link createdAsDesired}). A created child costs a POST alone;
  * a changed one an apply (after a PATCH of its managedFields once, for a child a create or an older
  * Levelset left with an `Update` entry, when the apply leaves the created shape, so that it still
  * prunes the fields the reconcile stopped setting; an apply in the created shape prunes nothing and

@@ -9,9 +9,9 @@
  * `v:"a"`, `i:0`), so it needs no schema: a list whose node has no children is atomic and owned
  * as a whole.
  *
- * A created child keeps the create's `Update` entry until its first apply in the in-process mode
+ * A created child keeps the create's `Update` entry until its first apply in another shape
  * (children.ts `createdAsDesired`: the entry counts as owning exactly the desired fields while the
- * process knows it created the child from a body of the same shape); {@link upgradeManagedFieldsPatch}
+ * child says it was created from a body of the same shape); {@link upgradeManagedFieldsPatch}
  * then precedes that apply, so that it prunes a field the reconcile stopped setting.
  *
  * Sources: k8s.io/apimachinery `metav1.ManagedFieldsEntry` and `FieldsV1` (the wire form of a
@@ -197,23 +197,21 @@ const metaTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
  * (client-go `csaupgrade.UpgradeManagedFieldsPatch`): afterwards an apply by `manager` removes
  * those fields when it stops setting them (an `Update` entry's fields are never pruned by an apply,
  * being another manager's). The patch replaces `metadata.resourceVersion` too, so it fails with 409
- * Conflict when the object changed since `live` was read.
- * @param restrictTo keep only the fields this configuration sets: right after a create, what the
- *   create recorded beyond it is what the server defaulted, not what the manager chose
+ * Conflict when the object changed since `live` was read. The fields the server defaulted at the
+ * create join the `Apply` entry too: the apply that follows releases them, and the server defaults
+ * them again.
  * @returns `undefined` when `manager` has no `Update` entry (nothing to move)
  */
 export function upgradeManagedFieldsPatch(
   live: KubernetesObject,
   manager: string,
-  restrictTo?: KubernetesObject,
 ): JsonPatchOperation[] | undefined {
   const all = (live.metadata?.managedFields ?? []) as ManagedFieldsEntry[];
   const mine = (e: ManagedFieldsEntry) => e.manager === manager && !e.subresource;
   const updates = all.filter((e) => mine(e) && e.operation === 'Update');
   if (updates.length === 0) return undefined;
   const applied = all.find((e) => mine(e) && e.operation === 'Apply');
-  let fields = [applied, ...updates].reduce<FieldsV1>((set, e) => unionFields(set, e?.fieldsV1 ?? {}), {});
-  if (restrictTo) fields = restrictFields(fields, restrictTo);
+  const fields = [applied, ...updates].reduce<FieldsV1>((set, e) => unionFields(set, e?.fieldsV1 ?? {}), {});
   const others = all.filter((e) => !(mine(e) && (e.operation === 'Update' || e.operation === 'Apply')));
   const entry: ManagedFieldsEntry = {
     manager,
