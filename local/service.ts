@@ -194,7 +194,10 @@ export async function startService(options: ServiceOptions): Promise<Service> {
     }
     if (exited) {
       await Promise.race([closed, delay(1_000)]);
-      if (listenFailed === 'EADDRINUSE') throw new PortInUseError(options.name, options.port);
+      // The report, or failing it the error as the child logged it (a report can be lost when the
+      // child exits in the same turn; functions-framework logs the listen error, then exits).
+      if (listenFailed === 'EADDRINUSE' || logs.some((l) => /\bEADDRINUSE\b/.test(l.raw ?? l.message ?? '')))
+        throw new PortInUseError(options.name, options.port);
       const tail = logs.slice(-5).map((l) => l.raw ?? l.message);
       throw new Error(`${options.name} exited during start-up: ${tail.join(' | ')}`);
     }

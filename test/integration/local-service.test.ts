@@ -56,6 +56,23 @@ describe('local services: ready only when their own process listens', () => {
     });
   }
 
+  it('refuses a port another process holds when the report is lost and the child only logs the error', async () => {
+    // The child drops its IPC channel first, so the preload's report of the failed listen never
+    // reaches the parent: the error the child logs before it exits must say it.
+    await assert.rejects(
+      startService({
+        name: 'svc',
+        args: [
+          '-e',
+          `process.disconnect(); require('node:http').createServer().on('error', (e) => { console.error(e.stack); process.exit(1); }).listen(${foreign.port});`,
+        ],
+        port: foreign.port,
+        readyPath: '/readyz',
+      }),
+      (err) => err instanceof PortInUseError && err.port === foreign.port,
+    );
+  });
+
   it('is ready once its own process listens, and answers from it', async () => {
     const port = await freePort();
     const service = await startService({ name: 'svc', args: pidServer(port), port, readyPath: '/' });
