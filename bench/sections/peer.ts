@@ -66,8 +66,14 @@ const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'DELETECOLLECTION
 const READ_VERBS = new Set(['GET', 'LIST']);
 const REJECTED_CODES = new Set(['409', '403', '422']);
 
-/** `apiserver_request_total` for foos and deployments, by `verb|resource|code`, and `cpu`: the server's `process_cpu_seconds_total`. */
+/** `apiserver_request_total` for foos and deployments, by `verb|resource|code`. */
 type RequestCounts = Map<string, number>;
+
+/** One scrape of the API server's `/metrics`: its request counts, and its `process_cpu_seconds_total` (NaN when absent). */
+interface Scrape {
+  requests: RequestCounts;
+  cpuSeconds: number;
+}
 
 /** Requests of one phase, per kind, by the controller and kube-controller-manager (the bench's own taken out). */
 interface PhaseRequests {
@@ -101,20 +107,21 @@ interface ContenderResult {
 }
 
 /**
- * The API server's `apiserver_request_total` counters for `foos` and `deployments`.
+ * The API server's `apiserver_request_total` counters for `foos` and `deployments`, and its CPU.
  * @throws {Error} when `/metrics` cannot be read (the user needs `get` on the `/metrics` non-resource URL)
  */
-async function requestCounts(kc: KubeConfig): Promise<RequestCounts> {
+async function scrape(kc: KubeConfig): Promise<Scrape> {
   const text = await getText(kc, '/metrics');
   const counts: RequestCounts = new Map();
+  let cpuSeconds = Number.NaN;
   for (const m of parsePrometheusText(text)) {
-    if (m.name === 'process_cpu_seconds_total') counts.set('cpu', m.value);
+    if (m.name === 'process_cpu_seconds_total') cpuSeconds = m.value;
     const { verb = '', resource = '', code = '' } = m.labels;
     if (m.name !== 'apiserver_request_total' || (resource !== 'foos' && resource !== 'deployments')) continue;
     const key = `${verb}|${resource}|${code}`;
     counts.set(key, (counts.get(key) ?? 0) + m.value);
   }
-  return counts;
+  return { requests: counts, cpuSeconds };
 }
 
 /** The requests between two scrapes, less the bench's own (`own`: `verb|resource` → count, all answered 2xx). */
@@ -125,7 +132,6 @@ function phaseRequests(
 ): PhaseRequests {
   const out: PhaseRequests = { reads: 0, watches: 0, writes: 0, rejected: 0 };
   for (const [key, value] of after) {
-    if (key === 'cpu') continue;
     const [verb = '', , code = ''] = key.split('|');
     const delta = value - (before.get(key) ?? 0);
     if (READ_VERBS.has(verb)) out.reads += delta;
@@ -155,13 +161,13 @@ interface Running {
 function phaseCpu(
   before: ReturnType<Running['cpu']>,
   after: ReturnType<Running['cpu']>,
-  m0: RequestCounts,
-  m1: RequestCounts,
+  m0: Scrape,
+  m1: Scrape,
 ): PhaseCpu {
   return {
     controller: after.controller - before.controller,
     standIns: after.standIns - before.standIns,
-    apiServer: (m1.get('cpu') ?? Number.NaN) - (m0.get('cpu') ?? Number.NaN),
+    apiServer: m1.cpuSeconds - m0.cpuSeconds,
   };
 }
 
@@ -208,7 +214,7 @@ async function runContender(
     names.every((f) => (deployments.get(ns, f) as V1Deployment | undefined)?.spec?.replicas === replicas);
   try {
     env.log(`peer: ${name}, ${n} Foos created`);
-    const m0 = await requestCounts(kc);
+    const m0 = await scrape(kc);
     const c0 = running.cpu();
     const t0 = now();
     await pool(names, DRIVER_CONCURRENCY, (foo) =>
@@ -224,7 +230,7 @@ async function runContender(
       }),
     );
     const createdAt = await deployments.until(allAt(1), PHASE_DEADLINE_MS);
-    const m1 = await requestCounts(kc);
+    const m1 = await scrape(kc);
     const c1 = running.cpu();
     env.log(`peer: ${name}, ${n} Foos updated`);
     const t1 = now();
@@ -235,7 +241,7 @@ async function runContender(
       ),
     );
     const updatedAt = await deployments.until(allAt(2), PHASE_DEADLINE_MS);
-    const m2 = await requestCounts(kc);
+    const m2 = await scrape(kc);
     const c2 = running.cpu();
     return {
       name,
@@ -244,12 +250,12 @@ async function runContender(
       // opened before the first scrape.
       create: {
         ms: createdAt - t0,
-        requests: phaseRequests(m0, m1, { 'POST|foos': n }),
+        requests: phaseRequests(m0.requests, m1.requests, { 'POST|foos': n }),
         cpu: phaseCpu(c0, c1, m0, m1),
       },
       update: {
         ms: updatedAt - t1,
-        requests: phaseRequests(m1, m2, { 'PATCH|foos': n }),
+        requests: phaseRequests(m1.requests, m2.requests, { 'PATCH|foos': n }),
         cpu: phaseCpu(c1, c2, m1, m2),
       },
     };

@@ -24,11 +24,11 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import type { EventRecorder, EventType, PolicyRule } from '../contract/controller.ts';
+import type { EventRecorder, EventType, PolicyRule, ResourceType } from '../contract/controller.ts';
 import type { Logger } from '../log.ts';
 import { metaTime } from './conditions.ts';
 import { apiStatusOf } from './errors.ts';
-import { jsonRequester } from './rest.ts';
+import { jsonRequester, resourcePath } from './rest.ts';
 
 /**
  * The RBAC the recorder needs: `create` (first occurrence), `get` (read the count of an Event another
@@ -38,6 +38,16 @@ export const EVENT_RECORDER_RULE: PolicyRule = {
   apiGroups: [''],
   resources: ['events'],
   verbs: ['create', 'get', 'patch'],
+};
+
+/** core/v1 Events, the resource the recorder writes. */
+const CORE_EVENTS: ResourceType = {
+  group: '',
+  version: 'v1',
+  plural: 'events',
+  kind: 'Event',
+  namespaced: true,
+  statusSubresource: false,
 };
 
 /** Entries kept by the per-process cache of Event counts (client-go's maxLruCacheEntries). */
@@ -103,14 +113,13 @@ export function createEventRecorder(kubeConfig: KubeConfig, controller: string, 
   // Levelset's own requester (core/k8s/rest.ts), as the kit's client: the generated CoreV1Api's
   // serializer and fetch cost a write about twice the CPU.
   const request = jsonRequester(kubeConfig);
-  const events = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
   const component = `levelset.dev/${controller}`;
   const server = kubeConfig.getCurrentCluster()?.server ?? '';
 
   /** The Event's `count` on the server, or `undefined` when it does not exist. */
   async function readCount(namespace: string, name: string): Promise<number | undefined> {
     try {
-      const { body } = await request(HttpMethod.GET, `${events(namespace)}/${encodeURIComponent(name)}`);
+      const { body } = await request(HttpMethod.GET, resourcePath(CORE_EVENTS, namespace, name));
       return (body as CoreV1Event).count ?? 1;
     } catch (err) {
       if (apiStatusOf(err) === 404) return undefined;
@@ -152,7 +161,7 @@ export function createEventRecorder(kubeConfig: KubeConfig, controller: string, 
               count: 1,
             };
             try {
-              await request(HttpMethod.POST, events(namespace), { body });
+              await request(HttpMethod.POST, resourcePath(CORE_EVENTS, namespace), { body });
               remember(cacheKey, 1);
               log.debug({ reason, type, event: name }, 'recorded event');
               return;
@@ -171,8 +180,11 @@ export function createEventRecorder(kubeConfig: KubeConfig, controller: string, 
           try {
             const { body: patched } = await request(
               HttpMethod.PATCH,
-              `${events(namespace)}/${encodeURIComponent(name)}`,
-              { body: ops, contentType: 'application/json-patch+json' },
+              resourcePath(CORE_EVENTS, namespace, name),
+              {
+                body: ops,
+                contentType: 'application/json-patch+json',
+              },
             );
             remember(cacheKey, (patched as CoreV1Event).count ?? count + 1);
             log.debug({ reason, type, event: name, count: count + 1 }, 'recorded repeated event');
