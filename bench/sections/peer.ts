@@ -35,11 +35,12 @@ import {
   CustomObjectsApi,
   HttpMethod,
   IsomorphicFetchHttpLibrary,
-  KubeConfig,
+  type KubeConfig,
   RequestContext,
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { parsePrometheusText } from '../../cli/impl/watch.ts';
+import { loadKubeConfig } from '../../core/kube.ts';
 import { waitFor } from '../../functions/kit/wait.ts';
 import { repoRoot } from '../../local/service.ts';
 import { type AnyLocalStack, type PushModel, STACK_MODES, type StackMode } from '../../local/stack.ts';
@@ -200,8 +201,10 @@ async function runContender(
   n: number,
   start: () => Promise<Running>,
 ): Promise<ContenderResult> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(options.kubeconfigPath);
+  // Levelset's pooled KubeConfig: the bench's writes share one connection, as a client-go driver's
+  // would. client-node's own opens one per request, and every contender's figures then carried a
+  // TLS handshake per Foo written by the bench (a fifth of the API server's CPU in an update phase).
+  const kc = loadKubeConfig(options.kubeconfigPath, {});
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const ns = `peer-${name.replace(/[^a-z0-9]+/g, '-')}-${n}-${randomBytes(2).toString('hex')}`;
@@ -446,7 +449,6 @@ async function getText(kc: KubeConfig, path: string): Promise<string> {
 
 /** The server's `gitVersion`, from `/version`. */
 async function serverVersion(kubeconfigPath: string): Promise<string> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfigPath);
+  const kc = loadKubeConfig(kubeconfigPath, {});
   return (JSON.parse(await getText(kc, '/version')) as { gitVersion?: string }).gitVersion ?? 'unknown';
 }

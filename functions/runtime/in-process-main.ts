@@ -6,7 +6,7 @@
  *
  * Environment: `KUBECONFIG` (else `~/.kube/config`, else in-cluster), `RELAY_PORT` (health/metrics,
  * default 8080), `RELAY_COLLAPSE_MS` (default 0: the workqueue's dirty set alone collapses),
- * `LEVELSET_WORKERS` (per controller, default 4), `LEVELSET_RESYNC_INTERVAL_MS` (default 600 000;
+ * `LEVELSET_WORKERS` (per controller, default 16), `LEVELSET_RESYNC_INTERVAL_MS` (default 600 000;
  * 0 disables), `LEVELSET_RETRY_BASE_MS` and `LEVELSET_RETRY_MAX_MS` (the retries' backoff, as the
  * functions read them: functions/runtime/retry.ts), `LOG_LEVEL`, and each controller's own
  * configuration (README "Configuration").

@@ -51,8 +51,14 @@ import {
   WorkQueue,
 } from './workqueue.ts';
 
-/** Default workers per controller (`LEVELSET_WORKERS`). */
-export const DEFAULT_WORKERS = 4;
+/**
+ * Default workers per controller (`LEVELSET_WORKERS`): 16 keys reconciled at once, each waiting on
+ * its API calls. A worker is a pending promise here, not a goroutine, and a reconcile spends its
+ * time waiting for the API server: with 4, a patch of 1 000 Foos from 8 writers outran the workers
+ * (docs/architecture.md decision 72). The cluster's request budget, not this number, bounds the
+ * request rate (core/request-budget.ts).
+ */
+export const DEFAULT_WORKERS = 16;
 
 /** How long `stop` waits for the Events still queued to be written (ms). */
 export const EVENTS_FLUSH_DEADLINE_MS = 5000;
