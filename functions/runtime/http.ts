@@ -13,6 +13,7 @@
  */
 
 import { timingSafeEqual } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
@@ -107,21 +108,44 @@ export function rejectRequest(req: Request, rules: RequestRules = {}): Rejection
   return undefined;
 }
 
+/** The stand-in {@link withoutRequestDomains} gives functions-framework for a request's domain. */
+class RequestScope extends EventEmitter {
+  /** Runs `fn` now, in the caller's context (a domain's `run`, without entering a domain). */
+  run<T>(fn: () => T): T {
+    return fn();
+  }
+}
+const DOMAINS_REPLACED = Symbol('levelset.withoutRequestDomains');
+
 /**
- * Runs `handler` outside the `node:domain` functions-framework opens for each HTTP request
- * (function_wrappers.js `wrapHttpFunction`): an active domain marks every async resource, every
- * promise included, which costs a promise-heavy reconcile much of its CPU (docs/architecture.md,
- * decision 35). What changes: a throw from a callback outside any promise chain stops the instance
- * (functions-framework's `uncaughtException` handler), as an unhandled rejection already does; a
- * handler's own rejection is still answered 500.
+ * Makes functions-framework's per-request `node:domain` a stand-in that runs the request as it is.
+ *
+ * The framework (5.x, function_wrappers.js `wrapHttpFunction`) runs every HTTP request inside a
+ * new domain. The first `domain.create()` of a process enables the domain module's async hook for
+ * the rest of its life: from then on every promise, inside a domain or not, is created with destroy
+ * tracking (Node's `promiseInitHookWithDestroyTracking`) and every async resource passes the hook's
+ * `init`. Leaving the domain in the handler (decision 35) kept that cost: `--cpu-prof` of
+ * `reconcile` under Foo pushes still spent about a tenth of its CPU in `registerDestroyHook`,
+ * node:domain and async_hooks (docs/architecture.md decision 73). With this stand-in no domain is
+ * ever created, so the hook is never enabled.
+ *
+ * The stand-in keeps what the wrapper uses of a domain: `on('error', …)` (never emitted) and
+ * `run(fn)`. What changes is what decision 35 already accepted: a throw from a callback outside any
+ * promise chain reaches functions-framework's `uncaughtException` handler, which stops the
+ * instance, as an unhandled rejection does; a handler's own rejection is still answered 500 by the
+ * framework. `http` functions only: the framework's `event` and `cloudevent` wrappers bind their
+ * callbacks to `process.domain`, which is then unset. Applies to every `domain.create()` of the
+ * process (node:domain is deprecated; nothing else Levelset loads creates one). Idempotent; call
+ * before the first request.
  */
-export function outsideRequestDomain<R>(
-  handler: (req: Request, res: Response) => R,
-): (req: Request, res: Response) => R {
-  return (req, res) => {
-    (process as { domain?: { exit(): void } | null }).domain?.exit();
-    return handler(req, res);
+export function withoutRequestDomains(): void {
+  const domain = createRequire(import.meta.url)('node:domain') as {
+    create: () => unknown;
+    [DOMAINS_REPLACED]?: true;
   };
+  if (domain[DOMAINS_REPLACED]) return;
+  domain.create = () => new RequestScope();
+  domain[DOMAINS_REPLACED] = true;
 }
 
 /** The function target this process serves, read as functions-framework reads it (`--target`, then `FUNCTION_TARGET`). */

@@ -30,7 +30,7 @@ import { readRequestBudget } from '../../core/request-budget.ts';
 import { startTracing } from '../../core/tracing.ts';
 import { createAdmissionHandler, readAdmissionPathToken } from './admission.ts';
 import { createClusterRegistry } from './clusters.ts';
-import { outsideRequestDomain, readRequestRules, routeFrameworkErrors, servedTarget } from './http.ts';
+import { readRequestRules, routeFrameworkErrors, servedTarget, withoutRequestDomains } from './http.ts';
 import { createReconcileHandler } from './reconcile.ts';
 import { createRequeuer, readRequeueConfig } from './requeue.ts';
 import { readRetryConfig } from './retry.ts';
@@ -167,32 +167,29 @@ export async function registerFunctions(
     });
   }
 
-  // Each outside functions-framework's per-request domain, whose async hooks cost a reconcile a fifth
-  // of its CPU (http.ts, outsideRequestDomain).
+  // No request runs in a node:domain: the framework's per-request domain would turn on async hooks
+  // that cost every promise of the process (http.ts, withoutRequestDomains).
+  withoutRequestDomains();
   const handlers: Record<'reconcile' | 'resync' | 'auditLog' | 'admission', Handler> = {
-    reconcile: outsideRequestDomain(
-      createReconcileHandler({
-        controllers,
-        kubeConfig: (cluster) => clusters.kubeConfig(cluster),
-        clusters: () => clusters.ids,
-        logger,
-        requestRules,
-        requeuer: createRequeuer(requeueConfig, logger),
-        retry,
-        deadLetters: () => ({ publishEncoded: publishDeadLetter }),
-      }),
-    ),
-    resync: outsideRequestDomain(async (req, res) => {
+    reconcile: createReconcileHandler({
+      controllers,
+      kubeConfig: (cluster) => clusters.kubeConfig(cluster),
+      clusters: () => clusters.ids,
+      logger,
+      requestRules,
+      requeuer: createRequeuer(requeueConfig, logger),
+      retry,
+      deadLetters: () => ({ publishEncoded: publishDeadLetter }),
+    }),
+    resync: async (req, res) => {
       resyncHandler ??= loadResyncHandler();
       await (await resyncHandler)(req, res);
-    }),
-    auditLog: outsideRequestDomain(async (req, res) => {
+    },
+    auditLog: async (req, res) => {
       auditLogHandler ??= loadAuditLogHandler();
       await (await auditLogHandler)(req, res);
-    }),
-    admission: outsideRequestDomain(
-      createAdmissionHandler({ webhooks, logger, pathToken: readAdmissionPathToken() }),
-    ),
+    },
+    admission: createAdmissionHandler({ webhooks, logger, pathToken: readAdmissionPathToken() }),
   };
   ff.http('reconcile', handlers.reconcile);
   ff.http('admission', handlers.admission);
