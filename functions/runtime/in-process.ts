@@ -55,8 +55,8 @@ import {
  * Default workers per controller (`LEVELSET_WORKERS`): 16 keys reconciled at once, each waiting on
  * its API calls. A worker is a pending promise here, not a goroutine, and a reconcile spends its
  * time waiting for the API server: with 4, a patch of 1 000 Foos from 8 writers outran the workers
- * (docs/architecture.md decision 72). The cluster's request budget, not this number, bounds the
- * request rate (core/request-budget.ts).
+ * (docs/architecture.md decision 72). A cluster's request budget, when one is set
+ * (`LEVELSET_REQUEST_BUDGET`, core/request-budget.ts), bounds the request rate, not this number.
  */
 export const DEFAULT_WORKERS = 16;
 
