@@ -86,7 +86,7 @@ export const LOG_LINES_KEPT = 1_000;
  *   the first large Buffer or string write is freed, every later one up to that size is carved from
  *   the main arena, whose top is then kept: the soak's process's main arena (`[heap]` of
  *   `/proc/<pid>/smaps`) rose 140 → 168 MiB in 8 minutes with glibc's default thresholds, and
- *   stayed at 101 MiB with these, side by side (decision 72).
+ *   stayed at 101 MiB with these, side by side (decision 74).
  */
 export const ALLOCATOR_ENV = {
   MALLOC_ARENA_MAX: '2',

@@ -54,7 +54,7 @@ locals {
     # thread (up to 8 per core), and what a thread frees in its arena is seldom returned, so an
     # instance that lives for hours grew outside its flat V8 heap (decisions 63 and 68). Fixed mmap
     # and trim thresholds of 128 KiB: without them glibc raises both to the largest block freed, then
-    # carves large Buffers from the arena and keeps its free top (decision 72).
+    # carves large Buffers from the arena and keeps its free top (decision 74).
     MALLOC_ARENA_MAX       = "2"
     MALLOC_MMAP_THRESHOLD_ = "131072"
     MALLOC_TRIM_THRESHOLD_ = "131072"

@@ -2,7 +2,7 @@
  * `levelset build` run as a real process (the package's `bin`) on a project whose registry does not
  * load: the registry loads in the manifests' worker thread while esbuild starts (cli/build/index.ts,
  * decision 62), and its failure is still one line, exit 1, with nothing written. The relay's image it
- * writes runs with the relay's environment (glibc's malloc settings, decision 72).
+ * writes runs with the relay's environment (glibc's malloc settings, decision 74).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
