@@ -3,7 +3,9 @@
  * relay — as a child process with this process's Node binary, capturing its JSON log lines.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createConnection } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isListenReport, LISTEN_REPORT_PORT_ENV, LISTEN_REPORT_PRELOAD } from './listen-report.ts';
@@ -67,14 +69,79 @@ const GRACE_MS = 10_000;
 export const LOG_LINES_KEPT = 1_000;
 
 /**
- * glibc's `MALLOC_ARENA_MAX` for every service the local stack starts (unless the environment sets
- * one): 2 arenas instead of glibc's default of 8 per core. Node's threads (libuv's pool, V8's
- * workers, the TLS and zlib work of the Kubernetes and Pub/Sub clients) each get an arena, and
- * memory freed in one is seldom returned: `reconcile`'s RSS grew outside its flat V8 heap and
- * external memory. Side by side in one run (two 14-minute soaks at once, issue 45): `reconcile`'s RSS
- * 235 → 236 MiB (peak 244) with glibc's default, 205 → 208 MiB (peak 228) with 2 arenas.
+ * glibc's malloc settings for every Node process of the local stack (unless the environment sets
+ * one: each set there wins), the soak's own process ({@link relaunchWithAllocatorEnv}), the relay's
+ * image (relay/Dockerfile) and the functions on Cloud Run (terraform/functions.tf `function_env`).
+ * glibc reads them at a process's start only.
+ * - `MALLOC_ARENA_MAX` 2: at most 2 arenas instead of glibc's default of 8 per core. Node's threads
+ *   (libuv's pool, V8's workers, the TLS and zlib work of the Kubernetes and Pub/Sub clients) each
+ *   get an arena, and memory freed in one is seldom returned: `reconcile`'s RSS grew outside its
+ *   flat V8 heap and external memory. Side by side in one run (two 14-minute soaks at once, issue
+ *   45): `reconcile`'s RSS 235 → 236 MiB (peak 244) with glibc's default, 205 → 208 MiB (peak 228)
+ *   with 2 arenas.
+ * - `MALLOC_MMAP_THRESHOLD_` and `MALLOC_TRIM_THRESHOLD_` 128 KiB (glibc's own starting values,
+ *   fixed): a block of at least 128 KiB is its own `mmap`, unmapped at its `free`, and the arena's
+ *   free top is returned beyond 128 KiB. Without them glibc raises both thresholds to the largest
+ *   block freed so far (the mmap threshold up to 32 MiB, the trim threshold to twice it), so after
+ *   the first large Buffer or string write is freed, every later one up to that size is carved from
+ *   the main arena, whose top is then kept: the soak's process's main arena (`[heap]` of
+ *   `/proc/<pid>/smaps`) rose 140 → 168 MiB in 8 minutes with glibc's default thresholds, and
+ *   stayed at 101 MiB with these, side by side (decision 74).
  */
-export const MALLOC_ARENA_MAX = '2';
+export const ALLOCATOR_ENV = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+} as const;
+
+/**
+ * {@link ALLOCATOR_ENV} under `env` (default this process's environment): each variable `env` sets
+ * wins. The environment a child process of the stack starts with.
+ */
+export function allocatorEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): Record<keyof typeof ALLOCATOR_ENV, string> {
+  const out = { ...ALLOCATOR_ENV } as Record<keyof typeof ALLOCATOR_ENV, string>;
+  for (const name of Object.keys(ALLOCATOR_ENV) as (keyof typeof ALLOCATOR_ENV)[])
+    out[name] = env[name] ?? ALLOCATOR_ENV[name];
+  return out;
+}
+
+/**
+ * Runs this script again, as a child with this process's Node flags, arguments and standard streams,
+ * when this process started without one of {@link ALLOCATOR_ENV}'s variables (glibc reads them at
+ * start-up only, so a process cannot give them to itself) or without one of `nodeFlags` (V8 sizes
+ * its heap at start-up too): for a long-lived Node entry point, such as the soak (soak/run.ts), that
+ * must run with the allocator its stack's services run with. A flag counts as given when
+ * `process.execArgv` holds one of its name (`--max-semi-space-size=16` stands for
+ * `--max-semi-space-size=8`: the one given wins, as the environment's variables do). Call it before
+ * the script starts anything or handles a signal. SIGTERM and SIGHUP sent to this process are
+ * passed on to the child; SIGINT is ignored here, as a terminal's Ctrl-C reaches both (one process
+ * group).
+ * @param nodeFlags Node or V8 flags of the form `--name=value`.
+ * @returns `undefined` when the environment and the flags are already there (go on: this process is
+ *   the one to run); otherwise the child's exit code once it has exited (128 + the signal's number
+ *   when a signal ended it), for this process to exit with.
+ */
+export async function relaunchWithAllocatorEnv(
+  nodeFlags: readonly string[] = [],
+): Promise<number | undefined> {
+  const flagName = (flag: string) => flag.split('=')[0];
+  const given = new Set(process.execArgv.map(flagName));
+  const missingFlags = nodeFlags.filter((flag) => !given.has(flagName(flag)));
+  if (!missingFlags.length && Object.keys(ALLOCATOR_ENV).every((name) => process.env[name] !== undefined))
+    return undefined;
+  const child = spawn(process.execPath, [...missingFlags, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, ...allocatorEnv() },
+  });
+  const pass = (signal: NodeJS.Signals) => child.kill(signal);
+  const ignore = () => {};
+  process.on('SIGTERM', pass).on('SIGHUP', pass).on('SIGINT', ignore);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  process.off('SIGTERM', pass).off('SIGHUP', pass).off('SIGINT', ignore);
+  return code ?? 128 + (signal ? osConstants.signals[signal] : 0);
+}
 
 async function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -135,8 +202,8 @@ export async function startService(options: ServiceOptions): Promise<Service> {
       env: {
         ...process.env,
         METADATA_SERVER_DETECTION: 'none',
-        // glibc's malloc arenas: see MALLOC_ARENA_MAX's docstring; one set in the environment wins.
-        MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? MALLOC_ARENA_MAX,
+        // glibc's malloc settings: see ALLOCATOR_ENV's docstring; each one set in the environment wins.
+        ...allocatorEnv(),
         ...options.env,
         [LISTEN_REPORT_PORT_ENV]: String(options.port),
       },

@@ -12,7 +12,14 @@ import { Launcher } from './composition.ts';
 import { levelsetModule } from './module-path.ts';
 import { ensureKeysTopology, freePort, keysTopologyNames, type PubSubEmulator } from './pubsub-emulator.ts';
 import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
-import { type LogLine, onFreePort, type Service, serviceUrl, startService } from './service.ts';
+import {
+  ALLOCATOR_ENV,
+  type LogLine,
+  onFreePort,
+  type Service,
+  serviceUrl,
+  startService,
+} from './service.ts';
 import type { createStackFiles } from './state.ts';
 
 /** What the services read of the stack's options (local/stack.ts `LocalStackOptions`, which describes each). */
@@ -58,12 +65,14 @@ export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space
 export const FUNCTION_CONCURRENCY = 8;
 
 /**
- * The environment the relay's image sets (relay/Dockerfile `ENV`): at most 2 glibc malloc arenas,
- * because glibc's default (8 per core, one per thread that allocates) lets Node's libuv and V8
- * worker threads each keep the pages of a large LIST's buffers in an arena of their own. The local
- * relay and the bench's informer children run with it too.
+ * The environment the relay's image sets (relay/Dockerfile `ENV`): glibc's malloc settings of every
+ * long-lived Node process of Levelset (local/service.ts ALLOCATOR_ENV: at most 2 arenas, because
+ * glibc's default of 8 per core lets Node's libuv and V8 worker threads each keep the pages of a
+ * large LIST's buffers in an arena of their own; fixed mmap and trim thresholds, so large blocks are
+ * unmapped at their free and the arena's free top returned). The local relay and the bench's
+ * informer children run with it too.
  */
-export const RELAY_ENV = { MALLOC_ARENA_MAX: '2' } as const;
+export const RELAY_ENV = ALLOCATOR_ENV;
 
 /** The functions' entry for functions-framework's `--source` (functions/runtime/main.ts: the registry of `LEVELSET_REGISTRY`). */
 export const functionsMain = levelsetModule('functions/runtime/main.ts');

@@ -40,7 +40,7 @@ import { createLogger } from '../core/log.ts';
 import { PooledKubeConfig } from '../core/pooled-kubeconfig.ts';
 import { waitFor } from '../functions/kit/wait.ts';
 import { installCrds } from '../local/demo.ts';
-import { repoRoot } from '../local/service.ts';
+import { relaunchWithAllocatorEnv, repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import { type LocalStack, startLocalStack } from '../local/stack.ts';
 import { readStackState } from '../local/state.ts';
@@ -53,6 +53,21 @@ import { latencyChart, markdownReport, memoryChart, type SoakResults } from './r
 import { controllerOfKey, count, LatencyTally, resyncCause, Tallies } from './tally.ts';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 import { createWorkload, Ledger } from './workload.ts';
+
+/**
+ * The soak's own Node flags: a young generation of at most 8 MiB per semi-space, as the functions run
+ * (local/stack-services.ts FUNCTION_NODE_OPTIONS). Without it this Node sizes the soak's young
+ * generation to 128 MiB, whose pages become resident one after another through the run and stay:
+ * the process's RSS rose outside V8's own count of its physical memory for the whole run (decision 74).
+ */
+const SOAK_NODE_FLAGS = ['--max-semi-space-size=8'];
+
+// The soak's own process (the local API server, the auditor, the workload, the push proxies) runs
+// with glibc's malloc settings, as the stack's services do, and with SOAK_NODE_FLAGS: glibc and V8
+// read them at start-up only, so a soak started without them runs itself again as a child with them
+// and exits with its exit code (local/service.ts relaunchWithAllocatorEnv; decision 74).
+const relaunched = await relaunchWithAllocatorEnv(SOAK_NODE_FLAGS);
+if (relaunched !== undefined) process.exit(relaunched);
 
 /**
  * `kubeConfig` with its current cluster's server at the soak's proxy (`https://127.0.0.1:port`): a

@@ -49,11 +49,15 @@ locals {
     # reads it instead of compiling them. The buildpack builds and runs the function in /workspace.
     NODE_COMPILE_CACHE          = "/workspace/dist/compile-cache"
     NODE_COMPILE_CACHE_PORTABLE = "1"
-    # At most 2 glibc malloc arenas, as the relay's image and the local stack run the functions
-    # (local/service.ts MALLOC_ARENA_MAX): glibc's default keeps one per allocating thread (up to 8
-    # per core), and what a thread frees in its arena is seldom returned, so an instance that lives
-    # for hours grew outside its flat V8 heap (decisions 63 and 68).
-    MALLOC_ARENA_MAX = "2"
+    # glibc's malloc settings, as the relay's image and the local stack run the functions
+    # (local/service.ts ALLOCATOR_ENV). At most 2 arenas: glibc's default keeps one per allocating
+    # thread (up to 8 per core), and what a thread frees in its arena is seldom returned, so an
+    # instance that lives for hours grew outside its flat V8 heap (decisions 63 and 68). Fixed mmap
+    # and trim thresholds of 128 KiB: without them glibc raises both to the largest block freed, then
+    # carves large Buffers from the arena and keeps its free top (decision 74).
+    MALLOC_ARENA_MAX       = "2"
+    MALLOC_MMAP_THRESHOLD_ = "131072"
+    MALLOC_TRIM_THRESHOLD_ = "131072"
   })
   function_memory_mib = tonumber(regex("^[0-9]+", var.function_memory)) * (endswith(var.function_memory, "Gi") ? 1024 : 1)
   function_heap_mib   = floor(local.function_memory_mib / 2)

@@ -22,7 +22,7 @@ import {
 /**
  * The relay image's Dockerfile, beside the bundle in `build/relay` (the build context): distroless
  * Node 24 as the nonroot user; the bundle holds every library it imports (cli/build/package-relay.ts).
- * Its environment is relay/Dockerfile's (local/stack-services.ts RELAY_ENV: at most 2 malloc arenas).
+ * Its environment is relay/Dockerfile's (local/stack-services.ts RELAY_ENV: glibc's malloc settings).
  */
 export const RELAY_DOCKERFILE = `# syntax=docker/dockerfile:1
 # The relay's image, with this project's registry: written by \`levelset build\`; do not edit.
@@ -34,7 +34,9 @@ FROM \${RUNTIME_IMAGE}
 WORKDIR /app
 ENV NODE_ENV=production \\
     RELAY_PORT=8080 \\
-    MALLOC_ARENA_MAX=2
+    MALLOC_ARENA_MAX=2 \\
+    MALLOC_MMAP_THRESHOLD_=131072 \\
+    MALLOC_TRIM_THRESHOLD_=131072
 COPY dist ./dist
 USER 65532:65532
 EXPOSE 8080

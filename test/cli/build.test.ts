@@ -1,7 +1,8 @@
 /**
  * `levelset build` run as a real process (the package's `bin`) on a project whose registry does not
  * load: the registry loads in the manifests' worker thread while esbuild starts (cli/build/index.ts,
- * decision 62), and its failure is still one line, exit 1, with nothing written.
+ * decision 62), and its failure is still one line, exit 1, with nothing written. The relay's image it
+ * writes runs with the relay's environment (glibc's malloc settings, decision 74).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -48,4 +49,11 @@ test('a registry that does not load: one line, exit 1, nothing built', async () 
     /^levelset: the registry .*controllers\/index\.ts did not load: the registry throws at load\n$/,
   );
   for (const dir of ['build', 'deploy']) assert.ok(!existsSync(join(project, dir)), `no ${dir}/`);
+});
+
+test("the relay's image that `levelset build` writes sets the environment the repository's relay image sets", async () => {
+  const { RELAY_DOCKERFILE } = await import('../../cli/build/index.ts');
+  const { RELAY_ENV } = await import('../../local/stack-services.ts');
+  for (const [name, value] of Object.entries(RELAY_ENV))
+    assert.match(RELAY_DOCKERFILE, new RegExp(`\\b${name}=${value}\\b`), name);
 });

@@ -4,18 +4,26 @@
  * on a busy machine); another process that binds it meanwhile must not be taken for the service
  * (the stack would push its keys to a stranger, and the child dies of EADDRINUSE unnoticed).
  * Real processes and sockets: the "service" is a Node child that serves its pid over HTTP. The
- * Pub/Sub emulator (a JVM) on a taken port fails at once, saying why.
+ * Pub/Sub emulator (a JVM) on a taken port fails at once, saying why. Every service, and a script
+ * that relaunches itself for them (the soak), runs with glibc's malloc settings (ALLOCATOR_ENV).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { waitFor } from '../../functions/kit/wait.ts';
 import { freePort, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
 import {
+  ALLOCATOR_ENV,
   LOG_LINES_KEPT,
   type LogLine,
   onFreePort,
   PortInUseError,
+  repoRoot,
   type Service,
   startService,
 } from '../../local/service.ts';
@@ -121,5 +129,91 @@ describe('local services: ready only when their own process listens', () => {
     started.push(service);
     assert.notEqual(service.port, foreign.port);
     assert.equal(await (await fetch(service.url)).text(), String(service.pid));
+  });
+});
+
+/** The environment of this process without glibc's malloc settings, with `extra`. */
+function envWithout(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  for (const name of Object.keys(ALLOCATOR_ENV)) if (!(name in extra)) delete env[name];
+  return env;
+}
+
+describe("local services: glibc's malloc settings", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelset-allocator-env-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  /** A script that relaunches itself with the settings and a V8 flag, then prints them and exits 7. */
+  const script = join(dir, 'relaunch.ts');
+  writeFileSync(
+    script,
+    `import { relaunchWithAllocatorEnv } from ${JSON.stringify(pathToFileURL(join(repoRoot, 'local', 'service.ts')).href)};
+const relaunched = await relaunchWithAllocatorEnv(['--max-semi-space-size=8']);
+if (relaunched !== undefined) process.exit(relaunched);
+console.log(JSON.stringify({ pid: process.pid, ppid: process.ppid, execArgv: process.execArgv, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_'))) }));
+process.exit(7);
+`,
+  );
+  const run = (env: NodeJS.ProcessEnv, flags: string[] = []) => {
+    const r = spawnSync(process.execPath, [...flags, script], { env, encoding: 'utf8' });
+    return {
+      code: r.status,
+      pid: r.pid,
+      out: JSON.parse(r.stdout) as {
+        pid: number;
+        ppid: number;
+        execArgv: string[];
+        env: Record<string, string>;
+      },
+    };
+  };
+
+  it('a script started without them runs again as a child with them, and exits with its code', () => {
+    const { code, pid, out } = run(envWithout());
+    assert.equal(code, 7);
+    assert.deepEqual(out.env, ALLOCATOR_ENV);
+    assert.deepEqual(out.execArgv, ['--max-semi-space-size=8']);
+    assert.equal(out.ppid, pid, 'the child printed');
+  });
+
+  it('a script started without its flag runs again with it, keeping its own flags', () => {
+    const { code, pid, out } = run(envWithout(ALLOCATOR_ENV), ['--stack-size=900']);
+    assert.equal(code, 7);
+    assert.deepEqual(out.execArgv, ['--max-semi-space-size=8', '--stack-size=900']);
+    assert.equal(out.ppid, pid, 'the child printed');
+  });
+
+  it('a script started with them runs as it is, and a variable or flag given wins', () => {
+    const { code, pid, out } = run(envWithout({ ...ALLOCATOR_ENV, MALLOC_ARENA_MAX: '4' }), [
+      '--max-semi-space-size=16',
+    ]);
+    assert.equal(code, 7);
+    assert.deepEqual(out.env, { ...ALLOCATOR_ENV, MALLOC_ARENA_MAX: '4' });
+    assert.deepEqual(out.execArgv, ['--max-semi-space-size=16']);
+    assert.equal(out.pid, pid, 'not relaunched');
+  });
+
+  it('a service starts with them, one set in the environment winning', async () => {
+    const port = await freePort();
+    const service = await startService({
+      name: 'svc',
+      args: [
+        '-e',
+        `require('node:http').createServer((q, r) => r.end(JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_')))))).listen(${port});`,
+      ],
+      port,
+      env: { MALLOC_TRIM_THRESHOLD_: '262144' },
+    });
+    try {
+      const expected = {
+        ...ALLOCATOR_ENV,
+        ...Object.fromEntries(
+          Object.keys(ALLOCATOR_ENV).flatMap((k) => (process.env[k] ? [[k, process.env[k]]] : [])),
+        ),
+        MALLOC_TRIM_THRESHOLD_: '262144',
+      };
+      assert.deepEqual(JSON.parse(await (await fetch(service.url)).text()), expected);
+    } finally {
+      await service.stop();
+    }
   });
 });

@@ -337,10 +337,11 @@ describe('terraform/', () => {
     assert.deepEqual(flags, [...FUNCTION_NODE_OPTIONS]);
   });
 
-  test('the functions run with the malloc arenas the local stack runs them with (decision 68)', async () => {
-    const { MALLOC_ARENA_MAX } = await import('../../local/service.ts');
+  test('the functions run with the malloc settings the local stack runs them with (decisions 68, 72)', async () => {
+    const { ALLOCATOR_ENV } = await import('../../local/service.ts');
     const env = strings(m.locals.get('function_env')).join('\n');
-    assert.equal(/MALLOC_ARENA_MAX\s*=\s*"([^"]*)"/.exec(env)?.[1], MALLOC_ARENA_MAX);
+    for (const [name, value] of Object.entries(ALLOCATOR_ENV))
+      assert.equal(new RegExp(`\\b${name}\\s*=\\s*"([^"]*)"`).exec(env)?.[1], value, name);
   });
 
   test("the relay's V8 flags are stated: a heap limit of half its memory limit, the ones the bench measures", async () => {
