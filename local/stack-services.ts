@@ -12,14 +12,7 @@ import { Launcher } from './composition.ts';
 import { levelsetModule } from './module-path.ts';
 import { ensureKeysTopology, freePort, keysTopologyNames, type PubSubEmulator } from './pubsub-emulator.ts';
 import { type PushProxy, type PushProxyOptions, startPushProxy } from './push-proxy.ts';
-import {
-  ALLOCATOR_ENV,
-  type LogLine,
-  onFreePort,
-  type Service,
-  serviceUrl,
-  startService,
-} from './service.ts';
+import { type LogLine, onFreePort, type Service, serviceUrl, startService } from './service.ts';
 import type { createStackFiles } from './state.ts';
 
 /** What the services read of the stack's options (local/stack.ts `LocalStackOptions`, which describes each). */
@@ -63,16 +56,6 @@ export const RELAY_NODE_OPTIONS = ['--max-old-space-size=256', '--max-semi-space
  * an instance's at the deployed concurrency; in the cloud more instances serve the rest.
  */
 export const FUNCTION_CONCURRENCY = 8;
-
-/**
- * The environment the relay's image sets (relay/Dockerfile `ENV`): glibc's malloc settings of every
- * long-lived Node process of Levelset (local/service.ts ALLOCATOR_ENV: at most 2 arenas, because
- * glibc's default of 8 per core lets Node's libuv and V8 worker threads each keep the pages of a
- * large LIST's buffers in an arena of their own; fixed mmap and trim thresholds, so large blocks are
- * unmapped at their free and the arena's free top returned). The local relay and the bench's
- * informer children run with it too.
- */
-export const RELAY_ENV = ALLOCATOR_ENV;
 
 /** The functions' entry for functions-framework's `--source` (functions/runtime/main.ts: the registry of `LEVELSET_REGISTRY`). */
 export const functionsMain = levelsetModule('functions/runtime/main.ts');
@@ -220,7 +203,8 @@ export function relayServices(options: ServiceOptions, env: Record<string, strin
   return clusters.map((c) => {
     const relayEnv = (extra: Record<string, string>) => {
       const own = { ...extra, KUBECONFIG: c.kubeconfigPath, ...c.env };
-      return { ...RELAY_ENV, ...env, ...files.traceEnv('relay'), ...own };
+      // glibc's malloc settings (relay/Dockerfile's ENV) come from startService (ALLOCATOR_ENV).
+      return { ...env, ...files.traceEnv('relay'), ...own };
     };
     return { ...c, service: relayProcess(c.name, args, relayEnv, files.log(c.name)) };
   });

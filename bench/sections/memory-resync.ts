@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundle } from '../../cli/build/bundle.ts';
 import { packageRelay, RELAY_EXTERNAL } from '../../cli/build/package-relay.ts';
-import { repoRoot } from '../../local/service.ts';
-import { FUNCTION_NODE_OPTIONS, RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
+import { ALLOCATOR_ENV, repoRoot } from '../../local/service.ts';
+import { FUNCTION_NODE_OPTIONS, RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
 import { type ApiServer, type Emulator, FULL_SIZES, type Section, type SectionEnv } from '../environment.ts';
 import { comparing, type Figure } from '../report.ts';
 import { jsonChild, pool } from '../support.ts';
@@ -97,9 +97,9 @@ async function bundleInformerChildren(): Promise<string> {
   return relayBundle;
 }
 
-/** An informer child started as the relay's image starts the relay (RELAY_ENV, the deployed V8 flags). */
+/** An informer child started as the relay's image starts the relay (ALLOCATOR_ENV, the deployed V8 flags). */
 function informerChild(script: string, argv: string[]): Promise<InformerRss> {
-  return jsonChild(['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], RELAY_ENV);
+  return jsonChild(['--expose-gc', ...RELAY_NODE_OPTIONS, script, ...argv], ALLOCATOR_ENV);
 }
 
 /** The informer RSS figures at `n` watched ConfigMaps. */

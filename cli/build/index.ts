@@ -22,7 +22,7 @@ import {
 /**
  * The relay image's Dockerfile, beside the bundle in `build/relay` (the build context): distroless
  * Node 24 as the nonroot user; the bundle holds every library it imports (cli/build/package-relay.ts).
- * Its environment is relay/Dockerfile's (local/stack-services.ts RELAY_ENV: glibc's malloc settings).
+ * Its environment is relay/Dockerfile's (local/service.ts ALLOCATOR_ENV: glibc's malloc settings).
  */
 export const RELAY_DOCKERFILE = `# syntax=docker/dockerfile:1
 # The relay's image, with this project's registry: written by \`levelset build\`; do not edit.

@@ -53,7 +53,7 @@ test('a registry that does not load: one line, exit 1, nothing built', async () 
 
 test("the relay's image that `levelset build` writes sets the environment the repository's relay image sets", async () => {
   const { RELAY_DOCKERFILE } = await import('../../cli/build/index.ts');
-  const { RELAY_ENV } = await import('../../local/stack-services.ts');
-  for (const [name, value] of Object.entries(RELAY_ENV))
+  const { ALLOCATOR_ENV } = await import('../../local/service.ts');
+  for (const [name, value] of Object.entries(ALLOCATOR_ENV))
     assert.match(RELAY_DOCKERFILE, new RegExp(`\\b${name}=${value}\\b`), name);
 });

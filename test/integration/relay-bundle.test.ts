@@ -16,8 +16,8 @@ import { type KeyMessage, keyMessageSchema } from '../../core/message.ts';
 import { emulatorClientOptions } from '../../core/publish.ts';
 import { startTestCluster, type TestCluster, uniqueSuffix } from '../../functions/kit/testing.ts';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from '../../local/pubsub-emulator.ts';
-import { repoRoot, type Service, startService } from '../../local/service.ts';
-import { RELAY_ENV, RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
+import { ALLOCATOR_ENV, repoRoot, type Service, startService } from '../../local/service.ts';
+import { RELAY_NODE_OPTIONS } from '../../local/stack-services.ts';
 import { type CustomResource, customObjects } from '../support/custom-objects.ts';
 import { startAll } from '../support/start.ts';
 import { waitFor } from '../support/wait.ts';
@@ -62,7 +62,7 @@ describe('the relay bundle', () => {
 
   it('runs with the environment the image sets', () => {
     const dockerfile = readFileSync(join(repoRoot, 'relay', 'Dockerfile'), 'utf8');
-    for (const [name, value] of Object.entries(RELAY_ENV))
+    for (const [name, value] of Object.entries(ALLOCATOR_ENV))
       assert.match(dockerfile, new RegExp(`\\b${name}=${value}\\b`));
   });
 
@@ -85,7 +85,7 @@ describe('the relay bundle', () => {
       port,
       readyPath: '/readyz',
       env: {
-        ...RELAY_ENV,
+        ...ALLOCATOR_ENV,
         KUBECONFIG: cluster.kubeconfigPath,
         PUBSUB_EMULATOR_HOST: emulator.host,
         GOOGLE_CLOUD_PROJECT: emulator.projectId,
