@@ -133,6 +133,14 @@ export interface LocalStackOptions {
   deliveryStallMs?: number;
   /** Called after each recovery of the watchdog. */
   onDeliveryStall?: (report: StallReport) => void;
+  /**
+   * Serverless mode only: run the delivery watchdog (local/watchdog.ts); default true. It reads every
+   * key of the keys topic through a subscription of its own, so the emulator delivers each key twice
+   * and the stack's process pulls each one: a guard of the local stand-in that Google Cloud does
+   * not run. A benchmark of the serverless path turns it off (then {@link LocalStack.watchdog} is
+   * `undefined`, and a stall of the emulator is not recovered from).
+   */
+  deliveryWatchdog?: boolean;
   /** Start the relay (in-process: the in-process process) with the stack; default true. */
   relay?: boolean;
   /**
@@ -190,8 +198,8 @@ export interface LocalStack {
   resyncTopology: KeysTopology;
   /** The resync subscription's push endpoint, which forwards at most {@link RESYNC_PUSH_CONCURRENCY} at once. */
   resyncPushProxy: PushProxy;
-  /** Backlog, last delivery, recoveries from stalls. */
-  watchdog: DeliveryWatchdog;
+  /** Backlog, last delivery, recoveries from stalls; `undefined` with `deliveryWatchdog: false`. */
+  watchdog: DeliveryWatchdog | undefined;
   /** The running `reconcile` function (a new process after its restart, local/stack-faults.ts). */
   readonly reconcile: Service;
   /** The running `resync` function; with {@link LocalStackOptions.resyncOnDemand}, only after the first resync. */
@@ -396,20 +404,23 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
       )
     : undefined;
   if (auditLog) await services.launch(auditLog);
-  const watchdog = await services.launch(() =>
-    startDeliveryWatchdog({
-      emulatorHost: started.host,
-      projectId: started.projectId,
-      topic,
-      pushProxy,
-      functionUrl: () => functions.urls.reconcile,
-      pushSubscription: keys.topology.subscription,
-      createPushSubscription: () => keys.start(),
-      stallMs: options.deliveryStallMs,
-      onStall: options.onDeliveryStall,
-    }),
-  );
-  pushProxy.serveStatus(() => watchdog.status());
+  const watchdog =
+    options.deliveryWatchdog === false
+      ? undefined
+      : await services.launch(() =>
+          startDeliveryWatchdog({
+            emulatorHost: started.host,
+            projectId: started.projectId,
+            topic,
+            pushProxy,
+            functionUrl: () => functions.urls.reconcile,
+            pushSubscription: keys.topology.subscription,
+            createPushSubscription: () => keys.start(),
+            stallMs: options.deliveryStallMs,
+            onStall: options.onDeliveryStall,
+          }),
+        );
+  if (watchdog) pushProxy.serveStatus(() => watchdog.status());
   services.add(files.state);
   const relays = relayServices(options, env, files);
   // The relays start side by side: one cluster's slow start does not hold the others back.

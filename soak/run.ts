@@ -289,6 +289,9 @@ async function soak(options: Options, command: string): Promise<number> {
     },
   });
   stopAll.push(() => stack.stop());
+  // The keys in flight, for the causes of a change converged only at a resync (on by default).
+  const { watchdog } = stack;
+  if (!watchdog) throw new Error('the soak reads the delivery watchdog, which did not start');
   log(
     `stack started: relay ${stack.relay()?.pid}, reconcile ${stack.reconcile.pid}, emulator ${stack.emulator.pid}`,
   );
@@ -357,7 +360,7 @@ async function soak(options: Options, command: string): Promise<number> {
   const onAudit = (result: AuditResult) => {
     auditDurations.record(result.durationMs);
     // The keys topic now (the delivery watchdog runs in this process): what is in flight.
-    const delivery = stack.watchdog.status();
+    const delivery = watchdog.status();
     deadLetteredNow = delivery.deadLetteredByController;
     const violated = new Set(result.violations.map((v) => v.key));
     for (const c of [...ledger.pending]) {

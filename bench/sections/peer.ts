@@ -23,7 +23,7 @@
  * contender's processes' (/proc: the peer; Levelset's relay and functions, or its in-process
  * process), the API server's (`process_cpu_seconds_total` of the same `/metrics`), and, serverless,
  * the Pub/Sub emulator's (a local stand-in; the local push proxies run in the bench's process and are
- * counted nowhere). On 2 cores every process shares the machine: CPU says where the time goes. The contender stops and its
+ * counted nowhere; the local stack's delivery watchdog, a second reader of every key, does not run). On 2 cores every process shares the machine: CPU says where the time goes. The contender stops and its
  * namespace is gone before the next one starts. With `--push-model cloud`, one more contender: the
  * serverless stack with the `cloud` push model (local/push-window.ts), its figures labelled modelled.
  */
@@ -387,6 +387,9 @@ export const peer: Section = {
               kubeconfigPath: options.kubeconfigPath,
               registry,
               resyncOnDemand: true,
+              // The local stack's guard of its emulator reads every key a second time; the
+              // serverless path on Google Cloud has no such reader (docs/architecture.md decision 76).
+              deliveryWatchdog: false,
               env: { LOG_LEVEL: 'warn' },
             });
             // Levelset's processes: the relay (in-process: the one process) and the functions;

@@ -12,8 +12,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
 import { LABELS } from '../../core/log.ts';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import {
   secondClusterSkip,
   startSecondTestCluster,
@@ -87,6 +89,8 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
       kubeconfigPath: (clusters.get(A) as TestCluster).kubeconfigPath,
       clusters: [...clusters].map(([id, c]) => ({ id, kubeconfigPath: c.kubeconfigPath })),
       collapseMs: 50,
+      // As the peer bench runs it: no second reader of the keys topic (the next test asserts it).
+      deliveryWatchdog: false,
       onLog: (service, line) => {
         logs.push({ service, line });
         if (process.env.LEVELSET_TEST_VERBOSE) process.stderr.write(`[${service}] ${JSON.stringify(line)}\n`);
@@ -102,6 +106,24 @@ describe('one set of functions for two clusters (serverless)', { skip }, () => {
         .core.deleteNamespace({ name: ns })
         .catch(() => {});
     for (const c of clusters.values()) await c.stop();
+  });
+
+  it('without the delivery watchdog: the keys topic has the push subscription alone', async () => {
+    assert.equal(stack.watchdog, undefined);
+    const pubsub = new PubSub({
+      projectId: stack.emulator.projectId,
+      ...emulatorClientOptions(stack.emulator.host),
+    });
+    try {
+      const [subscriptions] = await pubsub.topic(stack.topology.topic).getSubscriptions();
+      assert.deepEqual(
+        subscriptions.map((s) => s.name),
+        [stack.topology.subscription],
+        'the emulator delivers each key once, to the push subscription',
+      );
+    } finally {
+      await pubsub.close();
+    }
   });
 
   it('reconciles a Foo of the same namespace/name in each cluster against its own cluster', async () => {
