@@ -39,7 +39,8 @@ export function resourceName(r: ResourceType): string {
 /**
  * Cuts an object down to what the relay may hold: its resource's `apiVersion` and `kind` and its
  * `metadata` without the last-applied annotation, and with `managedFields` reduced to who wrote
- * (`manager`, `operation`, `subresource`: never `fieldsV1`, which names the body's fields). Never
+ * and when (`manager`, `operation`, `subresource`, `time`: never `fieldsV1`, which names the body's
+ * fields). Never
  * the body. The informer hands the managers to the event's predicates and caches the object
  * without them (relay/informer.ts).
  */
@@ -54,6 +55,7 @@ export function stripToMetadata(obj: KubernetesObject, r: ResourceType): Kuberne
       ...(m.manager !== undefined ? { manager: m.manager } : {}),
       ...(m.operation !== undefined ? { operation: m.operation } : {}),
       ...(m.subresource ? { subresource: m.subresource } : {}),
+      ...(m.time !== undefined ? { time: m.time } : {}),
     }));
   return { apiVersion: apiVersionOf(r), kind: r.kind, metadata };
 }

@@ -60,6 +60,13 @@ export function primaryEventPasses(event: WatchEvent): boolean {
   const old = metadataOf(event.oldObject);
   if (now.generation === undefined || now.generation === null) return true;
   if (now.generation !== old.generation) return true;
+  return significantMetadataChanged(event.object, event.oldObject);
+}
+
+/** Whether any of {@link SIGNIFICANT_METADATA} differs between `object` and `oldObject` (none = `{}` = `[]`). */
+export function significantMetadataChanged(object: KubernetesObject, oldObject: KubernetesObject): boolean {
+  const now = metadataOf(object);
+  const old = metadataOf(oldObject);
   return SIGNIFICANT_METADATA.some(
     (field) => !isDeepStrictEqual(normalise(now[field]), normalise(old[field])),
   );

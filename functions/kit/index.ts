@@ -74,7 +74,7 @@ export {
   type PolicyLabelSelector,
   type PolicyValidation,
 } from './policy.ts';
-export { skipOwnCreates } from './predicates.ts';
+export { skipOwnCreates, skipOwnWrites } from './predicates.ts';
 export { canonicalQuantity } from './quantity.ts';
 export type { Reads } from './reads.ts';
 export { isReady, readyFromDeployment } from './ready.ts';

@@ -228,7 +228,8 @@ export interface OwnedType {
   map?: MapFunction;
   /**
    * Drops events of this type's watch before the map (controller-runtime's `WithPredicates`), e.g.
-   * `skipOwnCreates` (functions/kit/predicates.ts): the echo of the owner's own create. Default: every event passes.
+   * `skipOwnCreates` (functions/kit/predicates.ts): the echo of the owner's own create, or
+   * `skipOwnWrites`: the echoes of its own create and applies. Default: every event passes.
    */
   predicate?: (event: WatchEvent) => boolean;
   /**

@@ -22,7 +22,7 @@ import {
 import { pino } from 'pino';
 import type { WatchEvent } from '../../core/contract/controller.ts';
 import { FIELD_MANAGER } from '../../core/k8s/custom-resource.ts';
-import { skipOwnCreates } from '../../functions/kit/predicates.ts';
+import { skipOwnWrites } from '../../functions/kit/predicates.ts';
 import { noReadyNodeSkip } from '../../functions/kit/testing.ts';
 import { startSimulatedNode } from '../../local/simulated-node.ts';
 import type { StackMode } from '../../local/stack.ts';
@@ -69,7 +69,7 @@ function writersOf(object: KubernetesObject, old: KubernetesObject | undefined):
 /**
  * Records every event of the Foo `name` and of the Deployment `name` in `namespace`, each with its
  * writers and whether it passes the foo controller's predicates (relay/predicate.ts on the Foo; on
- * its Deployment `skipOwnCreates` and the generation predicate or'ed with `availableReplicas`, its
+ * its Deployment `skipOwnWrites` and the generation predicate or'ed with `availableReplicas`, its
  * `readsStatus`). Resolves once both watches are open.
  */
 async function watchTriggers(kubeConfig: KubeConfig, namespace: string, name: string) {
@@ -96,7 +96,7 @@ async function watchTriggers(kubeConfig: KubeConfig, namespace: string, name: st
         const passes =
           kind === 'Foo'
             ? primaryEventPasses(event)
-            : skipOwnCreates(event) &&
+            : skipOwnWrites(event) &&
               (type !== 'MODIFIED' ||
                 !oldObject ||
                 primaryEventPasses(event) ||

@@ -151,9 +151,9 @@ describe('metadata', () => {
         resourceVersion: '3',
         labels: { a: 'b' },
         annotations: { keep: 'me' },
-        // Who wrote it, for the predicates of the event (the informer caches it without).
+        // Who wrote it and when, for the predicates of the event (the informer caches it without).
         managedFields: [
-          { manager: 'kubectl', operation: 'Update' },
+          { manager: 'kubectl', operation: 'Update', time: new Date('2026-01-01T00:00:00Z') },
           { manager: 'levelset', operation: 'Apply', subresource: 'status' },
         ],
       },

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { WatchEvent } from '../../core/contract/controller.ts';
-import { FIELD_MANAGER, skipOwnCreates } from '../../functions/kit/index.ts';
+import { FIELD_MANAGER, skipOwnCreates, skipOwnWrites } from '../../functions/kit/index.ts';
 import { primaryEventPasses, recordStatusRead, statusEventPasses } from '../../relay/predicate.ts';
 
 const obj = (meta: Partial<V1ObjectMeta> = {}): KubernetesObject => ({
@@ -152,5 +152,95 @@ describe('skipOwnCreates', () => {
       true,
     );
     assert.equal(skipOwnCreates({ type: 'DELETED', object: managed(FIELD_MANAGER) }), true);
+  });
+});
+
+describe('skipOwnWrites', () => {
+  /** managedFields entries `[manager, time]` as kube-apiserver writes them (whole seconds). */
+  const written = (entries: [string, string][], meta: Partial<V1ObjectMeta> = {}) => ({
+    managedFields: entries.map(([manager, time]) => ({
+      manager,
+      operation: manager === FIELD_MANAGER ? 'Apply' : 'Update',
+      time: new Date(time),
+    })),
+    ...meta,
+  });
+  const kcm = 'kube-controller-manager';
+  /** A Deployment Levelset applied at 10:00:05 after kube-controller-manager's status at 10:00:03. */
+  const echo = (meta: Partial<V1ObjectMeta> = {}, oldMeta: Partial<V1ObjectMeta> = {}) =>
+    modified(
+      written(
+        [
+          [FIELD_MANAGER, '2026-11-29T10:00:01Z'],
+          [kcm, '2026-11-29T10:00:03Z'],
+        ],
+        oldMeta,
+      ),
+      written(
+        [
+          [FIELD_MANAGER, '2026-11-29T10:00:05Z'],
+          [kcm, '2026-11-29T10:00:03Z'],
+        ],
+        {
+          generation: 2,
+          ...meta,
+        },
+      ),
+    );
+
+  it("drops the MODIFIED that is the echo of Levelset's own apply (its manager wrote last, alone)", () => {
+    assert.equal(skipOwnWrites(echo()), false);
+    // A metadata-only apply keeps the generation.
+    assert.equal(skipOwnWrites(echo({ generation: 1 })), false);
+  });
+
+  it("drops the ADDED of Levelset's own create, as skipOwnCreates", () => {
+    const created = obj(written([[FIELD_MANAGER, '2026-11-29T10:00:01Z']]));
+    assert.equal(skipOwnWrites({ type: 'ADDED', object: created }), false);
+  });
+
+  it('passes a write of another manager after, or in the same second as, Levelset', () => {
+    const after = modified(
+      written([[FIELD_MANAGER, '2026-11-29T10:00:05Z']]),
+      written(
+        [
+          [FIELD_MANAGER, '2026-11-29T10:00:05Z'],
+          ['kubectl-scale', '2026-11-29T10:00:09Z'],
+        ],
+        {
+          generation: 2,
+        },
+      ),
+    );
+    assert.equal(skipOwnWrites(after), true);
+    const sameSecond = modified(
+      written([
+        [FIELD_MANAGER, '2026-11-29T10:00:01Z'],
+        [kcm, '2026-11-29T10:00:01Z'],
+      ]),
+      written([
+        [FIELD_MANAGER, '2026-11-29T10:00:05Z'],
+        [kcm, '2026-11-29T10:00:05Z'],
+      ]),
+    );
+    assert.equal(skipOwnWrites(sameSecond), true);
+  });
+
+  it('passes what an apply cannot have done alone: a deletion, a generation moved twice, changed metadata', () => {
+    assert.equal(skipOwnWrites(echo({ deletionTimestamp: new Date('2026-11-29T10:00:06Z') })), true);
+    assert.equal(skipOwnWrites(echo({ generation: 3 })), true);
+    assert.equal(skipOwnWrites(echo({ labels: { tier: 'web' } })), true);
+    assert.equal(skipOwnWrites(echo({ finalizers: ['example.com/keep'] })), true);
+  });
+
+  it('passes events that say nothing of who wrote last: no timed entry, no cached oldObject, DELETED', () => {
+    assert.equal(skipOwnWrites(modified({}, { generation: 2 })), true);
+    assert.equal(skipOwnWrites({ ...echo(), oldObject: undefined }), true);
+    assert.equal(skipOwnWrites({ type: 'DELETED', object: echo().object }), true);
+    const untimed = modified(
+      {},
+      { generation: 2, managedFields: [{ manager: FIELD_MANAGER, operation: 'Apply' }] },
+    );
+    assert.equal(skipOwnWrites(untimed), true);
   });
 });

@@ -7,7 +7,7 @@
  * applied with a controller reference to the Foo, one of that name that the Foo does not control is
  * never touched (`ErrResourceExists`), one the Foo no longer names is pruned, and a `Synced` Event
  * is recorded when something changed. Deployment events map to their controlling Foo (upstream
- * `handleObject`), except the echo of its own create and status updates that leave
+ * `handleObject`), except the echoes of its own writes and status updates that leave
  * `availableReplicas` unchanged. A converged Foo costs 2 requests: GET the Foo, LIST its Deployments (none in-process,
  * where both come from the informers: docs/architecture.md decision 56).
  */
@@ -17,7 +17,7 @@ import {
   deployments,
   INVALID_SPEC,
   keyString,
-  skipOwnCreates,
+  skipOwnWrites,
   TerminalError,
 } from 'levelset/kit';
 import { fooResource, fooSpecSchema, fooStatusSchema } from './api.ts';
@@ -32,14 +32,14 @@ export const fooController = defineController({
   primary: fooResource,
   spec: fooSpecSchema,
   status: fooStatusSchema,
-  // Predicates (docs/architecture.md, "Predicates on children's watches"): the echo of the Foo's own create of its
-  // Deployment, and Deployment status updates that leave `availableReplicas` as it was, enqueue
-  // nothing; every other Deployment event (a spec or metadata change, its deletion, another
+  // Predicates (docs/architecture.md, "Predicates on children's watches"): the echoes of the Foo's own
+  // create and applies of its Deployment, and Deployment status updates that leave
+  // `availableReplicas` as it was, enqueue nothing; every other Deployment event (a spec or metadata change, its deletion, another
   // writer's create) maps to the Foo.
   owns: [
     {
       resource: deployments,
-      predicate: skipOwnCreates,
+      predicate: skipOwnWrites,
       readsStatus: (d) => (d as V1Deployment).status?.availableReplicas ?? 0,
     },
   ],
