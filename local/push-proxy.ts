@@ -101,6 +101,17 @@ export interface PushProxyOptions {
 /** What the function's answer to a push was: acknowledged, a failed attempt, or no attempt (its port refused the push). */
 type PushOutcome = 'acknowledged' | 'failed' | 'refused';
 
+/**
+ * The acknowledgement batching of the proxy's pull (`@google-cloud/pubsub` `BatchOptions`): sent at
+ * the next turn of the event loop, together when several come in the same turn. Not `maxMessages:
+ * 1`: the library's queue flushes before it adds a message when the batch would reach `maxMessages`
+ * (message-queues.js `MessageQueue.add`, 6.3.0), so at 1 every acknowledgement and lease extension
+ * first sent an empty request, which the emulator refuses (`INVALID_ARGUMENT: No ack ids
+ * specified.`) and whose error google-gax decodes by building a protobuf root for its details:
+ * two failed RPCs per pushed message, and about a sixth of the stack process's CPU in the peer bench.
+ */
+export const PULL_ACK_BATCHING = { maxMilliseconds: 0 } as const;
+
 /** Cloud Pub/Sub's push backoff bounds, ms (Pub/Sub's push subscription documentation). */
 export const PUSH_BACKOFF = { minimumMs: 100, maximumMs: 60_000 } as const;
 
@@ -141,6 +152,12 @@ export interface DeliveryStats {
   pushBackoffMs: number;
   /** With {@link PushProxyOptions.pushWindow}: the push window now, and the pushes outstanding in it. */
   pushWindow?: { size: number; inFlight: number };
+  /**
+   * With {@link PushProxyOptions.pushWindow}: acknowledgement and lease RPCs of the pull the emulator
+   * refused (the Pub/Sub client's `debug` events; each one also costs the client a decoding of the
+   * error's details). 0 in a healthy run; `@google-cloud/pubsub` only reports them there.
+   */
+  ackErrors?: number;
 }
 
 export interface PushProxy {
@@ -268,6 +285,7 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     lastPushAt: undefined,
     lastAcknowledgedAt: undefined,
   };
+  let ackErrors = 0;
   const settle = (id: string | undefined) => {
     if (id === undefined) return;
     attempts.delete(id);
@@ -433,12 +451,15 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
     previous?.removeAllListeners();
     await previous?.close().catch(() => {});
     const sub = pubsub.subscription(options.subscription, {
-      // Pulled ahead at most the window's ceiling; acknowledged at once (one per call).
+      // Pulled ahead at most the window's ceiling; acknowledged at once (PULL_ACK_BATCHING).
       flowControl: { maxMessages: window.maximum, allowExcessMessages: false },
-      batching: { maxMessages: 1, maxMilliseconds: 0 },
+      batching: PULL_ACK_BATCHING,
       streamingOptions: { maxStreams: 1 },
     });
     sub.on('message', onMessage);
+    sub.on('debug', (message: { message?: string }) => {
+      if (/^Failed to "(ack|modAck|nack)"/.test(message.message ?? '')) ackErrors += 1;
+    });
     // The subscription is gone (the watchdog re-creates it) or the stream broke for good: a new one.
     sub.on('error', () => {
       if (subscriber !== sub || stopping.signal.aborted) return;
@@ -488,7 +509,7 @@ export async function startPushProxy(options: PushProxyOptions): Promise<PushPro
       statuses: { ...stats.statuses },
       retrying: attempts.size,
       pushBackoffMs: backoffMs,
-      ...(window ? { pushWindow: { size: window.size, inFlight: window.inFlight } } : {}),
+      ...(window ? { pushWindow: { size: window.size, inFlight: window.inFlight }, ackErrors } : {}),
     }),
     serveStatus: (provider) => {
       statusProvider = provider;

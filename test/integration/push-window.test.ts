@@ -207,4 +207,14 @@ describe('push proxy: Cloud Pub/Sub push window model', () => {
       others.map(() => 204),
     );
   });
+
+  it("the emulator refused none of the pulls' acknowledgements and lease extensions", () => {
+    // Every message of the tests above was acknowledged (and leased) through the Pub/Sub client's
+    // queues; with `maxMessages: 1` each one first sent an empty request the emulator refuses.
+    assert.ok(proxies.length > 0 && proxies.every((p) => p.stats().acknowledged > 0));
+    assert.deepEqual(
+      proxies.map((p) => p.stats().ackErrors),
+      proxies.map(() => 0),
+    );
+  });
 });
