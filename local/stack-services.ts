@@ -109,8 +109,12 @@ export async function functionServices(
     get auditLog() {
       return serviceUrl(ports.auditLog);
     },
-    reconcileMetrics: `${serviceUrl(metricsPorts.reconcile)}metrics`,
-    resyncMetrics: `${serviceUrl(metricsPorts.resync)}metrics`,
+    get reconcileMetrics() {
+      return `${serviceUrl(metricsPorts.reconcile)}metrics`;
+    },
+    get resyncMetrics() {
+      return `${serviceUrl(metricsPorts.resync)}metrics`;
+    },
   };
   const clusters = options.clusters?.map((c) => ({ id: c.id, kubeconfig: c.kubeconfigPath }));
   const functionsEnv = {
@@ -129,17 +133,24 @@ export async function functionServices(
   const source = `--source=${functionsMain}`;
   const functionService = (name: 'reconcile' | 'resync' | 'auditLog') => {
     const onLog = files.log(name);
-    const metrics = name === 'auditLog' ? {} : { LEVELSET_METRICS_PORT: String(metricsPorts[name]) };
-    const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
     const launch = (port: number) => {
+      const metrics = name === 'auditLog' ? {} : { LEVELSET_METRICS_PORT: String(metricsPorts[name]) };
+      const ownEnv = { ...functionsEnv, ...files.traceEnv(name), ...metrics };
       const args = [...FUNCTION_NODE_OPTIONS, functionsCli, `--target=${name}`, `--port=${port}`, source];
       return startService({ name, args, port, env: ownEnv, onLog });
     };
     let started = false;
     return new Launcher(async () => {
-      // Its first start moves to a fresh port when another process took the chosen one meanwhile;
-      // from then on the port is its own for good (a restart keeps every address of it valid).
-      const service = started ? await launch(ports[name]) : await onFreePort(launch, ports[name]);
+      // Its first start moves to fresh ports when another process took a chosen one meanwhile (the
+      // function's or its metrics', both answered EADDRINUSE); from then on the ports are its own for
+      // good (a restart keeps every address of it valid).
+      let attempts = 0;
+      const service = started
+        ? await launch(ports[name])
+        : await onFreePort(async (port) => {
+            if (attempts++ > 0 && name !== 'auditLog') metricsPorts[name] = await freePort();
+            return launch(port);
+          }, ports[name]);
       ports[name] = service.port;
       started = true;
       return service;

@@ -271,10 +271,10 @@ describe('relay (integration)', () => {
       assert.ok(seen.some((e) => e.object.kind === 'Secret'));
       for (const e of seen) {
         assert.deepEqual(Object.keys(e.object).sort(), ['apiVersion', 'kind', 'metadata']);
-        // Who wrote it (for predicates), never which fields (fieldsV1 names a Secret's keys).
+        // Who wrote it and when (for predicates), never which fields (fieldsV1 names a Secret's keys).
         for (const m of e.object.metadata?.managedFields ?? [])
           assert.deepEqual(
-            Object.keys(m).filter((k) => !['manager', 'operation', 'subresource'].includes(k)),
+            Object.keys(m).filter((k) => !['manager', 'operation', 'subresource', 'time'].includes(k)),
             [],
           );
         assert.equal(e.oldObject?.metadata?.managedFields, undefined, 'the cache keeps no managers');
