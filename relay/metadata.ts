@@ -40,9 +40,8 @@ export function resourceName(r: ResourceType): string {
  * Cuts an object down to what the relay may hold: its resource's `apiVersion` and `kind` and its
  * `metadata` without the last-applied annotation, and with `managedFields` reduced to who wrote
  * and when (`manager`, `operation`, `subresource`, `time`: never `fieldsV1`, which names the body's
- * fields). Never
- * the body. The informer hands the managers to the event's predicates and caches the object
- * without them (relay/informer.ts).
+ * fields). Never the body. The informer hands the managers to the event's predicates (the kit's
+ * `skipOwnWrites` compares their times) and caches the object without them (relay/informer.ts).
  */
 export function stripToMetadata(obj: KubernetesObject, r: ResourceType): KubernetesObject {
   const { managedFields, ...metadata } = obj.metadata ?? {};
