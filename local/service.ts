@@ -101,10 +101,11 @@ export const ALLOCATOR_ENV = {
 export function allocatorEnv(
   env: NodeJS.ProcessEnv = process.env,
 ): Record<keyof typeof ALLOCATOR_ENV, string> {
-  const out = { ...ALLOCATOR_ENV } as Record<keyof typeof ALLOCATOR_ENV, string>;
-  for (const name of Object.keys(ALLOCATOR_ENV) as (keyof typeof ALLOCATOR_ENV)[])
-    out[name] = env[name] ?? ALLOCATOR_ENV[name];
-  return out;
+  return {
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? ALLOCATOR_ENV.MALLOC_ARENA_MAX,
+    MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? ALLOCATOR_ENV.MALLOC_MMAP_THRESHOLD_,
+    MALLOC_TRIM_THRESHOLD_: env.MALLOC_TRIM_THRESHOLD_ ?? ALLOCATOR_ENV.MALLOC_TRIM_THRESHOLD_,
+  };
 }
 
 /**
