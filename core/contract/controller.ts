@@ -79,8 +79,9 @@ export interface Watch {
    * `availableReplicas`), for a secondary watch (a child or another resource): the relay then lists
    * and watches whole objects of this resource, keeps the JSON of this value beside the cached
    * metadata (never the body), and drops a `MODIFIED` event that changes neither the generation,
-   * the significant metadata (watch-predicates.ts `SIGNIFICANT_METADATA`) nor this value
-   * (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and cheap;
+   * the significant metadata (watch-predicates.ts `SIGNIFICANT_METADATA`, where
+   * kube-controller-manager's rollout annotations, `STATUS_ANNOTATIONS`, count as status) nor this
+   * value (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and cheap;
    * one that throws lets every event pass. Omitted: every event of the watch passes.
    */
   readsStatus?(object: KubernetesObject): unknown;

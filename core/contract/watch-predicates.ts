@@ -24,6 +24,23 @@ export const SIGNIFICANT_METADATA = [
   'ownerReferences',
 ] as const;
 
+/**
+ * Annotations that kube-controller-manager writes on an object as a record of its rollout, the way
+ * it writes status, and that no author sets: the deployment controller's
+ * `deployment.kubernetes.io/revision` on a Deployment and its ReplicaSets, and the
+ * `revision-history`, `desired-replicas` and `max-replicas` annotations on ReplicaSets (constants
+ * of kubernetes `pkg/controller/deployment/util/deployment_util.go`). The status predicate
+ * ({@link statusEventPassesWith}) counts them as status: a child's revision numbered after its
+ * owner created it reaches the owner only when what the owner reads of its status changed (a
+ * watch that reads the revision says so in its `readsStatus`, which gets the whole object).
+ */
+export const STATUS_ANNOTATIONS: readonly string[] = [
+  'deployment.kubernetes.io/revision',
+  'deployment.kubernetes.io/revision-history',
+  'deployment.kubernetes.io/desired-replicas',
+  'deployment.kubernetes.io/max-replicas',
+];
+
 /** `undefined`, `null`, `{}` and `[]` all mean "none" in Kubernetes metadata. */
 function normalise(value: unknown): unknown {
   if (value === null || value === undefined) return undefined;
@@ -55,20 +72,47 @@ export function isPrimaryWatch(controller: Controller, watch: Watch): boolean {
  * @returns `true` to enqueue, `false` to drop.
  */
 export function primaryEventPasses(event: WatchEvent): boolean {
+  return generationOrMetadataChanged(event, []);
+}
+
+/** {@link primaryEventPasses}, with changes of `ignoredAnnotations` alone not counted. */
+function generationOrMetadataChanged(event: WatchEvent, ignoredAnnotations: readonly string[]): boolean {
   if (event.type !== 'MODIFIED' || !event.oldObject) return true;
   const now = metadataOf(event.object);
   const old = metadataOf(event.oldObject);
   if (now.generation === undefined || now.generation === null) return true;
   if (now.generation !== old.generation) return true;
-  return significantMetadataChanged(event.object, event.oldObject);
+  return significantMetadataChanged(event.object, event.oldObject, ignoredAnnotations);
 }
 
-/** Whether any of {@link SIGNIFICANT_METADATA} differs between `object` and `oldObject` (none = `{}` = `[]`). */
-export function significantMetadataChanged(object: KubernetesObject, oldObject: KubernetesObject): boolean {
+/** `annotations` without those named in `ignored`. */
+function annotationsWithout(annotations: unknown, ignored: readonly string[]): unknown {
+  if (ignored.length === 0 || !annotations || typeof annotations !== 'object') return annotations;
+  const kept = { ...(annotations as Record<string, unknown>) };
+  for (const name of ignored) delete kept[name];
+  return kept;
+}
+
+/**
+ * Whether any of {@link SIGNIFICANT_METADATA} differs between `object` and `oldObject` (none = `{}`
+ * = `[]`).
+ * @param ignoredAnnotations annotations whose change does not count (the status predicate's
+ *   {@link STATUS_ANNOTATIONS}); default none
+ */
+export function significantMetadataChanged(
+  object: KubernetesObject,
+  oldObject: KubernetesObject,
+  ignoredAnnotations: readonly string[] = [],
+): boolean {
   const now = metadataOf(object);
   const old = metadataOf(oldObject);
-  return SIGNIFICANT_METADATA.some(
-    (field) => !isDeepStrictEqual(normalise(now[field]), normalise(old[field])),
+  return SIGNIFICANT_METADATA.some((field) =>
+    field === 'annotations'
+      ? !isDeepStrictEqual(
+          normalise(annotationsWithout(now[field], ignoredAnnotations)),
+          normalise(annotationsWithout(old[field], ignoredAnnotations)),
+        )
+      : !isDeepStrictEqual(normalise(now[field]), normalise(old[field])),
   );
 }
 
@@ -76,9 +120,10 @@ export function significantMetadataChanged(object: KubernetesObject, oldObject: 
  * Whether an event of a secondary watch that declares `readsStatus` should enqueue its keys
  * (controller-runtime's `GenerationChangedPredicate` or'ed with a predicate on the status fields
  * the reconcile reads): drops exactly the `MODIFIED` events that {@link primaryEventPasses} drops
- * (same generation, no significant metadata change) AND whose status read is known, before and
- * after, and unchanged: a Deployment's `observedGeneration` or `readyReplicas` moving when its
- * owner reads `availableReplicas` alone. Without a known read on either side the event passes:
+ * (same generation, no significant metadata change, {@link STATUS_ANNOTATIONS} counted as status)
+ * AND whose status read is known, before and after, and unchanged: a Deployment's
+ * `observedGeneration` or `readyReplicas` moving, or kube-controller-manager numbering its first
+ * revision, when its owner reads `availableReplicas` alone. Without a known read on either side the event passes:
  * nothing is dropped on what was not compared.
  * @param statusReadOf the JSON of what the watches read of an object's status (`Watch.readsStatus`),
  *   `undefined` when unknown (the relay's informer records it from the whole object)
@@ -92,5 +137,5 @@ export function statusEventPassesWith(
   const now = statusReadOf(event.object);
   const old = statusReadOf(event.oldObject);
   if (now === undefined || old === undefined || now !== old) return true;
-  return primaryEventPasses(event);
+  return generationOrMetadataChanged(event, STATUS_ANNOTATIONS);
 }

@@ -104,6 +104,24 @@ describe('statusEventPasses (a secondary watch reading status.availableReplicas)
     );
   });
 
+  it("counts kube-controller-manager's rollout annotations as status, and no other annotation", () => {
+    const revision = (n: string, extra: Record<string, string> = {}) => ({
+      annotations: { 'deployment.kubernetes.io/revision': n, ...extra },
+    });
+    // The first revision numbered after the owner's create: no annotation before.
+    assert.equal(statusEventPasses(withReads('[0]', '[0]', {}, revision('1'))), false);
+    assert.equal(statusEventPasses(withReads('[0]', '[0]', revision('1'), revision('2'))), false);
+    // ...unless what the owner reads changed with it.
+    assert.equal(statusEventPasses(withReads('[0]', '[1]', {}, revision('1'))), true);
+    // Another annotation beside it still passes.
+    assert.equal(
+      statusEventPasses(withReads('[0]', '[0]', revision('1'), revision('1', { team: 'a' }))),
+      true,
+    );
+    // The primary predicate counts it as metadata: a controller of Deployments sees its rollouts.
+    assert.equal(primaryEventPasses(modified({}, revision('1'))), true);
+  });
+
   it('passes when either side has no recorded read (never drops what it did not compare)', () => {
     assert.equal(statusEventPasses(withReads(undefined, '[0]')), true);
     assert.equal(statusEventPasses(withReads('[0]', undefined)), true);

@@ -33,9 +33,10 @@ export const fooController = defineController({
   spec: fooSpecSchema,
   status: fooStatusSchema,
   // Predicates (docs/architecture.md, "Predicates on children's watches"): the echoes of the Foo's
-  // own create and applies of its Deployment, and Deployment status updates that leave
-  // `availableReplicas` as it was, enqueue nothing; every other Deployment event (a spec or
-  // metadata change, its deletion, another writer's create or change) maps to the Foo.
+  // own create and applies of its Deployment, and Deployment status updates (its revision
+  // annotation among them) that leave `availableReplicas` as it was, enqueue nothing; every other
+  // Deployment event (a spec or metadata change, its deletion, another writer's create or change)
+  // maps to the Foo.
   owns: [
     {
       resource: deployments,
