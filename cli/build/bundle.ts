@@ -152,6 +152,18 @@ const clientNodeSideEffectFree: Plugin = {
       if (resolved.errors.length > 0 || resolved.external) return resolved;
       return sideEffectFree(resolved.path) ? { ...resolved, sideEffects: false } : resolved;
     });
+    // The generated client's two barrels of every model: `models/all.js` (gen/index.js re-exports
+    // it) and `models/ObjectSerializer.js` (which re-exports every model too, and builds its type
+    // map at load). Both have top-level code esbuild cannot prove pure, so importing the package
+    // kept them and all ≈ 750 models (≈ 370 kB of output) in every bundle's static closure. Marked
+    // side-effect free, they are kept only where something uses them (KubernetesObjectApi, the
+    // generated API classes), with the models that use reaches: none in Levelset's functions and
+    // relay, whose requests are their own (core/k8s/rest.ts). Decision 80.
+    b.onResolve({ filter: /[\\/]models[\\/](all|ObjectSerializer)\.js$/ }, (args) => {
+      if (args.namespace !== 'file' || !DIST.test(args.importer) || !args.path.startsWith('.'))
+        return undefined;
+      return { path: resolve(args.resolveDir, args.path), namespace: 'file', sideEffects: false };
+    });
   },
 };
 

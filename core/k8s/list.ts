@@ -2,17 +2,11 @@
  * Paginated LIST (`limit`/`continue`), as client-go's `pager.ListPager`: memory stays bounded by one
  * page however large the collection.
  */
-import {
-  ApiException,
-  HttpMethod,
-  type KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-} from '@kubernetes/client-node';
+import { ApiException, HttpMethod, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { itemExponentialBackoffMs } from '../backoff.ts';
 import type { ResourceType } from '../contract/controller.ts';
 import { apiStatusOf, retryAfterMsOf } from './errors.ts';
-import { apiVersionOf, jsonRequester, METADATA_LIST_ACCEPT, resourcePath } from './rest.ts';
+import { jsonRequester, METADATA_LIST_ACCEPT, resourcePath } from './rest.ts';
 
 /** One page of a LIST: its items and the `continue` token of the next page (absent or `""` on the last). */
 export interface ListPage<T> {
@@ -80,29 +74,32 @@ export interface ListOptions {
 }
 
 /**
- * Yields every object of `resource` page by page.
- * @throws the API server's error (e.g. `ApiException` 410 when a continue token expired; the caller retries).
+ * Yields every object of `resource` page by page, `limit` a page, as plain JSON as the API server
+ * sends it (timestamps are RFC 3339 strings), as the kit's reads give objects (functions/kit/client.ts):
+ * Levelset's own request (core/k8s/rest.ts), by the resource's path, so no discovery request and no
+ * client-node model class (decision 80).
+ * @throws {ApiException} the API server's error (e.g. 410 when a continue token expired; the caller
+ *   retries), after {@link paginate}'s retries of 429 and 5xx
  */
 export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
   kubeConfig: KubeConfig,
   resource: ResourceType,
   options: ListOptions = {},
 ): AsyncGenerator<T> {
-  const api = KubernetesObjectApi.makeApiClient(kubeConfig);
-  yield* paginate((continueToken) =>
-    api.list<T>(
-      apiVersionOf(resource),
-      resource.kind,
-      options.namespace,
-      undefined,
-      undefined,
-      undefined,
-      options.fieldSelector,
-      options.labelSelector,
-      options.limit ?? 500,
-      continueToken,
-    ),
-  );
+  const request = jsonRequester(kubeConfig);
+  const path = resourcePath(resource, options.namespace);
+  yield* paginate(async (continueToken) => {
+    const { body } = await request(HttpMethod.GET, path, {
+      query: {
+        fieldSelector: options.fieldSelector,
+        labelSelector: options.labelSelector,
+        limit: String(options.limit ?? 500),
+        continue: continueToken,
+      },
+    });
+    const page = body as { items?: T[]; metadata?: { continue?: string } };
+    return { items: page.items ?? [], metadata: { _continue: page.metadata?.continue } };
+  });
 }
 
 /** The continue token a `410 Expired` answer to a continued LIST carries for the rest of the list, if any. */

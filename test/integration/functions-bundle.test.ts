@@ -90,6 +90,16 @@ describe('the deployed functions bundle', () => {
     assert.doesNotMatch(readFileSync(join(dir, MAIN), 'utf8'), /from\s*["'][^"']*\.ts["']/);
   });
 
+  it("holds none of client-node's generated model classes (decision 80: nothing Levelset runs uses them)", () => {
+    // Each model class carries its `attributeTypeMap`, a property name minification keeps.
+    const files = readdirSync(join(dir, 'dist')).filter((f) => f.endsWith('.mjs'));
+    assert.ok(files.length > 1);
+    assert.deepEqual(
+      files.filter((f) => readFileSync(join(dir, 'dist', f), 'utf8').includes('attributeTypeMap')),
+      [],
+    );
+  });
+
   it("has the buildpack fill Node's compile cache (gcp-build), which the start then reads", () => {
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
     assert.equal(pkg.scripts?.['gcp-build'], `node ${WARM_COMPILE_CACHE}`);
