@@ -81,8 +81,8 @@ export interface Watch {
    * metadata (never the body), and drops a `MODIFIED` event that changes neither the generation,
    * the significant metadata (watch-predicates.ts `SIGNIFICANT_METADATA`, where
    * kube-controller-manager's rollout annotations, `STATUS_ANNOTATIONS`, count as status) nor this
-   * value (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and cheap;
-   * one that throws lets every event pass. Omitted: every event of the watch passes.
+   * value (`statusEventPasses`): status updates that change nothing the reconcile reads. Pure and
+   * cheap; one that throws lets every event pass. Omitted: every event of the watch passes.
    */
   readsStatus?(object: KubernetesObject): unknown;
   /**

@@ -123,8 +123,8 @@ export function significantMetadataChanged(
  * (same generation, no significant metadata change, {@link STATUS_ANNOTATIONS} counted as status)
  * AND whose status read is known, before and after, and unchanged: a Deployment's
  * `observedGeneration` or `readyReplicas` moving, or kube-controller-manager numbering its first
- * revision, when its owner reads `availableReplicas` alone. Without a known read on either side the event passes:
- * nothing is dropped on what was not compared.
+ * revision, when its owner reads `availableReplicas` alone. Without a known read on either side
+ * the event passes: nothing is dropped on what was not compared.
  * @param statusReadOf the JSON of what the watches read of an object's status (`Watch.readsStatus`),
  *   `undefined` when unknown (the relay's informer records it from the whole object)
  * @returns `true` to enqueue, `false` to drop.

@@ -75,9 +75,9 @@ export interface ListOptions {
 
 /**
  * Yields every object of `resource` page by page, `limit` a page, as plain JSON as the API server
- * sends it (timestamps are RFC 3339 strings), as the kit's reads give objects (functions/kit/client.ts):
- * Levelset's own request (core/k8s/rest.ts), by the resource's path, so no discovery request and no
- * client-node model class (decision 80).
+ * sends it (timestamps are RFC 3339 strings), as the kit's reads give objects
+ * (functions/kit/client.ts): Levelset's own request (core/k8s/rest.ts), by the resource's path, so
+ * no discovery request and no client-node model class (decision 80).
  * @throws {ApiException} the API server's error (e.g. 410 when a continue token expired; the caller
  *   retries), after {@link paginate}'s retries of 429 and 5xx
  */
