@@ -7,7 +7,7 @@
  *
  * The rules are evaluated with `@bufbuild/cel` (docs/architecture.md, decision "CEL from npm"): the
  * CEL standard library, its `strings` extension, RE2 regular expressions (Go's, as kube-apiserver's),
- * and Kubernetes' list and regex libraries as {@link KUBERNETES_FUNCS}. Not covered: optional types
+ * and Kubernetes' list and regex libraries as {@link kubernetesFuncs}. Not covered: optional types
  * (`self.?x`, `optional.of`: the parser refuses them, so {@link celRule} throws), `quantity()`, `url()`,
  * `ip()`/`cidr()`, `format`'s Kubernetes formats, and the static type checker and cost estimate
  * kube-apiserver runs when a CRD is written (a rule that type-checks here may still be refused there).
@@ -57,8 +57,6 @@ const VALIDATIONS = 'x-kubernetes-validations';
 const LIST_TYPE = 'x-kubernetes-list-type';
 const LIST_MAP_KEYS = 'x-kubernetes-list-map-keys';
 
-const { DYN, INT, BOOL, STRING } = CelScalar;
-const LIST = celListType(DYN);
 type Ordered = bigint | number | string;
 
 /** The item of a non-empty list that `before` puts first (ints, doubles or strings, not mixed). */
@@ -75,46 +73,52 @@ function re2(pattern: string): RE2JS {
 
 /**
  * Kubernetes' CEL list library (k8s.io/apiserver/pkg/cel/library lists.go: `isSorted`, `sum`, `min`,
- * `max`, `indexOf`, `lastIndexOf`) and regex library (regex.go: `find`, `findAll`), over `@bufbuild/cel`.
+ * `max`, `indexOf`, `lastIndexOf`) and regex library (regex.go: `find`, `findAll`), over `@bufbuild/cel`;
+ * made with the environment, at the first expression compiled.
  */
-export const KUBERNETES_FUNCS = [
-  celMethod('isSorted', LIST, [], BOOL, function () {
-    const items = [...this] as Ordered[];
-    return items.every((v, i) => i === 0 || (items[i - 1] as Ordered) <= v);
-  }),
-  celMethod('sum', LIST, [], DYN, function () {
-    const items = [...this] as number[];
-    return items.length === 0 ? 0n : items.reduce((a, b) => a + b);
-  }),
-  celMethod('min', LIST, [], DYN, function () {
-    const items = [...this] as Ordered[];
-    if (items.length === 0) throw new Error('min called on empty list');
-    return extreme(items, (x, y) => x < y);
-  }),
-  celMethod('max', LIST, [], DYN, function () {
-    const items = [...this] as Ordered[];
-    if (items.length === 0) throw new Error('max called on empty list');
-    return extreme(items, (x, y) => x > y);
-  }),
-  celMethod('indexOf', LIST, [DYN], INT, function (x) {
-    return BigInt([...this].indexOf(x));
-  }),
-  celMethod('lastIndexOf', LIST, [DYN], INT, function (x) {
-    return BigInt([...this].lastIndexOf(x));
-  }),
-  celMethod('find', STRING, [STRING], STRING, function (pattern) {
-    const m = re2(pattern).matcher(this);
-    return m.find() ? (m.group() ?? '') : '';
-  }),
-  celMethod('findAll', STRING, [STRING], celListType(STRING), function (pattern) {
-    const m = re2(pattern).matcher(this);
-    const found: string[] = [];
-    while (m.find()) found.push(m.group() ?? '');
-    return found;
-  }),
-];
+function kubernetesFuncs() {
+  const { DYN, INT, BOOL, STRING } = CelScalar;
+  const LIST = celListType(DYN);
+  return [
+    celMethod('isSorted', LIST, [], BOOL, function () {
+      const items = [...this] as Ordered[];
+      return items.every((v, i) => i === 0 || (items[i - 1] as Ordered) <= v);
+    }),
+    celMethod('sum', LIST, [], DYN, function () {
+      const items = [...this] as number[];
+      return items.length === 0 ? 0n : items.reduce((a, b) => a + b);
+    }),
+    celMethod('min', LIST, [], DYN, function () {
+      const items = [...this] as Ordered[];
+      if (items.length === 0) throw new Error('min called on empty list');
+      return extreme(items, (x, y) => x < y);
+    }),
+    celMethod('max', LIST, [], DYN, function () {
+      const items = [...this] as Ordered[];
+      if (items.length === 0) throw new Error('max called on empty list');
+      return extreme(items, (x, y) => x > y);
+    }),
+    celMethod('indexOf', LIST, [DYN], INT, function (x) {
+      return BigInt([...this].indexOf(x));
+    }),
+    celMethod('lastIndexOf', LIST, [DYN], INT, function (x) {
+      return BigInt([...this].lastIndexOf(x));
+    }),
+    celMethod('find', STRING, [STRING], STRING, function (pattern) {
+      const m = re2(pattern).matcher(this);
+      return m.find() ? (m.group() ?? '') : '';
+    }),
+    celMethod('findAll', STRING, [STRING], celListType(STRING), function (pattern) {
+      const m = re2(pattern).matcher(this);
+      const found: string[] = [];
+      while (m.find()) found.push(m.group() ?? '');
+      return found;
+    }),
+  ];
+}
 
-const env = celEnv({ funcs: [...strings, ...KUBERNETES_FUNCS] });
+/** The CEL environment, made at the first expression compiled. */
+let env: ReturnType<typeof celEnv> | undefined;
 const programs = new Map<string, ReturnType<typeof plan>>();
 
 /**
@@ -124,11 +128,21 @@ const programs = new Map<string, ReturnType<typeof plan>>();
 function program(expression: string): ReturnType<typeof plan> {
   let p = programs.get(expression);
   if (!p) {
+    env ??= celEnv({ funcs: [...strings, ...kubernetesFuncs()] });
     p = plan(env, parse(expression));
     programs.set(expression, p);
   }
   return p;
 }
+
+/**
+ * The compiler of a rule's expressions, set by the first {@link celRule}: the spec check
+ * ({@link ruleViolations}) reaches the CEL engine only through it, so a bundle whose controllers
+ * declare no rule holds no CEL engine (decision 81). `undefined` while no rule was declared with
+ * {@link celRule} in this process: a schema's `x-kubernetes-validations` written by hand are then
+ * not evaluated here (the API server still enforces them on every write).
+ */
+let compileRule: typeof program | undefined;
 
 /** Whether a rule names `oldSelf` (a transition rule; apiextensions' `UsesOldSelf`). */
 export function usesOldSelf(rule: string): boolean {
@@ -145,6 +159,7 @@ export function usesOldSelf(rule: string): boolean {
  *   or a message has a line break (apiextensions refuses both).
  */
 export function celRule<S extends z.ZodType>(schema: S, rule: ValidationRule): S {
+  compileRule ??= program;
   for (const expression of [rule.rule, rule.messageExpression]) {
     if (expression === undefined) continue;
     try {
@@ -290,7 +305,8 @@ export function ruleViolations(
   const out: RuleViolation[] = [];
   const rules = (schema[VALIDATIONS] as ValidationRule[] | undefined) ?? [];
   const ratcheted = options.ratchet && old !== undefined && isEqual(value, old);
-  if (rules.length) {
+  const compile = compileRule;
+  if (rules.length && compile) {
     const self = celValue(value, schema);
     const oldSelf = old === undefined || old === null ? undefined : celValue(old, schema);
     for (const rule of rules) {
@@ -304,7 +320,7 @@ export function ruleViolations(
       const at = withFieldPath(field, rule.fieldPath);
       let result: unknown;
       try {
-        result = program(rule.rule)(bindings);
+        result = compile(rule.rule)(bindings);
       } catch (err) {
         result = err;
       }
@@ -322,7 +338,7 @@ export function ruleViolations(
       let message = rule.message?.trim() || `failed rule: ${rule.rule.trim()}`;
       if (rule.messageExpression) {
         try {
-          const m = program(rule.messageExpression)(bindings);
+          const m = compile(rule.messageExpression)(bindings);
           if (typeof m === 'string' && m.trim() && !m.includes('\n')) message = m.trim();
         } catch {
           // kube-apiserver logs a failed messageExpression and uses the message.

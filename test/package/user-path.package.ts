@@ -202,6 +202,11 @@ describe("a user's project from the packed tarballs", { timeout: 40 * MINUTES },
       assert.ok(existsSync(join(project, file)), file);
     const functions = join(project, 'build', 'functions');
     assert.ok(existsSync(join(functions, 'dist', 'index.mjs')));
+    // Its controllers declare no celRule: no bundle holds the CEL engine (decision 81), whose
+    // expression protos are named `cel.expr`.
+    for (const out of [join(functions, 'dist'), join(project, 'build', 'relay', 'dist')])
+      for (const file of readdirSync(out).filter((f) => f.endsWith('.mjs')))
+        assert.doesNotMatch(readFileSync(join(out, file), 'utf8'), /cel\.expr/, `${out}/${file}`);
     // Installed from the tarball, levelset is in the bundle: Cloud Build installs what it leaves out.
     const archived = readFileSync(join(functions, 'package.json'), 'utf8');
     assert.doesNotMatch(archived, /file:/);
