@@ -85,9 +85,10 @@ function generationOrMetadataChanged(event: WatchEvent, ignoredAnnotations: read
   return significantMetadataChanged(event.object, event.oldObject, ignoredAnnotations);
 }
 
-/** `annotations` without those named in `ignored`. */
+/** `annotations` without those named in `ignored` (the same object when it has none of them). */
 function annotationsWithout(annotations: unknown, ignored: readonly string[]): unknown {
-  if (ignored.length === 0 || !annotations || typeof annotations !== 'object') return annotations;
+  if (!annotations || typeof annotations !== 'object') return annotations;
+  if (!ignored.some((name) => Object.hasOwn(annotations, name))) return annotations;
   const kept = { ...(annotations as Record<string, unknown>) };
   for (const name of ignored) delete kept[name];
   return kept;

@@ -47,6 +47,15 @@ async function fetchWithRetries<T>(
 }
 
 /**
+ * A LIST's answer as the API server sends it (plain JSON, which spells the token `continue`) as a
+ * {@link ListPage} (client-node's deserialised type says `_continue`).
+ */
+function pageOf<T>(body: unknown): ListPage<T> {
+  const page = body as { items?: T[]; metadata?: { continue?: string } };
+  return { items: page.items ?? [], metadata: { _continue: page.metadata?.continue } };
+}
+
+/**
  * Yields every item of a paginated LIST, page after page (`limit`/`continue`), as client-go's
  * `pager.ListPager` over a list function: `fetchPage` is called with the previous page's `continue`
  * token (`undefined` for the first), once per page, again when the API server answers 429 or 5xx
@@ -97,8 +106,7 @@ export async function* listPaged<T extends KubernetesObject = KubernetesObject>(
         continue: continueToken,
       },
     });
-    const page = body as { items?: T[]; metadata?: { continue?: string } };
-    return { items: page.items ?? [], metadata: { _continue: page.metadata?.continue } };
+    return pageOf<T>(body);
   });
 }
 
@@ -149,11 +157,6 @@ export async function* listMetadataPaged(
       if (resumed === undefined) throw err;
       ({ body } = await fetch(resumed));
     }
-    const page = body as {
-      items?: { metadata?: { namespace?: string; name?: string; resourceVersion?: string } }[];
-      metadata?: { continue?: string };
-    };
-    // Raw JSON spells it `continue` (client-node's deserialised type says `_continue`).
-    return { items: page.items ?? [], metadata: { _continue: page.metadata?.continue } };
+    return pageOf<{ metadata?: { namespace?: string; name?: string; resourceVersion?: string } }>(body);
   });
 }
