@@ -29,7 +29,10 @@ export interface ServerlessFaults extends RelayFaults {
   ): Promise<void>;
   /** Kills the Pub/Sub emulator (its topics, subscriptions and messages are lost). */
   stopEmulator(): Promise<void>;
-  /** Starts the emulator again on the same port and re-creates the topology, as Pub/Sub itself never loses it. */
+  /**
+   * Starts the emulator again at the same address with its topology, as Pub/Sub itself never
+   * loses it: nothing reaches it before its topics have their subscriptions (local/stack.ts).
+   */
   startEmulator(): Promise<void>;
 }
 
@@ -43,7 +46,7 @@ export function stackFaults(stack: AnyLocalStack): RelayFaults | ServerlessFault
   const processes = stackProcesses(stack);
   const killRelay = async (cluster?: string) => processes.relay(cluster).release()?.kill();
   if (processes.mode === 'in-process') return { killRelay };
-  const { functions, emulator } = processes;
+  const { functions } = processes;
   return {
     killRelay,
     async restartFunction(name, options = {}) {
@@ -51,10 +54,7 @@ export function stackFaults(stack: AnyLocalStack): RelayFaults | ServerlessFault
       await (options.signal === 'SIGTERM' ? running?.stop() : running?.kill());
       if (!options.killOnly) await functions[name].start();
     },
-    stopEmulator: () => emulator.stop(),
-    async startEmulator() {
-      await emulator.start();
-      await processes.ensureTopology();
-    },
+    stopEmulator: () => processes.stopEmulator(),
+    startEmulator: () => processes.startEmulator(),
   };
 }

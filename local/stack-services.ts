@@ -189,11 +189,12 @@ export function pushSubscription(
   );
   return {
     topology,
-    async start(): Promise<PushProxy> {
+    /** Starts the proxy and creates the topology, through `through` (`host:port`; default the emulator's). */
+    async start(through = emulatorHost): Promise<PushProxy> {
       const running = await proxyService.start();
       // With a push window the proxy pulls a pull subscription and pushes itself (the `cloud` push model).
       const pushEndpoint = proxy.pushWindow ? undefined : running.url;
-      await ensureKeysTopology({ ...topologyOptions, pushEndpoint });
+      await ensureKeysTopology({ ...topologyOptions, emulatorHost: through, pushEndpoint });
       await running.startPulling();
       return running;
     },

@@ -37,6 +37,7 @@ import {
   relayServices,
 } from './stack-services.ts';
 import { createStackFiles } from './state.ts';
+import { startTcpProxy } from './tcp-proxy.ts';
 import { type DeliveryWatchdog, type StallReport, startDeliveryWatchdog } from './watchdog.ts';
 
 /** How the controllers run: relay → Pub/Sub → functions, or one in-process controller manager. */
@@ -229,8 +230,8 @@ export interface LocalStack {
 
 /**
  * A stack's processes, for local/stack-faults.ts to break (`levelset dev` never does): the relays
- * (in-process: the one process, whatever the cluster), and in serverless mode the functions, the
- * emulator (on the same port at each start), and the topology's re-creation after its restart.
+ * (in-process: the one process, whatever the cluster), and in serverless mode the functions and
+ * the emulator.
  */
 export type StackProcesses = {
   relay(cluster?: string): Launcher<Service, [extra?: Record<string, string>]>;
@@ -239,8 +240,10 @@ export type StackProcesses = {
   | {
       mode: 'serverless';
       functions: Record<'reconcile' | 'resync', Launcher<Service>>;
-      emulator: Launcher<PubSubEmulator>;
-      ensureTopology(): Promise<void>;
+      /** Stops the emulator; its topology and messages are lost with it. */
+      stopEmulator(): Promise<void>;
+      /** Starts it again at the stack's emulator address, its topology in it first ({@link restartedEmulator}). */
+      startEmulator(): Promise<void>;
     }
 );
 
@@ -334,6 +337,41 @@ export async function startLocalStack(stackOptions: LocalStackOptions): Promise<
 }
 
 /**
+ * A Pub/Sub emulator started again (after local/stack-faults.ts stopped it) at `port`, the
+ * address every process of the stack was given, with its topology already in it, as Pub/Sub never
+ * loses its topics and subscriptions (the emulator keeps them in memory only). The new emulator
+ * listens on a port of its own, `topology` creates them there (given its `host:port`), and only then
+ * does a TCP proxy (local/tcp-proxy.ts) listen on `port` and forward to it. An emulator started on
+ * `port` itself took publishes between the creation of its topic and that of the topic's
+ * subscriptions: Pub/Sub accepts such a message and delivers it to no subscription, so a key the
+ * relay published again was lost (decision 82). Its `stop` closes the proxy, then the emulator.
+ * @throws what the emulator's start or `topology` throws (the new emulator stopped), or
+ * `EADDRINUSE` when another process took `port` meanwhile
+ */
+async function restartedEmulator(
+  port: number,
+  topology: (emulatorHost: string) => Promise<void>,
+): Promise<PubSubEmulator> {
+  const ownPort = await freePort();
+  const own = await startPubSubEmulator({ port: ownPort });
+  try {
+    await topology(own.host);
+    const proxy = await startTcpProxy('127.0.0.1', ownPort, { listenPort: port });
+    return {
+      ...own,
+      host: emulatorHostOf(port),
+      async stop() {
+        await proxy.stop();
+        await own.stop();
+      },
+    };
+  } catch (err) {
+    await own.stop();
+    throw err;
+  }
+}
+
+/**
  * Starts the serverless stack's services into `services`, in these stages (the stop's order is the
  * reverse): the emulator and the functions side by side (neither needs the other to start: the
  * functions learn the emulator's address from their environment, and reach it only when they
@@ -345,8 +383,10 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
   // on the same port, so that every address of it stays valid.
   const emulatorPort = await freePort();
   let emulator: PubSubEmulator | undefined;
-  const emulatorService = new Launcher(async () => {
-    emulator = await startPubSubEmulator({ port: emulatorPort });
+  const emulatorService = new Launcher(async (topology?: (emulatorHost: string) => Promise<void>) => {
+    emulator = topology
+      ? await restartedEmulator(emulatorPort, topology)
+      : await startPubSubEmulator({ port: emulatorPort });
     return emulator;
   });
   const topic = options.topic ?? 'levelset-keys';
@@ -515,11 +555,13 @@ async function startServerlessStack(options: LocalStackOptions, services: Compos
     mode: 'serverless',
     relay: (id) => relayOf(id).service,
     functions,
-    emulator: emulatorService,
-    async ensureTopology() {
-      await keys.start();
-      await resync.start();
-      await auditLog?.start();
+    stopEmulator: () => emulatorService.stop(),
+    async startEmulator() {
+      await emulatorService.start(async (emulatorHost) => {
+        await keys.start(emulatorHost);
+        await resync.start(emulatorHost);
+        await auditLog?.start(emulatorHost);
+      });
     },
   });
   return stack;

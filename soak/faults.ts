@@ -8,7 +8,7 @@
  * (compaction, 429/500, a poison key, silenced watches) are skipped:
  * {@link faultKinds} returns them with `skipped` set, and the report says so; watch drops, outages
  * and latency are injected at a TCP proxy between the stack and the server instead
- * (soak/tcp-proxy.ts; `--direct` goes without). There, the API server's
+ * (local/tcp-proxy.ts; `--direct` goes without). There, the API server's
  * restart is the operator's command (`--restart-apiserver-command`, {@link restartApiServerBy});
  * on the local server it is skipped (its outage stands for it).
  */
@@ -21,9 +21,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { FaultInjector } from '@levelset/apiserver';
 import type { LocalStack } from '../local/stack.ts';
 import { stackFaults } from '../local/stack-faults.ts';
+import type { TcpProxy } from '../local/tcp-proxy.ts';
 import { LAYOUT } from './auditor.ts';
 import type { Random } from './random.ts';
-import type { TcpProxy } from './tcp-proxy.ts';
 import type { Workload } from './workload.ts';
 
 export interface FaultKind {
@@ -55,7 +55,7 @@ export interface FaultContext {
    */
   restartApiServer?: () => Promise<void>;
   /**
-   * On a real API server, the TCP proxy the stack's processes reach it through (soak/tcp-proxy.ts):
+   * On a real API server, the TCP proxy the stack's processes reach it through (local/tcp-proxy.ts):
    * watch drops, outages and latency at the connection; undefined on the local server or `--direct`.
    */
   proxy?: TcpProxy;

@@ -12,7 +12,7 @@
  *                                              # it makes namespaces soak-*, Tenants and CRDs); the
  *                                              # faults only the local server injects are skipped
  *                                              # (watch drops, outages and latency are injected at a
- *                                              # TCP proxy in front of it: soak/tcp-proxy.ts; --direct
+ *                                              # TCP proxy in front of it: local/tcp-proxy.ts; --direct
  *                                              # to go without)
  *   npm run soak -- --kubeconfig K --restart-apiserver-command 'CMD'
  *                                              # and its restart as a fault: the soak runs CMD under
@@ -44,6 +44,7 @@ import { relaunchWithAllocatorEnv, repoRoot } from '../local/service.ts';
 import { startSimulatedNode } from '../local/simulated-node.ts';
 import { type LocalStack, startLocalStack } from '../local/stack.ts';
 import { readStackState } from '../local/state.ts';
+import { startTcpProxy, type TcpProxy } from '../local/tcp-proxy.ts';
 import { type AuditResult, createAuditor, LAYOUT, TENANTS, type Violation } from './auditor.ts';
 import { registeredCrds } from './crds.ts';
 import { faultKinds, faultSchedule, restartApiServerBy } from './faults.ts';
@@ -51,7 +52,6 @@ import { leafProcess, MemorySampler, metricsMemory, slopeOf } from './memory.ts'
 import { seededRandom } from './random.ts';
 import { latencyChart, markdownReport, memoryChart, type SoakResults } from './report.ts';
 import { controllerOfKey, count, LatencyTally, resyncCause, Tallies } from './tally.ts';
-import { startTcpProxy, type TcpProxy } from './tcp-proxy.ts';
 import { createWorkload, Ledger } from './workload.ts';
 
 /**

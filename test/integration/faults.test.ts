@@ -8,8 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
+import { PubSub } from '@google-cloud/pubsub';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
 import type { FaultInjector, RequestLog } from '@levelset/apiserver';
+import { emulatorClientOptions } from '../../core/publish.ts';
 import {
   COPY_LABEL,
   copyLabelValue,
@@ -24,6 +26,8 @@ import { waitFor } from '../support/wait.ts';
 
 const run = uniqueSuffix();
 const prefix = `flt-${run}`;
+/** gRPC channel options (google-gax passes a client's `grpc.*` options on) for a channel that reconnects within 10 ms. */
+const FAST_RECONNECT = { 'grpc.initial_reconnect_backoff_ms': 5, 'grpc.max_reconnect_backoff_ms': 10 };
 /** Silence limit of the relay's watches here; the local API server bookmarks every second. */
 const SILENCE_TIMEOUT_MS = 3_000;
 
@@ -99,6 +103,43 @@ describe('faults survived by the pipeline (secret-replicator)', {
     const ms = Date.now() - since;
     t.diagnostic(`converged ${ms} ms after the fault was injected`);
     return ms;
+  };
+  /**
+   * While `starting` (the emulator's start) runs, asks the stack's emulator address for the keys
+   * topic's subscriptions every few ms (90 s at most), on a channel that reconnects at once,
+   * until it answers; then waits for `starting`.
+   * @returns the first answer: `subscribed` when it lists the push subscription, else `no
+   * subscription` or the error's message (e.g. the topic not found)
+   */
+  const firstAnswer = async (starting: Promise<void>): Promise<string> => {
+    const stack = serverlessStack(p);
+    starting.catch(() => {}); // awaited below, once the address answered
+    const pubsub = new PubSub({
+      projectId: stack.emulator.projectId,
+      ...emulatorClientOptions(stack.emulator.host),
+      ...FAST_RECONNECT,
+    });
+    const topic = pubsub.topic(stack.topology.topic);
+    try {
+      return await waitFor(
+        async () => {
+          try {
+            const [subscriptions] = await topic.getSubscriptions({ gaxOpts: { timeout: 250, retry: null } });
+            return subscriptions.some((s) => s.name === stack.topology.subscription)
+              ? 'subscribed'
+              : 'no subscription';
+          } catch (err) {
+            // Not reachable yet (gRPC UNAVAILABLE, DEADLINE_EXCEEDED): ask again.
+            if ([14, 4].includes((err as { code?: number }).code ?? 0)) return undefined;
+            return (err as Error).message;
+          }
+        },
+        { timeoutMs: 90_000, intervalMs: 5, message: "an answer at the emulator's address" },
+      );
+    } finally {
+      await pubsub.close();
+      await starting;
+    }
   };
   const readyz = async () => {
     const relay = p.stack.relay();
@@ -345,7 +386,9 @@ describe('faults survived by the pipeline (secret-replicator)', {
       const buffered = await relayCounter(p, 'levelset_relay_retry_buffer_keys', '');
       t.diagnostic(`emulator down ${Date.now() - started} ms; ${buffered} keys in the retry buffer`);
     } finally {
-      await stackFaults(serverlessStack(p)).startEmulator();
+      // What the relay reaches first at the emulator's address is the whole topology, as Pub/Sub
+      // never loses it: a key published to the topic before its subscription existed was lost.
+      assert.equal(await firstAnswer(stackFaults(serverlessStack(p)).startEmulator()), 'subscribed');
     }
     // The emulator's JVM restarts first (13-30 s on a loaded 2-core machine), then the backoff runs out.
     await converged(t, started, 120_000);

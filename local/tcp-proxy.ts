@@ -1,10 +1,11 @@
 /**
- * A TCP proxy between the stack's processes (the relay, the functions) and a real API server, for
- * the faults a real server cannot be asked for: it forwards bytes and never reads them (TLS stays
- * end to end, the server's certificate and the client's credentials untouched), so it can only
- * break connections, refuse them and delay bytes, which is what a network between a controller and
- * its API server does. The local API server has its own fault injector (@levelset/apiserver); this
- * is the soak's (soak/faults.ts) on a real one.
+ * A TCP proxy between the stack's processes (the relay, the functions) and a server, for the faults
+ * a server cannot be asked for: it forwards bytes and never reads them (TLS stays end to end, the
+ * server's certificate and the client's credentials untouched), so it can only break connections,
+ * refuse them and delay bytes, which is what a network between a controller and its server does.
+ * Two users: the soak (soak/faults.ts), in front of a real API server (the local API server has its
+ * own fault injector, @levelset/apiserver); and the local stack, in front of a Pub/Sub emulator
+ * started again after a fault (local/stack.ts), on the first emulator's port.
  *
  *   const proxy = await startTcpProxy('10.0.0.1', 6443);
  *   proxy.resetAll();              // every open connection reset: watches and requests in flight
@@ -29,10 +30,14 @@ export interface TcpProxy {
 }
 
 /**
- * Starts a proxy to `host:port` on a free port of 127.0.0.1.
- * @throws the listen error
+ * Starts a proxy to `host:port` on 127.0.0.1, on `options.listenPort` (default: a free port).
+ * @throws the listen error (`EADDRINUSE` for a `listenPort` taken)
  */
-export async function startTcpProxy(host: string, port: number): Promise<TcpProxy> {
+export async function startTcpProxy(
+  host: string,
+  port: number,
+  options: { listenPort?: number } = {},
+): Promise<TcpProxy> {
   const open = new Set<{ client: Socket; upstream: Socket }>();
   let refusing = false;
   let delayMs = 0;
@@ -79,7 +84,7 @@ export async function startTcpProxy(host: string, port: number): Promise<TcpProx
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(options.listenPort ?? 0, '127.0.0.1', () => {
       server.off('error', reject);
       resolve();
     });

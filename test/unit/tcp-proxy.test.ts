@@ -1,13 +1,14 @@
-// The soak's TCP proxy (soak/tcp-proxy.ts), its connection faults on a real API server: bytes
+// The TCP proxy (local/tcp-proxy.ts), its connection faults for the soak on a real API server: bytes
 // forwarded both ways untouched, every open connection reset, new ones refused, the server's bytes
 // held back.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startTcpProxy, type TcpProxy } from '../../soak/tcp-proxy.ts';
+import { freePort } from '../../local/pubsub-emulator.ts';
+import { startTcpProxy, type TcpProxy } from '../../local/tcp-proxy.ts';
 
-describe("the soak's TCP proxy", () => {
+describe('the TCP proxy', () => {
   let echo: Server;
   let proxy: TcpProxy;
   const sockets: Socket[] = [];
@@ -69,6 +70,28 @@ describe("the soak's TCP proxy", () => {
     c.socket.write('again');
     await until(() => c.text() === 'again', 'the echo after the refusal');
     c.socket.destroy();
+  });
+
+  it('listens on the port it is given, and refuses it when taken', async () => {
+    const port = await freePort();
+    const own = await startTcpProxy('127.0.0.1', (echo.address() as { port: number }).port, {
+      listenPort: port,
+    });
+    try {
+      assert.equal(own.port, port);
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('on its port');
+      const [echoed] = (await once(socket, 'data')) as [Buffer];
+      assert.equal(echoed.toString(), 'on its port');
+      socket.destroy();
+      await assert.rejects(
+        startTcpProxy('127.0.0.1', 1, { listenPort: port }),
+        (err: NodeJS.ErrnoException) => err.code === 'EADDRINUSE',
+      );
+    } finally {
+      await own.stop();
+    }
   });
 
   it("holds the server's bytes back while delaying, in order", async () => {
