@@ -53,6 +53,45 @@ const lazyGoogleCloudLogging: Plugin = {
   },
 };
 
+/** Levelset's module whose import of `undici` {@link undiciDispatchersFirst} answers (besides client-node's). */
+const REST_MODULE = fileURLToPath(new URL('../../core/k8s/rest.ts', import.meta.url));
+
+/**
+ * undici's `index.js` loads all of undici at its first import: `fetch` and the WHATWG classes,
+ * WebSocket, EventSource, the HTTP cache and its SQLite store, the mock agents, every interceptor
+ * (≈ 700 kB of a bundle), and client-node imports it from `config.js`, which every process loads.
+ * What Levelset's requests use of it is an `Agent` (client-node's `config.js` builds one per
+ * cluster, or a `ProxyAgent`) and the dispatchers' `request` (core/k8s/rest.ts). For client-node's
+ * modules and that one, `undici` is a module of those parts (the dispatcher classes, the global
+ * dispatcher, and the Dispatcher API on every dispatcher, assigned as undici's `index.js` assigns
+ * it), and a `fetch` that loads the whole package, in a chunk of its own, at its first call
+ * (client-node's generated API clients, `Watch`, `Log`, `Metrics`, `Health`). Any other import of
+ * `undici` (a user's controller) gets the whole package. Decision 83.
+ */
+const undiciDispatchersFirst: Plugin = {
+  name: 'levelset-undici-dispatchers-first',
+  setup(b) {
+    const clientNode = /[\\/]node_modules[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]/;
+    b.onResolve({ filter: /^undici$/ }, (args) =>
+      args.namespace === 'file' && (args.importer === REST_MODULE || clientNode.test(args.importer))
+        ? { path: args.importer, namespace: 'levelset-undici' }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'levelset-undici' }, (args) => ({
+      loader: 'js',
+      resolveDir: dirname(args.path),
+      contents: [
+        "const Dispatcher = require('undici/lib/dispatcher/dispatcher.js');",
+        "Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));",
+        "exports.Agent = require('undici/lib/dispatcher/agent.js');",
+        "exports.ProxyAgent = require('undici/lib/dispatcher/proxy-agent.js');",
+        "exports.getGlobalDispatcher = require('undici/lib/global.js').getGlobalDispatcher;",
+        "exports.fetch = async (...args) => (await import('undici')).fetch(...args);",
+      ].join('\n'),
+    }));
+  },
+};
+
 /** An import of a Node built-in (`fs`, `node:fs`, `fs/promises`, `node:test`…), as esbuild's filters match it (Go regexp). */
 const BUILTIN = new RegExp(
   `^(node:)?(${builtinModules
@@ -497,6 +536,7 @@ export async function bundleAll(
       externals(running, [...new Set(builds.flatMap((b) => b.external ?? []))]),
       lazyGoogleCloudLogging,
       clientNodeSideEffectFree,
+      undiciDispatchersFirst,
       requireBuiltins,
       pinoCallerUnmapped,
     ],

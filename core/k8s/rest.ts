@@ -8,13 +8,12 @@
  */
 import {
   ApiException,
-  createConfiguration,
   type HttpMethod,
   type KubeConfig,
   type RequestContext,
   ServerConfiguration,
 } from '@kubernetes/client-node';
-import { request } from 'undici';
+import { type Dispatcher, getGlobalDispatcher } from 'undici';
 import type { ResourceType } from '../contract/controller.ts';
 import { rejectedWrites } from '../metrics.ts';
 import { apiStatusBodyOf, isNamespaceTerminating } from './errors.ts';
@@ -128,12 +127,11 @@ function countRejectedWrite(method: HttpMethod, path: string, err: ApiException<
 export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('No active cluster!');
-  const config = createConfiguration({
-    baseServer: new ServerConfiguration(cluster.server, {}),
-    authMethods: { default: kubeConfig },
-  });
+  // The server alone makes request contexts: not client-node's `createConfiguration`, whose default
+  // HTTP library is `fetch` (all of undici in a bundle, decision 83).
+  const server = new ServerConfiguration(cluster.server, {});
   return async (method, path, options = {}) => {
-    const context = config.baseServer.makeRequestContext(path, method);
+    const context = server.makeRequestContext(path, method);
     context.setHeaderParam('Accept', options.accept ?? 'application/json');
     for (const [k, v] of Object.entries(options.query ?? {}))
       if (v !== undefined) context.setQueryParam(k, v);
@@ -142,14 +140,19 @@ export function jsonRequester(kubeConfig: KubeConfig): JsonRequester {
       context.setBody(JSON.stringify(options.body));
     }
     await kubeConfig.applySecurityAuthentication(context);
-    // undici's `request`, not the `fetch` client-node's generated clients send with: the same
-    // dispatcher (connection pool, TLS) and headers, without WHATWG fetch's streams and Request and
-    // Response objects, which cost a request about twice the CPU (decision 69).
-    const response = await request(context.getUrl(), {
+    // The dispatcher's `request` (undici's Dispatcher API; what undici's `request` calls), not the
+    // `fetch` client-node's generated clients send with: the same dispatcher (connection pool, TLS;
+    // undici's global one when client-node made none, as `fetch` uses) and headers, without WHATWG
+    // fetch's streams and Request and Response objects, which cost a request about twice the CPU
+    // (decision 69); and in a bundle, without the rest of undici (cli/build/bundle.ts, decision 83).
+    const url = new URL(context.getUrl());
+    const dispatcher = (context.getDispatcher() as Dispatcher | undefined) ?? getGlobalDispatcher();
+    const response = await dispatcher.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
       method,
       headers: context.getHeaders(),
       body: context.getBody() as string | undefined,
-      dispatcher: context.getDispatcher(),
     });
     const text = await response.body.text();
     if (response.statusCode < 200 || response.statusCode > 299) {

@@ -51,6 +51,24 @@ const pushBody = (namespace: string, name: string) =>
     subscription: 'projects/p/subscriptions/levelset-keys-reconcile',
   });
 
+/**
+ * The files of `dir` that loading `entry` loads: it and what it imports statically, transitively
+ * (esbuild's minified `import…from"./chunk-….mjs"` and `import"./chunk-….mjs"`; not `import()`).
+ */
+function staticImports(dir: string, entry: string): string[] {
+  const seen = new Set<string>();
+  const queue = [entry];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    if (seen.has(file)) continue;
+    seen.add(file);
+    for (const m of readFileSync(join(dir, file), 'utf8').matchAll(
+      /import\s*(?:[\w$*{}\s,]*?from\s*)?["']\.\/([^"']+\.mjs)["']/g,
+    ))
+      queue.push(m[1] as string);
+  }
+  return [...seen];
+}
+
 describe('the deployed functions bundle', () => {
   let cluster: TestCluster;
   let reconcile: Service | undefined;
@@ -97,6 +115,22 @@ describe('the deployed functions bundle', () => {
     assert.deepEqual(
       files.filter((f) => readFileSync(join(dir, 'dist', f), 'utf8').includes('attributeTypeMap')),
       [],
+    );
+  });
+
+  it('loads of undici, at start, its dispatchers only, and all of it in a chunk of its own (decision 83)', () => {
+    // undici's index.js names every export, which minification keeps: `MockCallHistory` among them.
+    const atStart = staticImports(join(dir, 'dist'), MAIN.replace(/^dist\//, ''));
+    assert.ok(atStart.length > 1);
+    assert.deepEqual(
+      atStart.filter((f) => readFileSync(join(dir, 'dist', f), 'utf8').includes('MockCallHistory')),
+      [],
+    );
+    const files = readdirSync(join(dir, 'dist')).filter((f) => f.endsWith('.mjs'));
+    assert.equal(
+      files.filter((f) => readFileSync(join(dir, 'dist', f), 'utf8').includes('MockCallHistory')).length,
+      1,
+      "all of undici, for client-node's fetch",
     );
   });
 
