@@ -30,6 +30,18 @@ export interface TcpProxy {
 }
 
 /**
+ * Resets `socket` (RST), or only destroys it when its writable side has ended (a client that
+ * half-closed is ended back by Node, `allowHalfOpen` being off): libuv cannot reset a TCP handle
+ * whose shutdown has started (`uv_tcp_close_reset` after `uv_shutdown` fails with EINVAL), and Node
+ * then leaves the handle open, so the process spins forever in its exit's handle cleanup (a
+ * clean-clone CI's load test hung so after the local stack's emulator restart, decision 82).
+ */
+export function resetConnection(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
+/**
  * Starts a proxy to `host:port` on 127.0.0.1, on `options.listenPort` (default: a free port).
  * @throws the listen error (`EADDRINUSE` for a `listenPort` taken)
  */
@@ -43,7 +55,7 @@ export async function startTcpProxy(
   let delayMs = 0;
   const server: Server = createServer((client) => {
     if (refusing) {
-      client.resetAndDestroy();
+      resetConnection(client);
       return;
     }
     const upstream = connect({ host, port });
@@ -94,7 +106,7 @@ export async function startTcpProxy(
   const resetAll = () => {
     const n = open.size;
     for (const { client, upstream } of [...open]) {
-      client.resetAndDestroy();
+      resetConnection(client);
       upstream.destroy();
     }
     open.clear();

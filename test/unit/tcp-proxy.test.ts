@@ -2,9 +2,11 @@
 // forwarded both ways untouched, every open connection reset, new ones refused, the server's bytes
 // held back.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { freePort } from '../../local/pubsub-emulator.ts';
 import { startTcpProxy, type TcpProxy } from '../../local/tcp-proxy.ts';
 
@@ -92,6 +94,31 @@ describe('the TCP proxy', () => {
     } finally {
       await own.stop();
     }
+  });
+
+  it('closes, without hanging its process, a connection it ended before the reset (resetConnection)', async () => {
+    // In a process of its own: a reset of a socket already ended leaves its handle open, and the
+    // process then never exits (Node's exit spins on it). As the proxy's side of a client that
+    // half-closed: ended by Node, then reset by resetAll.
+    const script = `
+      import { once } from 'node:events';
+      import { connect, createServer } from 'node:net';
+      import { resetConnection } from ${JSON.stringify(new URL('../../local/tcp-proxy.ts', import.meta.url).href)};
+      const server = createServer();
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      const socket = connect(server.address().port, '127.0.0.1').on('error', () => {});
+      const [served] = await once(server, 'connection');
+      served.on('error', () => {}).end();
+      resetConnection(served);
+      await once(socket, 'close');
+      server.close();
+      console.log(served.destroyed);
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      timeout: 20_000,
+    });
+    assert.equal(stdout.trim(), 'true');
   });
 
   it("holds the server's bytes back while delaying, in order", async () => {
