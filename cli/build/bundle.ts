@@ -86,7 +86,9 @@ const undiciDispatchersFirst: Plugin = {
         "exports.Agent = require('undici/lib/dispatcher/agent.js');",
         "exports.ProxyAgent = require('undici/lib/dispatcher/proxy-agent.js');",
         "exports.getGlobalDispatcher = require('undici/lib/global.js').getGlobalDispatcher;",
-        "exports.fetch = async (...args) => (await import('undici')).fetch(...args);",
+        // A chunk of a CommonJS module has a default export only (without splitting, esbuild's
+        // `__toESM` gives the same `default`).
+        "exports.fetch = async (...args) => (await import('undici')).default.fetch(...args);",
       ].join('\n'),
     }));
   },

@@ -13,8 +13,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api } from '@kubernetes/client-node';
+import { bundle } from '../../cli/build/bundle.ts';
 import {
   COMPILE_CACHE,
+  EXTERNAL,
   MAIN,
   packageFunctions,
   WARM_COMPILE_CACHE,
@@ -132,6 +134,26 @@ describe('the deployed functions bundle', () => {
       1,
       "all of undici, for client-node's fetch",
     );
+  });
+
+  it("sends client-node's generated clients' requests through its fetch, loaded at the first call (decision 83)", async () => {
+    const out = join(dir, 'generated-client');
+    const source = [
+      "import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';",
+      'const kubeConfig = new KubeConfig();',
+      'kubeConfig.loadFromFile(process.argv[2]);',
+      'const { items } = await kubeConfig.makeApiClient(CoreV1Api).listNamespace();',
+      'console.log(items.map((n) => n.metadata.name).join(" "));',
+    ].join('\n');
+    await bundle({ root: repoRoot, entryPoints: { main: { source } }, outdir: out, external: EXTERNAL });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(out, 'main.mjs'), cluster.kubeconfigPath],
+      {
+        timeout: 30_000,
+      },
+    );
+    assert.ok(stdout.trim().split(' ').includes(ns), stdout);
   });
 
   it("has the buildpack fill Node's compile cache (gcp-build), which the start then reads", () => {
