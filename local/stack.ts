@@ -379,8 +379,8 @@ async function restartedEmulator(
  * cluster, the resync timer.
  */
 async function startServerlessStack(options: LocalStackOptions, services: Composition): Promise<LocalStack> {
-  // Its port is chosen first, for the functions' environment; started again (local/stack-faults.ts)
-  // on the same port, so that every address of it stays valid.
+  // Its port is chosen first, for the functions' environment; started again (local/stack-faults.ts),
+  // it is reached at the same port (restartedEmulator), so that every address of it stays valid.
   const emulatorPort = await freePort();
   let emulator: PubSubEmulator | undefined;
   const emulatorService = new Launcher(async (topology?: (emulatorHost: string) => Promise<void>) => {

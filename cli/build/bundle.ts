@@ -59,7 +59,7 @@ const REST_MODULE = fileURLToPath(new URL('../../core/k8s/rest.ts', import.meta.
 /**
  * undici's `index.js` loads all of undici at its first import: `fetch` and the WHATWG classes,
  * WebSocket, EventSource, the HTTP cache and its SQLite store, the mock agents, every interceptor
- * (≈ 700 kB of a bundle), and client-node imports it from `config.js`, which every process loads.
+ * (≈ 230 kB of minified output), and client-node imports it from `config.js`, which every process loads.
  * What Levelset's requests use of it is an `Agent` (client-node's `config.js` builds one per
  * cluster, or a `ProxyAgent`) and the dispatchers' `request` (core/k8s/rest.ts). For client-node's
  * modules and that one, `undici` is a module of those parts (the dispatcher classes, the global
